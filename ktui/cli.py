@@ -1,0 +1,194 @@
+"""The ktui command line.
+
+Every command imports what it needs lazily: `ktui repro` must run on a machine that has
+rich and click but not Textual or orjson, and only `replay` / `compare` / `runs` (interactive)
+load Textual.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+BUNDLED_TRACE = "popcorn_l1_p27_grok-4.3.jsonl"
+
+
+def bundled_trace() -> Path:
+    """The seed trace: in the repo's traces/ (source checkout) or packaged under ktui/data."""
+    here = Path(__file__).resolve().parent
+    for cand in (here.parent / "traces" / BUNDLED_TRACE, here / "data" / BUNDLED_TRACE):
+        if cand.is_file():
+            return cand
+    raise click.ClickException(f"bundled trace {BUNDLED_TRACE} not found")
+
+
+def fail(msg: str, code: int = 2) -> None:
+    """One clear line on stderr, no traceback."""
+    click.echo(f"ktui: {msg}", err=True)
+    sys.exit(code)
+
+
+def check_trace_path(path: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        fail(f"{path}: no such file")
+    if p.is_dir():
+        fail(f"{path}: is a directory (use `ktui runs {path}` or `ktui validate {path}`)")
+    try:
+        with open(p, "rb"):
+            pass
+    except OSError as exc:
+        fail(f"{path}: cannot read: {exc.strerror or exc}")
+    return p
+
+
+class _DefaultReplayGroup(click.Group):
+    """`ktui TRACE` is a shortcut for `ktui replay TRACE`."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["replay", *args]
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_DefaultReplayGroup, invoke_without_command=True)
+@click.version_option(package_name="ktui")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Read, diff, compare and re-execute LLM GPU-kernel agent traces.
+
+    With no command, opens the bundled seed trace in the replay app.
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(replay, trace=None, follow=False)
+
+
+@main.command()
+@click.argument("trace", type=click.Path(dir_okay=True), required=False)
+@click.option("--turn", "turn", type=int, default=None, help="Show only this turn (0-based).")
+@click.option("--json", "as_json", is_flag=True, help="Print the normalized model as JSON.")
+@click.option("--full", is_flag=True, help="Do not shorten long tool outputs.")
+def show(trace: str | None, turn: int | None, as_json: bool, full: bool) -> None:
+    """Print a run like its web page: header, metrics, turns, kernel versions."""
+    from ktui.report.show import show_command
+
+    path = check_trace_path(trace) if trace else bundled_trace()
+    sys.exit(show_command(path, turn=turn, as_json=as_json, full=full))
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
+def validate(paths: tuple[str, ...], as_json: bool) -> None:
+    """Check traces (files or directories): variant, counts, problems with line numbers.
+
+    Exit status 1 when any file has problems.
+    """
+    from ktui.report.validate import validate_command
+
+    sys.exit(validate_command(list(paths), as_json=as_json))
+
+
+@main.command()
+@click.argument("trace", type=click.Path(), required=False)
+@click.option("--follow", "-f", is_flag=True, help="Follow a trace that is still being written.")
+def replay(trace: str | None, follow: bool) -> None:
+    """Step through a run turn by turn (the interactive app)."""
+    path = check_trace_path(trace) if trace else bundled_trace()
+    from ktui.tui.app import run_replay
+
+    run_replay(path, follow=follow)
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.argument("version_a", required=False)
+@click.argument("version_b", required=False)
+@click.option("--split", is_flag=True, help="Side by side instead of unified.")
+@click.option("--context", "-U", type=int, default=3, show_default=True, help="Context lines.")
+def diff(trace: str, version_a: str | None, version_b: str | None, split: bool, context: int) -> None:
+    """Diff kernel versions (default: every successive pair)."""
+    from ktui.report.diff import diff_command
+
+    path = check_trace_path(trace)
+    sys.exit(diff_command(path, version_a, version_b, split=split, context=context))
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("--turn", type=int, default=None, help="The kernel used at this turn.")
+@click.option("--version", "version", default=None, help="Kernel version (vK) or sha1 prefix.")
+@click.option("--final", is_flag=True, help="The final submitted kernel (default).")
+@click.option("--all", "all_", is_flag=True, help="Every kernel version.")
+@click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Reference source file when the trace lacks one.")
+@click.option("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if available).")
+@click.option("--trials", type=int, default=100, show_default=True, help="Timed trials.")
+@click.option("--method", type=click.Choice(["cuda_event", "do_bench", "cuda_graph", "host"]),
+              default="cuda_event", show_default=True)
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per stage.")
+@click.option("--fresh", is_flag=True, help="Ignore cached results.")
+@click.option("--json", "as_json", is_flag=True, help="JSON result on stdout.")
+def repro(trace, turn, version, final, all_, reference, device, trials, method, timeout, fresh, as_json):
+    """Re-execute a kernel snapshot and compare with what the trace recorded."""
+    from ktui.repro.command import repro_command
+
+    path = check_trace_path(trace)
+    sys.exit(repro_command(path, turn=turn, version=version, final=final, all_=all_,
+                           reference=reference, device=device, trials=trials, method=method,
+                           timeout=timeout, fresh=fresh, as_json=as_json))
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("--version", "version", default="final", show_default=True, help="Kernel version (vK).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True)
+@click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None)
+def export(trace, version, output, reference):
+    """Write a standalone script that reproduces a kernel's measurement anywhere."""
+    from ktui.repro.export import export_command
+
+    path = check_trace_path(trace)
+    sys.exit(export_command(path, version=version, output=output, reference=reference))
+
+
+@main.command()
+@click.argument("traces", nargs=-1, required=True, type=click.Path())
+@click.option("--print", "print_", is_flag=True, help="Print the summary and final-kernel diff.")
+def compare(traces: tuple[str, ...], print_: bool) -> None:
+    """Compare two or more runs side by side."""
+    if len(traces) < 2:
+        fail("compare needs at least two traces")
+    paths = [check_trace_path(t) for t in traces]
+    if print_:
+        from ktui.report.compare import compare_print
+
+        sys.exit(compare_print(paths))
+    from ktui.tui.app import run_compare
+
+    run_compare(paths)
+
+
+@main.command()
+@click.argument("directory", type=click.Path())
+@click.option("--print", "print_", is_flag=True, help="Print the table instead of opening the app.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default=None)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the index cache.")
+def runs(directory: str, print_: bool, fmt: str | None, no_cache: bool) -> None:
+    """Browse a sweep directory: every run, per-model aggregates."""
+    p = Path(directory)
+    if not p.exists():
+        fail(f"{directory}: no such directory")
+    if print_ or fmt:
+        from ktui.report.runs import runs_print
+
+        sys.exit(runs_print(p, fmt=fmt or "table", use_cache=not no_cache))
+    from ktui.tui.app import run_runs
+
+    run_runs(p, use_cache=not no_cache)
+
+
+if __name__ == "__main__":
+    main()

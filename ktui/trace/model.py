@@ -1,0 +1,394 @@
+"""The domain model of one agent run.
+
+Pure dataclasses: no Textual, no torch. Every other part of ktui (show, replay, diff,
+compare, runs, repro) reads a :class:`Run` built by :mod:`ktui.trace.reader`.
+
+Conventions
+- Turn indices are 0-based, like the PopcornBench page ("turn 0" .. "turn 8").
+- Times: ``*_ms`` are wall-clock milliseconds from the trace's ``ts_ms``; GPU timings in
+  :class:`Metrics` are microseconds (``*_us``) after unit correction, the recorded value and
+  unit are kept beside them.
+- ``line`` numbers are 1-based line numbers in the source file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Variants (see the format doc, section 4)
+V0 = "V0"
+V1 = "V1"
+V2 = "V2"
+V3 = "V3"
+UNKNOWN = "unknown"
+
+# Tool call status
+OK = "ok"  # the tool ran and reported success
+FAILED = "failed"  # the tool ran and reported failure (e.g. "run_correctness FAILED")
+ERROR = "error"  # the dispatcher failed (exception, blocked, timeout): is_error
+MISSING = "missing"  # no result in the trace (dangling call)
+
+# Outcomes
+PASSED = "passed"
+INCOMPLETE = "incomplete"
+OUTCOME_FAILED = "failed"
+
+
+@dataclass(slots=True)
+class TraceProblem:
+    """Something wrong with the input, with where it is. Never an exception."""
+
+    line: int
+    message: str
+    excerpt: str = ""
+    severity: str = "error"  # "error" | "warning"
+
+    def __str__(self) -> str:
+        ex = f"  [{self.excerpt}]" if self.excerpt else ""
+        return f"line {self.line}: {self.message}{ex}"
+
+
+@dataclass(slots=True)
+class Event:
+    """One parsed line. The raw text is not kept: read it back by offset when needed."""
+
+    line: int
+    offset: int  # byte offset of the line in the file
+    length: int  # byte length of the line (without the newline)
+    kind: str
+    tick: int | None = None
+    ts_ms: int | None = None
+    actor: str | None = None
+    turn: int | None = None  # index of the turn this event belongs to, if any
+
+
+@dataclass(slots=True)
+class Actor:
+    id: str
+    model: str | None = None
+    role: str = "agent"  # "agent" | "user"
+    persona: str | None = None
+    tools: list[str] | None = None
+    system_prompt: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Problem:
+    level: int | None = None
+    problem_id: int | str | None = None
+    name: str | None = None
+    reference_source: str | None = None
+    reference_origin: str | None = None  # e.g. "fetch_problem ref_arch_src (line 4)"
+    prompt: str | None = None  # full task text (KTBench)
+    backend: str | None = None
+    precision: str | None = None
+    dataset_variant: str | None = None
+    source_kernel: str | None = None  # translation problems
+
+    @property
+    def title(self) -> str:
+        parts = []
+        if self.level is not None:
+            parts.append(f"L{self.level}")
+        if self.problem_id is not None:
+            parts.append(f"P{self.problem_id}" if self.level is not None else str(self.problem_id))
+        if self.name:
+            parts.append(str(self.name))
+        return " ".join(parts) or "unknown problem"
+
+
+@dataclass(slots=True)
+class ToolResult:
+    line: int
+    ts_ms: int | None
+    status: str  # OK | FAILED | ERROR
+    summary: str  # the human text (without the [meta] trailer)
+    effect: dict[str, Any] | None = None  # structured effect object (V0/V1)
+    meta: dict[str, Any] | None = None  # parsed "[meta] {...}" trailer (KTBench)
+    is_error: bool = False
+
+    @property
+    def error_text(self) -> str:
+        """The most specific error message available, '' when none."""
+        eff = self.effect or {}
+        det = eff.get("details") if isinstance(eff.get("details"), dict) else {}
+        for key in ("runtime_error", "compile_error", "correctness_issue"):
+            v = det.get(key)
+            if v:
+                return str(v)
+        if isinstance(eff.get("error"), str) and eff["error"]:
+            return eff["error"]
+        if self.meta and isinstance(self.meta.get("error"), str):
+            return self.meta["error"]
+        if self.status != OK:
+            lines = [ln for ln in self.summary.splitlines() if ln.strip()]
+            return "\n".join(lines[1:4]) if len(lines) > 1 else (lines[0] if lines else "")
+        return ""
+
+
+@dataclass(slots=True)
+class ToolCall:
+    index: int  # position among all calls of the run (0-based)
+    name: str
+    args: dict[str, Any]
+    line: int
+    ts_ms: int | None
+    id: str | None = None
+    actor: str | None = None
+    seed: bool = False
+    turn: int | None = None
+    result: ToolResult | None = None
+    kernel: int | None = None  # KernelVersion.number of args.kernel_code, if any
+    diffs: list[dict[str, Any]] = field(default_factory=list)  # state_diff entries it caused
+
+    @property
+    def status(self) -> str:
+        return self.result.status if self.result else MISSING
+
+    @property
+    def kernel_code(self) -> str | None:
+        code = self.args.get("kernel_code") if isinstance(self.args, dict) else None
+        return code if isinstance(code, str) else None
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.result and self.result.ts_ms is not None and self.ts_ms is not None:
+            return max(0, self.result.ts_ms - self.ts_ms)
+        return None
+
+
+@dataclass(slots=True)
+class Turn:
+    index: int
+    actor: str | None
+    first_line: int
+    last_line: int
+    start_ms: int | None = None  # ts of the completion (first event of the turn)
+    end_ms: int | None = None  # ts of its last event
+    llm_ms: int | None = None
+    tool_ms: int | None = None
+    wall_ms: int | None = None
+    timing_reliable: bool = True  # False for V2 (synthetic ts) and V3 (conflated)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_reasoning: int | None = None
+    usd: float | None = None
+    gpu_seconds: float | None = None
+    reasoning: str | None = None
+    text: str | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    is_final: bool = False  # contains the final submission
+
+    @property
+    def tokens_total(self) -> int | None:
+        vals = [v for v in (self.tokens_in, self.tokens_out, self.tokens_reasoning) if v is not None]
+        return sum(vals) if vals else None
+
+    @property
+    def status(self) -> str:
+        """Worst status of its calls: error > failed > missing > ok; 'none' without calls."""
+        if not self.calls:
+            return "none"
+        order = {ERROR: 3, FAILED: 2, MISSING: 1, OK: 0}
+        return max((c.status for c in self.calls), key=lambda s: order.get(s, 0))
+
+
+@dataclass(slots=True)
+class KernelUse:
+    turn: int | None
+    call_index: int
+    tool: str
+    status: str
+    summary: str = ""
+
+
+@dataclass(slots=True)
+class KernelVersion:
+    number: int  # 1-based: v1, v2, ...
+    sha1: str
+    code: str
+    first_turn: int | None
+    first_line: int
+    uses: list[KernelUse] = field(default_factory=list)
+    attachment: str | None = None  # "attachment://<hash>" stub: the code is not in the trace
+    from_final_answer: bool = False  # found only in an assistant message's fenced block
+
+    @property
+    def label(self) -> str:
+        return f"v{self.number}"
+
+    @property
+    def turns(self) -> list[int]:
+        seen: list[int] = []
+        for u in self.uses:
+            if u.turn is not None and u.turn not in seen:
+                seen.append(u.turn)
+        return seen
+
+
+@dataclass(slots=True)
+class Metric:
+    """One measured value, with its canonical unit and what the trace claimed."""
+
+    key: str  # stable id, e.g. "timing.runtime"
+    label: str
+    value: float | int | str | None  # canonical value (times in us)
+    unit: str = ""  # canonical unit: "us", "MB", "%", "x", "", ...
+    recorded: Any = None  # the value as written in the trace
+    recorded_key: str | None = None  # field it came from
+    recorded_unit: str | None = None  # the unit the trace's field name / label claims
+    note: str | None = None  # e.g. "recorded in ms under a *_us key; x1000"
+
+
+@dataclass(slots=True)
+class Metrics:
+    """The final (or a chosen) submission's metrics, grouped like the seed page."""
+
+    source: str = ""  # e.g. "submit_kernel result (line 57)"
+    correct: bool | None = None
+    runtime_us: float | None = None
+    ref_runtime_us: float | None = None
+    speedup: float | None = None
+    groups: dict[str, list[Metric]] = field(default_factory=dict)
+
+    def get(self, key: str) -> Metric | None:
+        for ms in self.groups.values():
+            for m in ms:
+                if m.key == key:
+                    return m
+        return None
+
+
+@dataclass(slots=True)
+class Flag:
+    """A sanity flag on something the trace claims."""
+
+    code: str  # e.g. "unit_ms_as_us", "speedup_excessive", "no_gpu_code"
+    message: str  # one line
+    severity: str = "warning"  # "warning" | "error" | "info"
+    metric: str | None = None  # Metric.key it is about
+    kernel: int | None = None  # KernelVersion.number it is about
+    line: int | None = None
+
+
+@dataclass(slots=True)
+class Terminal:
+    """How the run ended (there may be several notes: halt then grader)."""
+
+    kind: str  # grader | final_score | score | backend_error | halt | dangling_call | eof
+    text: str
+    line: int
+    value: float | None = None
+
+
+@dataclass
+class Run:
+    path: str
+    variant: str = UNKNOWN
+    problem: Problem = field(default_factory=Problem)
+    model: str | None = None
+    persona: str | None = None
+    scenario: str | None = None
+    backend: str | None = None
+    actors: list[Actor] = field(default_factory=list)
+    started_ms: int | None = None
+    ended_ms: int | None = None
+    max_turns: int | None = None
+    outcome: str = INCOMPLETE
+    scores: dict[str, float] = field(default_factory=dict)
+    final_score: float | None = None
+    metrics: Metrics | None = None
+    flags: list[Flag] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)  # every call, seed calls included
+    kernels: list[KernelVersion] = field(default_factory=list)
+    terminal: list[Terminal] = field(default_factory=list)
+    notes: list[tuple[int, str]] = field(default_factory=list)  # (line, redacted text) of system notes
+    messages: list[tuple[int, str, str | None, str]] = field(default_factory=list)  # (line, kind, actor, text)
+    events: list[Event] = field(default_factory=list)
+    problems: list[TraceProblem] = field(default_factory=list)
+    incomplete: bool = False  # ends in a partial line (still being written)
+    size_bytes: int = 0
+    tokens_by_actor: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    # ---- derived figures -------------------------------------------------
+    @property
+    def agent_calls(self) -> list[ToolCall]:
+        """Calls the agent made (seeded calls excluded)."""
+        return [c for c in self.calls if not c.seed]
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(t.tokens_in or 0 for t in self.turns)
+
+    @property
+    def tokens_out(self) -> int:
+        return sum(t.tokens_out or 0 for t in self.turns)
+
+    @property
+    def tokens_total(self) -> int:
+        return sum(t.tokens_total or 0 for t in self.turns)
+
+    @property
+    def wall_ms(self) -> int | None:
+        if self.started_ms is None or self.ended_ms is None:
+            return None
+        return self.ended_ms - self.started_ms
+
+    @property
+    def llm_ms(self) -> int | None:
+        vals = [t.llm_ms for t in self.turns if t.llm_ms is not None]
+        return sum(vals) if vals else None
+
+    @property
+    def tool_ms(self) -> int | None:
+        vals = [t.tool_ms for t in self.turns if t.tool_ms is not None]
+        return sum(vals) if vals else None
+
+    @property
+    def terminal_state(self) -> str:
+        """A one-word summary of how the run ended (the most specific note)."""
+        kinds = [t.kind for t in self.terminal]
+        for k in ("backend_error", "dangling_call", "final_score", "score", "grader", "halt"):
+            if k in kinds:
+                return k
+        return "eof"
+
+    @property
+    def first_correct_turn(self) -> int | None:
+        for c in self.calls:
+            if c.name in ("run_correctness", "submit_kernel") and c.status == OK and c.turn is not None:
+                return c.turn
+        return None
+
+    def kernel(self, ref: str | int) -> KernelVersion | None:
+        """Look up a kernel version by number, 'vN', 'final' or a sha1 prefix."""
+        if isinstance(ref, int):
+            return self.kernels[ref - 1] if 1 <= ref <= len(self.kernels) else None
+        r = ref.strip().lower()
+        if r in ("final", "last"):
+            return self.final_kernel
+        if r.startswith("v") and r[1:].isdigit():
+            return self.kernel(int(r[1:]))
+        if r.isdigit():
+            return self.kernel(int(r))
+        if len(r) >= 4:
+            for k in self.kernels:
+                if k.sha1.startswith(r):
+                    return k
+        return None
+
+    @property
+    def final_kernel(self) -> KernelVersion | None:
+        for c in reversed(self.calls):
+            if c.name == "submit_kernel" and c.kernel is not None:
+                return self.kernel(c.kernel)
+        return self.kernels[-1] if self.kernels else None
+
+    def turn_of_line(self, line: int) -> int | None:
+        for t in self.turns:
+            if t.first_line <= line <= t.last_line:
+                return t.index
+        return None
