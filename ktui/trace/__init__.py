@@ -22,4 +22,10 @@ from ktui.trace.model import (  # noqa: F401
     TraceProblem,
     Turn,
 )
-from ktui.trace.reader import Follower, load, load_bytes  # noqa: F401
+
+
+def load(path, **kw):
+    """Read a trace file into a :class:`Run` (never raises on bad input data)."""
+    from ktui.trace.reader import load as _load
+
+    return _load(path, **kw)
