@@ -1,0 +1,476 @@
+"""Builds a :class:`Run` from validated events, incrementally.
+
+``add()`` handles one event: variant evidence, run-level facts from notes, turn segmentation
+(format doc, section 5), result-to-call pairing (by id, else the first pending call of that
+name, else the first pending call), state diffs, costs. ``finish()`` derives what depends on
+the whole run (timing, kernel versions, metrics, outcome, terminal state, flags); it can be
+called again after more events arrive (follow mode).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ktui.trace import derive
+from ktui.trace.model import (
+    ERROR,
+    FAILED,
+    OK,
+    UNKNOWN,
+    V0,
+    V1,
+    V2,
+    V3,
+    Actor,
+    Event,
+    Run,
+    Terminal,
+    ToolCall,
+    ToolResult,
+    TraceProblem,
+    Turn,
+)
+from ktui.trace.notes import fenced_code, parse_note, split_meta, split_think
+from ktui.trace.text import redact
+
+TOKEN_UNITS = {"tokens_in", "tokens_out", "tokens_reasoning", "usd"}
+MESSAGE_KINDS = {"agent_message", "assistant_message", "message"}
+MAX_PROBLEMS = 1000
+
+
+class Builder:
+    def __init__(self, path: str, keep_events: bool = True) -> None:
+        self.run = Run(path=path)
+        self.keep_events = keep_events
+        self._evidence: dict[str, int] = {}
+        self._current: dict[str | None, Turn | None] = {}  # open turn per actor
+        self._pending: list[ToolCall] = []  # calls still waiting for a result
+        self._last_kind: str | None = None
+        self._last_token_actor: str | None = None
+        self._prev_ts: int | None = None  # ts of the event before the current one
+        self._turn_prev_ts: dict[int, int | None] = {}  # turn index -> ts before its first event
+        self._msgs: dict[int, list[str]] = {}  # turn index -> agent_message texts (V1)
+        self._has_token_costs = False
+        self._intern: dict[str, str] = {}
+        self._last_call_by_actor: dict[str | None, ToolCall] = {}
+        self._orphan_diffs: list[dict[str, Any]] = []
+        self._final_answers: list[tuple[int, int | None, str]] = []  # (line, turn, code)
+        self._n_problems = 0
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def problem(self, line: int, message: str, excerpt: str = "", severity: str = "error") -> None:
+        self._n_problems += 1
+        if self._n_problems <= MAX_PROBLEMS:
+            self.run.problems.append(TraceProblem(line, message, excerpt, severity))
+        elif self._n_problems == MAX_PROBLEMS + 1:
+            self.run.problems.append(TraceProblem(line, "too many problems; the rest are not listed",
+                                                  "", "error"))
+
+    def _s(self, s: str) -> str:
+        """Intern long strings so replicated content is stored once."""
+        if len(s) < 64:
+            return s
+        return self._intern.setdefault(s, s)
+
+    def _evid(self, variant: str) -> None:
+        self._evidence[variant] = self._evidence.get(variant, 0) + 1
+
+    def _new_turn(self, ev: Event, actor: str | None) -> Turn:
+        t = Turn(index=len(self.run.turns), actor=actor, first_line=ev.line, last_line=ev.line,
+                 start_ms=ev.ts_ms, end_ms=ev.ts_ms)
+        self.run.turns.append(t)
+        self._current[actor] = t
+        self._turn_prev_ts[t.index] = self._prev_ts
+        return t
+
+    def _touch(self, t: Turn, ev: Event) -> None:
+        t.last_line = max(t.last_line, ev.line)
+        if ev.ts_ms is not None:
+            t.end_ms = ev.ts_ms if t.end_ms is None else max(t.end_ms, ev.ts_ms)
+            if t.start_ms is None:
+                t.start_ms = ev.ts_ms
+        ev.turn = t.index
+
+    def _close_turns(self) -> None:
+        for k in self._current:
+            self._current[k] = None
+
+    # ---- the event dispatcher --------------------------------------------------------------
+    def add(self, ev: Event, payload: dict[str, Any], envelope: dict[str, Any]) -> None:
+        run = self.run
+        if self.keep_events:
+            run.events.append(ev)
+        if ev.ts_ms is not None:
+            if run.started_ms is None or ev.ts_ms < run.started_ms:
+                run.started_ms = ev.ts_ms
+            if run.ended_ms is None or ev.ts_ms > run.ended_ms:
+                run.ended_ms = ev.ts_ms
+        # variant evidence from parsed fields only
+        mid = envelope.get("message_id")
+        if isinstance(mid, str) and mid.startswith("msg-"):
+            self._evid(V1)
+        if "costs" in envelope:
+            self._evid(V0)
+        try:
+            handler = getattr(self, "_on_" + ev.kind, None)
+            if handler is None:
+                self._on_unknown(ev, payload)
+            else:
+                handler(ev, payload, envelope)
+        except Exception as exc:  # noqa: BLE001 - never raise on data
+            self.problem(ev.line, f"could not interpret '{ev.kind}' event ({type(exc).__name__}: {exc})")
+        self._last_kind = ev.kind
+        if ev.ts_ms is not None:
+            self._prev_ts = ev.ts_ms
+
+    def _on_unknown(self, ev: Event, payload: dict[str, Any], envelope=None) -> None:
+        t = self._current.get(ev.actor)
+        if t is not None:
+            self._touch(t, ev)
+
+    # -- system notes
+    def _on_system(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        note = p.get("note")
+        if not isinstance(note, str):
+            self.problem(ev.line, "system event without a string 'note'", "", "warning")
+            return
+        run = self.run
+        info = parse_note(note)
+        form = info["form"]
+        shown = redact(note)
+        if form == "json":
+            kind = info.get("kind")
+            if kind == "problem_prompt":
+                txt = info.get("text")
+                if isinstance(txt, str):
+                    run.problem.prompt = self._s(txt)
+                    derive.problem_from_prompt(run.problem, txt)
+                shown = "problem_prompt: " + (f"{len(txt):,} chars" if isinstance(txt, str) else "?")
+            elif kind in ("agent_spawned", "user_spawned"):
+                self._spawn(info, "agent" if kind == "agent_spawned" else "user")
+                shown = f"{kind}: {info.get('actor_id')} model={info.get('model')}"
+            elif kind == "scenario":
+                self._evid(V3)
+                if isinstance(info.get("id"), str):
+                    run.scenario = info["id"]
+                    if not run.problem.name:
+                        run.problem.name = info["id"]
+                if isinstance(info.get("model"), str):
+                    run.model = run.model or info["model"]
+            elif kind == "score":
+                self._evid(V3)
+                val = info.get("value")
+                val = float(val) if isinstance(val, (int, float)) else None
+                run.terminal.append(Terminal("score", redact(str(info.get("explanation", ""))), ev.line, val))
+                run.final_score = val
+                self._close_turns()
+        elif form == "grader":
+            run.scores.update(info["scores"])
+            if info.get("scenario"):
+                run.scenario = str(info["scenario"])
+            run.terminal.append(Terminal("grader", shown[len("grader: "):], ev.line))
+            self._close_turns()
+        elif form == "agent_spawn":
+            self._spawn(info, "agent")
+            shown = f"agent_spawn: id={info['actor_id']} persona={info['persona']} model={info['model']}"
+        elif form == "problem_prompt":
+            run.problem.prompt = self._s(info["text"])
+            derive.problem_from_prompt(run.problem, info["text"])
+            shown = f"problem_prompt: {len(info['text']):,} chars"
+        elif form == "final_score":
+            self._evid(V2)
+            run.final_score = info.get("final")
+            run.terminal.append(Terminal("final_score", info["explanation"], ev.line, info.get("final")))
+            self._close_turns()
+        elif form == "header":
+            self._evid(V2)
+            run.model = run.model or info["model"]
+            derive.problem_from_slug(run.problem, info["problem"])
+        elif form == "backend_error":
+            run.terminal.append(Terminal("backend_error", redact(note), ev.line))
+            self._close_turns()
+        elif form == "backend":
+            run.backend = info["backend"]
+        elif form == "halt":
+            run.terminal.append(Terminal("halt", info["reason"], ev.line))
+            if info.get("turn_limit") and run.max_turns is None:
+                run.max_turns = info["turn_limit"]
+            self._close_turns()
+        run.notes.append((ev.line, shown))
+
+    def _spawn(self, info: dict[str, Any], role: str) -> None:
+        aid = info.get("actor_id")
+        if not isinstance(aid, str):
+            return
+        params = info.get("params") if isinstance(info.get("params"), dict) else {}
+        persona = info.get("persona") or params.get("persona")
+        tools = info.get("tools") if isinstance(info.get("tools"), list) else None
+        sp = info.get("system_prompt")
+        actor = Actor(id=aid, model=info.get("model") if isinstance(info.get("model"), str) else None,
+                      role=role, persona=persona if isinstance(persona, str) else None, tools=tools,
+                      system_prompt=self._s(sp) if isinstance(sp, str) else None, params=params)
+        self.run.actors.append(actor)
+        if role == "agent":
+            if self.run.model is None and actor.model:
+                self.run.model = actor.model
+            if self.run.persona is None and actor.persona:
+                self.run.persona = actor.persona
+            mt = params.get("max_turns")
+            if isinstance(mt, int) and not isinstance(mt, bool):
+                self.run.max_turns = mt
+            if isinstance(sp, str) and "\n\n---\n\n" in sp and not self.run.problem.prompt:
+                prompt = sp.split("\n\n---\n\n", 1)[1]
+                self.run.problem.prompt = self._s(prompt)
+                derive.problem_from_prompt(self.run.problem, prompt)
+
+    # -- messages
+    def _on_user_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        text = p.get("text")
+        if not isinstance(text, str):
+            self.problem(ev.line, "user_message without a string 'text'", "", "warning")
+            return
+        if ev.actor == "harness" and not self.run.problem.prompt and len(text) > 200:
+            self.run.problem.prompt = self._s(text)
+            derive.problem_from_prompt(self.run.problem, text)
+        self.run.messages.append((ev.line, ev.kind, ev.actor, self._s(text)))
+
+    def _message(self, ev: Event, text: str, reasoning: str | None = None) -> None:
+        t = self._current.get(ev.actor)
+        if t is None or t.calls or (self._last_kind in ("tool_result", "state_diff") and not self._has_token_costs):
+            if t is None or t.calls:
+                t = self._new_turn(ev, ev.actor)
+        self._touch(t, ev)
+        if ev.kind == "agent_message":
+            self._msgs.setdefault(t.index, []).append(self._s(text))
+        else:
+            if reasoning:
+                t.reasoning = self._s(reasoning) if not t.reasoning else t.reasoning + "\n\n" + reasoning
+            if text:
+                t.text = self._s(text) if not t.text else t.text + "\n\n" + text
+            code = fenced_code(text) if text else None
+            if code:
+                self._final_answers.append((ev.line, t.index, code))
+        self.run.messages.append((ev.line, ev.kind, ev.actor, self._s(text)))
+
+    def _on_agent_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        text = p.get("text")
+        if not isinstance(text, str):
+            self.problem(ev.line, "agent_message without a string 'text'", "", "warning")
+            return
+        self._message(ev, text)
+
+    def _on_assistant_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._evid(V2)
+        text = p.get("text")
+        if not isinstance(text, str):
+            self.problem(ev.line, "assistant_message without a string 'text'", "", "warning")
+            return
+        self._message(ev, text)
+
+    def _on_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._evid(V3)
+        content = p.get("content")
+        if isinstance(content, list):  # structured content parts
+            content = "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c) for c in content)
+        if not isinstance(content, str):
+            self.problem(ev.line, "message without a string 'content'", "", "warning")
+            return
+        if p.get("role", "assistant") != "assistant":
+            self.run.messages.append((ev.line, f"message:{p.get('role')}", ev.actor, self._s(content)))
+            return
+        reasoning, visible = split_think(content)
+        self._message(ev, visible, reasoning)
+
+    # -- costs
+    def _on_cost(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._evid(V1)
+        unit, amount = p.get("unit"), p.get("amount")
+        if not isinstance(unit, str) or not isinstance(amount, (int, float)) or isinstance(amount, bool):
+            self.problem(ev.line, "cost event without a string 'unit' and a numeric 'amount'", "", "warning")
+            return
+        by = self.run.tokens_by_actor.setdefault(ev.actor or "-", {})
+        by[unit] = by.get(unit, 0) + amount
+        if unit in TOKEN_UNITS and ev.actor is not None:
+            self._has_token_costs = True
+            t = self._current.get(ev.actor)
+            starts = not (self._last_kind == "cost" and self._last_token_actor == ev.actor)
+            if t is None or starts:
+                t = self._new_turn(ev, ev.actor)
+            self._touch(t, ev)
+            self._last_token_actor = ev.actor
+            if unit == "tokens_in":
+                t.tokens_in = (t.tokens_in or 0) + int(amount)
+            elif unit == "tokens_out":
+                t.tokens_out = (t.tokens_out or 0) + int(amount)
+            elif unit == "tokens_reasoning":
+                t.tokens_reasoning = (t.tokens_reasoning or 0) + int(amount)
+            else:
+                t.usd = (t.usd or 0.0) + float(amount)
+            return
+        self._last_token_actor = None
+        t = self._current.get(ev.actor)
+        if t is not None:
+            self._touch(t, ev)
+            if unit == "gpu_seconds":
+                t.gpu_seconds = (t.gpu_seconds or 0.0) + float(amount)
+
+    # -- tools
+    def _on_tool_call(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        name = p.get("name")
+        if not isinstance(name, str):
+            self.problem(ev.line, "tool_call without a string 'name'")
+            return
+        args = p.get("args", {})
+        if not isinstance(args, dict):
+            self.problem(ev.line, f"tool_call '{name}': 'args' is {type(args).__name__}, expected an object",
+                         "", "warning")
+            args = {"value": args}
+        if "seed" in p:
+            self._evid(V1)
+        if "kernel_code" in args and isinstance(args["kernel_code"], str):
+            args = dict(args, kernel_code=self._s(args["kernel_code"]))
+        cid = p.get("id") if isinstance(p.get("id"), str) else None
+        seed = p.get("seed") is True
+        call = ToolCall(index=len(self.run.calls), name=name, args=args, line=ev.line, ts_ms=ev.ts_ms,
+                        id=cid, actor=ev.actor, seed=seed)
+        self.run.calls.append(call)
+        self._pending.append(call)
+        self._last_call_by_actor[ev.actor] = call
+        if self._orphan_diffs:
+            call.diffs.extend(self._orphan_diffs)
+            self._orphan_diffs = []
+        if seed:
+            return
+        t = self._current.get(ev.actor)
+        if t is None or (self._last_kind in ("tool_result", "state_diff") and not self._has_token_costs):
+            t = self._new_turn(ev, ev.actor)
+        self._touch(t, ev)
+        call.turn = t.index
+        t.calls.append(call)
+        if name == "submit_kernel":
+            for other in self.run.turns:
+                other.is_final = False
+            t.is_final = True
+
+    def _pair(self, ev: Event, cid: str | None, name: str | None) -> ToolCall | None:
+        if cid:
+            for c in self._pending:
+                if c.id == cid:
+                    return c
+        for c in self._pending:
+            if name and c.name == name:
+                return c
+        return self._pending[0] if self._pending and not name else None
+
+    def _on_tool_result(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        name = p.get("name") if isinstance(p.get("name"), str) else None
+        cid = p.get("id") if isinstance(p.get("id"), str) else None
+        if "seed" in p:
+            self._evid(V1)
+        if "text" in p and "result" not in p:
+            self._evid(V2) if cid is None else None
+        call = self._pair(ev, cid, name)
+        if call is None:
+            self.problem(ev.line, f"tool_result for '{name}' has no pending call", "", "warning")
+            return
+        self._pending.remove(call)
+        if cid is None and call.name != name and name is not None:
+            self.problem(ev.line, f"tool_result '{name}' paired with call '{call.name}'", "", "warning")
+        call.result = self._result(ev, p, call)
+        if call.turn is not None:
+            self._touch(self.run.turns[call.turn], ev)
+        if call.seed and call.name == "fetch_problem" and call.result.effect:
+            derive.problem_from_fetch(self.run.problem, call.result.effect, ev.line)
+        elif call.name in ("fetch_problem", "fetch_translation_problem") and call.result.effect:
+            derive.problem_from_fetch(self.run.problem, call.result.effect, ev.line)
+
+    def _result(self, ev: Event, p: dict[str, Any], call: ToolCall) -> ToolResult:
+        is_error = p.get("is_error") is True
+        effect: dict[str, Any] | None = None
+        res = p.get("result", p.get("text"))
+        if isinstance(res, dict):
+            if isinstance(res.get("effect"), dict):  # V0 envelope
+                effect = res["effect"]
+                if isinstance(res.get("costs"), dict):
+                    self._evid(V0)
+                    gs = res["costs"].get("gpu_seconds")
+                    t = self.run.turns[call.turn] if call.turn is not None else None
+                    if t is not None and isinstance(gs, (int, float)):
+                        t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
+            else:
+                effect = res
+            summary = effect.get("summary") if isinstance(effect.get("summary"), str) else None
+            if summary is None:
+                summary = derive.effect_summary(call.name, effect)
+        elif isinstance(res, str):
+            summary = res
+        elif res is None:
+            summary = ""
+        else:
+            summary = str(res)
+        summary, meta = split_meta(summary)
+        status = derive.result_status(call.name, effect, summary, meta, is_error)
+        return ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=self._s(summary),
+                          effect=effect, meta=meta, is_error=is_error)
+
+    def _on_state_diff(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        diff = p.get("diff")
+        items = diff if isinstance(diff, list) else [diff]
+        items = [d for d in items if isinstance(d, dict)]
+        if not items:
+            self.problem(ev.line, "state_diff without a diff object", "", "warning")
+            return
+        call = self._last_call_by_actor.get(ev.actor)
+        if call is not None:
+            call.diffs.extend(items)
+            if call.turn is not None:
+                self._touch(self.run.turns[call.turn], ev)
+        else:
+            self._orphan_diffs.extend(items)
+
+    def _on_progress(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._on_unknown(ev, p)
+
+    def _on_tool_timeout(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._on_unknown(ev, p)
+
+    # ---- the derived run ---------------------------------------------------------------------
+    def finish(self, final: bool = True) -> Run:
+        run = self.run
+        ev = self._evidence
+        if ev.get(V3):
+            run.variant = V3
+        elif ev.get(V0) and not ev.get(V1):
+            run.variant = V0
+        elif ev.get(V1):
+            run.variant = V1
+        elif ev.get(V2):
+            run.variant = V2
+        elif run.events and all(e.actor in (None, "assistant", "harness") for e in run.events[:50]) and any(
+            e.actor == "assistant" for e in run.events
+        ):
+            run.variant = V2
+        else:
+            run.variant = UNKNOWN if not run.events else (V1 if self._has_token_costs else UNKNOWN)
+        # reasoning vs visible text in V1 agent_messages
+        for idx, msgs in self._msgs.items():
+            t = run.turns[idx]
+            if len(msgs) >= 2:
+                t.reasoning, t.text = msgs[0], "\n\n".join(msgs[1:])
+            elif msgs:
+                m = msgs[0]
+                if t.calls or m.lstrip().startswith("**"):
+                    t.reasoning, t.text = m, None
+                else:
+                    t.reasoning, t.text = None, m
+        derive.turn_timing(run, self._turn_prev_ts)
+        derive.kernel_versions(run, self._final_answers)
+        derive.metrics_and_outcome(run)
+        derive.terminal_state(run, final)
+        derive.flags(run)
+        if final and not run.events and not run.problems:
+            run.problems.append(TraceProblem(0, "empty file: no events", "", "error"))
+        return run
+
+
+__all__ = ["Builder", "OK", "FAILED", "ERROR"]

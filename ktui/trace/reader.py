@@ -1,0 +1,217 @@
+"""Streaming reader for ensemble traces (V0-V3), one pass, never raising on input data.
+
+``load(path)`` reads a file in chunks, parses each line with orjson, turns bad lines into
+:class:`TraceProblem` entries (line number + excerpt) and feeds every good event to the
+:class:`~ktui.trace.builder.Builder`. ``Follower`` does the same incrementally for a trace
+that is still being written: each ``poll()`` reads only the bytes appended since the last one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ktui.trace.builder import Builder
+from ktui.trace.model import Event, Run, TraceProblem
+from ktui.trace.notes import JSONError, loads
+
+CHUNK = 8 << 20
+_EXCERPT = 60
+
+
+def _excerpt(raw: bytes) -> str:
+    s = raw[:_EXCERPT].decode("utf-8", "replace")
+    s = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in s)
+    return s + ("…" if len(raw) > _EXCERPT else "")
+
+
+class LineParser:
+    """Turns raw lines into validated envelopes for a Builder."""
+
+    def __init__(self, builder: Builder) -> None:
+        self.b = builder
+        self.line_no = 0
+        self.offset = 0  # byte offset of the next line
+
+    def feed_line(self, raw: bytes, terminated: bool = True) -> None:
+        """One line without its newline. ``terminated`` is False for a final partial line."""
+        self.line_no += 1
+        line_no, offset = self.line_no, self.offset
+        self.offset += len(raw) + (1 if terminated else 0)
+        body = raw.rstrip(b"\r")
+        if not body.strip():
+            return
+        try:
+            obj = loads(body)
+        except JSONError as exc:
+            if not terminated:
+                self.b.run.incomplete = True
+                return
+            msg = str(exc).split(":", 1)[0] if "line 1 column" in str(exc) else str(exc)
+            self.b.problem(line_no, f"not valid JSON ({_short(msg)})", _excerpt(body))
+            return
+        except Exception as exc:  # noqa: BLE001 - the reader never raises on data
+            self.b.problem(line_no, f"unreadable line ({type(exc).__name__})", _excerpt(body))
+            return
+        self.b.run.incomplete = False
+        ev = validate(obj, line_no, offset, len(raw), self.b, body)
+        if ev is not None:
+            self.b.add(ev[0], ev[1], obj)
+
+
+def _short(msg: str) -> str:
+    return msg if len(msg) <= 80 else msg[:77] + "..."
+
+
+def validate(obj, line_no: int, offset: int, length: int, b: Builder, raw: bytes):
+    """Check the envelope; return (Event, payload) or None (with a problem recorded)."""
+    if not isinstance(obj, dict):
+        b.problem(line_no, f"event is a JSON {type(obj).__name__}, not an object", _excerpt(raw))
+        return None
+    payload = obj.get("payload")
+    if not isinstance(payload, dict):
+        what = "missing" if payload is None else f"a {type(payload).__name__}"
+        b.problem(line_no, f"'payload' is {what}, expected an object", _excerpt(raw))
+        return None
+    kind = payload.get("kind")
+    if not isinstance(kind, str) or not kind:
+        b.problem(line_no, "'payload.kind' is missing or not a string", _excerpt(raw))
+        return None
+    tick = obj.get("tick")
+    if tick is not None and (not isinstance(tick, int) or isinstance(tick, bool)):
+        b.problem(line_no, f"'tick' is {type(tick).__name__}, expected an integer", _excerpt(raw), "warning")
+        tick = None
+    ts = obj.get("ts_ms")
+    if ts is not None and (not isinstance(ts, (int, float)) or isinstance(ts, bool)):
+        b.problem(line_no, f"'ts_ms' is {type(ts).__name__}, expected an integer", _excerpt(raw), "warning")
+        ts = None
+    elif ts is None and "ts_ms" not in obj:
+        b.problem(line_no, "'ts_ms' is missing", _excerpt(raw), "warning")
+    actor = obj.get("actor")
+    if actor is not None and not isinstance(actor, str):
+        b.problem(line_no, f"'actor' is {type(actor).__name__}, expected a string", _excerpt(raw), "warning")
+        actor = None
+    ev = Event(line=line_no, offset=offset, length=length, kind=kind, tick=tick,
+               ts_ms=int(ts) if ts is not None else None, actor=actor)
+    return ev, payload
+
+
+def _iter_chunks(f, start: int = 0):
+    f.seek(start)
+    while True:
+        chunk = f.read(CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+class Follower:
+    """Incremental reader: ``poll()`` consumes only bytes appended since the last call.
+
+    A half-written last line is held back until its newline arrives.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.builder = Builder(str(path))
+        self.parser = LineParser(self.builder)
+        self._pos = 0  # bytes consumed (up to the last newline)
+        self._tail = b""
+        self._inode: tuple[int, int] | None = None
+        self.run: Run = self.builder.run
+        self.poll()
+
+    def poll(self) -> bool:
+        """Read what was appended; rebuild derived state. True if anything changed."""
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            if not any(p.message.startswith("cannot read") for p in self.builder.run.problems):
+                self.builder.problem(0, f"cannot read file: {exc.strerror or exc}")
+                self.run = self.builder.finish(final=False)
+                return True
+            return False
+        ident = (st.st_dev, st.st_ino)
+        if self._inode is not None and (ident != self._inode or st.st_size < self._pos):
+            # truncated or replaced: start over
+            self.builder = Builder(str(self.path))
+            self.parser = LineParser(self.builder)
+            self._pos, self._tail = 0, b""
+        self._inode = ident
+        if st.st_size <= self._pos + len(self._tail):
+            return False
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._pos + len(self._tail))
+                data = f.read()
+        except OSError as exc:
+            self.builder.problem(0, f"cannot read file: {exc.strerror or exc}")
+            self.run = self.builder.finish(final=False)
+            return True
+        buf = self._tail + data
+        last_nl = buf.rfind(b"\n")
+        if last_nl < 0:
+            self._tail = buf
+            self.builder.run.incomplete = bool(buf.strip())
+            return False
+        complete, self._tail = buf[: last_nl], buf[last_nl + 1:]
+        for raw in complete.split(b"\n"):
+            self.parser.feed_line(raw)
+        self._pos += last_nl + 1
+        self.builder.run.size_bytes = st.st_size
+        self.builder.run.incomplete = bool(self._tail.strip())
+        self.run = self.builder.finish(final=False)
+        return True
+
+
+def load(path: str | os.PathLike[str], *, keep_events: bool = True) -> Run:
+    """Read a whole trace. Never raises on bad data; I/O problems become TraceProblems."""
+    b = Builder(str(path), keep_events=keep_events)
+    parser = LineParser(b)
+    try:
+        with open(path, "rb") as f:
+            tail = b""
+            size = 0
+            for chunk in _iter_chunks(f):
+                size += len(chunk)
+                buf = tail + chunk if tail else chunk
+                lines = buf.split(b"\n")
+                tail = lines.pop()
+                for raw in lines:
+                    parser.feed_line(raw)
+            if tail:
+                parser.feed_line(tail, terminated=False)
+            b.run.size_bytes = size
+    except IsADirectoryError:
+        b.problem(0, "is a directory, not a trace file")
+    except OSError as exc:
+        b.problem(0, f"cannot read file: {exc.strerror or exc}")
+    return b.finish(final=True)
+
+
+def load_bytes(data: bytes, path: str = "<bytes>") -> Run:
+    """Parse an in-memory trace (tests, fuzzing)."""
+    b = Builder(path)
+    parser = LineParser(b)
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    for raw in lines:
+        parser.feed_line(raw)
+    if tail:
+        parser.feed_line(tail, terminated=False)
+    b.run.size_bytes = len(data)
+    return b.finish(final=True)
+
+
+def read_raw_line(path: str | os.PathLike[str], event: Event, limit: int = 1 << 20) -> str:
+    """The raw text of one event's line, read by offset (at most ``limit`` bytes)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(event.offset)
+            raw = f.read(min(event.length, limit))
+    except OSError as exc:
+        return f"<cannot read line {event.line}: {exc.strerror or exc}>"
+    text = raw.decode("utf-8", "replace")
+    if event.length > limit:
+        text += f"… [{event.length - limit:,} more bytes]"
+    return text
