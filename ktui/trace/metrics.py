@@ -85,7 +85,7 @@ def _group(metrics: Metrics, group: str, obj: Any, source_key: str, skip: tuple[
         if group == "warp_stalls":
             unit = "%"
         n = _num(v)
-        val = n * scale if n is not None else v
+        val = v if scale == 1.0 or n is None else round(n * scale, 9)
         out.append(Metric(key=f"{group}.{k}", label=_label(k), value=val, unit=unit, recorded=v,
                           recorded_key=f"{source_key}.{k}",
                           recorded_unit="ms" if k.endswith("_ms") else unit or None))
@@ -99,10 +99,10 @@ def _runtime(m: Metrics, key: str, label: str, raw: Any, field: str, popcorn_ms:
                    recorded_unit="us"))
         return None
     note = None
-    if field.endswith("_ms") or field.endswith("_ms_"):
-        us, unit = n * 1000.0, "ms"
+    if field.endswith("_ms"):
+        us, unit = round(n * 1000.0, 9), "ms"
     elif popcorn_ms and (not v0 or n < 1.0):
-        us, unit = n * 1000.0, "ms"
+        us, unit = round(n * 1000.0, 9), "ms"
         note = (f"recorded {n:g} under '{field.rsplit('.', 1)[-1]}' but PopcornBench stores milliseconds: "
                 f"{us:,.1f} us")
     else:
@@ -131,7 +131,8 @@ def _stats(m: Metrics, prefix: str, stats: Any, field: str, popcorn_ms: bool, v0
         n = _num(raw)
         scale = 1000.0 if popcorn_ms and (not v0 or (n is not None and n < 1.0)) else 1.0
         m.groups.setdefault("timing", []).append(
-            Metric(key=key, label=f"{prefix.replace('_', ' ')}{k}", value=n * scale if n is not None else None,
+            Metric(key=key, label=f"{prefix.replace('_', ' ')}{k}",
+                   value=round(n * scale, 9) if n is not None else None,
                    unit="us", recorded=raw, recorded_key=f"{field}.{k}", recorded_unit="ms" if scale > 1 else "us"))
     if isinstance(stats.get("num_trials"), int):
         m.groups["timing"].append(Metric(key=f"timing.{prefix}trials", label=f"{prefix.replace('_', ' ')}trials",

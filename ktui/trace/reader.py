@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ktui.trace.builder import Builder
-from ktui.trace.model import Event, Run, TraceProblem
+from ktui.trace.model import Event, Run
 from ktui.trace.notes import JSONError, loads
 
 CHUNK = 8 << 20

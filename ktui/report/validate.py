@@ -1,0 +1,83 @@
+"""`ktui validate PATH...`: per file the variant, counts and every problem with its line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from rich.text import Text
+
+from ktui.report.console import err_console, out_console
+from ktui.trace import load
+from ktui.trace.text import sanitize
+
+
+def trace_files(paths: list[str], err) -> list[Path]:
+    """Files named directly, plus every *.jsonl under named directories (not runs.jsonl)."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path, followlinks=True, onerror=None):
+                real = os.path.realpath(root)
+                if real in seen:  # symlink loop or duplicate
+                    dirs[:] = []
+                    continue
+                seen.add(real)
+                dirs.sort()
+                for f in sorted(files):
+                    if f.endswith(".jsonl") and f != "runs.jsonl":
+                        fp = Path(root) / f
+                        rp = os.path.realpath(fp)
+                        if rp not in seen:
+                            seen.add(rp)
+                            out.append(fp)
+        elif path.exists():
+            out.append(path)
+        else:
+            err.print(Text(f"ktui: {p}: no such file or directory"))
+            out.append(path)
+    return out
+
+
+def validate_command(paths: list[str], as_json: bool = False) -> int:
+    console = out_console()
+    err = err_console()
+    files = trace_files(paths, err)
+    if not files:
+        err.print(Text("ktui: no trace files (*.jsonl) found"))
+        return 1
+    bad = 0
+    report = []
+    for f in files:
+        run = load(f)
+        probs = run.problems
+        bad += bool(probs)
+        entry = {
+            "file": str(f), "variant": run.variant, "events": len(run.events), "turns": len(run.turns),
+            "tool_calls": len(run.agent_calls), "kernel_versions": len(run.kernels),
+            "terminal_state": run.terminal_state, "incomplete": run.incomplete,
+            "problems": [{"line": p.line, "severity": p.severity, "message": p.message, "excerpt": p.excerpt}
+                         for p in probs],
+        }
+        report.append(entry)
+        if as_json:
+            continue
+        mark = Text("✗ ", "red") if probs else Text("✓ ", "green")
+        line = Text.assemble(mark, (sanitize(str(f)), "bold"),
+                             f"  {run.variant}  events={len(run.events)} turns={len(run.turns)} "
+                             f"calls={len(run.agent_calls)} kernels={len(run.kernels)} end={run.terminal_state}")
+        if run.incomplete:
+            line.append("  (incomplete last line)", "yellow")
+        console.print(line)
+        for p in probs:
+            console.print(Text.assemble(f"    line {p.line}: ", (sanitize(p.message), "red" if p.severity == "error"
+                                                                 else "yellow"),
+                                        (f"  [{sanitize(p.excerpt)}]" if p.excerpt else "", "dim")))
+    if as_json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        console.print(Text(f"{len(files)} file(s), {bad} with problems", "bold"))
+    return 1 if bad else 0
