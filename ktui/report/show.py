@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rich.columns import Columns
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.rule import Rule
@@ -39,10 +40,6 @@ def header(run: Run) -> RenderableType:
     title.append(p.title.split(" ")[0] + " " if p.level is not None else "", "bold")
     top = Text.assemble((f"{p.title}", "bold"), ("  ·  ", "dim"), (run.problem.dataset_variant or run.variant, "dim"))
     outcome = Text(run.outcome, fmt.OUTCOME_STYLE.get(run.outcome, ""))
-    grid = Table.grid(padding=(0, 2))
-    for _ in range(3):
-        grid.add_column(style="dim", no_wrap=True)
-        grid.add_column(no_wrap=True, min_width=12)
     m = run.metrics
     cells = [
         ("outcome", outcome),
@@ -67,11 +64,8 @@ def header(run: Run) -> RenderableType:
         if rt is not None and rt.note:
             cells[8] = ("runtime", Text.assemble(fmt.us(m.runtime_us), (f" (recorded {rt.recorded:g} \"μs\" = ms)",
                                                                      "yellow")))
-    for i in range(0, len(cells), 3):
-        row = []
-        for label, val in cells[i:i + 3]:
-            row += [Text(label), val]
-        grid.add_row(*row)
+    items = [Text.assemble((f"{label} ", "dim"), val) for label, val in cells]
+    grid = Columns(items, padding=(0, 3), equal=False)
     body: list[RenderableType] = [top, grid]
     if run.scores:
         body.append(Text.assemble(("scores  ", "dim"), T(", ".join(f"{k}={v:g}" for k, v in run.scores.items()))))
@@ -113,8 +107,6 @@ def metrics_panel(run: Run) -> RenderableType | None:
                 note = T(x.note, "dim")
             t.add_row(Text(x.label), val, note)
         tables.append(t)
-    from rich.columns import Columns
-
     return Panel(Columns(tables, padding=(1, 4)), title=f"final submission · {m.source}", title_align="left")
 
 
