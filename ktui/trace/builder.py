@@ -44,7 +44,8 @@ class Builder:
         self.keep_events = keep_events
         self._evidence: dict[str, int] = {}
         self._current: dict[str | None, Turn | None] = {}  # open turn per actor
-        self._pending: list[ToolCall] = []  # calls still waiting for a result
+        self._pending: dict[int, ToolCall] = {}  # calls still waiting for a result, by call index
+        self._pending_by_id: dict[str, ToolCall] = {}
         self._last_kind: str | None = None
         self._last_token_actor: str | None = None
         self._prev_ts: int | None = None  # ts of the event before the current one
@@ -56,6 +57,7 @@ class Builder:
         self._orphan_diffs: list[dict[str, Any]] = []
         self._final_answers: list[tuple[int, int | None, str]] = []  # (line, turn, code)
         self._n_problems = 0
+        self._dispatch = {name[4:]: getattr(self, name) for name in dir(self) if name.startswith("_on_")}
 
     # ---- helpers ---------------------------------------------------------------------------
     def problem(self, line: int, message: str, excerpt: str = "", severity: str = "error") -> None:
@@ -112,11 +114,7 @@ class Builder:
         if "costs" in envelope:
             self._evid(V0)
         try:
-            handler = getattr(self, "_on_" + ev.kind, None)
-            if handler is None:
-                self._on_unknown(ev, payload)
-            else:
-                handler(ev, payload, envelope)
+            self._dispatch.get(ev.kind, self._on_unknown)(ev, payload, envelope)
         except Exception as exc:  # noqa: BLE001 - never raise on data
             self.problem(ev.line, f"could not interpret '{ev.kind}' event ({type(exc).__name__}: {exc})")
         self._last_kind = ev.kind
@@ -137,7 +135,7 @@ class Builder:
         run = self.run
         info = parse_note(note)
         form = info["form"]
-        shown = redact(note)
+        shown = redact(note) if form in ("text", "backend", "backend_error", "halt") else note
         if form == "json":
             kind = info.get("kind")
             if kind == "problem_prompt":
@@ -161,7 +159,7 @@ class Builder:
                 self._evid(V3)
                 val = info.get("value")
                 val = float(val) if isinstance(val, (int, float)) else None
-                run.terminal.append(Terminal("score", redact(str(info.get("explanation", ""))), ev.line, val))
+                run.terminal.append(Terminal("score", str(info.get("explanation", "")), ev.line, val))
                 run.final_score = val
                 self._close_turns()
         elif form == "grader":
@@ -334,7 +332,9 @@ class Builder:
         call = ToolCall(index=len(self.run.calls), name=name, args=args, line=ev.line, ts_ms=ev.ts_ms,
                         id=cid, actor=ev.actor, seed=seed)
         self.run.calls.append(call)
-        self._pending.append(call)
+        self._pending[call.index] = call
+        if cid:
+            self._pending_by_id.setdefault(cid, call)
         self._last_call_by_actor[ev.actor] = call
         if self._orphan_diffs:
             call.diffs.extend(self._orphan_diffs)
@@ -353,14 +353,13 @@ class Builder:
             t.is_final = True
 
     def _pair(self, ev: Event, cid: str | None, name: str | None) -> ToolCall | None:
-        if cid:
-            for c in self._pending:
-                if c.id == cid:
-                    return c
-        for c in self._pending:
-            if name and c.name == name:
+        """By id; else the first pending call of that name; else (no name) the first pending."""
+        if cid and cid in self._pending_by_id:
+            return self._pending_by_id[cid]
+        for c in self._pending.values():  # insertion order = call order
+            if name is None or c.name == name:
                 return c
-        return self._pending[0] if self._pending and not name else None
+        return None
 
     def _on_tool_result(self, ev: Event, p: dict[str, Any], envelope) -> None:
         name = p.get("name") if isinstance(p.get("name"), str) else None
@@ -373,7 +372,9 @@ class Builder:
         if call is None:
             self.problem(ev.line, f"tool_result for '{name}' has no pending call", "", "warning")
             return
-        self._pending.remove(call)
+        del self._pending[call.index]
+        if call.id and self._pending_by_id.get(call.id) is call:
+            del self._pending_by_id[call.id]
         if cid is None and call.name != name and name is not None:
             self.problem(ev.line, f"tool_result '{name}' paired with call '{call.name}'", "", "warning")
         call.result = self._result(ev, p, call)

@@ -49,7 +49,7 @@ class TraceProblem:
         return f"line {self.line}: {self.message}{ex}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Event:
     """One parsed line. The raw text is not kept: read it back by offset when needed."""
 
@@ -99,7 +99,7 @@ class Problem:
         return " ".join(parts) or "unknown problem"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ToolResult:
     line: int
     ts_ms: int | None
@@ -128,7 +128,7 @@ class ToolResult:
         return ""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ToolCall:
     index: int  # position among all calls of the run (0-based)
     name: str
@@ -159,7 +159,7 @@ class ToolCall:
         return None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Turn:
     index: int
     actor: str | None
@@ -195,7 +195,7 @@ class Turn:
         return max((c.status for c in self.calls), key=lambda s: order.get(s, 0))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class KernelUse:
     turn: int | None
     call_index: int
@@ -204,7 +204,7 @@ class KernelUse:
     summary: str = ""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class KernelVersion:
     number: int  # 1-based: v1, v2, ...
     sha1: str

@@ -126,6 +126,8 @@ _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 def fenced_code(text: str) -> str | None:
     """The last fenced python block that defines ModelNew, if any."""
+    if "```" not in text or "ModelNew" not in text:
+        return None
     blocks = [m.group(1) for m in _FENCE.finditer(text)]
     for b in reversed(blocks):
         if "ModelNew" in b:

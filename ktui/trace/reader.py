@@ -38,8 +38,8 @@ class LineParser:
         self.line_no += 1
         line_no, offset = self.line_no, self.offset
         self.offset += len(raw) + (1 if terminated else 0)
-        body = raw.rstrip(b"\r")
-        if not body.strip():
+        body = raw[:-1] if raw[-1:] == b"\r" else raw
+        if len(body) < 16 and not body.strip():
             return
         try:
             obj = loads(body)

@@ -60,5 +60,5 @@ def redact(text: str) -> str:
 
 def shorten(text: str, limit: int = 120) -> str:
     """One line, at most ``limit`` characters."""
-    s = " ".join(text.split())
+    s = " ".join(text[: limit * 4].split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
