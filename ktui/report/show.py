@@ -259,9 +259,12 @@ def show_command(path: Path, *, turn: int | None = None, as_json: bool = False, 
     console = out_console()
     err = err_console()
     run = load(path)
-    fatal = [p for p in run.problems if p.line == 0]
-    if fatal and not run.events:
-        err.print(Text(f"ktui: {path}: {fatal[0].message}"))
+    if not run.events:
+        first = run.problems[0] if run.problems else None
+        why = first.message if first and first.line == 0 else (
+            f"not a trace: no readable events ({len(run.problems)} bad lines; first: line {first.line}: "
+            f"{first.message})" if first else "no events")
+        err.print(Text(f"ktui: {path}: {why}"))
         return 2
     if as_json:
         print(json.dumps(run_to_dict(run, turn=turn), indent=2, ensure_ascii=False, default=str))
