@@ -275,11 +275,19 @@ def compare_rows(runs: Sequence[Run]) -> list[CompareRow]:
         fc.best = {i for i, v in enumerate(first) if v == min(x for x in first if x is not None)}
     row("runtime", "runtime (recorded)", [_rt(r) for r in runs], "us", LOWER)
     row("speedup", "speedup", [_sp(r) for r in runs], "x", HIGHER)
-    flag_row = row("flags", "flags", [[f.code for f in r.flags if f.severity != "info"] for r in runs], "flags")
+    flag_row = row("flags", "flags", [_flag_codes(r) for r in runs], "flags")
     counts = [len(v) for v in flag_row.values]
     if len(set(counts)) > 1:
         flag_row.best = {i for i, c in enumerate(counts) if c == min(counts)}
     return rows
+
+
+def _flag_codes(run: Run) -> list[str]:
+    out: list[str] = []
+    for f in run.flags:
+        if f.severity != "info" and f.code not in out:
+            out.append(f.code)
+    return out
 
 
 def _has_tokens(run: Run) -> bool:
