@@ -46,6 +46,8 @@ class Builder:
         self._current: dict[str | None, Turn | None] = {}  # open turn per actor
         self._pending: dict[int, ToolCall] = {}  # calls still waiting for a result, by call index
         self._pending_by_id: dict[str, ToolCall] = {}
+        self._pending_by_name: dict[str, dict[int, ToolCall]] = {}
+        self._final_turn: Turn | None = None
         self._last_kind: str | None = None
         self._last_token_actor: str | None = None
         self._prev_ts: int | None = None  # ts of the event before the current one
@@ -102,14 +104,15 @@ class Builder:
         run = self.run
         if self.keep_events:
             run.events.append(ev)
-        if ev.ts_ms is not None:
-            if run.started_ms is None or ev.ts_ms < run.started_ms:
-                run.started_ms = ev.ts_ms
-            if run.ended_ms is None or ev.ts_ms > run.ended_ms:
-                run.ended_ms = ev.ts_ms
+        ts = ev.ts_ms
+        if ts is not None:
+            if run.started_ms is None or ts < run.started_ms:
+                run.started_ms = ts
+            if run.ended_ms is None or ts > run.ended_ms:
+                run.ended_ms = ts
         # variant evidence from parsed fields only
         mid = envelope.get("message_id")
-        if isinstance(mid, str) and mid.startswith("msg-"):
+        if mid is not None and type(mid) is str and mid.startswith("msg-"):
             self._evid(V1)
         if "costs" in envelope:
             self._evid(V0)
@@ -333,6 +336,7 @@ class Builder:
                         id=cid, actor=ev.actor, seed=seed)
         self.run.calls.append(call)
         self._pending[call.index] = call
+        self._pending_by_name.setdefault(name, {})[call.index] = call
         if cid:
             self._pending_by_id.setdefault(cid, call)
         self._last_call_by_actor[ev.actor] = call
@@ -348,18 +352,19 @@ class Builder:
         call.turn = t.index
         t.calls.append(call)
         if name == "submit_kernel":
-            for other in self.run.turns:
-                other.is_final = False
+            if self._final_turn is not None:
+                self._final_turn.is_final = False
             t.is_final = True
+            self._final_turn = t
 
     def _pair(self, ev: Event, cid: str | None, name: str | None) -> ToolCall | None:
         """By id; else the first pending call of that name; else (no name) the first pending."""
         if cid and cid in self._pending_by_id:
             return self._pending_by_id[cid]
-        for c in self._pending.values():  # insertion order = call order
-            if name is None or c.name == name:
-                return c
-        return None
+        if name is not None:
+            same = self._pending_by_name.get(name)
+            return next(iter(same.values())) if same else None  # insertion order = call order
+        return next(iter(self._pending.values()), None)
 
     def _on_tool_result(self, ev: Event, p: dict[str, Any], envelope) -> None:
         name = p.get("name") if isinstance(p.get("name"), str) else None
@@ -373,6 +378,7 @@ class Builder:
             self.problem(ev.line, f"tool_result for '{name}' has no pending call", "", "warning")
             return
         del self._pending[call.index]
+        del self._pending_by_name[call.name][call.index]
         if call.id and self._pending_by_id.get(call.id) is call:
             del self._pending_by_id[call.id]
         if cid is None and call.name != name and name is not None:

@@ -78,16 +78,18 @@ def validate(obj, line_no: int, offset: int, length: int, b: Builder, raw: bytes
         b.problem(line_no, "'payload.kind' is missing or not a string", _excerpt(raw))
         return None
     tick = obj.get("tick")
+    ts = obj.get("ts_ms")
+    actor = obj.get("actor")
+    if type(tick) is int and type(ts) is int and (actor is None or type(actor) is str):  # the common case
+        return Event(line_no, offset, length, kind, tick, ts, actor), payload
     if tick is not None and (not isinstance(tick, int) or isinstance(tick, bool)):
         b.problem(line_no, f"'tick' is {type(tick).__name__}, expected an integer", _excerpt(raw), "warning")
         tick = None
-    ts = obj.get("ts_ms")
     if ts is not None and (not isinstance(ts, (int, float)) or isinstance(ts, bool)):
         b.problem(line_no, f"'ts_ms' is {type(ts).__name__}, expected an integer", _excerpt(raw), "warning")
         ts = None
     elif ts is None and "ts_ms" not in obj:
         b.problem(line_no, "'ts_ms' is missing", _excerpt(raw), "warning")
-    actor = obj.get("actor")
     if actor is not None and not isinstance(actor, str):
         b.problem(line_no, f"'actor' is {type(actor).__name__}, expected a string", _excerpt(raw), "warning")
         actor = None
