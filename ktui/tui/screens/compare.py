@@ -1,0 +1,421 @@
+"""``ktui compare A B [C ...]``: runs side by side.
+
+Panes (``1``-``4`` or ``tab``):
+
+1. Summary: one column per run, one row per figure, the better value of each row in bold green
+   (and marked ``*``), with a warning on top when the runs are not on the same problem;
+2. Kernels: the final (or any chosen) kernels of two runs diffed against each other;
+3. Turns: the turns of the runs side by side, stepped together with ``j`` / ``k``; ``u``
+   unlinks them (then ``j`` / ``k`` move the active column, ``h`` / ``l`` pick it); ``v``
+   aligns them by turn index or by kernel version;
+4. Progress: per run, each kernel version's compiled / correct / runtime over the turns.
+
+The runs are loaded in a thread worker; all rendering reuses the replay app's documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from ktui.report.compare import run_title, summary_table
+from ktui.report.render_diff import clean, stats_text
+from ktui.trace import diffing
+from ktui.trace.aggregate import compare_rows, problem_warning, turn_of_version, version_at_turn
+from ktui.trace.model import KernelVersion, Run
+from ktui.tui.widgets.compare_progress import progress_view
+from ktui.tui.widgets.documents import ViewOptions, diff_blocks, turn_document
+from ktui.tui.widgets.docview import DocView, text_block
+
+PANES = ("summary", "kernels", "turns", "progress")
+
+
+@dataclass
+class RunsLoaded(Message):
+    runs: list[Run]
+    errors: list[str]
+
+
+class CompareScreen(Screen):
+    """Compare two or more traces (``paths``) or already loaded ``runs``."""
+
+    AUTO_FOCUS = None
+    DEFAULT_CSS = """
+    CompareScreen { layout: vertical; }
+    #compare-title { height: 1; padding: 0 1; background: $panel; }
+    #compare-warning { height: auto; padding: 0 1; color: $warning; text-style: bold; display: none; }
+    #compare-warning.shown { display: block; }
+    #compare-tabs { height: 1fr; }
+    #compare-summary-scroll, #compare-progress-scroll { padding: 0 1; }
+    #compare-kernels-bar, #compare-turns-bar { height: auto; padding: 0 1; background: $boost; }
+    #compare-cols { height: 1fr; }
+    .compare-col { width: 1fr; height: 1fr; border-left: vkey $panel-lighten-2; }
+    .compare-col.active { border-left: vkey $accent; }
+    .compare-col-title { height: 1; padding: 0 1; background: $panel; }
+    .compare-col.active .compare-col-title { background: $accent 50%; }
+    """
+    BINDINGS = [
+        Binding("1", "pane('summary')", "summary", show=False),
+        Binding("2", "pane('kernels')", "kernels", show=False),
+        Binding("3", "pane('turns')", "turns", show=False),
+        Binding("4", "pane('progress')", "progress", show=False),
+        Binding("tab", "next_pane", "pane"),
+        Binding("shift+tab", "prev_pane", "prev pane", show=False),
+        Binding("j,down", "step(1)", "next turn"),
+        Binding("k,up", "step(-1)", "prev turn", show=False),
+        Binding("g,home", "step_to(0)", "first", show=False),
+        Binding("G,end", "step_to(-1)", "last", show=False),
+        Binding("u", "toggle_link", "link"),
+        Binding("h,left", "active(-1)", "column", show=False),
+        Binding("l,right", "active(1)", "column", show=False),
+        Binding("v", "toggle_align", "align"),
+        Binding("a", "version('left', 1)", "left version", show=False),
+        Binding("A", "version('left', -1)", "left version", show=False),
+        Binding("b", "version('right', 1)", "right version", show=False),
+        Binding("B", "version('right', -1)", "right version", show=False),
+        Binding("left_square_bracket", "pair(-1)", "runs", show=False),
+        Binding("right_square_bracket", "pair(1)", "runs", show=False),
+        Binding("f", "finals", "finals", show=False),
+        Binding("s", "toggle_split", "split"),
+        Binding("escape", "back", "back", show=False),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
+    ]
+    KEYS = [
+        ("1 … 4", "pane('summary')", "panes: Summary, Kernels, Turns, Progress"),
+        ("tab / shift+tab", "next_pane", "cycle panes"),
+        ("j / ↓, k / ↑", "step(1)", "Turns: next / previous turn of every linked run (else: scroll)"),
+        ("g / G", "step_to(0)", "Turns: first / last"),
+        ("u", "toggle_link", "Turns: link / unlink the runs (unlinked: j / k move the active column)"),
+        ("h / l", "active(1)", "Turns: previous / next active column"),
+        ("v", "toggle_align", "Turns: align by turn index / by kernel version"),
+        ("a / A", "version('left', 1)", "Kernels: next / previous version of the left run"),
+        ("b / B", "version('right', 1)", "Kernels: next / previous version of the right run"),
+        ("[ / ]", "pair(1)", "Kernels: which two runs are diffed (with three or more)"),
+        ("f", "finals", "Kernels: back to the two final kernels"),
+        ("s", "toggle_split", "Kernels: unified / side-by-side diff"),
+        ("esc", "back", "back to the previous screen"),
+        ("?", "help", "this help"),
+        ("q", "quit", "quit"),
+    ]
+
+    def __init__(self, paths: Sequence[str | Path] = (), *, runs: Sequence[Run] | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.paths = [Path(p) for p in paths]
+        self.runs: list[Run] = list(runs) if runs is not None else []
+        self.loaded = runs is not None
+        # turns pane
+        self.linked = True
+        self.align = "turn"  # or "version"
+        self.positions: list[int] = []
+        self.active_col = 0
+        # kernels pane
+        self.left, self.right = 0, 1
+        self.left_version: int | None = None  # None: the final kernel
+        self.right_version: int | None = None
+        self.split = False
+
+    # ---- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(Text("ktui compare · loading…", style="bold"), id="compare-title")
+        yield Static(id="compare-warning")
+        with TabbedContent(initial="summary", id="compare-tabs"):
+            with TabPane("Summary", id="summary"):
+                with VerticalScroll(id="compare-summary-scroll"):
+                    yield Static(id="compare-summary")
+            with TabPane("Kernels", id="kernels"):
+                yield Static(id="compare-kernels-bar")
+                yield DocView(id="compare-diff")
+            with TabPane("Turns", id="turns"):
+                yield Static(id="compare-turns-bar")
+                yield Horizontal(id="compare-cols")
+            with TabPane("Progress", id="progress"):
+                with VerticalScroll(id="compare-progress-scroll"):
+                    yield Static(id="compare-progress")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.loaded:
+            self._show(self.runs, [])
+        else:
+            self.load()
+
+    @work(thread=True, exclusive=True, group="compare-load")
+    def load(self) -> None:
+        from ktui.trace import load
+
+        runs, errors = [], []
+        for p in self.paths:
+            try:
+                runs.append(load(p))
+            except Exception as exc:  # noqa: BLE001 - the reader should not raise; report if it does
+                errors.append(f"{p}: {exc}")
+        self.post_message(RunsLoaded(runs, errors))
+
+    @on(RunsLoaded)
+    def _loaded(self, msg: RunsLoaded) -> None:
+        self._show(msg.runs, msg.errors)
+
+    def _show(self, runs: list[Run], errors: list[str]) -> None:
+        self.runs, self.loaded = runs, True
+        for e in errors:
+            self.notify(clean(e), severity="error")
+        title = Text(end="")
+        title.append("ktui compare ", style="bold")
+        title.append(f"{len(runs)} runs   ", style="grey62")
+        for i, r in enumerate(runs):
+            if i:
+                title.append("  vs  ", "grey62")
+            title.append(run_title(r, i))
+        self.query_one("#compare-title", Static).update(title)
+        warn = problem_warning(runs) if runs else "no run could be read"
+        w = self.query_one("#compare-warning", Static)
+        if warn:
+            w.update(Text(f"⚠ {warn}"))
+            w.add_class("shown")
+        self.query_one("#compare-summary", Static).update(summary_table(runs, compare_rows(runs)))
+        self.query_one("#compare-progress", Static).update(progress_view(runs))
+        self.positions = [0] * len(runs)
+        cols = self.query_one("#compare-cols", Horizontal)
+        for i in range(len(runs)):
+            col = Vertical(Static(id=f"compare-col-title-{i}", classes="compare-col-title"),
+                           DocView(id=f"compare-turn-{i}"), classes="compare-col", id=f"compare-col-{i}")
+            cols.mount(col)
+        self.call_after_refresh(self._refresh_turns)
+        self._refresh_kernels()
+
+    # ---- panes --------------------------------------------------------------------------------
+    @property
+    def pane(self) -> str:
+        return self.query_one(TabbedContent).active or "summary"
+
+    def action_pane(self, pane: str) -> None:
+        self.query_one(TabbedContent).active = pane
+
+    def action_next_pane(self) -> None:
+        self.action_pane(PANES[(PANES.index(self.pane) + 1) % len(PANES)])
+
+    def action_prev_pane(self) -> None:
+        self.action_pane(PANES[(PANES.index(self.pane) - 1) % len(PANES)])
+
+    # ---- turns side by side -------------------------------------------------------------------
+    def _limit(self, i: int) -> int:
+        """The largest position of run ``i`` in the current alignment."""
+        r = self.runs[i]
+        return max(0, len(r.turns) - 1) if self.align == "turn" else max(1, len(r.kernels))
+
+    def _lowest(self) -> int:
+        return 0 if self.align == "turn" else 1
+
+    def _movers(self) -> list[int]:
+        return list(range(len(self.runs))) if self.linked else [self.active_col]
+
+    def action_step(self, delta: int) -> None:
+        if self.pane != "turns":
+            self._scroll(delta)
+            return
+        if not self.runs:
+            return
+        movers = self._movers()
+        top = max(self._limit(i) for i in movers)
+        for i in movers:
+            self.positions[i] = max(self._lowest(), min(top, self.positions[i] + delta))
+        if self.linked:  # linked runs share one position
+            p = self.positions[movers[0]]
+            self.positions = [p] * len(self.runs)
+        self._refresh_turns()
+
+    def action_step_to(self, where: int) -> None:
+        if self.pane != "turns" or not self.runs:
+            return
+        movers = self._movers()
+        target = self._lowest() if where == 0 else max(self._limit(i) for i in movers)
+        for i in movers:
+            self.positions[i] = target
+        self._refresh_turns()
+
+    def _scroll(self, delta: int) -> None:
+        target = {"summary": "#compare-summary-scroll", "progress": "#compare-progress-scroll",
+                  "kernels": "#compare-diff"}.get(self.pane)
+        if target:
+            w = self.query_one(target)
+            w.scroll_relative(y=delta * 3, animate=False)
+
+    def action_toggle_link(self) -> None:
+        self.linked = not self.linked
+        if self.linked:
+            p = self.positions[self.active_col] if self.positions else 0
+            self.positions = [p] * len(self.runs)
+        self._refresh_turns()
+        self.notify("runs linked: j / k move every run" if self.linked
+                    else "runs unlinked: j / k move the active column (h / l picks it)")
+
+    def action_active(self, delta: int) -> None:
+        if self.runs:
+            self.active_col = (self.active_col + delta) % len(self.runs)
+            self._refresh_turns()
+
+    def action_toggle_align(self) -> None:
+        new: list[int] = []
+        for i, r in enumerate(self.runs):
+            p = self.positions[i]
+            if self.align == "turn":
+                new.append(version_at_turn(r, p) or 1)
+            else:
+                t = turn_of_version(r, p)
+                new.append(t if t is not None else 0)
+        self.align = "version" if self.align == "turn" else "turn"
+        if self.linked and new:
+            new = [new[self.active_col]] * len(new)
+        self.positions = new
+        self._refresh_turns()
+
+    def _refresh_turns(self) -> None:
+        if not self.runs:
+            return
+        bar = Text(end="")
+        bar.append("aligned by ", "grey62")
+        bar.append("turn index" if self.align == "turn" else "kernel version", "bold")
+        bar.append("   ")
+        bar.append("linked" if self.linked else "unlinked", "bold green" if self.linked else "bold yellow")
+        bar.append("   j/k step · u link · h/l column · v align", "grey50")
+        self.query_one("#compare-turns-bar", Static).update(bar)
+        for i, r in enumerate(self.runs):
+            title, blocks = self._turn_view(r, i)
+            try:
+                self.query_one(f"#compare-col-title-{i}", Static).update(title)
+                self.query_one(f"#compare-turn-{i}", DocView).set_document(blocks)
+                self.query_one(f"#compare-col-{i}").set_class(i == self.active_col and not self.linked, "active")
+            except Exception:  # noqa: BLE001 - columns not mounted yet
+                return
+
+    def _turn_view(self, run: Run, i: int):
+        p = self.positions[i]
+        title = Text(no_wrap=True, overflow="ellipsis", end="")
+        title.append(f"#{i + 1} {clean(run.model or '?')}", "bold")
+        if self.align == "turn":
+            turn = p if p < len(run.turns) else None
+            label = f"turn {p}" if turn is not None else f"no turn {p}"
+            v = version_at_turn(run, p) if turn is not None else None
+            if v is not None:
+                label += f" · working on v{v}"
+        else:
+            turn = turn_of_version(run, p)
+            label = f"v{p} · first used at turn {turn}" if turn is not None else f"no v{p}"
+        title.append(f"  {label}  ", "grey62")
+        title.append(f"({len(run.turns)} turns, {len(run.kernels)} versions)", "grey50")
+        if turn is None or turn >= len(run.turns):
+            what = (f"this run has {len(run.turns)} turn(s)" if self.align == "turn"
+                    else f"this run has {len(run.kernels)} kernel version(s)")
+            return title, [text_block(Text(f"({what})", style="grey50"))]
+        return title, turn_document(run, run.turns[turn], ViewOptions())
+
+    # ---- kernels ------------------------------------------------------------------------------
+    def _kernel(self, run_index: int, number: int | None) -> KernelVersion | None:
+        if not (0 <= run_index < len(self.runs)):
+            return None
+        r = self.runs[run_index]
+        return r.final_kernel if number is None else r.kernel(number)
+
+    def action_version(self, side: str, delta: int) -> None:
+        if self.pane != "kernels" or len(self.runs) < 2:
+            return
+        idx = self.left if side == "left" else self.right
+        run = self.runs[idx]
+        if not run.kernels:
+            return
+        cur = getattr(self, f"{side}_version")
+        if cur is None:
+            final = run.final_kernel
+            cur = final.number if final else len(run.kernels)
+        cur = (cur - 1 + delta) % len(run.kernels) + 1
+        setattr(self, f"{side}_version", cur)
+        self._refresh_kernels()
+
+    def action_pair(self, delta: int) -> None:
+        n = len(self.runs)
+        if self.pane != "kernels" or n < 3:
+            return
+        pairs = [(a, b) for a in range(n) for b in range(n) if a < b]
+        k = pairs.index((self.left, self.right)) if (self.left, self.right) in pairs else 0
+        self.left, self.right = pairs[(k + delta) % len(pairs)]
+        self.left_version = self.right_version = None
+        self._refresh_kernels()
+
+    def action_finals(self) -> None:
+        self.left_version = self.right_version = None
+        self._refresh_kernels()
+
+    def action_toggle_split(self) -> None:
+        if self.pane != "kernels":
+            return
+        self.split = not self.split
+        self._refresh_kernels()
+
+    def _refresh_kernels(self) -> None:
+        bar = Text(end="")
+        view = self.query_one("#compare-diff", DocView)
+        if len(self.runs) < 2:
+            self.query_one("#compare-kernels-bar", Static).update(Text("need two runs", style="grey50"))
+            view.set_document([])
+            return
+        ka = self._kernel(self.left, self.left_version)
+        kb = self._kernel(self.right, self.right_version)
+        for side, (ri, k, chosen) in enumerate(((self.left, ka, self.left_version),
+                                                (self.right, kb, self.right_version))):
+            if side:
+                bar.append("  →  ", "bold")
+            r = self.runs[ri]
+            bar.append(f"#{ri + 1} {clean(r.model or '?')} ", "bold")
+            if k is None:
+                bar.append("no kernel", "yellow")
+            else:
+                bar.append(k.label, "bold magenta")
+                bar.append(" (final)" if chosen is None or (r.final_kernel and r.final_kernel.number == k.number)
+                           else "", "grey62")
+                bar.append(f" {k.sha1[:10]}", "grey50")
+        if ka is not None and kb is not None and ka.code and kb.code:
+            add, rem = diffing.diff_stats(ka.code, kb.code)
+            bar.append("   ")
+            bar.append_text(stats_text(add, rem))
+        bar.append("\n")
+        bar.append("a/A left version · b/B right version · f finals · s split", "grey50")
+        if len(self.runs) > 2:
+            bar.append(" · [ ] other runs", "grey50")
+        self.query_one("#compare-kernels-bar", Static).update(bar)
+        if ka is None or kb is None:
+            missing = [f"#{i + 1}" for i, k in ((self.left, ka), (self.right, kb)) if k is None]
+            view.set_document([text_block(Text(f"no kernel in {' and '.join(missing)}: nothing to diff",
+                                               style="grey50"))])
+            return
+        view.set_document(diff_blocks(ka, kb, self.split))
+
+    # ---- misc ---------------------------------------------------------------------------------
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+    def action_help(self) -> None:
+        from ktui.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.KEYS, title="ktui compare · keys"))
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        for key, action, desc in self.KEYS:
+            if not action or action in ("help", "quit"):
+                continue
+            yield SystemCommand(desc[0].upper() + desc[1:], f"key: {key}", lambda a=action: self.run_action(a))

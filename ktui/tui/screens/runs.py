@@ -1,0 +1,403 @@
+"""``ktui runs DIR``: every run of a sweep in a sortable, filterable table, with per-model aggregates.
+
+The table fills progressively: a thread worker skims the traces (:class:`ktui.trace.index.
+SweepIndex`, served from the index cache when it can) and posts batches to the screen. Keys:
+
+- ``/`` filter by text (path, problem, model, persona, outcome, flags); ``escape`` back to the table
+- ``o`` cycles the outcome filter, ``m`` the model filter, ``x`` clears the filters
+- ``s`` / ``S`` sort by the next column / reverse (or click a header)
+- ``space`` marks a run, ``c`` compares the marked runs (two or more), ``u`` clears the marks
+- ``enter`` opens the run in the replay screen
+- ``a`` shows or hides the per-model aggregates, ``i`` lists the problems found in the tree
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
+
+from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_line, sort_value
+from ktui.trace.aggregate import aggregate
+from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
+from ktui.tui.widgets.runs_table import RunsTable
+
+OUTCOMES = ("all", "passed", "failed", "incomplete")
+FLUSH_S = 0.1  # how often the worker posts a batch
+AGG_EVERY_S = 0.5
+
+
+class IssuesScreen(ModalScreen[None]):
+    """The problems found while scanning the tree."""
+
+    DEFAULT_CSS = """
+    IssuesScreen { align: center middle; }
+    IssuesScreen > VerticalScroll {
+        width: 90%; height: 80%; border: round $warning; background: $surface; padding: 0 1;
+    }
+    """
+    BINDINGS = [Binding("escape,q,i", "dismiss", "Close")]
+
+    def __init__(self, issues: list[ScanIssue]) -> None:
+        super().__init__()
+        self.issues = list(issues)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            lines = issues_text(self.issues) or [Text("no problems found", style="dim")]
+            body = Text("\n").join(lines)
+            yield Static(body, id="issues-body")
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)
+
+
+class RunsScreen(Screen[None]):
+    DEFAULT_CSS = """
+    RunsScreen { layout: vertical; }
+    #runs-top { height: 1; padding: 0 1; background: $panel; }
+    #runs-filter-row { height: 1; }
+    #runs-filter { width: 1fr; height: 1; border: none; padding: 0 1; }
+    #runs-filter:focus { border: none; background: $boost; }
+    #runs-filter-state { width: auto; height: 1; padding: 0 1; color: $text-muted; }
+    #runs-agg-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
+    #runs-agg { height: auto; max-height: 12; padding: 0 1; }
+    RunsScreen.no-agg #runs-agg, RunsScreen.no-agg #runs-agg-title { display: none; }
+    """
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter"),
+        Binding("escape", "focus_table", "Table", show=False),
+        Binding("o", "cycle_outcome", "Outcome"),
+        Binding("m", "cycle_model", "Model"),
+        Binding("x", "clear_filters", "Clear filters", show=False),
+        Binding("s", "sort(1)", "Sort"),
+        Binding("S", "sort(0)", "Reverse", show=False),
+        Binding("c", "compare", "Compare"),
+        Binding("u", "clear_marks", "Unmark", show=False),
+        Binding("a", "toggle_aggregates", "Aggregates"),
+        Binding("i", "issues", "Problems"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+    KEYS = [
+        ("↑ ↓ / j k, pgup pgdn, g G", "", "move in the table"),
+        ("enter", "", "open the run in the replay screen"),
+        ("space", "", "mark / unmark a run"),
+        ("c", "compare", "compare the marked runs (two or more)"),
+        ("u", "clear_marks", "clear the marks"),
+        ("/", "focus_filter", "filter by text (every word must match); esc back to the table"),
+        ("o", "cycle_outcome", "cycle the outcome filter: all, passed, failed, incomplete"),
+        ("m", "cycle_model", "cycle the model filter"),
+        ("x", "clear_filters", "clear the filters"),
+        ("s / S", "sort(1)", "sort by the next column / reverse the order (or click a header)"),
+        ("a", "toggle_aggregates", "show / hide the per-model aggregates"),
+        ("i", "issues", "the problems found in the tree"),
+        ("?", "help", "this help"),
+        ("q", "quit", "quit"),
+    ]
+
+    def __init__(self, root: str | Path, *, use_cache: bool = True, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.root = Path(root)
+        self.use_cache = use_cache
+        self.text_filter = ""
+        self.outcome_filter = "all"
+        self.model_filter: str | None = None
+        self.models: list[str] = []
+        self.total: int | None = None
+        self.scanned = 0
+        self.scan_done = False
+        self.cache_hits = 0
+        self.issues: list[ScanIssue] = []
+        self.first_row_at: float | None = None
+        self.started_at = time.perf_counter()
+        self.done_at: float | None = None
+        self._last_agg = 0.0
+
+    # ---- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="runs-top")
+        with Horizontal(id="runs-filter-row"):
+            yield Input(placeholder="/ filter: path, problem, model, persona, outcome, flags", id="runs-filter")
+            yield Static(id="runs-filter-state")
+        yield RunsTable(id="runs-table")
+        yield Static("per model", id="runs-agg-title")
+        yield Static(id="runs-agg")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._update_top()
+        self._update_filter_state()
+        self.query_one(RunsTable).focus()
+        self.scan()
+
+    # ---- the background scan -------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="runs-scan")
+    def scan(self) -> None:
+        worker = get_current_worker()
+        idx = SweepIndex(self.root, use_cache=self.use_cache)
+        files = idx.discover()
+        self._post(self._on_total, len(files))
+        batch: list[RunSummary] = []
+        last = 0.0
+        gen = idx.summaries()
+        try:
+            for s in gen:
+                if worker.is_cancelled:
+                    break
+                batch.append(s)
+                now = time.perf_counter()
+                if now - last >= FLUSH_S or self.first_row_at is None:
+                    self._post(self._on_batch, batch, idx.done, idx.cache_hits)
+                    batch, last = [], now
+        finally:
+            gen.close()
+        if batch:
+            self._post(self._on_batch, batch, idx.done, idx.cache_hits)
+        if not worker.is_cancelled:
+            self._post(self._on_done, list(idx.issues), idx.done, idx.cache_hits)
+
+    def _post(self, fn, *args) -> None:
+        try:
+            self.app.call_from_thread(fn, *args)
+        except RuntimeError:  # the app is shutting down
+            pass
+
+    def _on_total(self, total: int) -> None:
+        self.total = total
+        self._update_top()
+
+    def _on_batch(self, batch: list[RunSummary], done: int, hits: int) -> None:
+        table = self.query_one(RunsTable)
+        new = table.add_rows(batch)
+        if self.first_row_at is None and batch:
+            self.first_row_at = time.perf_counter()
+        self.scanned, self.cache_hits = done, hits
+        for s in batch:
+            m = s.model or "(unknown)"
+            if m not in self.models:
+                self.models.append(m)
+        keep = [i for i in new if self._matches(table.rows[i])]
+        if keep:
+            view = table.view + keep
+            if table.sort_key:
+                view = self._sorted(view)
+            table.set_view(view)
+        now = time.perf_counter()
+        if now - self._last_agg >= AGG_EVERY_S:
+            self._update_aggregates()
+            self._last_agg = now
+        self._update_top()
+
+    def _on_done(self, issues: list[ScanIssue], done: int, hits: int) -> None:
+        self.issues = issues
+        self.scanned, self.cache_hits = done, hits
+        self.scan_done = True
+        self.done_at = time.perf_counter()
+        self._update_aggregates()
+        self._update_top()
+
+    # ---- filtering and sorting -----------------------------------------------------------------
+    def _matches(self, s: RunSummary) -> bool:
+        if self.outcome_filter != "all" and s.outcome != self.outcome_filter:
+            return False
+        if self.model_filter is not None and (s.model or "(unknown)") != self.model_filter:
+            return False
+        if self.text_filter:
+            hay = " ".join(cell(s, k) for k, _, _ in COLUMNS).lower()
+            return all(w in hay for w in self.text_filter.lower().split())
+        return True
+
+    def _sorted(self, view: list[int]) -> list[int]:
+        table = self.query_one(RunsTable)
+        key = table.sort_key
+        if key is None:
+            return sorted(view)
+        rows = table.rows
+        return sorted(view, key=lambda i: (sort_value(rows[i], key), i), reverse=table.sort_reverse)
+
+    def refilter(self) -> None:
+        table = self.query_one(RunsTable)
+        view = [i for i, s in enumerate(table.rows) if self._matches(s)]
+        table.set_view(self._sorted(view))
+        self._update_filter_state()
+        self._update_aggregates()
+        self._update_top()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "runs-filter":
+            self.text_filter = event.value.strip()
+            self.refilter()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.action_focus_table()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#runs-filter", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.query_one(RunsTable).focus()
+
+    def action_cycle_outcome(self) -> None:
+        i = OUTCOMES.index(self.outcome_filter)
+        self.outcome_filter = OUTCOMES[(i + 1) % len(OUTCOMES)]
+        self.refilter()
+
+    def action_cycle_model(self) -> None:
+        models = sorted(self.models, key=str.lower)
+        if not models:
+            return
+        if self.model_filter is None:
+            self.model_filter = models[0]
+        else:
+            i = models.index(self.model_filter) if self.model_filter in models else -1
+            self.model_filter = models[i + 1] if i + 1 < len(models) else None
+        self.refilter()
+
+    def action_clear_filters(self) -> None:
+        self.outcome_filter, self.model_filter = "all", None
+        self.query_one("#runs-filter", Input).value = ""
+        self.text_filter = ""
+        self.refilter()
+
+    def action_sort(self, forward: int) -> None:
+        table = self.query_one(RunsTable)
+        keys = [k for k, _, _ in COLUMNS]
+        if forward:
+            i = keys.index(table.sort_key) if table.sort_key in keys else -1
+            table.sort_key = keys[(i + 1) % len(keys)]
+            table.sort_reverse = False
+        else:
+            if table.sort_key is None:
+                table.sort_key = keys[0]
+            table.sort_reverse = not table.sort_reverse
+        self._apply_sort()
+
+    def on_runs_table_header_clicked(self, event: RunsTable.HeaderClicked) -> None:
+        table = self.query_one(RunsTable)
+        if table.sort_key == event.key:
+            table.sort_reverse = not table.sort_reverse
+        else:
+            table.sort_key, table.sort_reverse = event.key, False
+        self._apply_sort()
+
+    def _apply_sort(self) -> None:
+        table = self.query_one(RunsTable)
+        table.set_view(self._sorted(table.view), keep=table.current)
+        self._update_filter_state()
+
+    # ---- marks, compare, replay ---------------------------------------------------------------
+    def on_runs_table_marks_changed(self, event: RunsTable.MarksChanged) -> None:
+        self._update_filter_state()
+
+    def action_clear_marks(self) -> None:
+        self.query_one(RunsTable).clear_marks()
+
+    def action_compare(self) -> None:
+        marked = self.query_one(RunsTable).marked_runs
+        if len(marked) < 2:
+            self.notify("mark two or more runs with space, then press c", severity="warning")
+            return
+        open_compare(self, [Path(s.real) for s in marked])
+
+    def on_runs_table_selected(self, event: RunsTable.Selected) -> None:
+        open_replay(self, Path(event.summary.real))
+
+    # ---- panels ---------------------------------------------------------------------------------
+    def action_toggle_aggregates(self) -> None:
+        self.toggle_class("no-agg")
+
+    def action_issues(self) -> None:
+        self.app.push_screen(IssuesScreen(self.issues))
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+    def action_help(self) -> None:
+        from ktui.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.KEYS, title="ktui runs · keys"))
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        for key, action, desc in self.KEYS:
+            if not action or action in ("help", "quit"):
+                continue
+            yield SystemCommand(desc[0].upper() + desc[1:], f"key: {key}", lambda a=action: self.run_action(a))
+
+    def _update_top(self) -> None:
+        table = self.query_one(RunsTable)
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("ktui runs ", style="bold")
+        t.append(one_line(str(self.root)))
+        t.append("   ")
+        if self.total is None:
+            t.append("finding traces…", style="yellow")
+        elif not self.scan_done:
+            t.append(f"scanning {self.scanned:,} / {self.total:,}", style="yellow")
+        else:
+            t.append(f"{len(table.rows):,} runs", style="green")
+        if len(table.view) != len(table.rows):
+            t.append(f" · showing {len(table.view):,}")
+        if self.cache_hits:
+            t.append(f" · {self.cache_hits:,} cached", style="dim")
+        n_err = sum(1 for i in self.issues if i.severity != "info")
+        if n_err:
+            t.append(f" · {n_err} problem(s) (i)", style="red")
+        elif self.issues:
+            t.append(f" · {len(self.issues)} note(s) (i)", style="dim")
+        self.query_one("#runs-top", Static).update(t)
+
+    def _update_filter_state(self) -> None:
+        table = self.query_one(RunsTable)
+        t = Text(no_wrap=True)
+        t.append("outcome: ", style="dim")
+        t.append(self.outcome_filter, style="bold" if self.outcome_filter != "all" else "")
+        t.append("  model: ", style="dim")
+        t.append(one_line(self.model_filter, 24) if self.model_filter else "all",
+                 style="bold" if self.model_filter else "")
+        if table.sort_key:
+            t.append("  sort: ", style="dim")
+            t.append(table.sort_key + (" ▼" if table.sort_reverse else " ▲"))
+        if table.marked:
+            t.append(f"  marked: {len(table.marked)}", style="bold yellow")
+        self.query_one("#runs-filter-state", Static).update(t)
+
+    def _update_aggregates(self) -> None:
+        table = self.query_one(RunsTable)
+        aggs = aggregate(table.rows[i] for i in table.view)
+        self.query_one("#runs-agg", Static).update(aggregates_table(aggs))
+
+
+def open_replay(screen: Screen, path: Path) -> None:
+    """Push the replay screen for ``path`` (through the app's ``open_replay`` when it has one)."""
+    app = screen.app
+    try:
+        opener = getattr(app, "open_replay", None)
+        if callable(opener):
+            opener(path)
+        else:
+            from ktui.tui.screens.replay import ReplayScreen
+
+            app.push_screen(ReplayScreen(path))
+    except Exception as exc:  # noqa: BLE001 - a bad trace or a missing screen must not take the app down
+        screen.notify(f"cannot open {one_line(path.name)}: {one_line(exc)}", severity="error")
+
+
+def open_compare(screen: Screen, paths: list[Path]) -> None:
+    app = screen.app
+    opener = getattr(app, "open_compare", None)
+    if callable(opener):
+        opener(paths)
+    else:
+        from ktui.tui.screens.compare import CompareScreen
+
+        app.push_screen(CompareScreen(paths))
