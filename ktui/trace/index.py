@@ -138,6 +138,7 @@ class TraceFile:
     size: int
     mtime_ns: int
     is_link: bool = False
+    found: str = ""  # the path where it was found (records are looked up from there)
 
 
 def problem_key(level: Any, problem_id: Any, name: str | None) -> str:
@@ -579,10 +580,14 @@ class Records:
         if slug:
             self._put(os.path.join(base, slug), _Record(source, row, ""))
 
-    def lookup(self, real: str) -> list[_Record]:
-        """Records that apply to a trace, outermost first."""
+    def lookup(self, tf: TraceFile) -> list[_Record]:
+        """Records that apply to a trace (by where it was found), outermost first."""
         out: list[_Record] = []
-        p = real
+        found = tf.found or tf.real
+        rec = self.by_target.get(os.path.join(os.path.realpath(os.path.dirname(found)), os.path.basename(found)))
+        if rec is not None:
+            out.append(rec)
+        p = os.path.realpath(os.path.dirname(found))
         for _ in range(6):
             rec = self.by_target.get(p)
             if rec is not None:
@@ -671,7 +676,7 @@ def discover(root: str | os.PathLike[str], issues: list[ScanIssue], records: Rec
         return out
     if not os.path.isdir(root):
         real = os.path.realpath(root)
-        out.append(TraceFile(root, real, st.st_size, st.st_mtime_ns, os.path.islink(root)))
+        out.append(TraceFile(root, real, st.st_size, st.st_mtime_ns, os.path.islink(root), root))
         return out
     seen_dirs: set[tuple[int, int]] = set()
     # stack items: ("dir", path) or ("files", [TraceFile...])
@@ -735,7 +740,7 @@ def discover(root: str | os.PathLike[str], issues: list[ScanIssue], records: Rec
                     continue
                 fst = e.stat()
                 real = os.path.realpath(e.path) if is_link else os.path.join(real_dir, name)
-                files.append(TraceFile(_display(e.path, root), real, fst.st_size, fst.st_mtime_ns, is_link))
+                files.append(TraceFile(_display(e.path, root), real, fst.st_size, fst.st_mtime_ns, is_link, e.path))
             except OSError as exc:
                 issues.append(ScanIssue(_display(e.path, root), f"cannot read: {exc.strerror or exc}", "warning"))
         stack.append(("files", files))
@@ -820,7 +825,7 @@ class SweepIndex:
         seen_fp: dict[str, str] = {}
         try:
             for tf in files:
-                recs = self.records.lookup(tf.real)
+                recs = self.records.lookup(tf)
                 sig = self.records.signature(recs)
                 ent = cached.get(tf.real)
                 s: RunSummary | None = None

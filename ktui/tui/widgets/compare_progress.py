@@ -69,7 +69,7 @@ def turn_ruler(n_turns: int) -> Text:
 
 def run_progress(run: Run, index: int) -> RenderableType:
     n = len(run.turns)
-    title = Text(end="")
+    title = Text()
     title.append(f"#{index + 1} {clean(run.model or '?')}", "bold")
     title.append(f"   {len(run.kernels)} kernel version(s) · {n} turn(s)", "grey62")
     if run.first_correct_turn is not None:

@@ -31,8 +31,11 @@ MARK = "●"
 # (key, min width, max width)
 WIDTH_LIMITS = {
     "path": (10, 60), "problem": (8, 44), "model": (6, 28), "persona": (7, 20), "outcome": (10, 10),
-    "turns": (5, 7), "tokens": (6, 10), "wall": (6, 9), "speedup": (7, 8), "flags": (5, 48),
+    "turns": (7, 9), "tokens": (8, 10), "wall": (8, 9), "speedup": (9, 9), "flags": (5, 48),
 }
+# when the table is wider than the widget: shrink these first, down to these widths
+SHRINK_ORDER = (("problem", 28), ("path", 30), ("flags", 14), ("persona", 10), ("model", 16), ("path", 18),
+                ("problem", 14))
 OUTCOME_COLORS = {"passed": Style(color="green", bold=True), "failed": Style(color="red", bold=True),
                   "incomplete": Style(color="yellow")}
 
@@ -140,8 +143,29 @@ class RunsTable(ScrollView, can_focus=True):
     def _total_width(self) -> int:
         return 2 + sum(self.widths[k] + 2 for k, _, _ in COLUMNS)
 
+    def fitted_widths(self) -> dict[str, int]:
+        """Column widths that fit the widget when possible (long columns shrink first)."""
+        avail = self.scrollable_content_region.width or self.size.width
+        key = (avail, tuple(self.widths.values()))
+        if getattr(self, "_fit_key", None) == key:
+            return self._fitted
+        w = dict(self.widths)
+        excess = self._total_width() - avail
+        for k, floor in SHRINK_ORDER:
+            if excess <= 0:
+                break
+            cut = min(excess, max(0, w[k] - floor))
+            w[k] -= cut
+            excess -= cut
+        self._fit_key, self._fitted = key, w
+        return w
+
     def _resize(self) -> None:
-        self.virtual_size = Size(self._total_width(), len(self.view) + 1)
+        w = self.fitted_widths()
+        self.virtual_size = Size(2 + sum(w[k] + 2 for k, _, _ in COLUMNS), len(self.view) + 1)
+
+    def on_resize(self) -> None:
+        self._resize()
 
     # ---- rendering ----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -158,12 +182,13 @@ class RunsTable(ScrollView, can_focus=True):
 
     def _header_strip(self) -> Strip:
         style = self.get_component_rich_style("runs-table--header")
+        widths = self.fitted_widths()
         segs = [Segment("  ", style)]
         for k, header, justify in COLUMNS:
             label = header
             if self.sort_key == k:
                 label += " ▼" if self.sort_reverse else " ▲"
-            segs.append(Segment(_fit(label, self.widths[k], justify) + "  ", style))
+            segs.append(Segment(_fit(label, widths[k], justify) + "  ", style))
         return Strip(segs)
 
     def _row_strip(self, pos: int) -> Strip:
@@ -176,6 +201,7 @@ class RunsTable(ScrollView, can_focus=True):
         mark_style = base + self.get_component_rich_style("runs-table--marked") if marked else base
         segs = [Segment((MARK if marked else " ") + " ", mark_style)]
         dim = self.get_component_rich_style("runs-table--dim", partial=True)
+        widths = self.fitted_widths()
         for k, _, justify in COLUMNS:
             text = cell(s, k)
             st = base
@@ -186,7 +212,8 @@ class RunsTable(ScrollView, can_focus=True):
                 st = base + Style(color="red" if bad else "yellow")
             elif text == "—":
                 st = base + dim
-            segs.append(Segment(_fit(text, self.widths[k], justify), st))
+            fitted = _fit_middle(text, widths[k]) if k == "path" else _fit(text, widths[k], justify)
+            segs.append(Segment(fitted, st))
             segs.append(Segment("  ", base))
         return Strip(segs)
 
@@ -237,8 +264,9 @@ class RunsTable(ScrollView, can_focus=True):
         y = event.y
         if y == 0:
             x = event.x + self.scroll_offset.x - 2
+            widths = self.fitted_widths()
             for k, _, _ in COLUMNS:
-                w = self.widths[k] + 2
+                w = widths[k] + 2
                 if 0 <= x < w:
                     self.post_message(self.HeaderClicked(k))
                     return
@@ -256,3 +284,17 @@ def _fit(text: str, width: int, justify: str) -> str:
         return set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, width)
     pad = width - cell_len(text)
     return (" " * pad + text) if justify == "right" else (text + " " * pad)
+
+
+def _fit_middle(text: str, width: int) -> str:
+    """Cut the middle out of a long path: the start and the file name both stay visible."""
+    if cell_len(text) <= width or width < 8:
+        return _fit(text, width, "left")
+    head_w = (width - 1) // 3
+    tail_w = width - 1 - head_w
+    tail = ""
+    for ch in reversed(text):
+        if cell_len(ch + tail) > tail_w:
+            break
+        tail = ch + tail
+    return set_cell_size(set_cell_size(text, head_w) + "…" + tail, width)
