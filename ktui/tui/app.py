@@ -1,0 +1,75 @@
+"""The ktui Textual app: a thin shell that shows screens.
+
+``KtuiApp(start)`` takes a factory for its first screen; every interactive command is a screen
+(``ReplayScreen`` here; ``CompareScreen`` and ``RunsScreen`` from ktui.tui.screens.compare / runs).
+Screens can open each other through :meth:`KtuiApp.open_replay` and :meth:`KtuiApp.open_compare`.
+The app adds each screen's ``palette_commands()`` to the command palette.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+ScreenFactory = Callable[[], Screen]
+
+
+class KtuiApp(App):
+    """The one app; which screen it starts on is up to the caller."""
+
+    CSS_PATH = "ktui.tcss"
+    TITLE = "ktui"
+
+    def __init__(self, start: ScreenFactory | None = None, **kw) -> None:
+        super().__init__(**kw)
+        self._start = start
+
+    def on_mount(self) -> None:
+        if self._start is not None:
+            self.push_screen(self._start())
+
+    # ---- navigation between screens (used by runs / compare) ---------------------------------
+    def open_replay(self, path: str | Path, *, follow: bool = False) -> None:
+        from ktui.tui.screens.replay import ReplayScreen
+
+        self.push_screen(ReplayScreen(path, follow=follow))
+
+    def open_compare(self, paths: Sequence[str | Path]) -> None:
+        from ktui.tui.screens.compare import CompareScreen
+
+        self.push_screen(CompareScreen([Path(p) for p in paths]))
+
+    # ---- command palette -------------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        extra = getattr(screen, "palette_commands", None)
+        if callable(extra):
+            yield from extra()
+
+
+def replay_app(path: str | Path, *, follow: bool = False) -> KtuiApp:
+    from ktui.tui.screens.replay import ReplayScreen
+
+    return KtuiApp(lambda: ReplayScreen(path, follow=follow))
+
+
+def run_replay(path: str | Path, follow: bool = False) -> None:
+    """`ktui replay TRACE [--follow]`."""
+    replay_app(path, follow=follow).run()
+
+
+def run_compare(paths: Sequence[str | Path]) -> None:
+    """`ktui compare A B ...` (the screen is ktui.tui.screens.compare.CompareScreen)."""
+    from ktui.tui.screens.compare import CompareScreen
+
+    KtuiApp(lambda: CompareScreen([Path(p) for p in paths])).run()
+
+
+def run_runs(directory: str | Path, use_cache: bool = True) -> None:
+    """`ktui runs DIR` (the screen is ktui.tui.screens.runs.RunsScreen)."""
+    from ktui.tui.screens.runs import RunsScreen
+
+    KtuiApp(lambda: RunsScreen(Path(directory), use_cache=use_cache)).run()

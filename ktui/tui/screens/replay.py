@@ -1,0 +1,775 @@
+"""The replay screen: step through a run turn by turn, watch the kernel evolve, follow a live trace.
+
+Layout: the run header on top; the turn list on the left; on the right the panes
+Turn / Kernels / Metrics / Reference / Events.
+
+All file I/O (loading, following, reading raw event lines, writing a kernel) and the run-wide
+search happen in thread workers; results come back as messages; worker errors are reported in
+one place (:meth:`ReplayScreen.on_worker_state_changed`). Widgets only render.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
+
+from ktui.trace.model import ERROR, FAILED, MISSING, Event, KernelVersion, Run, Turn
+from ktui.tui.widgets.documents import (
+    ViewOptions,
+    empty_run_document,
+    events_document,
+    is_first_use,
+    kernel_of,
+    metrics_document,
+    reference_document,
+    turn_document,
+)
+from ktui.tui.widgets.docview import DocView, Match
+from ktui.tui.widgets.header import RunHeader
+from ktui.tui.widgets.kernels import KernelsPane
+from ktui.tui.widgets.prompt import PromptScreen
+from ktui.tui.widgets.searchbar import SearchBar, SearchInput
+from ktui.tui.widgets.turnlist import TurnList
+
+PANES = ("turn", "kernels", "metrics", "reference", "events")
+BAD = (FAILED, ERROR, MISSING)
+FOLLOW_INTERVAL = 0.25  # seconds between polls of a followed trace
+EVENTS_LIMIT = 2000  # raw events shown at once for traces without turns
+
+
+# ---- messages from workers --------------------------------------------------------------------
+@dataclass
+class Loaded(Message):
+    run: Run
+    follower: object | None
+
+
+@dataclass
+class Polled(Message):
+    changed: bool
+
+
+@dataclass
+class EventsRead(Message):
+    key: int | None  # turn index (None: all events)
+    events: list[Event]
+    raws: list[str]
+
+
+@dataclass
+class SearchDone(Message):
+    regex: re.Pattern[str]
+    turns: list[int]  # turns with at least one match, in order
+    total: int
+
+
+@dataclass
+class Written(Message):
+    path: str
+    label: str
+
+
+# ---- search text of a turn (what the turn view shows) --------------------------------------------
+def turn_search_text(run: Run, t: Turn) -> Iterator[str]:
+    if t.reasoning:
+        yield t.reasoning
+    if t.text:
+        yield t.text
+    for c in t.calls:
+        yield c.name
+        if isinstance(c.args, dict):
+            other = {k: v for k, v in c.args.items() if k != "kernel_code"}
+            if other:
+                yield repr(other)
+        k = kernel_of(run, c)
+        if k is not None and is_first_use(k, c) and k.code:
+            yield k.code
+        if c.result is not None:
+            yield c.result.summary or ""
+            yield c.result.error_text or ""
+            for v in (c.result.effect or {}).values():
+                if isinstance(v, str):
+                    yield v
+            if c.result.meta:
+                yield repr(c.result.meta)
+
+
+def compile_search(pattern: str) -> re.Pattern[str]:
+    """Smart case: case-insensitive unless the pattern has an upper-case letter."""
+    flags = re.MULTILINE
+    if not any(ch.isupper() for ch in pattern):
+        flags |= re.IGNORECASE
+    return re.compile(pattern, flags)
+
+
+class ReplayScreen(Screen):
+    """Replay one trace. ``follow=True`` tails a trace that is still being written."""
+
+    AUTO_FOCUS = None
+
+    BINDINGS = [
+        Binding("j,down", "next", "next", show=False),
+        Binding("k,up", "prev", "prev", show=False),
+        Binding("g,home", "first", "first", show=False),
+        Binding("G,end", "last", "last", show=False),
+        Binding("n", "next_failed", "next failed"),
+        Binding("N", "prev_failed", "prev failed", show=False),
+        Binding("tab", "next_pane", "pane"),
+        Binding("shift+tab", "prev_pane", "prev pane", show=False),
+        Binding("1", "pane('turn')", "turn pane", show=False),
+        Binding("2", "pane('kernels')", "kernels pane", show=False),
+        Binding("3", "pane('metrics')", "metrics pane", show=False),
+        Binding("4", "pane('reference')", "reference pane", show=False),
+        Binding("5", "pane('events')", "events pane", show=False),
+        Binding("d", "toggle_diff", "diff"),
+        Binding("s", "toggle_split", "split"),
+        Binding("m", "mark_base", "mark diff base", show=False),
+        Binding("slash", "search", "search"),
+        Binding("enter", "next_match", "next match", show=False),
+        Binding("shift+enter", "prev_match", "previous match", show=False),
+        Binding("f", "toggle_follow", "follow"),
+        Binding("y", "copy_kernel", "copy kernel"),
+        Binding("w", "write_kernel", "write kernel", show=False),
+        Binding("r", "repro", "repro", show=False),
+        Binding("pagedown,space", "scroll_page(1)", "page down", show=False),
+        Binding("pageup,b", "scroll_page(-1)", "page up", show=False),
+        Binding("J", "scroll_lines(3)", "scroll down", show=False),
+        Binding("K", "scroll_lines(-3)", "scroll up", show=False),
+        Binding("escape", "escape", "back", show=False),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    # descriptions for the help screen and the command palette: (key, action, description)
+    KEYS = [
+        ("j / ↓", "next", "next turn (in Kernels: next version)"),
+        ("k / ↑", "prev", "previous turn (in Kernels: previous version)"),
+        ("g / G", "first", "first / last turn"),
+        ("n / N", "next_failed", "next / previous failed turn"),
+        ("tab / shift+tab", "next_pane", "cycle panes: Turn, Kernels, Metrics, Reference, Events"),
+        ("1 … 5", "pane('turn')", "go to a pane"),
+        ("d", "toggle_diff", "toggle the diff view (kernel vs the previous version)"),
+        ("s", "toggle_split", "unified / side-by-side diff"),
+        ("m", "mark_base", "Kernels: mark the selected version as the diff base (any two versions)"),
+        ("/", "search", "search (regex over reasoning, code, results)"),
+        ("enter / shift+enter", "next_match", "next / previous match"),
+        ("f", "toggle_follow", "follow mode (the trace is still being written)"),
+        ("y", "copy_kernel", "copy the selected kernel to the clipboard (OSC 52)"),
+        ("w", "write_kernel", "write the selected kernel to a file"),
+        ("r", "repro", "re-execute the selected kernel (repro panel)"),
+        ("space / b, J / K", "scroll_page(1)", "scroll the pane by a page / by lines"),
+        ("esc", "escape", "close search; back to the previous screen"),
+        ("ctrl+p", "", "command palette"),
+        ("?", "help", "this help"),
+        ("q", "quit", "quit"),
+    ]
+
+    def __init__(self, path: str | Path, *, follow: bool = False, name: str | None = None):
+        super().__init__(name=name)
+        self.path = Path(path)
+        self.run: Run | None = None
+        self.follow = follow
+        self._follower = None
+        self._lock = threading.RLock()
+        self._polling = False
+        self.turn_index = 0
+        self.kernel_number: int | None = None
+        self.base_number: int | None = None
+        self.opts = ViewOptions()
+        self._stale: set[str] = set(PANES)
+        self._events_key: object = object()
+        # search state
+        self._regex: re.Pattern[str] | None = None
+        self._search_turns: list[int] = []
+        self._search_total = 0
+        self._doc_matches: list[Match] = []
+        self._match_pos = -1
+        self.ready = False  # set once the run is shown (tests and benchmarks wait on it)
+
+    # ---- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield RunHeader(Text(f"loading {self.path.name}…", style="grey62"), id="header")
+        with Horizontal(id="body"):
+            yield TurnList(id="turns")
+            with TabbedContent(id="panes", initial="turn"):
+                with TabPane("1 Turn", id="turn"):
+                    yield DocView(id="turn-doc")
+                with TabPane("2 Kernels", id="kernels"):
+                    yield KernelsPane(id="kernels-pane")
+                with TabPane("3 Metrics", id="metrics"):
+                    yield DocView(id="metrics-doc")
+                with TabPane("4 Reference", id="reference"):
+                    yield DocView(id="reference-doc")
+                with TabPane("5 Events", id="events"):
+                    yield DocView(id="events-doc")
+        yield SearchBar(id="search")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for tabs in self.query("Tabs"):
+            tabs.can_focus = False
+        self.sub_title = str(self.path)
+        self._load()
+        self.set_interval(FOLLOW_INTERVAL, self._tick_follow)
+
+    # ---- workers ------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _load(self) -> None:
+        if self.follow:
+            from ktui.trace.reader import Follower
+
+            f = Follower(self.path)
+            self.post_message(Loaded(f.run, f))
+        else:
+            from ktui.trace import load
+
+            self.post_message(Loaded(load(self.path), None))
+
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False)
+    def _start_follower(self) -> None:
+        from ktui.trace.reader import Follower
+
+        f = Follower(self.path)
+        self.post_message(Loaded(f.run, f))
+
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def _poll(self) -> None:
+        with self._lock:
+            changed = bool(self._follower.poll()) if self._follower is not None else False
+        self.post_message(Polled(changed))
+
+    @work(thread=True, exclusive=True, group="events", exit_on_error=False)
+    def _read_events(self, key: int | None, events: list[Event]) -> None:
+        from ktui.trace.reader import read_raw_line
+
+        raws = [read_raw_line(self.path, ev) for ev in events]
+        self.post_message(EventsRead(key, events, raws))
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def _search(self, regex: re.Pattern[str]) -> None:
+        turns: list[int] = []
+        total = 0
+        with self._lock:
+            run = self.run
+            if run is None:
+                return
+            for t in run.turns:
+                n = sum(len(regex.findall(s)) for s in turn_search_text(run, t) if s)
+                if n:
+                    turns.append(t.index)
+                    total += n
+        self.post_message(SearchDone(regex, turns, total))
+
+    @work(thread=True, exclusive=False, group="write", exit_on_error=False)
+    def _write(self, path: str, code: str, label: str) -> None:
+        p = Path(path).expanduser()
+        if p.exists():
+            raise FileExistsError(f"{p} exists; not overwritten")
+        p.write_text(code, encoding="utf-8")
+        self.post_message(Written(str(p), label))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place where worker failures are reported."""
+        w = event.worker
+        if event.state != WorkerState.ERROR:
+            return
+        err = w.error
+        group = w.group
+        if group == "poll":
+            self._polling = False
+        if group == "load":
+            self.query_one(RunHeader).show_message(f"cannot open {self.path}: {err}", "bold red")
+        self.notify(f"{group}: {err}", title="error", severity="error", timeout=6)
+
+    # ---- run display --------------------------------------------------------------------------
+    def on_loaded(self, msg: Loaded) -> None:
+        first = self.run is None
+        self.run = msg.run
+        if msg.follower is not None:
+            self._follower = msg.follower
+            self.follow = True
+        self._stale = set(PANES)
+        self._refresh_all(first=first)
+        self.ready = True
+
+    def _refresh_all(self, first: bool = False) -> None:
+        run = self.run
+        if run is None:
+            return
+        with self._lock:
+            self.query_one(RunHeader).show_run(run, following=self.follow)
+            tl = self.query_one(TurnList)
+            tl.set_turns(run.turns)
+            if first and run.turns:
+                self.turn_index = 0
+                tl.move_cursor(row=0, animate=False)
+            self._select_kernel_for_turn()
+            self._render_active(keep_scroll=not first)
+
+    def on_polled(self, msg: Polled) -> None:
+        self._polling = False
+        if not msg.changed or self.run is None:
+            return
+        with self._lock:
+            run = self.run
+            tl = self.query_one(TurnList)
+            at_end = self.turn_index >= tl.row_count - 1
+            old_rows = tl.row_count
+            self.query_one(RunHeader).show_run(run, following=self.follow)
+            tl.set_turns(run.turns)
+            self._stale = set(PANES)
+            if run.turns and (at_end or old_rows == 0) and len(run.turns) > old_rows:
+                self._goto_turn(len(run.turns) - 1)  # at the end: stay at the end
+            else:
+                self._render_active(keep_scroll=True)
+
+    def _tick_follow(self) -> None:
+        if self.follow and self._follower is not None and not self._polling:
+            self._polling = True
+            self._poll()
+
+    @property
+    def active_pane(self) -> str:
+        return self.query_one("#panes", TabbedContent).active or "turn"
+
+    def _render_active(self, keep_scroll: bool = False) -> None:
+        pane = self.active_pane
+        self._render_pane(pane, keep_scroll=keep_scroll)
+
+    def _render_pane(self, pane: str, keep_scroll: bool = False) -> None:
+        run = self.run
+        if run is None:
+            return
+        self._stale.discard(pane)
+        with self._lock:
+            if pane == "turn":
+                self._render_turn(keep_scroll)
+            elif pane == "kernels":
+                self.query_one(KernelsPane).show(run, self.kernel_number, base=self.base_number,
+                                                 diff=self.opts.diff, split=self.opts.split)
+            elif pane == "metrics":
+                self.query_one("#metrics-doc", DocView).set_document(metrics_document(run), keep_scroll=keep_scroll)
+            elif pane == "reference":
+                self.query_one("#reference-doc", DocView).set_document(reference_document(run),
+                                                                       keep_scroll=keep_scroll)
+            elif pane == "events":
+                self._request_events()
+
+    def _render_turn(self, keep_scroll: bool = False) -> None:
+        run = self.run
+        assert run is not None
+        doc = self.query_one("#turn-doc", DocView)
+        if not run.turns:
+            doc.set_document(empty_run_document(run), keep_scroll=keep_scroll)
+            return
+        i = min(self.turn_index, len(run.turns) - 1)
+        doc.set_document(turn_document(run, run.turns[i], self.opts), keep_scroll=keep_scroll)
+        if self._regex is not None:
+            self._doc_matches = doc.find(self._regex)
+            self._match_pos = -1
+            doc.set_highlight(self._regex)
+
+    def _request_events(self) -> None:
+        run = self.run
+        if run is None:
+            return
+        if run.turns:
+            i = min(self.turn_index, len(run.turns) - 1)
+            key: int | None = i
+            t = run.turns[i]
+            events = [e for e in run.events if t.first_line <= e.line <= t.last_line]
+        else:
+            key = None
+            events = run.events[:EVENTS_LIMIT]
+        self._events_key = key
+        self._read_events(key, events)
+
+    def on_events_read(self, msg: EventsRead) -> None:
+        if msg.key != self._events_key:
+            return  # the selection moved on
+        if msg.key is None:
+            title = f"all events ({len(msg.events)} shown)"
+        else:
+            title = f"raw events of turn {msg.key} ({len(msg.events)}), read from the file by offset"
+        self.query_one("#events-doc", DocView).set_document(events_document(msg.events, msg.raws, title))
+
+    # ---- selection ----------------------------------------------------------------------------
+    @on(DataTable.RowHighlighted, "#turns")
+    def _turn_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        i = event.cursor_row
+        if self.run is None or i < 0:
+            return
+        if i == self.turn_index and "turn" not in self._stale and self.ready:
+            return
+        self.turn_index = i
+        self._select_kernel_for_turn()
+        self._stale = set(PANES) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
+        self._render_active()
+
+    @on(DataTable.RowHighlighted, "#kernel-table")
+    def _kernel_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        n = event.cursor_row + 1
+        if self.run is None or n == self.kernel_number or not (1 <= n <= len(self.run.kernels)):
+            return
+        self.kernel_number = n
+        if self.active_pane == "kernels":
+            self._render_pane("kernels")
+
+    def _select_kernel_for_turn(self) -> None:
+        run = self.run
+        if run is None or not run.kernels:
+            self.kernel_number = None
+            return
+        if not run.turns:
+            self.kernel_number = run.kernels[-1].number
+            return
+        i = min(self.turn_index, len(run.turns) - 1)
+        t = run.turns[i]
+        for c in reversed(t.calls):
+            if c.kernel is not None:
+                self.kernel_number = c.kernel
+                return
+        best = None
+        for k in run.kernels:
+            if k.first_turn is not None and k.first_turn <= i:
+                best = k.number
+        self.kernel_number = best or run.kernels[0].number
+
+    def _goto_turn(self, i: int) -> None:
+        run = self.run
+        if run is None or not run.turns:
+            return
+        i = max(0, min(i, len(run.turns) - 1))
+        tl = self.query_one(TurnList)
+        if i == tl.cursor_row and i == self.turn_index:
+            self._render_active(keep_scroll=True)
+            return
+        tl.move_cursor(row=i, animate=False)
+
+    def _goto_kernel(self, n: int) -> None:
+        run = self.run
+        if run is None or not run.kernels:
+            return
+        n = max(1, min(n, len(run.kernels)))
+        self.kernel_number = n
+        self._render_pane("kernels")
+
+    @on(TabbedContent.TabActivated, "#panes")
+    def _pane_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane = self.active_pane
+        if pane in self._stale:
+            self._render_pane(pane)
+
+    # ---- actions: navigation ------------------------------------------------------------------
+    def action_next(self) -> None:
+        if self.active_pane == "kernels":
+            self._goto_kernel((self.kernel_number or 0) + 1)
+        else:
+            self._goto_turn(self.turn_index + 1)
+
+    def action_prev(self) -> None:
+        if self.active_pane == "kernels":
+            self._goto_kernel((self.kernel_number or 2) - 1)
+        else:
+            self._goto_turn(self.turn_index - 1)
+
+    def action_first(self) -> None:
+        if self.active_pane == "kernels":
+            self._goto_kernel(1)
+        else:
+            self._goto_turn(0)
+
+    def action_last(self) -> None:
+        if self.active_pane == "kernels":
+            self._goto_kernel(len(self.run.kernels) if self.run else 1)
+        elif self.run is not None:
+            self._goto_turn(len(self.run.turns) - 1)
+
+    def _failed_turns(self) -> list[int]:
+        return [t.index for t in self.run.turns if t.status in BAD] if self.run else []
+
+    def action_next_failed(self) -> None:
+        bad = [i for i in self._failed_turns() if i > self.turn_index]
+        if bad:
+            self._show_turn_pane()
+            self._goto_turn(bad[0])
+        else:
+            self.notify("no failed turn after this one", timeout=2)
+
+    def action_prev_failed(self) -> None:
+        bad = [i for i in self._failed_turns() if i < self.turn_index]
+        if bad:
+            self._show_turn_pane()
+            self._goto_turn(bad[-1])
+        else:
+            self.notify("no failed turn before this one", timeout=2)
+
+    def _show_turn_pane(self) -> None:
+        tc = self.query_one("#panes", TabbedContent)
+        if tc.active != "turn":
+            tc.active = "turn"
+
+    def action_pane(self, pane: str) -> None:
+        if pane in PANES:
+            self.query_one("#panes", TabbedContent).active = pane
+            if pane in self._stale:
+                self._render_pane(pane)
+
+    def action_next_pane(self) -> None:
+        i = PANES.index(self.active_pane)
+        self.action_pane(PANES[(i + 1) % len(PANES)])
+
+    def action_prev_pane(self) -> None:
+        i = PANES.index(self.active_pane)
+        self.action_pane(PANES[(i - 1) % len(PANES)])
+
+    def _active_doc(self) -> DocView:
+        pane = self.active_pane
+        if pane == "kernels":
+            return self.query_one("#kernel-doc", DocView)
+        return self.query_one(f"#{pane}-doc", DocView)
+
+    def action_scroll_page(self, direction: int) -> None:
+        doc = self._active_doc()
+        h = max(1, doc.scrollable_content_region.height - 2)
+        doc.scroll_to(y=doc.scroll_y + direction * h, animate=False)
+
+    def action_scroll_lines(self, n: int) -> None:
+        doc = self._active_doc()
+        doc.scroll_to(y=doc.scroll_y + n, animate=False)
+
+    # ---- actions: diffs -----------------------------------------------------------------------
+    def action_toggle_diff(self) -> None:
+        self.opts.diff = not self.opts.diff
+        self._stale |= {"turn", "kernels"}
+        self._render_active(keep_scroll=self.active_pane == "turn")
+        self.notify("diff view on" if self.opts.diff else "diff view off: full code", timeout=1.5)
+
+    def action_toggle_split(self) -> None:
+        self.opts.split = not self.opts.split
+        if not self.opts.diff:
+            self.opts.diff = True
+        self._stale |= {"turn", "kernels"}
+        self._render_active(keep_scroll=self.active_pane == "turn")
+        self.notify("side-by-side diff" if self.opts.split else "unified diff", timeout=1.5)
+
+    def action_mark_base(self) -> None:
+        if self.run is None or self.kernel_number is None:
+            return
+        if self.active_pane != "kernels":
+            self.action_pane("kernels")
+        if self.base_number == self.kernel_number:
+            self.base_number = None
+            self.notify("diff base cleared: diffs are against the previous version", timeout=2)
+        else:
+            self.base_number = self.kernel_number
+            self.opts.diff = True
+            self.notify(f"diff base: v{self.base_number} (select another version to compare)", timeout=3)
+        self._stale |= {"kernels"}
+        self._render_pane("kernels")
+
+    # ---- actions: search ----------------------------------------------------------------------
+    def action_search(self) -> None:
+        self.query_one(SearchBar).open()
+
+    @on(SearchInput.Submitted, "#search-input")
+    def _search_submitted(self, event: SearchInput.Submitted) -> None:
+        pattern = event.value
+        if not pattern:
+            self._clear_search()
+            return
+        try:
+            regex = compile_search(pattern)
+        except re.error as exc:
+            self.query_one(SearchBar).set_status("bad regex")
+            self.notify(f"bad regex: {exc}", severity="error", timeout=3)
+            return
+        self.set_focus(None)
+        self.query_one(SearchBar).set_status("searching…")
+        self._search(regex)
+
+    def on_search_done(self, msg: SearchDone) -> None:
+        self._regex = msg.regex
+        self._search_turns = msg.turns
+        self._search_total = msg.total
+        bar = self.query_one(SearchBar)
+        if not msg.turns:
+            bar.set_status("no match")
+            self.query_one("#turn-doc", DocView).set_highlight(None)
+            self._doc_matches = []
+            return
+        self._show_turn_pane()
+        doc = self.query_one("#turn-doc", DocView)
+        self._doc_matches = doc.find(msg.regex)
+        doc.set_highlight(msg.regex)
+        self._match_pos = -1
+        if self.turn_index in msg.turns and self._doc_matches:
+            self._step_match(1)
+        else:
+            self._jump_turn_match(1)
+
+    def _clear_search(self) -> None:
+        self._regex = None
+        self._search_turns = []
+        self._doc_matches = []
+        self._match_pos = -1
+        self.query_one("#turn-doc", DocView).set_highlight(None)
+        bar = self.query_one(SearchBar)
+        bar.set_status("")
+        bar.close()
+        self.set_focus(None)
+
+    def _status(self) -> None:
+        n = len(self._doc_matches)
+        pos = self._match_pos + 1 if n else 0
+        self.query_one(SearchBar).set_status(
+            f"{pos}/{n} in turn {self.turn_index} · {len(self._search_turns)} turns · {self._search_total} hits")
+
+    def _step_match(self, direction: int) -> None:
+        doc = self.query_one("#turn-doc", DocView)
+        n = len(self._doc_matches)
+        nxt = self._match_pos + direction
+        if 0 <= nxt < n:
+            self._match_pos = nxt
+            m = self._doc_matches[nxt]
+            doc.set_highlight(self._regex, m)
+            doc.scroll_to_match(m)
+            self._status()
+            return
+        self._jump_turn_match(direction)
+
+    def _jump_turn_match(self, direction: int) -> None:
+        turns = self._search_turns
+        if not turns or self.run is None:
+            return
+        cur = self.turn_index
+        order = [i for i in turns if i > cur] + [i for i in turns if i <= cur] if direction > 0 else \
+            [i for i in reversed(turns) if i < cur] + [i for i in reversed(turns) if i >= cur]
+        for i in order:
+            self.turn_index = i
+            self._select_kernel_for_turn()
+            tl = self.query_one(TurnList)
+            with tl.prevent(DataTable.RowHighlighted):
+                tl.move_cursor(row=i, animate=False)
+            self._render_turn()
+            self._stale = set(PANES) - {"turn", "metrics", "reference"} | (self._stale & {"metrics", "reference"})
+            if self._doc_matches:
+                self._match_pos = -1 if direction > 0 else len(self._doc_matches)
+                self._step_match(direction)
+                return
+        self._status()
+
+    def action_next_match(self) -> None:
+        if self._regex is None:
+            return
+        self._show_turn_pane()
+        self._step_match(1)
+
+    def action_prev_match(self) -> None:
+        if self._regex is None:
+            return
+        self._show_turn_pane()
+        self._step_match(-1)
+
+    def action_escape(self) -> None:
+        bar = self.query_one(SearchBar)
+        if bar.is_open or self._regex is not None:
+            self._clear_search()
+            return
+        if self.base_number is not None:
+            self.base_number = None
+            self._stale.add("kernels")
+            self._render_active(keep_scroll=True)
+            return
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+    # ---- actions: follow, kernel export ---------------------------------------------------------
+    def action_toggle_follow(self) -> None:
+        if self.follow:
+            self.follow = False
+            self.notify("follow mode off", timeout=1.5)
+        else:
+            self.follow = True
+            if self._follower is None:
+                self._start_follower()
+            self.notify("following: new events appear as they are written", timeout=2)
+        if self.run is not None:
+            self.query_one(RunHeader).show_run(self.run, following=self.follow)
+
+    def selected_kernel(self) -> KernelVersion | None:
+        if self.run is None or self.kernel_number is None:
+            return None
+        return self.run.kernel(self.kernel_number)
+
+    def action_copy_kernel(self) -> None:
+        k = self.selected_kernel()
+        if k is None or not k.code:
+            self.notify("no kernel code to copy", severity="warning", timeout=2)
+            return
+        self.app.copy_to_clipboard(k.code)
+        self.notify(f"copied {k.label} ({k.code.count(chr(10)) + 1} lines) to the clipboard (OSC 52)", timeout=3)
+
+    def action_write_kernel(self) -> None:
+        k = self.selected_kernel()
+        if k is None or not k.code:
+            self.notify("no kernel code to write", severity="warning", timeout=2)
+            return
+        default = f"kernel_{k.label}_{k.sha1[:8]}.py"
+
+        def done(name: str | None) -> None:
+            if name:
+                self._write(name, k.code, k.label)
+
+        self.app.push_screen(PromptScreen(f"write {k.label} to file:", default), done)
+
+    def on_written(self, msg: Written) -> None:
+        self.notify(f"wrote {msg.label} to {msg.path}", timeout=4)
+
+    def action_repro(self) -> None:
+        k = self.selected_kernel()
+        try:
+            from ktui.tui import repro_panel  # written by the repro engineer
+        except ImportError:
+            label = k.label if k else "final"
+            self.notify(f"the repro panel is not available yet: run `ktui repro {self.path} --version {label}`",
+                        timeout=5)
+            return
+        opener = getattr(repro_panel, "open_repro_panel", None)
+        if opener is None:
+            self.notify("the repro panel has no open_repro_panel()", severity="warning", timeout=4)
+            return
+        opener(self, self.path, k.label if k else "final")
+
+    def action_help(self) -> None:
+        from ktui.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.KEYS))
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+    # ---- command palette --------------------------------------------------------------------------
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        for key, action, desc in self.KEYS:
+            if not action or action in ("help", "quit"):
+                continue
+            yield SystemCommand(desc[0].upper() + desc[1:], f"key: {key}",
+                                lambda a=action: self.run_action(a))
+        for pane in PANES:
+            yield SystemCommand(f"Show the {pane.capitalize()} pane", f"key: {PANES.index(pane) + 1}",
+                                lambda p=pane: self.action_pane(p))
+        yield SystemCommand("Help: keys", "key: ?", self.action_help)

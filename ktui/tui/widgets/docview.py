@@ -1,0 +1,501 @@
+"""DocView: a scrolling document that renders only the rows on screen.
+
+A document is a list of blocks:
+
+- :class:`LinesBlock` -- logical lines from a :class:`LineSource` (code, tool output, raw
+  events, diffs), folded at the view's width, optionally with a line-number gutter. Lines are
+  styled lazily (only when they come into view), so a 2,000-line kernel or a 60 kB output line
+  costs nothing until it is scrolled to.
+- :class:`RenderBlock` -- any Rich renderable (Markdown, tables), rendered at the view's width
+  when the layout is computed.
+
+The view keeps only arithmetic per line (fold counts), so moving to a new document is cheap.
+A regex can be highlighted over every block; :meth:`DocView.find` lists the matches and
+:meth:`DocView.scroll_to_match` brings one into view. Pure rendering: no I/O here.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich._wrap import divide_line
+from rich.cells import get_character_cell_size
+from rich.console import RenderableType
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+MATCH_STYLE = Style(bgcolor="#5f5f00", color="bright_white")
+CURRENT_STYLE = Style(bgcolor="#d7af00", color="black", bold=True)
+GUTTER_STYLE = Style(color="grey42")
+
+
+class LineSource:
+    """Logical lines: a length, the plain text of a line and its styled ``Text``."""
+
+    def __len__(self) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def plain(self, i: int) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def text(self, i: int) -> Text:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class TextLines(LineSource):
+    """Ready-made ``Text`` lines."""
+
+    def __init__(self, lines: Sequence[Text]):
+        self._lines = list(lines)
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def plain(self, i: int) -> str:
+        return self._lines[i].plain
+
+    def text(self, i: int) -> Text:
+        return self._lines[i]
+
+
+class PlainLines(LineSource):
+    """Lines of a (clean) string, styled by an optional ``style_for(line) -> Style | None``."""
+
+    def __init__(self, s: str, style: Style | str = "", style_for: Callable[[str], Style | None] | None = None):
+        self._lines = s.splitlines() or [""]
+        self._style = style
+        self._style_for = style_for
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def plain(self, i: int) -> str:
+        return self._lines[i]
+
+    def text(self, i: int) -> Text:
+        line = self._lines[i]
+        st = self._style_for(line) if self._style_for else None
+        return Text(line, style=st or self._style, end="")
+
+
+class Block:
+    anchor: str | None = None
+
+
+@dataclass(eq=False)
+class LinesBlock(Block):
+    source: LineSource
+    numbers: bool = False  # line-number gutter
+    first_number: int = 1
+    indent: int = 0
+    anchor: str | None = None
+    wrap: bool = False  # False: hard fold (code); True: break at spaces (prose)
+    hang: int = 0  # hanging indent of continuation rows (folded lines only)
+
+
+@dataclass(eq=False)
+class RenderBlock(Block):
+    renderable: RenderableType
+    anchor: str | None = None
+
+
+@dataclass(eq=False)
+class PairsBlock(Block):
+    """Side-by-side rows (a split diff): each half folded at half the width."""
+
+    pairs: list[tuple[Text, Text]]
+    anchor: str | None = None
+    hang: int = 0
+
+
+SEPARATOR = Style(color="grey30")
+
+
+def text_block(*parts: Text | str, anchor: str | None = None, indent: int = 0) -> LinesBlock:
+    """A few Text lines (strings become unstyled Text), word-wrapped."""
+    lines = [p if isinstance(p, Text) else Text(p, end="") for p in parts]
+    return LinesBlock(TextLines(lines), indent=indent, anchor=anchor, wrap=True)
+
+
+def blank() -> LinesBlock:
+    return text_block("")
+
+
+def fold_offsets(s: str, width: int, hang: int = 0) -> list[int]:
+    """Character offsets where ``s`` is cut to fit ``width`` cells per row (hard wrap).
+
+    Rows after the first are ``hang`` cells narrower (they get a hanging indent).
+    """
+    width = max(1, width)
+    rest = max(1, width - hang)
+    if s.isascii():
+        if len(s) <= width:
+            return []
+        return list(range(width, len(s), rest))
+    out: list[int] = []
+    used = 0
+    limit = width
+    for i, ch in enumerate(s):
+        w = get_character_cell_size(ch)
+        if used + w > limit and used:
+            out.append(i)
+            used = 0
+            limit = rest
+        used += w
+    return out
+
+
+def break_offsets(s: str, width: int, wrap: bool, hang: int = 0) -> list[int]:
+    """Where a line is cut into rows: at spaces when ``wrap`` (long words still folded), else anywhere."""
+    if not wrap:
+        return fold_offsets(s, width, hang)
+    return divide_line(s, max(1, width), fold=True)
+
+
+@dataclass(slots=True)
+class Match:
+    block: int
+    line: int
+    start: int
+    end: int
+
+
+class _Layout:
+    __slots__ = ("width", "starts", "prefixes", "rendered", "total")
+
+    def __init__(self, width: int):
+        self.width = width
+        self.starts: list[int] = []  # first row of each block
+        self.prefixes: list[list[int] | None] = []  # per LinesBlock: cumulative rows per line
+        self.rendered: list[list[Text] | None] = []  # per RenderBlock: its lines at this width
+        self.total = 0
+
+
+class DocView(ScrollView, can_focus=False):
+    """Shows a list of blocks; renders only visible rows."""
+
+    DEFAULT_CSS = """
+    DocView {
+        overflow-x: hidden;
+        overflow-y: auto;
+        scrollbar-gutter: stable;
+        height: 1fr;
+    }
+    """
+
+    def __init__(self, blocks: Sequence[Block] = (), *, name: str | None = None, id: str | None = None,
+                 classes: str | None = None):
+        super().__init__(name=name, id=id, classes=classes)
+        self._blocks: list[Block] = list(blocks)
+        self._layout: _Layout | None = None
+        self._pieces: dict[tuple[int, int], list[Text]] = {}
+        self._regex: re.Pattern[str] | None = None
+        self._current: Match | None = None
+        self.generation = 0  # bumps with every new document (lets tests/benches wait for it)
+
+    # ---- document ---------------------------------------------------------------------------
+    @property
+    def blocks(self) -> list[Block]:
+        return self._blocks
+
+    def set_document(self, blocks: Sequence[Block], *, keep_scroll: bool = False) -> None:
+        self._blocks = list(blocks)
+        self._current = None
+        self.generation += 1
+        self._relayout()
+        if not keep_scroll:
+            self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def set_highlight(self, regex: re.Pattern[str] | None, current: Match | None = None) -> None:
+        self._regex = regex
+        self._current = current
+        self._pieces.clear()
+        self.refresh()
+
+    # ---- layout -----------------------------------------------------------------------------
+    def _content_width(self) -> int:
+        w = self.scrollable_content_region.width
+        return w if w > 0 else 0
+
+    def _relayout(self) -> None:
+        self._pieces.clear()
+        width = self._content_width()
+        if width <= 0:
+            self._layout = None
+            return
+        self._layout = self._compute_layout(width)
+        self.virtual_size = Size(width, self._layout.total)
+
+    def _gutter(self, block: LinesBlock) -> int:
+        if not block.numbers:
+            return 0
+        return len(str(block.first_number + max(0, len(block.source) - 1))) + 1
+
+    def _compute_layout(self, width: int) -> _Layout:
+        lay = _Layout(width)
+        row = 0
+        console = self.app.console
+        for b in self._blocks:
+            lay.starts.append(row)
+            if isinstance(b, LinesBlock):
+                avail = max(1, width - self._gutter(b) - b.indent)
+                src = b.source
+                n = len(src)
+                prefix = [0] * (n + 1)
+                acc = 0
+                for i in range(n):
+                    s = src.plain(i)
+                    if len(s) <= avail and s.isascii():
+                        acc += 1
+                    else:
+                        acc += len(break_offsets(s, avail, b.wrap, b.hang)) + 1
+                    prefix[i + 1] = acc
+                lay.prefixes.append(prefix)
+                lay.rendered.append(None)
+                row += acc
+            elif isinstance(b, PairsBlock):
+                lw, rw = self._halves(width)
+                prefix = [0] * (len(b.pairs) + 1)
+                acc = 0
+                for i, (left, right) in enumerate(b.pairs):
+                    acc += max(len(fold_offsets(left.plain, lw, b.hang)),
+                               len(fold_offsets(right.plain, rw, b.hang))) + 1
+                    prefix[i + 1] = acc
+                lay.prefixes.append(prefix)
+                lay.rendered.append(None)
+                row += acc
+            elif isinstance(b, RenderBlock):
+                opts = console.options.update_width(width).update(height=None)
+                lines: list[Text] = []
+                try:
+                    seg_lines = console.render_lines(b.renderable, opts, pad=False)
+                except Exception as exc:  # a renderable that fails must not take the app down
+                    seg_lines = [[Segment(f"(cannot render: {exc})")]]
+                for segs in seg_lines:
+                    t = Text(end="")
+                    for seg in segs:
+                        if seg.control:
+                            continue
+                        t.append(seg.text, seg.style)
+                    t.rstrip()
+                    lines.append(t)
+                lay.prefixes.append(None)
+                lay.rendered.append(lines)
+                row += len(lines)
+            else:  # pragma: no cover
+                lay.prefixes.append(None)
+                lay.rendered.append([])
+        lay.total = row
+        return lay
+
+    @staticmethod
+    def _halves(width: int) -> tuple[int, int]:
+        lw = max(1, (width - 1) // 2)
+        return lw, max(1, width - lw - 1)
+
+    def on_resize(self) -> None:
+        if self._layout is None or self._layout.width != self._content_width():
+            self._relayout()
+            self.refresh()
+
+    @property
+    def total_rows(self) -> int:
+        return self._layout.total if self._layout else 0
+
+    # ---- lines ------------------------------------------------------------------------------
+    def _line_text(self, bi: int, li: int) -> Text:
+        b = self._blocks[bi]
+        lay = self._layout
+        assert lay is not None
+        if isinstance(b, LinesBlock):
+            t = b.source.text(li)
+            plain = t.plain
+        else:
+            rendered = lay.rendered[bi] or []
+            t = rendered[li]
+            plain = t.plain
+        if self._regex is not None and plain:
+            hits = [(m.start(), m.end()) for m in self._regex.finditer(plain) if m.end() > m.start()]
+            if hits:
+                t = t.copy()
+                cur = self._current
+                for s, e in hits:
+                    is_cur = cur is not None and cur.block == bi and cur.line == li and cur.start == s
+                    t.stylize(CURRENT_STYLE if is_cur else MATCH_STYLE, s, e)
+        return t
+
+    def _line_pieces(self, bi: int, li: int) -> list[Text]:
+        key = (bi, li)
+        got = self._pieces.get(key)
+        if got is not None:
+            return got
+        lay = self._layout
+        assert lay is not None
+        b = self._blocks[bi]
+        t = self._line_text(bi, li)
+        if isinstance(b, LinesBlock):
+            avail = max(1, lay.width - self._gutter(b) - b.indent)
+            offs = break_offsets(t.plain, avail, b.wrap, b.hang)
+            pieces = list(t.divide(offs)) if offs else [t]
+            if b.hang and len(pieces) > 1:
+                pad = " " * b.hang
+                pieces = [pieces[0]] + [Text(pad, end="") + p for p in pieces[1:]]
+        else:
+            pieces = [t]
+        if len(self._pieces) > 4000:
+            self._pieces.clear()
+        self._pieces[key] = pieces
+        return pieces
+
+    def _pair_pieces(self, bi: int, li: int, lw: int, rw: int) -> tuple[list[Text], list[Text]]:
+        key = (bi, -1 - li)
+        got = self._pieces.get(key)
+        if got is None:
+            b = self._blocks[bi]
+            assert isinstance(b, PairsBlock)
+            left, right = b.pairs[li]
+            lo, ro = fold_offsets(left.plain, lw, b.hang), fold_offsets(right.plain, rw, b.hang)
+            lp = list(left.divide(lo)) if lo else [left]
+            rp = list(right.divide(ro)) if ro else [right]
+            if b.hang:
+                pad = " " * b.hang
+                lp = lp[:1] + [Text(pad, end="") + p for p in lp[1:]]
+                rp = rp[:1] + [Text(pad, end="") + p for p in rp[1:]]
+            got = [*lp, None, *rp]  # type: ignore[list-item]
+            self._pieces[key] = got
+        cut = got.index(None)  # type: ignore[arg-type]
+        return got[:cut], got[cut + 1:]
+
+    def locate(self, row: int) -> tuple[int, int, int] | None:
+        """(block, line, piece) shown at document row ``row``."""
+        lay = self._layout
+        if lay is None or row < 0 or row >= lay.total:
+            return None
+        bi = bisect_right(lay.starts, row) - 1
+        # skip empty blocks that share a start row
+        while bi + 1 < len(lay.starts) and lay.starts[bi + 1] <= row:
+            bi += 1
+        local = row - lay.starts[bi]
+        prefix = lay.prefixes[bi]
+        if prefix is None:
+            return bi, local, 0
+        li = bisect_right(prefix, local) - 1
+        return bi, li, local - prefix[li]
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        if self._layout is None or self._layout.width != self._content_width():
+            return Strip.blank(width, base)
+        _, scroll_y = self.scroll_offset
+        loc = self.locate(scroll_y + y)
+        if loc is None:
+            return Strip.blank(width, base)
+        bi, li, k = loc
+        b = self._blocks[bi]
+        row = Text(style=base, end="")
+        if isinstance(b, LinesBlock):
+            gw = self._gutter(b)
+            if gw:
+                no = f"{b.first_number + li}" if k == 0 else ""
+                row.append(no.rjust(gw - 1) + " ", GUTTER_STYLE)
+            if b.indent:
+                row.append(" " * b.indent)
+        if isinstance(b, PairsBlock):
+            lw, rw = self._halves(self._layout.width)
+            left, right = self._pair_pieces(bi, li, lw, rw)
+            lp = left[k].copy() if k < len(left) else Text()
+            lp.pad_right(lw - lp.cell_len)
+            row.append_text(lp)
+            row.append("│", SEPARATOR)
+            if k < len(right):
+                row.append_text(right[k])
+        else:
+            pieces = self._line_pieces(bi, li)
+            if k < len(pieces):
+                row.append_text(pieces[k])
+        strip = Strip(row.render(self.app.console))
+        return strip.crop_extend(0, width, base)
+
+    # ---- search -----------------------------------------------------------------------------
+    def find(self, regex: re.Pattern[str]) -> list[Match]:
+        """Every non-empty match of ``regex`` in the document, in order."""
+        if self._layout is None:
+            return []
+        out: list[Match] = []
+        for bi, b in enumerate(self._blocks):
+            if isinstance(b, LinesBlock):
+                src = b.source
+                for li in range(len(src)):
+                    for m in regex.finditer(src.plain(li)):
+                        if m.end() > m.start():
+                            out.append(Match(bi, li, m.start(), m.end()))
+            else:
+                for li, t in enumerate(self._layout.rendered[bi] or []):
+                    for m in regex.finditer(t.plain):
+                        if m.end() > m.start():
+                            out.append(Match(bi, li, m.start(), m.end()))
+        return out
+
+    def row_of(self, bi: int, li: int, offset: int = 0) -> int | None:
+        lay = self._layout
+        if lay is None or bi >= len(self._blocks):
+            return None
+        start = lay.starts[bi]
+        prefix = lay.prefixes[bi]
+        if prefix is None:
+            return start + li
+        b = self._blocks[bi]
+        if not isinstance(b, LinesBlock):
+            return start + prefix[li]
+        avail = max(1, lay.width - self._gutter(b) - b.indent)
+        sub = sum(1 for o in break_offsets(b.source.plain(li), avail, b.wrap, b.hang) if o <= offset)
+        return start + prefix[li] + sub
+
+    def scroll_to_row(self, row: int, *, center: bool = True) -> None:
+        h = self.scrollable_content_region.height or self.size.height
+        y = max(0, row - (h // 3 if center else 0))
+        self.scroll_to(y=y, animate=False, immediate=True)
+
+    def scroll_to_match(self, m: Match) -> None:
+        row = self.row_of(m.block, m.line, m.start)
+        if row is not None:
+            self.scroll_to_row(row)
+
+    def scroll_to_anchor(self, anchor: str) -> bool:
+        for bi, b in enumerate(self._blocks):
+            if b.anchor == anchor:
+                row = self.row_of(bi, 0)
+                if row is not None:
+                    self.scroll_to_row(row, center=False)
+                    return True
+        return False
+
+    def plain_rows(self) -> list[str]:
+        """Every document row as plain text (tests and debugging)."""
+        lay = self._layout
+        if lay is None:
+            return []
+        out = []
+        for r in range(lay.total):
+            loc = self.locate(r)
+            if loc is None:
+                continue
+            bi, li, k = loc
+            if isinstance(self._blocks[bi], PairsBlock):
+                lw, rw = self._halves(lay.width)
+                left, right = self._pair_pieces(bi, li, lw, rw)
+                lt = left[k].plain if k < len(left) else ""
+                out.append(lt.ljust(lw) + "│" + (right[k].plain if k < len(right) else ""))
+                continue
+            pieces = self._line_pieces(bi, li)
+            out.append(pieces[k].plain if k < len(pieces) else "")
+        return out
