@@ -269,6 +269,9 @@ class _Session:
                 label = f"{stage}" + (f" ({what})" if what and what != "trial" else "")
                 report("trial", f"{label} {trial}/{of}")
             elif kind == "result":
+                done_weight = total_weight
+                stage = "result"
+                report("result", "finished" if ev.get("status") == "completed" else "failed")
                 res = {k: v for k, v in ev.items() if k != "event"}
                 res.setdefault("seconds", round(time.monotonic() - t0, 3))
                 res["wall_seconds"] = round(time.monotonic() - t0, 3)

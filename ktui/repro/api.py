@@ -1,0 +1,234 @@
+"""The reproduction API used by ``ktui repro`` and by the replay app's ``r`` key.
+
+Nothing here imports torch or Textual. Typical use from a UI thread pool::
+
+    from ktui.repro.api import ReproOptions, cached_report, reproduce
+    opts = ReproOptions(device=None, trials=100)
+    report = cached_report(run, kv, opts)          # instant; None when never run
+    cancel = threading.Event()
+    report = reproduce(run, kv, opts, on_progress=cb, cancel=cancel)   # blocks; run it in a worker thread
+    report.verdict, report.reason, report.comparison.rows
+
+``on_progress`` is called from the thread running :func:`reproduce` with a
+:class:`ktui.repro.runner.Progress` (stage, trial, of, fraction 0..1, message). Setting
+``cancel`` from any thread kills the worker process group; ``reproduce`` then returns a
+report whose verdict is ``"cancelled"``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ktui.repro import cache
+from ktui.repro.harness import sha1_text
+from ktui.repro.recorded import Recorded, find_reference, recorded_for
+from ktui.repro.runner import Progress, WarmWorker, run_request
+from ktui.repro.verdict import CANCELLED, Comparison, compare
+
+METHODS = ("cuda_event", "do_bench", "cuda_graph", "host")
+
+
+class ReproError(Exception):
+    """A usage problem (no such version, no reference): one line for the user."""
+
+
+@dataclass
+class ReproOptions:
+    device: str | None = None  # None: cuda if available, else cpu
+    trials: int = 100
+    method: str = "cuda_event"
+    timeout: float = 600.0  # seconds per run stage (reference, correctness, timing, ...)
+    compile_timeout: float | None = None  # seconds for startup and build; default: timeout
+    correctness_trials: int = 5
+    fresh: bool = False  # ignore (but refresh) the result cache
+    reference_path: str | None = None  # a reference file when the trace has none
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ReproError(f"unknown timing method {self.method!r} (one of {', '.join(METHODS)})")
+        if self.trials < 1:
+            raise ReproError("--trials must be at least 1")
+        if self.timeout <= 0:
+            raise ReproError("--timeout must be positive")
+
+
+@dataclass
+class ReproReport:
+    trace: str
+    version: str
+    sha1: str
+    first_turn: int | None
+    turns: list[int]
+    request: dict[str, Any]  # without the sources
+    result: dict[str, Any]
+    comparison: Comparison
+    cached: bool = False
+    key: str = ""
+    created: str = ""
+    reference_origin: str = ""
+    recorded: Recorded | None = field(default=None, repr=False)
+
+    @property
+    def verdict(self) -> str:
+        return self.comparison.verdict
+
+    @property
+    def reason(self) -> str:
+        return self.comparison.reason
+
+    @property
+    def good(self) -> bool:
+        return self.comparison.good
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        return self.result.get("environment") or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace": self.trace, "version": self.version, "sha1": self.sha1, "first_turn": self.first_turn,
+            "turns": self.turns, "verdict": self.verdict, "reason": self.reason, "cached": self.cached,
+            "cache_key": self.key, "created": self.created, "reference_origin": self.reference_origin,
+            "environment": self.environment, "request": self.request,
+            "comparison": self.comparison.to_dict(), "result": self.result,
+        }
+
+
+# ---- selection -------------------------------------------------------------------------------
+
+def select_kernels(run: Any, *, turn: int | None = None, version: str | None = None, final: bool = False,
+                   all_: bool = False) -> list[Any]:
+    """The kernel versions a command asks for (default: the final submission)."""
+    kernels = list(getattr(run, "kernels", []) or [])
+    if not kernels:
+        raise ReproError("the trace has no kernel code (no kernel_code argument in any tool call)")
+    chosen = sum(1 for x in (turn is not None, version is not None, final, all_) if x)
+    if chosen > 1:
+        raise ReproError("choose one of --turn, --version, --final, --all")
+    if all_:
+        return kernels
+    if version is not None:
+        kv = run.kernel(version)
+        if kv is None:
+            labels = ", ".join(k.label for k in kernels)
+            raise ReproError(f"no kernel version {version!r} in this trace (it has {labels})")
+        return [kv]
+    if turn is not None:
+        turns = getattr(run, "turns", []) or []
+        if not 0 <= turn < len(turns):
+            raise ReproError(f"no turn {turn} (the run has turns 0-{len(turns) - 1})")
+        nums = [c.kernel for c in turns[turn].calls if getattr(c, "kernel", None) is not None]
+        if not nums:
+            raise ReproError(f"turn {turn} uses no kernel code")
+        return [run.kernel(nums[-1])]
+    kv = run.final_kernel
+    if kv is None:
+        raise ReproError("the trace has no final kernel")
+    return [kv]
+
+
+def resolve_reference(run: Any, reference_path: str | None) -> tuple[str | None, str]:
+    src, origin = find_reference(run)
+    if reference_path:
+        try:
+            text = Path(reference_path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ReproError(f"{reference_path}: cannot read: {exc.strerror or exc}") from None
+        why = "instead of the trace's" if src else "the trace has none"
+        return text, f"--reference {reference_path} ({why})"
+    return src, origin
+
+
+# ---- requests and the cache ---------------------------------------------------------------------
+
+def make_request(kv: Any, options: ReproOptions, reference: str | None, reference_origin: str) -> dict[str, Any]:
+    return {
+        "kernel_code": kv.code,
+        "kernel_sha1": kv.sha1,
+        "kernel_label": kv.label,
+        "reference_source": reference,
+        "reference_origin": reference_origin,
+        "device": options.device,
+        "method": options.method,
+        "trials": options.trials,
+        "correctness_trials": options.correctness_trials,
+        "build_root": str(cache.build_root()),
+    }
+
+
+def _key(kv: Any, options: ReproOptions, reference: str | None) -> str:
+    return cache.result_key(kernel_sha1=kv.sha1, reference_sha1=sha1_text(reference) if reference else None,
+                            device=options.device, method=options.method, trials=options.trials,
+                            correctness_trials=options.correctness_trials)
+
+
+def _public_request(req: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in req.items() if k not in ("kernel_code", "reference_source")}
+
+
+def _report(run: Any, kv: Any, entry: dict[str, Any], cached: bool) -> ReproReport:
+    rec = recorded_for(run, kv)
+    return ReproReport(trace=str(getattr(run, "path", "")), version=kv.label, sha1=kv.sha1,
+                       first_turn=kv.first_turn, turns=list(kv.turns), request=entry.get("request") or {},
+                       result=entry["result"], comparison=compare(rec, entry["result"]), cached=cached,
+                       key=entry.get("key", ""), created=entry.get("created", ""),
+                       reference_origin=(entry.get("request") or {}).get("reference_origin", ""), recorded=rec)
+
+
+def cached_report(run: Any, kv: Any, options: ReproOptions | None = None) -> ReproReport | None:
+    """The cached reproduction for these settings, or None (never runs anything)."""
+    options = options or ReproOptions()
+    try:
+        ref, _origin = resolve_reference(run, options.reference_path)
+    except ReproError:
+        return None
+    entry = cache.load(kv.sha1, _key(kv, options, ref))
+    return _report(run, kv, entry, cached=True) if entry else None
+
+
+def history(run: Any, kv: Any) -> list[ReproReport]:
+    """Every cached reproduction of this kernel version, any settings, newest first."""
+    return [_report(run, kv, e, cached=True) for e in cache.entries_for(kv.sha1)]
+
+
+def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,
+              on_progress: Callable[[Progress], None] | None = None, cancel: threading.Event | None = None,
+              worker: WarmWorker | None = None) -> ReproReport:
+    """Re-execute one kernel version (or return the cached result unless ``options.fresh``).
+
+    Raises :class:`ReproError` only for usage problems (no reference source); whatever the
+    kernel does (compile error, crash, hang) comes back as a report.
+    """
+    options = options or ReproOptions()
+    ref, origin = resolve_reference(run, options.reference_path)
+    if not ref:
+        raise ReproError("the trace has no reference source (no fetch_problem ref_arch_src); "
+                         "pass --reference FILE with the problem's PyTorch reference")
+    key = _key(kv, options, ref)
+    if not options.fresh:
+        entry = cache.load(kv.sha1, key)
+        if entry:
+            return _report(run, kv, entry, cached=True)
+    req = make_request(kv, options, ref, origin)
+    ctimeout = options.compile_timeout or options.timeout
+    t0 = time.monotonic()
+    if worker is not None:
+        result = worker.run(req, on_progress=on_progress, cancel=cancel, compile_timeout=ctimeout,
+                            run_timeout=options.timeout)
+    else:
+        result = run_request(req, on_progress=on_progress, cancel=cancel, compile_timeout=ctimeout,
+                             run_timeout=options.timeout)
+    result.setdefault("wall_seconds", round(time.monotonic() - t0, 3))
+    entry = {"kernel_sha1": kv.sha1, "key": key, "trace": str(getattr(run, "path", "")), "version": kv.label,
+             "request": _public_request(req), "options": asdict(options), "result": result,
+             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if cache.cacheable(result):
+        cache.store(entry)
+    report = _report(run, kv, entry, cached=False)
+    if result.get("status") == "cancelled":
+        report.comparison.verdict = CANCELLED
+    return report

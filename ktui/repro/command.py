@@ -1,0 +1,233 @@
+"""``ktui repro TRACE``: re-execute kernel snapshots and print recorded vs reproduced.
+
+Exit status: 0 when every selected version reproduced (``reproduced`` or ``reproduced: fails
+the same way``), 1 when any other verdict, 2 for usage errors (no such version, no reference),
+130 when interrupted. Needs rich and click only (no Textual, no orjson, no torch: the worker
+process imports torch).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from ktui.repro.verdict import (
+    CANCELLED,
+    CORRECTNESS_DISAGREES,
+    DIFFERS,
+    NOT_RECORDED,
+    NOT_REPRODUCIBLE,
+    REPRODUCED,
+    SAME_FAILURE,
+    SHOWN_ONLY,
+    SUSPICIOUS,
+    UNIT_ERROR,
+)
+
+VERDICT_STYLE = {
+    REPRODUCED: "bold green", SAME_FAILURE: "bold green", DIFFERS: "bold yellow", UNIT_ERROR: "bold magenta",
+    CORRECTNESS_DISAGREES: "bold red", NOT_REPRODUCIBLE: "bold red", SUSPICIOUS: "bold red reverse",
+    NOT_RECORDED: "dim", SHOWN_ONLY: "dim", CANCELLED: "yellow",
+}
+
+
+def _err(msg: str) -> None:
+    print(f"ktui: {msg}", file=sys.stderr)
+
+
+def environment_line(result: dict[str, Any]) -> str:
+    env = result.get("environment") or {}
+    if not env:
+        return "environment: unknown (the worker did not start)"
+    parts = []
+    if env.get("gpu"):
+        parts.append(str(env["gpu"]))
+        parts.append(f"driver {env.get('driver') or '?'}")
+    else:
+        parts.append(f"CPU {env.get('cpu') or '?'} ({env.get('threads', '?')} threads)")
+    parts.append(f"torch {env.get('torch')}")
+    parts.append(f"CUDA {env.get('cuda') or '-'}")
+    parts.append(str(env.get("arch") or env.get("device")))
+    t = result.get("timing") or {}
+    if t:
+        m = t.get("method_used") or t.get("method")
+        s = f"{m}, {t.get('trials')} trials"
+        if t.get("l2_flush_mib"):
+            s += f", L2 flush {t['l2_flush_mib']} MiB"
+        parts.append(s)
+        fl = t.get("floor")
+        if fl:
+            parts.append(f"timer floor {fl['busy_queue_us']:.2f} μs (naive {fl['naive_us']:.2f})")
+    return " · ".join(parts)
+
+
+def render_report(console: Any, report: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    comp = report.comparison
+    res = report.result
+    head = Text()
+    head.append(f"{report.version}", style="bold")
+    head.append(f" · sha1 {report.sha1[:12]}")
+    if report.turns:
+        t = report.turns
+        head.append(f" · turn{'s' if len(t) > 1 else ''} {t[0]}" + (f"-{t[-1]}" if len(t) > 1 else ""))
+    if report.recorded is not None and report.recorded.submitted:
+        head.append(" · final submission")
+    head.append("   ")
+    head.append(f" {comp.verdict.upper()} ", style=VERDICT_STYLE.get(comp.verdict, "bold"))
+    console.print(head)
+    if report.reference_origin:
+        console.print(Text(f"reference: {report.reference_origin}", style="dim"))
+    console.print(Text(environment_line(res), style="dim"))
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("recorded", overflow="fold", max_width=34)
+    table.add_column("reproduced", overflow="fold", max_width=34)
+    table.add_column("ratio", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    noted = []
+    for r in comp.rows:
+        ratio = "" if r.ratio is None else (f"{r.ratio:,.0f}x" if abs(r.ratio) >= 100 else f"{r.ratio:.2f}x")
+        verdict = Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, ""))
+        if r.note and r.verdict not in (NOT_RECORDED, SHOWN_ONLY):
+            noted.append(r)
+            verdict.append(f" [{len(noted)}]", style="dim")
+        table.add_row(r.label, r.recorded_text, r.reproduced_text, ratio, verdict)
+    console.print(table)
+    for i, r in enumerate(noted, 1):
+        console.print(Text(f"  [{i}] {r.label}: {r.note}", style="dim"))
+
+    if comp.checks:
+        line = Text("checks: ")
+        for c in comp.checks:
+            mark, style = {True: ("✓", "green"), False: ("✗", "bold red"), None: ("–", "dim")}[c.get("ok")]
+            line.append(f"{mark} {c['name']}  ", style=style)
+        console.print(line)
+        for c in comp.flags:
+            console.print(Text(f"  flag {c['name']}: {c['detail']}", style="red"))
+    if comp.not_measured:
+        console.print(Text("not re-measured: " + ", ".join(comp.not_measured)
+                           + " (needs Nsight Compute)", style="dim"))
+    for n in comp.notes:
+        console.print(Text(f"note: {n}", style="dim"))
+    f = res.get("failure")
+    if f and f.get("detail") and f.get("kind") in ("compile_error", "import_error", "runtime_error", "cuda_error"):
+        tail = "\n".join(str(f["detail"]).strip().splitlines()[-6:])
+        console.print(Text(tail, style="dim red"))
+    v = Text("verdict: ")
+    v.append(comp.verdict, style=VERDICT_STYLE.get(comp.verdict, "bold"))
+    v.append(f" — {comp.reason}")
+    console.print(v)
+    wall = res.get("wall_seconds")
+    if report.cached:
+        console.print(Text(f"(cached result from {report.created or 'an earlier run'}; --fresh re-runs it)",
+                           style="dim"))
+    elif wall is not None:
+        console.print(Text(f"(ran in {wall:.1f} s)", style="dim"))
+    console.print()
+
+
+def render_summary(console: Any, reports: list[Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="summary", box=None, header_style="bold")
+    table.add_column("version")
+    table.add_column("turns")
+    table.add_column("verdict")
+    table.add_column("reason", overflow="fold", max_width=90)
+    for r in reports:
+        turns = ",".join(str(t) for t in r.turns)
+        table.add_row(r.version, turns, Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")), r.reason)
+    console.print(table)
+
+
+class _ProgressDisplay:
+    """A transient Rich progress bar on stderr (only when stderr is a terminal)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._progress = None
+        self._task = None
+
+    def start(self, label: str) -> None:
+        if not self.enabled:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(),
+                                  TextColumn("{task.description}"), TimeElapsedColumn(),
+                                  console=Console(stderr=True), transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task("starting…", total=1.0, label=label)
+
+    def update(self, p: Any) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=p.fraction, description=p.message)
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def repro_command(path: Path | str, *, turn: int | None = None, version: str | None = None, final: bool = False,
+                  all_: bool = False, reference: str | None = None, device: str | None = None, trials: int = 100,
+                  method: str = "cuda_event", timeout: float = 600.0, fresh: bool = False,
+                  as_json: bool = False) -> int:
+    from ktui.repro.api import ReproError, ReproOptions, reproduce, select_kernels
+    from ktui.trace import load
+
+    run = load(str(path))
+    try:
+        kernels = select_kernels(run, turn=turn, version=version, final=final, all_=all_)
+        options = ReproOptions(device=device, trials=trials, method=method, timeout=timeout, fresh=fresh,
+                               reference_path=reference)
+    except ReproError as exc:
+        _err(str(exc))
+        return 2
+    if device and not (device == "cpu" or device == "cuda" or device.startswith("cuda:")):
+        _err(f"--device {device!r}: use cuda, cuda:N or cpu")
+        return 2
+
+    from rich.console import Console
+
+    console = Console() if sys.stdout.isatty() else Console(width=110)
+    progress = _ProgressDisplay(enabled=not as_json and sys.stderr.isatty())
+    reports = []
+    cancel = threading.Event()
+    try:
+        for kv in kernels:
+            progress.start(kv.label)
+            try:
+                report = reproduce(run, kv, options, on_progress=progress.update, cancel=cancel)
+            except ReproError as exc:
+                progress.stop()
+                _err(str(exc))
+                return 2
+            finally:
+                progress.stop()
+            reports.append(report)
+            if not as_json:
+                render_report(console, report)
+    except KeyboardInterrupt:
+        cancel.set()
+        progress.stop()
+        _err("interrupted")
+        return 130
+    if as_json:
+        if len(reports) == 1 and not all_:
+            payload = reports[0].to_dict()
+        else:
+            payload = {"trace": str(path), "versions": [r.to_dict() for r in reports]}
+        sys.stdout.write(json.dumps(payload, indent=1, default=str) + "\n")
+    elif len(reports) > 1:
+        render_summary(console, reports)
+    return 0 if all(r.good for r in reports) else 1

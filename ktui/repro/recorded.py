@@ -1,0 +1,175 @@
+"""What the trace recorded about one kernel version: the other side of the verdict.
+
+- compile / correctness outcomes: the version's uses (compile_kernel, run_correctness,
+  submit_kernel calls that carried its code), each with its status and error text;
+- metrics: ``run.metrics`` when this version is the one that was submitted;
+- the hardware and precision the trace names.
+
+Works on the :mod:`ktui.trace` model only; where the model lacks something (the reference
+source on older readers, the recorded hardware) it looks at the raw tool results itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+CORRECTNESS_TOOLS = ("run_correctness", "submit_kernel")
+COMPILE_TOOLS = ("compile_kernel",)
+
+
+@dataclass
+class RecordedOutcome:
+    tool: str
+    turn: int | None
+    call_index: int
+    status: str  # ok | failed | error | missing
+    error: str = ""
+    summary: str = ""
+    line: int | None = None
+    kind: str = ""  # compile | runtime | mismatch | dispatcher | "" (passed)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+    def where(self) -> str:
+        t = f"turn {self.turn}" if self.turn is not None else "seed"
+        return f"{self.tool} at {t}" + (f" (line {self.line})" if self.line else "")
+
+
+@dataclass
+class Recorded:
+    label: str
+    sha1: str
+    compile: RecordedOutcome | None = None
+    correctness: RecordedOutcome | None = None
+    outcomes: list[RecordedOutcome] = field(default_factory=list)
+    submitted: bool = False
+    metrics: list[Any] = field(default_factory=list)  # ktui.trace.model.Metric
+    metrics_source: str = ""
+    correct: bool | None = None
+    hardware: str | None = None
+    precision: str | None = None
+
+    @property
+    def failure(self) -> RecordedOutcome | None:
+        """The recorded failure of this version, if its latest outcome was one."""
+        cands = [o for o in (self.compile, self.correctness) if o is not None]
+        if not cands:
+            return None
+        last = max(cands, key=lambda o: o.call_index)
+        return last if last.failed else None
+
+    def metric(self, key: str) -> Any:
+        for m in self.metrics:
+            if m.key == key:
+                return m
+        return None
+
+
+def _call(run: Any, index: int) -> Any:
+    calls = getattr(run, "calls", None) or []
+    if 0 <= index < len(calls) and getattr(calls[index], "index", index) == index:
+        return calls[index]
+    for c in calls:
+        if getattr(c, "index", None) == index:
+            return c
+    return None
+
+
+def _kind(tool: str, status: str, result: Any) -> str:
+    if status == "ok":
+        return ""
+    if status in ("error", "missing"):
+        return "dispatcher"
+    eff = getattr(result, "effect", None) or {}
+    det = eff.get("details") if isinstance(eff.get("details"), dict) else {}
+    meta = getattr(result, "meta", None) or {}
+    if tool in COMPILE_TOOLS or det.get("compile_error") or meta.get("compiled") is False \
+            or meta.get("compile_error") or eff.get("compiled") is False:
+        return "compile"
+    if det.get("runtime_error") or (isinstance(meta.get("error"), str) and meta.get("error")):
+        return "runtime"
+    return "mismatch"
+
+
+def recorded_for(run: Any, kernel: Any) -> Recorded:
+    rec = Recorded(label=kernel.label, sha1=kernel.sha1)
+    for use in kernel.uses:
+        call = _call(run, use.call_index)
+        res = getattr(call, "result", None) if call is not None else None
+        error = ""
+        if res is not None:
+            try:
+                error = res.error_text or ""
+            except Exception:
+                error = ""
+        oc = RecordedOutcome(tool=use.tool, turn=use.turn, call_index=use.call_index, status=use.status,
+                             error=error, summary=use.summary or (getattr(res, "summary", "") or ""),
+                             line=getattr(res, "line", None) or getattr(call, "line", None),
+                             kind=_kind(use.tool, use.status, res))
+        if use.tool not in COMPILE_TOOLS + CORRECTNESS_TOOLS:
+            continue
+        rec.outcomes.append(oc)
+        if oc.status in ("error", "missing"):
+            continue  # the dispatcher failed: says nothing about the kernel
+        if use.tool in COMPILE_TOOLS:
+            rec.compile = oc
+        else:
+            if oc.kind == "compile":
+                rec.compile = oc
+            rec.correctness = oc
+
+    final = getattr(run, "final_kernel", None)
+    metrics = getattr(run, "metrics", None)
+    submitted_here = any(u.tool == "submit_kernel" and u.status in ("ok", "failed") for u in kernel.uses)
+    if metrics is not None and final is not None and final.sha1 == kernel.sha1 and submitted_here:
+        rec.submitted = True
+        rec.metrics = [m for ms in metrics.groups.values() for m in ms]
+        rec.metrics_source = metrics.source
+        rec.correct = metrics.correct
+    rec.hardware = recorded_hardware(run)
+    prob = getattr(run, "problem", None)
+    rec.precision = getattr(prob, "precision", None)
+    return rec
+
+
+def recorded_hardware(run: Any) -> str | None:
+    """The GPU the trace says it ran on (submit runtime_stats.hardware, get_gpu_specs, KTBench meta)."""
+    for c in reversed(getattr(run, "calls", []) or []):
+        res = getattr(c, "result", None)
+        if res is None:
+            continue
+        eff = res.effect or {}
+        for k in ("runtime_stats", "ref_runtime_stats"):
+            st = eff.get(k)
+            if isinstance(st, dict) and isinstance(st.get("hardware"), str):
+                return st["hardware"]
+        if c.name == "get_gpu_specs" and isinstance(eff.get("device_name"), str):
+            return eff["device_name"]
+        meta = res.meta or {}
+        for k in ("hardware", "tgt_hw", "hw_key"):
+            if isinstance(meta.get(k), str) and meta.get(k):
+                return meta[k]
+    return None
+
+
+def find_reference(run: Any) -> tuple[str | None, str]:
+    """The run's reference source and where it came from ('' when none)."""
+    prob = getattr(run, "problem", None)
+    src = getattr(prob, "reference_source", None)
+    if isinstance(src, str) and src.strip():
+        return src, getattr(prob, "reference_origin", None) or "the trace"
+    # fallback: a fetch_problem result's ref_arch_src (older readers)
+    for c in getattr(run, "calls", []) or []:
+        res = getattr(c, "result", None)
+        eff = (res.effect or {}) if res is not None else {}
+        s = eff.get("ref_arch_src")
+        if isinstance(s, str) and s.strip():
+            return s, f"{c.name} result ref_arch_src (line {res.line})"
+    return None, ""
