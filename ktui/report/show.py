@@ -122,9 +122,9 @@ def _args_view(call: ToolCall, run: Run, full: bool, shown: set[int]) -> Rendera
         if first:
             if prev is not None:
                 a, r = diff_stats(prev.code, kv.code)
-                desc = f"kernel_code: {kv.label} (new, +{a} -{r} lines vs {prev.label}, {kv.code.count(chr(10)) + 1} lines)"
+                desc = f"kernel_code: {kv.label} (new, +{a} -{r} lines vs {prev.label}, {kv.line_count} lines)"
             else:
-                desc = f"kernel_code: {kv.label} (new, {kv.code.count(chr(10)) + 1} lines)"
+                desc = f"kernel_code: {kv.label} (new, {kv.line_count} lines)"
         else:
             desc = f"kernel_code: {kv.label} (same as {kv.label}, first used at turn {kv.first_turn})"
         parts.append(Text(desc, "magenta"))
@@ -210,7 +210,7 @@ def kernels_table(run: Run) -> RenderableType | None:
         for u in kv.uses:
             uses.append(f"{u.tool}@{u.turn} ", fmt.STATUS_STYLE.get(u.status, ""))
         t.add_row(kv.label, kv.sha1[:12], str(kv.first_turn), ",".join(map(str, kv.turns)),
-                  str(kv.code.count("\n") + 1), delta, uses)
+                  str(kv.line_count), delta, uses)
     return t
 
 
@@ -249,8 +249,7 @@ def render(run: Run, *, turn: int | None = None, full: bool = False) -> list[Ren
         out.append(kt)
     fk = run.final_kernel
     if fk is not None and not fk.attachment:
-        n = fk.code.count("\n") + 1
-        out.append(Rule(f"final kernel {fk.label} ({n} lines, {len(fk.code):,} chars)", align="left"))
+        out.append(Rule(f"final kernel {fk.label} ({fk.line_count} lines, {len(fk.code):,} chars)", align="left"))
         out.append(Syntax(sanitize(fk.code), "python", line_numbers=True, theme="ansi_dark", word_wrap=True))
     return out
 

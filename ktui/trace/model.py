@@ -220,6 +220,11 @@ class KernelVersion:
         return f"v{self.number}"
 
     @property
+    def line_count(self) -> int:
+        """Lines of text, as ``wc -l`` counts a file that ends with a newline."""
+        return len(self.code.splitlines())
+
+    @property
     def turns(self) -> list[int]:
         seen: list[int] = []
         for u in self.uses:
