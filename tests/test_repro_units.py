@@ -331,3 +331,33 @@ def test_worker_bad_request_is_reported():
     lines = [json.loads(x) for x in out.stdout.splitlines()]
     assert lines[0]["event"] == "ready"
     assert lines[-1]["event"] == "result" and lines[-1]["failure"]["kind"] == "worker_error"
+
+
+@torch_missing
+def test_build_timeout_clears_torch_lock(tmp_path):
+    # a worker killed while compiling leaves torch's FileBaton 'lock': the runner removes it, or
+    # the next build of the same snapshot would wait on it forever
+    kernel = '''
+import os, time
+d = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "relu_ext_kdeadbeef")
+os.makedirs(d, exist_ok=True)
+open(os.path.join(d, "lock"), "w").close()
+time.sleep(120)
+'''
+    res = run_request(_req(kernel, tmp_path), run_timeout=60, compile_timeout=4)
+    assert res["failure"]["kind"] == "timeout" and "during build" in res["failure"]["message"]
+    locks = list((tmp_path / "build").glob("*/*/lock"))
+    assert locks == []
+    assert list((tmp_path / "build").glob("*/relu_ext_kdeadbeef"))
+
+
+def test_stale_lock_helper(tmp_path):
+    from ktui.repro.harness import _clear_stale_lock
+
+    lock = tmp_path / "lock"
+    lock.write_text("")
+    _clear_stale_lock(str(tmp_path))
+    assert lock.exists()  # fresh: another build may hold it
+    os.utime(lock, (time.time() - 3600, time.time() - 3600))
+    _clear_stale_lock(str(tmp_path))
+    assert not lock.exists()

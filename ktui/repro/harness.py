@@ -354,6 +354,7 @@ class BuildPatch:
             ba.arguments["name"] = uname
             bdir = os.path.join(patch.ext_root, uname)
             os.makedirs(bdir, exist_ok=True)
+            _clear_stale_lock(bdir)
             ba.arguments["build_directory"] = bdir
             t0 = _now()
             try:
@@ -382,6 +383,19 @@ class BuildPatch:
 
         ce.load_inline, ce.load = self._saved
         return False
+
+
+STALE_LOCK_S = 900
+
+
+def _clear_stale_lock(bdir, max_age=STALE_LOCK_S):
+    """torch's FileBaton waits forever on a 'lock' left by a process killed mid-build."""
+    lock = os.path.join(bdir, "lock")
+    try:
+        if os.path.exists(lock) and time.time() - os.path.getmtime(lock) > max_age:
+            os.remove(lock)
+    except OSError:
+        pass
 
 
 def _dir_has_binary(path):
@@ -690,10 +704,15 @@ class Timer:
             with torch.cuda.graph(graph):
                 fn(*args)
         except Exception as exc:
-            torch.cuda.synchronize(self.device)
-            raise StageFailure("timing", "method_unsupported",
-                               f"{label} cannot be captured in a CUDA graph: {one_line(exception_text(exc), 200)}"
-                               ) from None
+            why = f"{label} cannot be captured in a CUDA graph: {one_line(exception_text(exc), 200)}"
+            try:  # a failed capture must leave the context usable, else stop here
+                torch.cuda.synchronize(self.device)
+                torch.zeros(1, device=self.device).add_(1)
+                torch.cuda.synchronize(self.device)
+            except Exception:
+                raise StageFailure("timing", "method_unsupported",
+                                   why + "; the CUDA context is unusable afterwards", fatal=True) from None
+            raise StageFailure("timing", "method_unsupported", why) from None
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         out = []
@@ -861,6 +880,7 @@ class Pipeline:
         ext_root = os.path.join(build_root, key)
         os.makedirs(ext_root, exist_ok=True)
         cached_before = _dir_has_binary(ext_root)
+        self.emit({"event": "build_dir", "dir": ext_root})
         os.environ["TORCH_EXTENSIONS_DIR"] = ext_root
         arch = arch_list_for(dev)
         if arch:
@@ -1068,10 +1088,10 @@ class Pipeline:
                 else:
                     kernels += 1
                 names[nm[:60]] = names.get(nm[:60], 0) + 1
-                t = getattr(evt, "device_time", None)
-                if t is None:
-                    t = getattr(evt, "cuda_time", 0.0)
-                cuda_us += float(t or 0.0)
+                try:
+                    cuda_us += float(evt.time_range.elapsed_us())
+                except Exception:
+                    pass
             return {"launches": kernels + memcpy + memset, "kernels": kernels, "memcpy": memcpy,
                     "memset": memset, "cuda_time_us": _round(cuda_us, 3), "names": names}
 

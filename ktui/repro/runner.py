@@ -135,12 +135,24 @@ class _Session:
         self._reader.start()
         self.ready = False
         self.dead = False
+        self.build_dir: str | None = None  # the keyed build root of the request in flight
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.put(line)
         self.lines.put(None)
+
+    def kill_during(self, stage: str | None) -> None:
+        """Kill the worker; if it was compiling, remove the lock file torch's build left behind
+        (a killed build would make the next build of this snapshot wait forever)."""
+        self.kill()
+        if stage == "build" and self.build_dir:
+            for lock in Path(self.build_dir).glob("*/lock"):
+                try:
+                    lock.unlink()
+                except OSError:
+                    pass
 
     def alive(self) -> bool:
         return not self.dead and self.proc.poll() is None
@@ -225,11 +237,11 @@ class _Session:
         while True:
             now = time.monotonic()
             if cancel is not None and cancel.is_set():
-                self.kill()
+                self.kill_during(stage)
                 return _failure_result("cancelled", f"cancelled {describe_position(stage, trial, what)}",
                                        stage, trial, stderr_tail=_tail(self.stderr_path))
             if now > deadline:
-                self.kill()
+                self.kill_during(stage)
                 limit = compile_timeout if (stage in COMPILE_STAGES) else run_timeout
                 msg = (f"timed out after {limit:g} s {describe_position(stage, trial, what)} "
                        f"(worker killed)")
@@ -262,6 +274,8 @@ class _Session:
                     secs = ev.get("seconds")
                     report(ev.get("state", "done"), f"{ev.get('stage')} {ev.get('state')}"
                            + (f" in {secs:.1f} s" if isinstance(secs, (int, float)) else ""))
+            elif kind == "build_dir":
+                self.build_dir = ev.get("dir")
             elif kind == "trial":
                 trial = ev.get("trial")
                 of = ev.get("of")

@@ -326,7 +326,7 @@ def compare(rec: Recorded, result: dict[str, Any]) -> Comparison:
         brow.reproduced = True
         secs = build.get("seconds") or 0.0
         brow.reproduced_text = "yes (cached build)" if build.get("cached") else f"yes ({secs:.1f} s)"
-    elif failure and failure.get("stage") == "build":
+    elif failure and failure.get("stage") == "build" and failure.get("kind") not in CANNOT_TEST:
         brow.reproduced = False
         brow.reproduced_text = f"no: {failure.get('kind')}"
     if rec.compile is not None and brow.reproduced is not None:
