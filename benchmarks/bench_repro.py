@@ -4,7 +4,7 @@
 
 Steps, all on the bundled seed trace, with an empty cache directory to start:
 
-1. cold: ``python -m ktui repro TRACE --version vK --json`` for v4, v2 and v3, started together
+1. cold: ``python -m ktui repro TRACE --version vK --json`` for v4, v2, v3 and v1, started together
    (v4's wall time includes its nvcc compile; v2 / v3 must be "reproduced: fails the same way");
 2. warm, new process: the v4 command again with ``--fresh`` (build cached, everything re-measured),
    three times;
@@ -90,11 +90,11 @@ def main() -> int:
         data["nvidia_smi"] = f"unavailable: {exc}"
 
     # 1. cold ----------------------------------------------------------------------------------
-    print("[1] cold runs (v4, v2, v3 together)", flush=True)
+    print("[1] cold runs (v4, v2, v3, v1 together)", flush=True)
     cold = {}
     procs = {}
     t0 = time.monotonic()
-    for v in ("v4", "v2", "v3"):
+    for v in ("v4", "v2", "v3", "v1"):
         cmd = [py, "-m", "ktui", "repro", args.trace, "--version", v, "--json"]
         procs[v] = (cmd, time.monotonic(), subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                                             stderr=subprocess.PIPE, text=True))
@@ -192,7 +192,7 @@ def summarize(data: dict, repeats: int) -> dict:
     v4 = (cold.get("v4") or {}).get("report") or {}
     s["cold_v4_wall_s"] = (cold.get("v4") or {}).get("wall_s")
     s["cold_v4_build_s"] = ((v4.get("stages") or {}).get("build") or {}).get("seconds")
-    s["verdicts"] = {v: ((cold.get(v) or {}).get("report") or {}).get("verdict") for v in ("v4", "v2", "v3")}
+    s["verdicts"] = {v: ((cold.get(v) or {}).get("report") or {}).get("verdict") for v in ("v4", "v2", "v3", "v1")}
     s["failures"] = {v: ((cold.get(v) or {}).get("report") or {}).get("failure", {}).get("message")
                      for v in ("v2", "v3")}
     walls = [e["wall_s"] for e in data["steps"].get("warm_new_process", [])]
@@ -244,7 +244,7 @@ def markdown(data: dict) -> str:
         "which runs, with an empty `KTUI_CACHE_DIR`:",
         "",
     ]
-    for v in ("v4", "v2", "v3"):
+    for v in ("v4", "v2", "v3", "v1"):
         c = data["steps"]["cold"].get(v, {})
         lines.append(f"    {c.get('cmd')}")
     lines += ["", "then `python -m ktui repro ... --version v4 --fresh --json` (x3) and the API with a WarmWorker.", ""]
@@ -253,7 +253,7 @@ def markdown(data: dict) -> str:
     def row(k: str, v: object) -> None:
         lines.append(f"| {k} | {v} |")
 
-    row("verdicts (v4, v2, v3)", ", ".join(f"{k}: {v}" for k, v in s["verdicts"].items()))
+    row("verdicts (v4, v2, v3, v1)", ", ".join(f"{k}: {v}" for k, v in s["verdicts"].items()))
     for k, v in (s.get("failures") or {}).items():
         row(f"{k} failure reproduced", v)
     last = s.get("v4_last") or {}
