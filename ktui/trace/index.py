@@ -37,16 +37,26 @@ import hashlib
 import json
 import os
 import re
+import selectors
+import subprocess
+import sys
+from collections import deque
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ktui.trace.builder import TOKEN_UNITS, Builder
 from ktui.trace.model import INCOMPLETE, UNKNOWN, V0, V1, V2, V3, Event, Run, Terminal
 from ktui.trace.notes import JSONError, loads, parse_note
 
+try:  # orjson directly (notes.loads wraps it in a Python call: measurable on millions of lines)
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = loads
+
 SCHEMA = 3  # bump when RunSummary or the skim changes: invalidates cached entries
 CHUNK = 4 << 20
+SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
 # tool events read in full (their results carry the problem or the final metrics)
 FULL_TOOLS = frozenset({"fetch_problem", "fetch_translation_problem", "submit_kernel"})
@@ -61,6 +71,8 @@ _ENVELOPE = re.compile(
 )
 # right after the kind of a tool event: [, "id": "..."], "name": "..."
 _TOOL = re.compile(rb'(?:\s*,\s*"id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|null))?\s*,\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+# right after the kind of a cost event: "unit": "...", "amount": N
+_COST = re.compile(rb'\s*,\s*"unit"\s*:\s*"([A-Za-z_]+)"\s*,\s*"amount"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*[,}]')
 _ROLE = re.compile(rb'\s*,\s*"role"\s*:\s*"([a-z_]+)"')
 _SEED_TRUE = re.compile(rb'"seed"\s*:\s*true')
 
@@ -113,12 +125,17 @@ class RunSummary:
         return self.outcome == "passed"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = {name: getattr(self, name) for name in _FIELDS}
+        d["scores"], d["flags"], d["problems"] = dict(self.scores), list(self.flags), list(self.problems)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSummary:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        return cls(**{k: v for k, v in d.items() if k in _FIELD_SET})
+
+
+_FIELDS = tuple(f.name for f in fields(RunSummary))
+_FIELD_SET = frozenset(_FIELDS)
 
 
 @dataclass(slots=True)
@@ -183,6 +200,8 @@ class _Skim:
         self._last_token_actor: str | None = None
         self._pending: list[tuple[str | None, str | None, bool]] = []  # (id, name, agent call)
         self._first_prompt = True
+        self._actors: dict[bytes, str] = {}
+        self._v1 = False  # a cost event was seen (V1 evidence, set on the fast path)
 
     # -- problems
     def problem(self, msg: str) -> None:
@@ -195,6 +214,32 @@ class _Skim:
         self.line_no += 1
         line_no, offset = self.line_no, self.offset
         self.offset += e - s + (1 if terminated else 0)
+        if e - s <= SHORT_LINE:  # orjson is faster than any sniffing on short lines
+            # the commonest line is a cost event: handle it inline (this loop runs millions of times)
+            try:
+                obj = _loads(buf[s:e])
+            except Exception:  # noqa: BLE001 - reported by _parse_line
+                obj = None
+            if type(obj) is dict:
+                p = obj.get("payload")
+                if type(p) is dict and p.get("kind") == "cost":
+                    ts, actor = obj.get("ts_ms"), obj.get("actor")
+                    unit, amount = p.get("unit"), p.get("amount")
+                    if type(ts) is int and (actor is None or type(actor) is str) and type(unit) is str \
+                            and type(amount) in (int, float):
+                        self.n_events += 1
+                        self.incomplete = False
+                        if self.started is None or ts < self.started:
+                            self.started = ts
+                        if self.ended is None or ts > self.ended:
+                            self.ended = ts
+                        self._cost(actor, unit, amount)
+                        self.actors_seen.add(actor)
+                        self._last_kind = "cost"
+                        self._v1 = True
+                        return
+            self._parse_line(buf, s, e, terminated, line_no, offset, obj)
+            return
         m = _ENVELOPE.match(buf, s, e)
         if m is None:
             if not buf[s:e].strip():
@@ -204,10 +249,23 @@ class _Skim:
         kind = m.group(4).decode()
         ts = int(m.group(1))
         raw_actor = m.group(2)
-        if kind in ("system", "cost", "state_diff"):
+        if kind == "cost":
+            c = _COST.match(buf, m.end(), min(e, m.end() + 200))
+            if c is None:
+                self._parse_line(buf, s, e, terminated, line_no, offset)
+                return
+            actor = self._actor(raw_actor)
+            self.n_events += 1
+            self._ts(ts)
+            self.evidence.add(V1)
+            self._cost(actor, c.group(1).decode(), float(c.group(2)))
+            self.actors_seen.add(actor)
+            self._last_kind = kind
+            return
+        if kind in ("system", "state_diff"):
             self._parse_line(buf, s, e, terminated, line_no, offset)
             return
-        actor = None if raw_actor == b"null" else _jstr(raw_actor)
+        actor = self._actor(raw_actor)
         self.n_events += 1
         mid = m.group(3)
         if mid is not None and mid.startswith(b'"msg-'):
@@ -270,10 +328,11 @@ class _Skim:
         if self.ended is None or ts > self.ended:
             self.ended = ts
 
-    def _parse_line(self, buf: bytes, s: int, e: int, terminated: bool, line_no: int, offset: int) -> None:
-        raw = buf[s:e].rstrip(b"\r")
+    def _parse_line(self, buf: bytes, s: int, e: int, terminated: bool, line_no: int, offset: int,
+                    obj: Any = None) -> None:
         try:
-            obj = loads(raw)
+            if obj is None:
+                obj = _loads(buf[s:e])
         except JSONError:
             if not terminated:
                 self.incomplete = True
@@ -284,25 +343,37 @@ class _Skim:
             self.problem(f"unreadable line ({type(exc).__name__})")
             return
         self.incomplete = False
-        if not isinstance(obj, dict) or not isinstance(obj.get("payload"), dict):
+        p = obj.get("payload") if type(obj) is dict else None
+        if type(p) is not dict:
             self.problem("not an event object with a payload")
             return
-        p = obj["payload"]
         kind = p.get("kind")
-        if not isinstance(kind, str) or not kind:
+        if type(kind) is not str or not kind:
             self.problem("'payload.kind' is missing or not a string")
             return
         self.n_events += 1
         ts = obj.get("ts_ms")
-        ts = int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
-        actor = obj.get("actor") if isinstance(obj.get("actor"), str) else None
+        if type(ts) is not int:
+            ts = int(ts) if isinstance(ts, float) else None
+        actor = obj.get("actor")
+        if type(actor) is not str:
+            actor = None
+        if kind == "cost":  # the commonest line: keep it short
+            if ts is not None:
+                self._ts(ts)
+            self.evidence.add(V1)
+            unit, amount = p.get("unit"), p.get("amount")
+            if type(unit) is str and type(amount) in (int, float):
+                self._cost(actor, unit, amount)
+            self.actors_seen.add(actor)
+            self._last_kind = kind
+            return
         mid = obj.get("message_id")
         if isinstance(mid, str) and mid.startswith("msg-"):
             self.evidence.add(V1)
         if "costs" in obj:
             self.evidence.add(V0)
         self._ts(ts)
-        ev = Event(line=line_no, offset=offset, length=e - s, kind=kind, ts_ms=ts, actor=actor)
         feed = False
         if kind == "system":
             feed = True
@@ -315,20 +386,6 @@ class _Skim:
                 self.evidence.add(V3)
             if form in _TERMINAL_FORMS or (form == "json" and info.get("kind") == "score"):
                 self._open.clear()
-        elif kind == "cost":
-            self.evidence.add(V1)
-            unit, amount = p.get("unit"), p.get("amount")
-            if isinstance(unit, str) and isinstance(amount, (int, float)) and not isinstance(amount, bool):
-                if unit in TOKEN_UNITS and actor is not None:
-                    self._has_token_costs = True
-                    starts = not (self._last_kind == "cost" and self._last_token_actor == actor)
-                    if actor not in self._open or starts:
-                        self._new_turn(actor)
-                    self._last_token_actor = actor
-                    if unit != "usd":
-                        self.tokens = (self.tokens or 0) + amount
-                else:
-                    self._last_token_actor = None
         elif kind == "state_diff":
             feed = True
         elif kind == "tool_call":
@@ -358,9 +415,29 @@ class _Skim:
             if kind != "message" or p.get("role", "assistant") == "assistant":
                 self._message(actor)
         if feed:
-            self.b.add(ev, p, obj)
+            self.b.add(Event(line=line_no, offset=offset, length=e - s, kind=kind, ts_ms=ts, actor=actor), p, obj)
         self.actors_seen.add(actor)
         self._last_kind = kind
+
+    def _actor(self, raw: bytes) -> str | None:
+        if raw == b"null":
+            return None
+        a = self._actors.get(raw)
+        if a is None:
+            a = self._actors[raw] = _jstr(raw)
+        return a
+
+    def _cost(self, actor: str | None, unit: str, amount: float) -> None:
+        if unit in TOKEN_UNITS and actor is not None:
+            self._has_token_costs = True
+            starts = not (self._last_kind == "cost" and self._last_token_actor == actor)
+            if actor not in self._open or starts:
+                self._new_turn(actor)
+            self._last_token_actor = actor
+            if unit != "usd":
+                self.tokens = (self.tokens or 0) + amount
+        else:
+            self._last_token_actor = None
 
     # -- turn segmentation (the builder's rules, on envelopes only)
     def _new_turn(self, actor: str | None) -> None:
@@ -437,6 +514,8 @@ class _Skim:
 
     def _variant(self) -> str:
         ev = self.evidence
+        if self._v1:
+            ev.add(V1)
         if V3 in ev:
             return V3
         if V0 in ev and V1 not in ev:
@@ -524,8 +603,9 @@ class Records:
         self.by_target: dict[str, _Record] = {}
 
     def _put(self, target: str, rec: _Record) -> None:
-        self.by_target[os.path.realpath(target)] = rec  # the last row for a target wins
-        rec.target = os.path.realpath(target)
+        """Targets are paths as the walk finds them (no symlink resolution: it is slow on 10k dirs)."""
+        rec.target = os.path.normpath(target)
+        self.by_target[rec.target] = rec  # the last row for a target wins
 
     def read(self, path: str, issues: list[ScanIssue], shown: str) -> None:
         name = os.path.basename(path)
@@ -583,11 +663,13 @@ class Records:
     def lookup(self, tf: TraceFile) -> list[_Record]:
         """Records that apply to a trace (by where it was found), outermost first."""
         out: list[_Record] = []
-        found = tf.found or tf.real
-        rec = self.by_target.get(os.path.join(os.path.realpath(os.path.dirname(found)), os.path.basename(found)))
+        if not self.by_target:
+            return out
+        found = os.path.normpath(tf.found or tf.real)
+        rec = self.by_target.get(found)
         if rec is not None:
             out.append(rec)
-        p = os.path.realpath(os.path.dirname(found))
+        p = os.path.dirname(found)
         for _ in range(6):
             rec = self.by_target.get(p)
             if rec is not None:
@@ -656,6 +738,10 @@ def outcome_from_scores(scores: dict[str, float], fallback: str) -> str:
 
 # ---- walking ---------------------------------------------------------------------------------------
 def _display(path: str, root: str) -> str:
+    """``path`` relative to ``root`` (the walk builds every path by joining names onto root)."""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if path.startswith(prefix):
+        return path[len(prefix):]
     try:
         rel = os.path.relpath(path, root)
     except ValueError:
@@ -663,36 +749,38 @@ def _display(path: str, root: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def discover(root: str | os.PathLike[str], issues: list[ScanIssue], records: Records | None = None,
-             ) -> list[TraceFile]:
-    """Every trace file under ``root`` once, in a stable order (subdirectories before files)."""
+def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: Records | None = None,
+                ) -> Iterator[TraceFile]:
+    """Every trace file under ``root`` once, as the walk finds it, in a stable order.
+
+    Subdirectories come before the files next to them (``<uuid>/trace.jsonl`` before the flat
+    link to it), and a directory's records are read before anything below it is yielded. A file
+    reached twice (through links) is yielded the first time only.
+    """
     root = os.fspath(root)
-    out: list[TraceFile] = []
-    by_real: dict[str, int] = {}
     try:
         st = os.stat(root)
     except OSError as exc:
         issues.append(ScanIssue(root, f"cannot read: {exc.strerror or exc}", "error"))
-        return out
+        return
     if not os.path.isdir(root):
-        real = os.path.realpath(root)
-        out.append(TraceFile(root, real, st.st_size, st.st_mtime_ns, os.path.islink(root), root))
-        return out
+        yield TraceFile(root, os.path.realpath(root), st.st_size, st.st_mtime_ns, os.path.islink(root), root)
+        return
+    seen_files: set[tuple[int, int]] = set()
     seen_dirs: set[tuple[int, int]] = set()
-    # stack items: ("dir", path) or ("files", [TraceFile...])
-    stack: list[tuple[str, Any]] = [("dir", root)]
+    # stack items: ("dir", (path, real path or None)) or ("files", [(TraceFile, (dev, ino))...])
+    stack: list[tuple[str, Any]] = [("dir", (root, None))]
     while stack:
         what, item = stack.pop()
         if what == "files":
-            for tf in item:
-                prev = by_real.get(tf.real)
-                if prev is None:
-                    by_real[tf.real] = len(out)
-                    out.append(tf)
-                elif out[prev].is_link and not tf.is_link:
-                    out[prev] = tf  # prefer the real path's name over a link to it
+            for tf, ident in item:
+                if ident not in seen_files:
+                    seen_files.add(ident)
+                    if tf.is_link:
+                        tf.real = os.path.realpath(tf.found)
+                    yield tf
             continue
-        d = item
+        d, real_dir = item
         shown = _display(d, root)
         try:
             dst = os.stat(d)
@@ -712,16 +800,17 @@ def discover(root: str | os.PathLike[str], issues: list[ScanIssue], records: Rec
         except OSError as exc:
             issues.append(ScanIssue(shown, f"cannot list directory: {exc.strerror or exc}", "warning"))
             continue
-        real_dir = os.path.realpath(d)
-        files: list[TraceFile] = []
-        subdirs: list[str] = []
+        if real_dir is None:
+            real_dir = os.path.realpath(d)
+        files: list[tuple[TraceFile, tuple[int, int]]] = []
+        subdirs: list[tuple[str, str | None]] = []
         for e in entries:
             name = e.name
             try:
                 is_link = e.is_symlink()
                 if e.is_dir():
                     if not name.startswith(".") and name != "__pycache__":
-                        subdirs.append(e.path)
+                        subdirs.append((e.path, None if is_link else os.path.join(real_dir, name)))
                     continue
                 if not e.is_file():
                     if is_link and (name.endswith(".jsonl") or "." not in name):
@@ -739,14 +828,114 @@ def discover(root: str | os.PathLike[str], issues: list[ScanIssue], records: Rec
                 if not name.endswith(".jsonl"):
                     continue
                 fst = e.stat()
-                real = os.path.realpath(e.path) if is_link else os.path.join(real_dir, name)
-                files.append(TraceFile(_display(e.path, root), real, fst.st_size, fst.st_mtime_ns, is_link, e.path))
+                # the real path of a link is resolved only if it is not a duplicate (see above)
+                real = e.path if is_link else os.path.join(real_dir, name)
+                tf = TraceFile(_display(e.path, root), real, fst.st_size, fst.st_mtime_ns, is_link, e.path)
+                files.append((tf, (fst.st_dev, fst.st_ino)))
             except OSError as exc:
                 issues.append(ScanIssue(_display(e.path, root), f"cannot read: {exc.strerror or exc}", "warning"))
         stack.append(("files", files))
         for sd in reversed(subdirs):
             stack.append(("dir", sd))
-    return out
+
+
+def discover(root: str | os.PathLike[str], issues: list[ScanIssue], records: Records | None = None,
+             ) -> list[TraceFile]:
+    """:func:`iter_traces` as a list."""
+    return list(iter_traces(root, issues, records))
+
+
+# ---- parallel skimming -------------------------------------------------------------------------------
+def default_jobs() -> int:
+    """Helper processes for a cold scan: ``$KTUI_JOBS``, else one less than the CPUs (at most 7).
+
+    The scanning process itself skims too, so 1 helper on a 2-core machine means 2 skimmers.
+    """
+    env = os.environ.get("KTUI_JOBS", "").strip()
+    if env.isdigit():
+        return int(env)
+    return max(0, min(7, (os.cpu_count() or 1) - 1))
+
+
+def _worker_main() -> None:  # pragma: no cover - runs in a helper process (tested through SweepIndex)
+    """Helper process: a TraceFile per stdin line in, a summary per stdout line out (JSON)."""
+    out = sys.stdout.buffer
+    for raw in sys.stdin.buffer:
+        task = None
+        try:
+            task = loads(raw)
+            tf = TraceFile(task["path"], task["real"], task["size"], task["mtime_ns"], False, task["found"])
+            body = {"i": task["i"], "s": summarize(tf).to_dict()}
+        except Exception as exc:  # noqa: BLE001 - report, never die on one file
+            body = {"i": task.get("i") if isinstance(task, dict) else None, "error": repr(exc)}
+        out.write(json.dumps(body).encode() + b"\n")
+        out.flush()
+
+
+class _Helper:
+    """One helper process and the tasks it has been given."""
+
+    MAX_OUTSTANDING = 16
+
+    def __init__(self) -> None:
+        pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from ktui.trace.index import _worker_main; _worker_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.outstanding: dict[int, TraceFile] = {}
+        self.buf = b""
+        self.alive = True
+
+    def give(self, i: int, tf: TraceFile) -> bool:
+        task = {"i": i, "path": tf.path, "real": tf.real, "size": tf.size, "mtime_ns": tf.mtime_ns,
+                "found": tf.found}
+        try:
+            self.proc.stdin.write(json.dumps(task).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            self.alive = False
+            return False
+        self.outstanding[i] = tf
+        return True
+
+    def read(self) -> list[tuple[int, RunSummary | None]]:
+        """Results available now (call when select() says the pipe is readable)."""
+        try:
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.alive = False
+            return []
+        self.buf += chunk
+        *lines, self.buf = self.buf.split(b"\n")
+        out = []
+        for ln in lines:
+            try:
+                body = loads(ln)
+                i = body["i"]
+                s = RunSummary.from_dict(body["s"]) if "s" in body else None
+            except (KeyError, TypeError, *JSONError):
+                continue
+            if i in self.outstanding:
+                del self.outstanding[i]
+                out.append((i, s))
+        return out
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdout,):
+            if f:
+                f.close()
 
 
 # ---- the cache ---------------------------------------------------------------------------------------
@@ -798,78 +987,175 @@ def _save_cache(path: str, root: str, entries: dict[str, dict[str, Any]]) -> str
 class SweepIndex:
     """Scan a directory tree of traces. Iterate :meth:`summaries` for progressive results.
 
-    ``files`` (after :meth:`discover`) is the list of trace files; ``issues`` collects what was
-    wrong with the tree; ``cache_hits`` counts summaries served from the cache.
+    Summaries come in the walk's order. Cached summaries cost nothing; the others are skimmed
+    here and, when there are many, by ``jobs`` helper processes as well (:func:`default_jobs`).
+    ``total`` is the number of trace files once the walk is over (None before); ``issues``
+    collects what was wrong with the tree; ``cache_hits`` counts summaries served from the cache.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, use_cache: bool = True) -> None:
+    PARALLEL_MIN = 48  # uncached files before helpers are started
+    WALK_BURST = 64  # files found between two rounds of skimming
+
+    def __init__(self, root: str | os.PathLike[str], *, use_cache: bool = True, jobs: int | None = None) -> None:
         self.root = os.fspath(root)
         self.use_cache = use_cache
+        self.jobs = default_jobs() if jobs is None else jobs
         self.issues: list[ScanIssue] = []
         self.records = Records()
-        self.files: list[TraceFile] | None = None
+        self.files: list[TraceFile] = []
+        self.total: int | None = None
         self.cache_hits = 0
         self.done = 0
         self.duplicates = 0
+        self.helpers_used = 0
 
     def discover(self) -> list[TraceFile]:
-        if self.files is None:
+        """The whole walk at once (the scan itself does not wait for it)."""
+        if self.total is None:
             self.files = discover(self.root, self.issues, self.records)
+            self.total = len(self.files)
         return self.files
 
     def summaries(self) -> Iterator[RunSummary]:
-        files = self.discover()
         cpath = cache_path(self.root)
         cached = _load_cache(cpath) if self.use_cache else {}
         fresh: dict[str, dict[str, Any]] = {}
         seen_fp: dict[str, str] = {}
+        walk = iter(self.files) if self.total is not None else iter_traces(self.root, self.issues, self.records)
+        if self.total is None:
+            self.files = []
+        ready: dict[int, RunSummary] = {}  # results waiting for their turn
+        todo: deque[int] = deque()  # indices to skim, in order
+        helpers: list[_Helper] = []
+        sel = selectors.DefaultSelector()
+        next_out = 0
+        n_found = 0
+        uncached = 0
+        walking = True
+
+        def finish(i: int, s: RunSummary) -> None:
+            tf = self.files[i]
+            recs = self.records.lookup(tf)
+            s.path, s.record_sig = tf.path, self.records.signature(recs)
+            if recs:
+                self.records.apply(s, recs)
+            ready[i] = s
+
+        def start_helpers() -> None:
+            for _ in range(self.jobs - len(helpers)):
+                try:
+                    h = _Helper()
+                except OSError:
+                    self.jobs = len(helpers)
+                    return
+                helpers.append(h)
+                sel.register(h.proc.stdout, selectors.EVENT_READ, h)
+            self.helpers_used = len(helpers)
+
+        def feed_helpers() -> None:
+            for h in helpers:
+                while h.alive and todo and len(h.outstanding) < h.MAX_OUTSTANDING:
+                    i = todo.popleft()
+                    if not h.give(i, self.files[i]):
+                        todo.appendleft(i)
+                        break
+
+        def collect(timeout: float) -> None:
+            if not helpers:
+                return
+            for key, _ in sel.select(timeout):
+                h: _Helper = key.data
+                for i, s in h.read():
+                    finish(i, s if s is not None else summarize(self.files[i]))
+                if not h.alive:  # it died: its tasks come back to us
+                    sel.unregister(h.proc.stdout)
+                    todo.extendleft(sorted(h.outstanding, reverse=True))
+                    h.outstanding.clear()
+
         try:
-            for tf in files:
-                recs = self.records.lookup(tf)
-                sig = self.records.signature(recs)
-                ent = cached.get(tf.real)
-                s: RunSummary | None = None
-                if ent and ent.get("size") == tf.size and ent.get("mtime_ns") == tf.mtime_ns \
-                        and ent.get("record_sig", "") == sig:
-                    try:
-                        s = RunSummary.from_dict(ent)
-                        s.path = tf.path
-                        self.cache_hits += 1
-                    except TypeError:
-                        s = None
-                if s is None:
-                    s = summarize(tf)
-                    s.record_sig = sig
-                    if recs:
-                        self.records.apply(s, recs)
-                else:
-                    for r in recs:
-                        r.matched = True
-                fresh[tf.real] = s.to_dict()
-                self.done += 1
-                if s.fingerprint and s.fingerprint in seen_fp:
-                    self.duplicates += 1
-                    self.issues.append(ScanIssue(tf.path, f"same content as {seen_fp[s.fingerprint]}; "
-                                                 "listed once", "info"))
-                    continue
-                if s.fingerprint:
-                    seen_fp[s.fingerprint] = tf.path
-                if s.problems:
-                    sev = "error" if "unreadable" in s.flags or s.problems[0].startswith("empty") else "warning"
-                    more = f" (+{len(s.problems) - 1} more)" if len(s.problems) > 1 else ""
-                    self.issues.append(ScanIssue(tf.path, s.problems[0] + more, sev))
-                yield s
+            while True:
+                # 1. walk a little further (in bursts, so that helpers get work early)
+                burst = 0
+                while walking and burst < self.WALK_BURST:
+                    burst += 1
+                    tf = next(walk, None)
+                    if tf is None:
+                        walking = False
+                        self.total = n_found
+                        break
+                    i = n_found
+                    n_found += 1
+                    if len(self.files) < n_found:
+                        self.files.append(tf)
+                    ent = cached.get(tf.real)
+                    recs = self.records.lookup(tf)
+                    if ent and ent.get("size") == tf.size and ent.get("mtime_ns") == tf.mtime_ns \
+                            and ent.get("record_sig", "") == self.records.signature(recs):
+                        try:
+                            s = RunSummary.from_dict(ent)
+                            s.path = tf.path
+                            for r in recs:
+                                r.matched = True
+                            ready[i] = s
+                            self.cache_hits += 1
+                            continue
+                        except TypeError:
+                            pass
+                    todo.append(i)
+                    uncached += 1
+                    if self.jobs and not helpers and uncached >= self.PARALLEL_MIN:
+                        start_helpers()
+                    if next_out == i and not ready:
+                        break  # the very first rows: do not make them wait for a burst
+                # 2. hand work to helpers, take their results
+                feed_helpers()
+                collect(0)
+                # 3. the next summary in order: skim it here if nobody has it
+                if next_out not in ready and todo and todo[0] == next_out:
+                    todo.popleft()
+                    finish(next_out, summarize(self.files[next_out]))
+                elif next_out not in ready and not walking and not todo:
+                    if next_out >= n_found:
+                        break
+                    collect(0.05)  # a helper has it: wait for it
+                elif next_out not in ready and not walking and todo:
+                    i = todo.pop()  # meanwhile, skim from the far end
+                    finish(i, summarize(self.files[i]))
+                # 4. hand out what is ready, in order
+                while next_out in ready:
+                    s = ready.pop(next_out)
+                    tf = self.files[next_out]
+                    next_out += 1
+                    fresh[tf.real] = s.to_dict()
+                    self.done += 1
+                    if s.fingerprint and s.fingerprint in seen_fp:
+                        self.duplicates += 1
+                        self.issues.append(ScanIssue(tf.path, f"same content as {seen_fp[s.fingerprint]}; "
+                                                     "listed once", "info"))
+                        continue
+                    if s.fingerprint:
+                        seen_fp[s.fingerprint] = tf.path
+                    if s.problems:
+                        sev = "error" if "unreadable" in s.flags or s.problems[0].startswith("empty") else "warning"
+                        more = f" (+{len(s.problems) - 1} more)" if len(s.problems) > 1 else ""
+                        self.issues.append(ScanIssue(tf.path, s.problems[0] + more, sev))
+                    yield s
+                if not walking and next_out >= n_found:
+                    break
         finally:
+            for h in helpers:
+                h.close()
+            sel.close()
             if self.use_cache and fresh:
                 # keep still-valid entries of files this (possibly interrupted) scan did not reach
-                live = {tf.real for tf in files}
+                live = {tf.real for tf in self.files}
                 merged = {k: v for k, v in cached.items() if k in live and k not in fresh}
                 merged.update(fresh)
                 err = _save_cache(cpath, self.root, merged)
                 if err:
                     self.issues.append(ScanIssue(self.root, err, "info"))
         self._report_records()
-        if not files:
+        if not self.files:
             self.issues.append(ScanIssue(self.root, "no trace files (*.jsonl) found", "warning"))
 
     def _report_records(self) -> None:
@@ -880,8 +1166,9 @@ class SweepIndex:
             self.issues.append(ScanIssue(rec.source, f"record for {slug}{what} has no trace file", "info"))
 
 
-def scan(root: str | os.PathLike[str], *, use_cache: bool = True) -> tuple[list[RunSummary], list[ScanIssue]]:
+def scan(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: int | None = None,
+         ) -> tuple[list[RunSummary], list[ScanIssue]]:
     """Every run under ``root`` (not progressive), with the tree's issues."""
-    idx = SweepIndex(root, use_cache=use_cache)
+    idx = SweepIndex(root, use_cache=use_cache, jobs=jobs)
     runs = list(idx.summaries())
     return runs, idx.issues

@@ -145,8 +145,6 @@ class RunsScreen(Screen[None]):
     def scan(self) -> None:
         worker = get_current_worker()
         idx = SweepIndex(self.root, use_cache=self.use_cache)
-        files = idx.discover()
-        self._post(self._on_total, len(files))
         batch: list[RunSummary] = []
         last = 0.0
         gen = idx.summaries()
@@ -157,12 +155,12 @@ class RunsScreen(Screen[None]):
                 batch.append(s)
                 now = time.perf_counter()
                 if now - last >= FLUSH_S or self.first_row_at is None:
-                    self._post(self._on_batch, batch, idx.done, idx.cache_hits)
+                    self._post(self._on_batch, batch, idx.done, idx.cache_hits, idx.total)
                     batch, last = [], now
         finally:
             gen.close()
         if batch:
-            self._post(self._on_batch, batch, idx.done, idx.cache_hits)
+            self._post(self._on_batch, batch, idx.done, idx.cache_hits, idx.total)
         if not worker.is_cancelled:
             self._post(self._on_done, list(idx.issues), idx.done, idx.cache_hits)
 
@@ -172,16 +170,12 @@ class RunsScreen(Screen[None]):
         except RuntimeError:  # the app is shutting down
             pass
 
-    def _on_total(self, total: int) -> None:
-        self.total = total
-        self._update_top()
-
-    def _on_batch(self, batch: list[RunSummary], done: int, hits: int) -> None:
+    def _on_batch(self, batch: list[RunSummary], done: int, hits: int, total: int | None) -> None:
         table = self.query_one(RunsTable)
         new = table.add_rows(batch)
         if self.first_row_at is None and batch:
             self.first_row_at = time.perf_counter()
-        self.scanned, self.cache_hits = done, hits
+        self.scanned, self.cache_hits, self.total = done, hits, total
         for s in batch:
             m = s.model or "(unknown)"
             if m not in self.models:
@@ -200,7 +194,7 @@ class RunsScreen(Screen[None]):
 
     def _on_done(self, issues: list[ScanIssue], done: int, hits: int) -> None:
         self.issues = issues
-        self.scanned, self.cache_hits = done, hits
+        self.scanned, self.cache_hits, self.total = done, hits, done
         self.scan_done = True
         self.done_at = time.perf_counter()
         self._update_aggregates()
@@ -339,10 +333,9 @@ class RunsScreen(Screen[None]):
         t.append("ktui runs ", style="bold")
         t.append(one_line(str(self.root)))
         t.append("   ")
-        if self.total is None:
-            t.append("finding traces…", style="yellow")
-        elif not self.scan_done:
-            t.append(f"scanning {self.scanned:,} / {self.total:,}", style="yellow")
+        if not self.scan_done:
+            of = f" / {self.total:,}" if self.total is not None else " (still finding traces)"
+            t.append(f"scanning {self.scanned:,}{of}", style="yellow")
         else:
             t.append(f"{len(table.rows):,} runs", style="green")
         if len(table.view) != len(table.rows):

@@ -1,0 +1,210 @@
+"""``ktui runs``: the headless table (--print, csv, json) and the runs screen."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, ROOT
+from test_index import make_sweep, mini_trace
+
+from ktui.cli import main
+from ktui.report.runs import runs_print
+from ktui.tui.app import KtuiApp
+from ktui.tui.screens.runs import RunsScreen
+from ktui.tui.widgets.runs_table import RunsTable
+
+FIXTURE_FILES = sorted(FIXTURES.rglob("*.jsonl")) if FIXTURES.is_dir() else []
+needs_fixtures = pytest.mark.skipif(not FIXTURE_FILES, reason="../shared/fixtures not present")
+SIZE = (160, 48)
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+
+
+# ---- headless ---------------------------------------------------------------------------------
+@needs_fixtures
+def test_print_lists_every_fixture_once_with_outcome_and_model():
+    res = CliRunner().invoke(main, ["runs", str(FIXTURES), "--print"])
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output
+    lines = res.output.splitlines()
+    for p in FIXTURE_FILES:
+        rel = str(p.relative_to(FIXTURES))
+        rows = [ln for ln in lines if ln.startswith(rel + " ")]
+        assert len(rows) == 1, rel
+        assert any(o in rows[0] for o in ("passed", "failed", "incomplete"))
+    assert "runs.jsonl" not in res.output
+    assert f"{len(FIXTURE_FILES)} run(s) in" in res.output
+    assert "claude-sonnet-4-5" in res.output and "openai/gpt-5.5-priority" in res.output
+    assert "per model" in res.output and "fast_1.5" in res.output
+
+
+@needs_fixtures
+def test_csv_and_json(tmp_path):
+    out = io.StringIO()
+    assert runs_print(FIXTURES, fmt="csv", use_cache=False, out=out) == 0
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert len(rows) == len(FIXTURE_FILES)
+    by = {r["path"]: r for r in rows}
+    mock = by["ensemble/v0_popcorn_mock_single_problem.jsonl"]
+    assert (mock["model"], mock["outcome"], mock["speedup"], mock["turns"]) == ("claude-sonnet-4-5", "passed",
+                                                                                 "2.4", "2")
+    assert by["ktbench/v1_softmax_a100_to_h100.jsonl"]["tokens"] == "12627"
+    assert by["ktbench/v2_eval_chzr6_marker_kernel.jsonl"]["wall_s"] == ""  # synthetic timestamps
+    out = io.StringIO()
+    assert runs_print(FIXTURES, fmt="json", use_cache=False, out=out) == 0
+    body = json.loads(out.getvalue())
+    assert len(body["runs"]) == len(FIXTURE_FILES)
+    assert {a["model"] for a in body["aggregates"]} >= {"gpt-5.5", "all runs"}
+    total = next(a for a in body["aggregates"] if a["model"] == "all runs")
+    assert total["runs"] == len(FIXTURE_FILES) and total["passed"] == 1
+    assert total["fast_2"] == pytest.approx(1 / len(FIXTURE_FILES))
+
+
+def test_empty_and_missing_directories(tmp_path):
+    res = CliRunner().invoke(main, ["runs", str(tmp_path), "--print"])
+    assert res.exit_code == 1 and "no trace files" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["runs", str(tmp_path / "nope"), "--print"])
+    assert res.exit_code == 2 and "no such directory" in res.output
+
+
+@needs_fixtures
+def test_bad_tree_is_reported_not_fatal(tmp_path):
+    sw = make_sweep(tmp_path)
+    (sw / "hand" / "garbage.jsonl").write_bytes(b"\xff\xfe\x00 not json\n")
+    (sw / "hand" / "empty.jsonl").write_bytes(b"")
+    res = CliRunner().invoke(main, ["runs", str(sw), "--print", "--no-cache"])
+    assert res.exit_code == 0 and "Traceback" not in res.output
+    out = res.output
+    assert "11 run(s) in" in out
+    assert "warning: hand/garbage.jsonl: line 1: not valid JSON" in out
+    assert "error: hand/empty.jsonl: empty file: no events" in out
+    assert "broken symlink" in out and "already scanned" in out and "same content as" in out
+    assert "l1_p28_grok-4.3_normal (status failed) has no trace file" in out
+
+
+def test_untrusted_strings_in_the_table(tmp_path):
+    (tmp_path / "evil.jsonl").write_text(mini_trace("[bold]x\u001b[31m[/]", passed=True, speedup=1.0,
+                                                    tokens_in=1, tokens_out=1, wall_ms=10))
+    out = io.StringIO()
+    assert runs_print(tmp_path, use_cache=False, out=out) == 0
+    assert "[bold]x␛[31m[/]" in out.getvalue() and "\x1b" not in out.getvalue()
+
+
+# ---- the screen --------------------------------------------------------------------------------
+def runs_app(root, **kw) -> KtuiApp:
+    return KtuiApp(lambda: RunsScreen(root, use_cache=False, **kw))
+
+
+async def _scanned(pilot) -> None:
+    for _ in range(300):
+        await pilot.pause(0.02)
+        if getattr(pilot.app.screen, "scan_done", False):
+            break
+    await pilot.pause()
+
+
+@needs_fixtures
+def test_screen_filters_sorts_marks_and_compares():
+    asyncio.run(_screen_flow())
+
+
+async def _screen_flow():
+    app = runs_app(FIXTURES)
+    async with app.run_test(size=SIZE) as pilot:
+        await _scanned(pilot)
+        scr = app.screen
+        table = scr.query_one(RunsTable)
+        assert len(table.rows) == len(FIXTURE_FILES) == len(table.view)
+        await pilot.press("o")  # outcome: passed
+        assert [table.rows[i].model for i in table.view] == ["claude-sonnet-4-5"]
+        await pilot.press("o", "o", "o")  # back to all
+        assert len(table.view) == len(FIXTURE_FILES)
+        await pilot.press("slash", *"gpt 5.5", "enter")
+        assert sorted(table.rows[i].model for i in table.view) == ["gpt-5.5", "gpt-5.5", "openai/gpt-5.5-priority",
+                                                                   "openai/gpt-5.5-priority"]
+        assert table.has_focus
+        await pilot.press("x")
+        assert len(table.view) == len(FIXTURE_FILES)
+        await pilot.press("m")  # the first model in order
+        assert {table.rows[i].model for i in table.view} == {"claude-sonnet-4-5"}
+        await pilot.press("x")
+        # sort by turns (s cycles columns: trace, problem, model, persona, outcome, turns)
+        await pilot.press(*"ssssss")
+        assert table.sort_key == "turns"
+        turns = [table.rows[i].turns for i in table.view]
+        assert turns == sorted(turns)
+        await pilot.press("S")
+        assert [table.rows[i].turns for i in table.view] == sorted(turns, reverse=True)
+        # one mark is not enough; two are
+        await pilot.press("home", "space", "c")
+        assert app.screen is scr
+        await pilot.press("space", "c")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "CompareScreen"
+        assert len(app.screen.paths) == 2
+        await pilot.press("escape")
+        assert app.screen is scr
+        await pilot.press("u")
+        assert not table.marked
+        await pilot.press("i")
+        assert type(app.screen).__name__ == "IssuesScreen"
+        await pilot.press("escape", "a")
+        assert scr.has_class("no-agg")
+
+
+@needs_fixtures
+def test_enter_opens_the_replay_screen():
+    asyncio.run(_enter_replay())
+
+
+async def _enter_replay():
+    app = runs_app(FIXTURES)
+    async with app.run_test(size=SIZE) as pilot:
+        await _scanned(pilot)
+        table = app.screen.query_one(RunsTable)
+        want = table.current.real
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ReplayScreen"
+        assert Path(app.screen.path).resolve() == Path(want).resolve()
+
+
+@needs_fixtures
+def test_screen_on_a_bad_tree(tmp_path):
+    asyncio.run(_bad_tree(tmp_path))
+
+
+async def _bad_tree(tmp_path):
+    sw = make_sweep(tmp_path)
+    os.symlink(sw, sw / "hand" / "again")  # another loop
+    app = runs_app(sw)
+    async with app.run_test(size=SIZE) as pilot:
+        await _scanned(pilot)
+        scr = app.screen
+        assert len(scr.query_one(RunsTable).rows) == 9
+        assert any("broken symlink" in i.message for i in scr.issues)
+        top = str(scr.query_one("#runs-top").render())
+        assert "9 runs" in top and "problem" in top
+
+
+async def _no_focus_pause(pilot) -> None:
+    await _scanned(pilot)
+
+
+@needs_fixtures
+@pytest.mark.parametrize("keys,name", [((), "fixtures"), (("s", "s", "s", "space", "j", "space", "o", "o", "o"),
+                                                         "sorted_marked")])
+def test_runs_snapshots(snap_compare, monkeypatch, keys, name):
+    monkeypatch.chdir(ROOT)  # the root is shown as typed: keep it the same everywhere
+    assert snap_compare(runs_app(Path("../shared/fixtures")), press=keys, terminal_size=SIZE,
+                        run_before=_no_focus_pause)
