@@ -8,6 +8,7 @@ The app adds each screen's ``palette_commands()`` to the command palette.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -41,6 +42,12 @@ class KtuiApp(App):
         from ktui.tui.screens.compare import CompareScreen
 
         self.push_screen(CompareScreen([Path(p) for p in paths]))
+
+    def freeze_heap(self) -> None:
+        """Call after loading a big run: moves what exists now out of the garbage collector's
+        view (``gc.freeze``), so full collections stop walking the run's objects and do not
+        pause redraws for tens of milliseconds."""
+        gc.freeze()
 
     # ---- command palette -------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -33,6 +33,7 @@ from ktui.tui.widgets.documents import (
     events_document,
     is_first_use,
     kernel_of,
+    kernel_stats,
     metrics_document,
     reference_document,
     turn_document,
@@ -74,6 +75,11 @@ class SearchDone(Message):
     regex: re.Pattern[str]
     turns: list[int]  # turns with at least one match, in order
     total: int
+
+
+@dataclass
+class StatsReady(Message):
+    pass
 
 
 @dataclass
@@ -251,7 +257,7 @@ class ReplayScreen(Screen):
             changed = bool(self._follower.poll()) if self._follower is not None else False
         self.post_message(Polled(changed))
 
-    @work(thread=True, exclusive=True, group="events", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="events", exit_on_error=False, description="read raw events")
     def _read_events(self, key: int | None, events: list[Event]) -> None:
         from ktui.trace.reader import read_raw_line
 
@@ -273,7 +279,22 @@ class ReplayScreen(Screen):
                     total += n
         self.post_message(SearchDone(regex, turns, total))
 
-    @work(thread=True, exclusive=False, group="write", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="stats", exit_on_error=False, description="kernel diff sizes")
+    def _compute_stats(self) -> None:
+        """Diff sizes of successive versions (the Kernels table's column), off the UI thread."""
+        with self._lock:
+            kernels = list(self.run.kernels) if self.run is not None else []
+        for prev, k in zip(kernels, kernels[1:], strict=False):
+            kernel_stats(prev, k)
+        self.post_message(StatsReady())
+
+    def on_stats_ready(self, _msg: StatsReady) -> None:
+        if self.active_pane == "kernels":
+            self._render_pane("kernels", keep_scroll=True)
+        else:
+            self._stale.add("kernels")
+
+    @work(thread=True, exclusive=False, group="write", exit_on_error=False, description="write a kernel")
     def _write(self, path: str, code: str, label: str) -> None:
         p = Path(path).expanduser()
         if p.exists():
@@ -304,18 +325,23 @@ class ReplayScreen(Screen):
         self._stale = set(PANES)
         self._refresh_all(first=first)
         self.ready = True
+        freeze = getattr(self.app, "freeze_heap", None)
+        if callable(freeze):
+            self.call_after_refresh(freeze)
 
     def _refresh_all(self, first: bool = False) -> None:
         run = self.run
         if run is None:
             return
+        if len(run.kernels) > 1:  # after this frame: not competing with the first paint
+            self.call_after_refresh(self._compute_stats)
         with self._lock:
             self.query_one(RunHeader).show_run(run, following=self.follow)
             tl = self.query_one(TurnList)
             tl.set_turns(run.turns)
             if first and run.turns:
                 self.turn_index = 0
-                tl.move_cursor(row=0, animate=False)
+                tl.move_cursor(row=0)
             self._select_kernel_for_turn()
             self._render_active(keep_scroll=not first)
 
@@ -331,6 +357,8 @@ class ReplayScreen(Screen):
             self.query_one(RunHeader).show_run(run, following=self.follow)
             tl.set_turns(run.turns)
             self._stale = set(PANES)
+            if len(run.kernels) > 1:
+                self._compute_stats()
             if run.turns and (at_end or old_rows == 0) and len(run.turns) > old_rows:
                 self._goto_turn(len(run.turns) - 1)  # at the end: stay at the end
             else:
@@ -407,17 +435,10 @@ class ReplayScreen(Screen):
         self.query_one("#events-doc", DocView).set_document(events_document(msg.events, msg.raws, title))
 
     # ---- selection ----------------------------------------------------------------------------
-    @on(DataTable.RowHighlighted, "#turns")
-    def _turn_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        i = event.cursor_row
-        if self.run is None or i < 0:
-            return
-        if i == self.turn_index and "turn" not in self._stale and self.ready:
-            return
-        self.turn_index = i
-        self._select_kernel_for_turn()
-        self._stale = set(PANES) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
-        self._render_active()
+    @on(TurnList.Clicked)
+    def _turn_clicked(self, event: TurnList.Clicked) -> None:
+        """A row chosen with the mouse (keys select turns through :meth:`_goto_turn`)."""
+        self._goto_turn(event.index)
 
     @on(DataTable.RowHighlighted, "#kernel-table")
     def _kernel_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -449,15 +470,25 @@ class ReplayScreen(Screen):
         self.kernel_number = best or run.kernels[0].number
 
     def _goto_turn(self, i: int) -> None:
+        """Select turn ``i``: the turn view is rebuilt right here, in the same frame as the cursor
+        move (not on the DataTable's RowHighlighted round trip, which costs a frame)."""
         run = self.run
         if run is None or not run.turns:
             return
         i = max(0, min(i, len(run.turns) - 1))
         tl = self.query_one(TurnList)
-        if i == tl.cursor_row and i == self.turn_index:
-            self._render_active(keep_scroll=True)
+        if i == self.turn_index and i == tl.cursor_row:
+            if self.active_pane in self._stale:
+                self._render_active(keep_scroll=True)
             return
-        tl.move_cursor(row=i, animate=False)
+        self._select_turn(i)
+        tl.move_cursor(row=i)
+
+    def _select_turn(self, i: int) -> None:
+        self.turn_index = i
+        self._select_kernel_for_turn()
+        self._stale = set(PANES) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
+        self._render_active()
 
     def _goto_kernel(self, n: int) -> None:
         run = self.run
@@ -556,7 +587,6 @@ class ReplayScreen(Screen):
         self.opts.diff = not self.opts.diff
         self._stale |= {"turn", "kernels"}
         self._render_active(keep_scroll=self.active_pane == "turn")
-        self.notify("diff view on" if self.opts.diff else "diff view off: full code", timeout=1.5)
 
     def action_toggle_split(self) -> None:
         self.opts.split = not self.opts.split
@@ -564,7 +594,6 @@ class ReplayScreen(Screen):
             self.opts.diff = True
         self._stale |= {"turn", "kernels"}
         self._render_active(keep_scroll=self.active_pane == "turn")
-        self.notify("side-by-side diff" if self.opts.split else "unified diff", timeout=1.5)
 
     def action_mark_base(self) -> None:
         if self.run is None or self.kernel_number is None:
@@ -661,11 +690,9 @@ class ReplayScreen(Screen):
         for i in order:
             self.turn_index = i
             self._select_kernel_for_turn()
-            tl = self.query_one(TurnList)
-            with tl.prevent(DataTable.RowHighlighted):
-                tl.move_cursor(row=i, animate=False)
-            self._render_turn()
-            self._stale = set(PANES) - {"turn", "metrics", "reference"} | (self._stale & {"metrics", "reference"})
+            self.query_one(TurnList).move_cursor(row=i)
+            self._stale = set(PANES) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
+            self._render_pane("turn")
             if self._doc_matches:
                 self._match_pos = -1 if direction > 0 else len(self._doc_matches)
                 self._step_match(direction)

@@ -115,6 +115,23 @@ def previous_version(run: Run, k: KernelVersion) -> KernelVersion | None:
     return run.kernels[k.number - 2] if k.number >= 2 and len(run.kernels) >= k.number - 1 else None
 
 
+_STATS: dict[tuple[str, str], tuple[int, int]] = {}
+
+
+def kernel_stats(a: KernelVersion | None, b: KernelVersion | None, *, compute: bool = True) -> tuple[int, int] | None:
+    """``(added, removed)`` lines from ``a`` to ``b``, cached by sha1 pair; None when unknown.
+
+    ``compute=False`` only looks in the cache (the screen fills it in a worker).
+    """
+    if a is None or b is None or not a.code or not b.code:
+        return None
+    key = (a.sha1, b.sha1)
+    got = _STATS.get(key)
+    if got is None and compute:
+        got = _STATS[key] = diffing.diff_stats(a.code, b.code)
+    return got
+
+
 def is_first_use(k: KernelVersion, call: ToolCall) -> bool:
     if not k.uses:
         return True
@@ -151,10 +168,10 @@ def kernel_version_title(run: Run, k: KernelVersion) -> Text:
     t.append(f"{k.label}", "bold magenta")
     t.append(f"  sha1 {k.sha1[:12]}  ·  {n_lines(k.code)} lines  ·  first turn {k.first_turn}", "grey62")
     prev = previous_version(run, k)
-    if prev is not None and k.code and prev.code:
-        add, rem = diffing.diff_stats(prev.code, k.code)
+    st = kernel_stats(prev, k)
+    if prev is not None and st is not None:
         t.append(f"  ·  vs {prev.label} ", "grey62")
-        t.append_text(stats_text(add, rem))
+        t.append_text(stats_text(*st))
     if k.from_final_answer:
         t.append("  ·  from the final answer message", "grey62")
     return t
@@ -226,10 +243,10 @@ def call_blocks(run: Run, c: ToolCall, opts: ViewOptions) -> list[Block]:
         info.append(k.label, "bold magenta")
         if first:
             info.append(f"  new · {n_lines(k.code)} lines", "grey62")
-            if prev is not None and k.code and prev.code:
-                add, rem = diffing.diff_stats(prev.code, k.code)
+            st = kernel_stats(prev, k)
+            if prev is not None and st is not None:
                 info.append(f" · vs {prev.label} ", "grey62")
-                info.append_text(stats_text(add, rem))
+                info.append_text(stats_text(*st))
         else:
             info.append(f"  same as {k.label}", "bold")
             info.append(f" (first at turn {k.first_turn}) · {n_lines(k.code)} lines · identical re-submission",

@@ -184,8 +184,7 @@ class DocView(ScrollView, can_focus=False):
     DEFAULT_CSS = """
     DocView {
         overflow-x: hidden;
-        overflow-y: auto;
-        scrollbar-gutter: stable;
+        overflow-y: scroll;
         height: 1fr;
     }
     """
@@ -196,6 +195,8 @@ class DocView(ScrollView, can_focus=False):
         self._blocks: list[Block] = list(blocks)
         self._layout: _Layout | None = None
         self._pieces: dict[tuple[int, int], list[Text]] = {}
+        self._strips: dict[int, Strip] = {}  # document row -> rendered row (current layout)
+        self._base_style: Style | None = None
         self._regex: re.Pattern[str] | None = None
         self._current: Match | None = None
         self.generation = 0  # bumps with every new document (lets tests/benches wait for it)
@@ -218,7 +219,13 @@ class DocView(ScrollView, can_focus=False):
         self._regex = regex
         self._current = current
         self._pieces.clear()
+        self._strips.clear()
         self.refresh()
+
+    def notify_style_update(self) -> None:
+        self._base_style = None
+        self._strips.clear()
+        super().notify_style_update()
 
     # ---- layout -----------------------------------------------------------------------------
     def _content_width(self) -> int:
@@ -227,12 +234,25 @@ class DocView(ScrollView, can_focus=False):
 
     def _relayout(self) -> None:
         self._pieces.clear()
+        self._strips.clear()
         width = self._content_width()
         if width <= 0:
             self._layout = None
             return
         self._layout = self._compute_layout(width)
-        self.virtual_size = Size(width, self._layout.total)
+        self._set_virtual_size(Size(width, self._layout.total))
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """Like ``self.virtual_size = size`` but without a screen-wide layout pass (the view's own
+        size does not depend on its content; the scrollbar is always shown)."""
+        if size == self.virtual_size:
+            return
+        if not self.is_mounted:
+            self.virtual_size = size
+            return
+        self.set_reactive(ScrollView.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     def _gutter(self, block: LinesBlock) -> int:
         if not block.numbers:
@@ -392,11 +412,24 @@ class DocView(ScrollView, can_focus=False):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        base = self.rich_style
+        base = self._base_style
+        if base is None:
+            base = self._base_style = self.rich_style
         if self._layout is None or self._layout.width != self._content_width():
             return Strip.blank(width, base)
         _, scroll_y = self.scroll_offset
-        loc = self.locate(scroll_y + y)
+        doc_row = scroll_y + y
+        cached = self._strips.get(doc_row)
+        if cached is not None and cached.cell_length == width:
+            return cached
+        strip = self._render_row(doc_row, width, base)
+        if len(self._strips) > 2000:
+            self._strips.clear()
+        self._strips[doc_row] = strip
+        return strip
+
+    def _render_row(self, doc_row: int, width: int, base: Style) -> Strip:
+        loc = self.locate(doc_row)
         if loc is None:
             return Strip.blank(width, base)
         bi, li, k = loc

@@ -9,9 +9,8 @@ from textual.widgets import DataTable
 
 from ktui.report import fmt
 from ktui.report.render_diff import clean
-from ktui.trace import diffing
 from ktui.trace.model import Run
-from ktui.tui.widgets.documents import kernel_document, n_lines, previous_version
+from ktui.tui.widgets.documents import kernel_document, kernel_stats, n_lines, previous_version
 from ktui.tui.widgets.docview import DocView
 
 COLUMNS = (("ver", "ver", 4), ("sha1", "sha1", 10), ("first", "first", 5), ("lines", "lines", 5),
@@ -53,11 +52,13 @@ class KernelTable(DataTable):
         self.clear()
         for k in run.kernels:
             prev = previous_version(run, k)
-            if prev is not None and k.code and prev.code:
-                add, rem = diffing.diff_stats(prev.code, k.code)
+            st = kernel_stats(prev, k, compute=False)
+            if st is not None:
                 delta = Text(end="")
-                delta.append(f"+{add}", "green")
-                delta.append(f" -{rem}", "red")
+                delta.append(f"+{st[0]}", "green")
+                delta.append(f" -{st[1]}", "red")
+            elif prev is not None and k.code and prev.code:
+                delta = Text("…", style="grey50")  # being computed
             else:
                 delta = Text("—", style="grey50")
             label = Text(k.label, style="bold magenta")
@@ -84,7 +85,8 @@ class KernelsPane(Vertical):
         k = run.kernel(number) if number else None
         # moving the cursor here must not come back as a user selection
         with table.prevent(DataTable.RowHighlighted):
-            sig = tuple((kv.sha1, len(kv.uses)) for kv in run.kernels)
+            sig = tuple((kv.sha1, len(kv.uses), kernel_stats(previous_version(run, kv), kv, compute=False) is None)
+                        for kv in run.kernels)
             if refill or table.sig != sig or table.base != base:
                 table.sig = sig
                 table.set_run(run, base)

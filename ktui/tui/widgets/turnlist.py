@@ -1,20 +1,34 @@
 """The turn list: one row per turn (index, status, tools, duration, tokens).
 
-A DataTable: it renders only the rows on screen, so 500 or 5,000 turns cost the same to draw.
-Failed turns stand out (red row, ✗). Rows are updated in place when a followed trace grows.
+A Line-API ScrollView: only the rows on screen are rendered, and adding rows costs one small
+``Text`` each (no per-cell measuring), so 500 or 50,000 turns cost the same to draw. Failed turns
+stand out (red, ✗). Rows are updated in place when a followed trace grows. A click posts
+:class:`TurnList.Clicked`; keys are handled by the screen.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from rich.style import Style
 from rich.text import Text
-from textual.widgets import DataTable
+from textual import events
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from ktui.report import fmt
 from ktui.report.render_diff import clean
 from ktui.trace.model import ERROR, FAILED, MISSING, Turn
 
 BAD = (FAILED, ERROR, MISSING)
-COLUMNS = (("#", "idx", 3), ("", "st", 1), ("tools", "tools", 17), ("time", "time", 7), ("tokens", "tok", 6))
+# (title, width, justify)
+COLUMNS = (("#", 4, "right"), ("", 1, "left"), ("tools", 18, "left"), ("time", 7, "right"),
+           ("tokens", 7, "right"))
+HEADER_STYLE = Style(color="grey62", bold=True)
+CURSOR_STYLE = Style(bgcolor="#1f4f7a")
+CURSOR_BAD_STYLE = Style(bgcolor="#6b1d25")
 
 
 def short_tokens(n: int | None) -> str:
@@ -27,7 +41,7 @@ def short_tokens(n: int | None) -> str:
     return f"{n:,}"
 
 
-def tools_label(t: Turn, width: int = 17) -> str:
+def tools_label(t: Turn, width: int = 18) -> str:
     names = [c.name for c in t.calls]
     if not names:
         return "(text only)" if (t.text or t.reasoning) else "—"
@@ -40,53 +54,142 @@ def tools_label(t: Turn, width: int = 17) -> str:
     return first[:keep] + "…" + more
 
 
-def row_cells(t: Turn) -> tuple[Text, ...]:
+def _pad(s: str, width: int, justify: str) -> str:
+    if len(s) > width:
+        s = s[: width - 1] + "…"
+    return s.rjust(width) if justify == "right" else s.ljust(width)
+
+
+def row_text(t: Turn) -> Text:
     st = t.status
     bad = st in BAD
     base = "red" if bad else ""
-    icon = fmt.STATUS_ICON.get(st, "?")
     ms = t.wall_ms
-    time = fmt.secs(ms) if ms is not None else "—"
-    return (
-        Text(str(t.index), style="bold red" if bad else "grey62", justify="right"),
-        Text(icon, style=fmt.STATUS_STYLE.get(st, "")),
-        Text(tools_label(t), style=base or ("bold magenta" if t.is_final else "")),
-        Text(time, style=base or "grey70", justify="right"),
-        Text(short_tokens(t.tokens_total), style=base or "grey70", justify="right"),
+    cells = (
+        (str(t.index), "bold red" if bad else "grey62"),
+        (fmt.STATUS_ICON.get(st, "?"), fmt.STATUS_STYLE.get(st, "")),
+        (tools_label(t), base or ("bold magenta" if t.is_final else "")),
+        (fmt.secs(ms) if ms is not None else "—", base or "grey70"),
+        (short_tokens(t.tokens_total), base or "grey70"),
     )
+    row = Text(" ", end="")
+    for (value, style), (_, width, justify) in zip(cells, COLUMNS, strict=True):
+        row.append(_pad(value, width, justify), style or None)
+        row.append(" ")
+    return row
 
 
-class TurnList(DataTable):
-    """Turns of a run; the cursor row is the selected turn."""
+def header_text() -> Text:
+    row = Text(" ", end="", style=HEADER_STYLE)
+    for title, width, justify in COLUMNS:
+        row.append(_pad(title, width, justify) + " ")
+    return row
+
+
+class TurnList(ScrollView, can_focus=False):
+    """Turns of a run; ``cursor_row`` is the selected turn. Row 0 of the view is a header."""
 
     DEFAULT_CSS = """
-    TurnList { width: 46; }
+    TurnList { width: 46; overflow-x: hidden; overflow-y: auto; }
     """
 
-    def __init__(self, **kw):
-        super().__init__(cursor_type="row", zebra_stripes=False, show_cursor=True, **kw)
-        self.can_focus = False
-        self._sig: list[tuple] = []
+    @dataclass
+    class Clicked(Message):
+        """A row was clicked (the screen selects that turn)."""
 
-    def on_mount(self) -> None:
-        for label, key, width in COLUMNS:
-            self.add_column(label, key=key, width=width)
+        turn_list: TurnList
+        index: int
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self._rows: list[Text] = []
+        self._bad: list[bool] = []
+        self._sig: list[tuple] = []
+        self._header = header_text()
+        self.cursor_row = 0
+
+    # ---- data -----------------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
 
     @staticmethod
     def _signature(t: Turn) -> tuple:
         return (t.status, len(t.calls), t.wall_ms, t.tokens_total, t.is_final, bool(t.text or t.reasoning))
 
     def set_turns(self, turns: list[Turn]) -> None:
-        """Show ``turns``: adds new rows and updates changed ones (cheap when little changed)."""
-        if len(turns) < len(self._sig):  # the file was replaced: start over
-            self.clear()
-            self._sig = []
-        for t in turns[: len(self._sig)]:
+        """Show ``turns``: adds new rows and rebuilds changed ones (cheap when little changed)."""
+        if len(turns) < len(self._rows):  # the file was replaced: start over
+            self._rows, self._bad, self._sig = [], [], []
+        changed = False
+        for t in turns[: len(self._rows)]:
             sig = self._signature(t)
             if sig != self._sig[t.index]:
-                for (_, key, _), cell in zip(COLUMNS, row_cells(t), strict=True):
-                    self.update_cell(str(t.index), key, cell)
+                self._rows[t.index] = row_text(t)
+                self._bad[t.index] = t.status in BAD
                 self._sig[t.index] = sig
-        for t in turns[len(self._sig):]:
-            self.add_row(*row_cells(t), key=str(t.index))
+                changed = True
+        for t in turns[len(self._rows):]:
+            self._rows.append(row_text(t))
+            self._bad.append(t.status in BAD)
             self._sig.append(self._signature(t))
+            changed = True
+        if changed:
+            self._update_virtual_size()
+            self.refresh()
+
+    def _update_virtual_size(self) -> None:
+        size = Size(self.size.width, len(self._rows) + 1)
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    def on_resize(self) -> None:
+        self._update_virtual_size()
+
+    # ---- cursor ---------------------------------------------------------------------------------
+    def move_cursor(self, *, row: int, animate: bool = False) -> None:
+        if not self._rows:
+            return
+        row = max(0, min(row, len(self._rows) - 1))
+        old = self.cursor_row
+        self.cursor_row = row
+        self._refresh_row(old)
+        self._refresh_row(row)
+        self._scroll_cursor_into_view()
+
+    def _refresh_row(self, row: int) -> None:
+        y = row + 1 - round(self.scroll_y)
+        if 0 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def _scroll_cursor_into_view(self) -> None:
+        height = self.scrollable_content_region.height - 1  # below the header
+        if height <= 0:
+            return
+        top = round(self.scroll_y)
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
+        elif self.cursor_row >= top + height:
+            self.scroll_to(y=self.cursor_row - height + 1, animate=False, immediate=True)
+
+    # ---- rendering ------------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        if y == 0:
+            return Strip(self._header.render(self.app.console)).crop_extend(0, width, base)
+        row = round(self.scroll_y) + y - 1
+        if row < 0 or row >= len(self._rows):
+            return Strip.blank(width, base)
+        text = self._rows[row]
+        if row == self.cursor_row:
+            text = text.copy()
+            text.stylize_before(CURSOR_BAD_STYLE if self._bad[row] else CURSOR_STYLE)
+            text.pad_right(max(0, width - text.cell_len))
+        strip = Strip(text.render(self.app.console))
+        return strip.crop_extend(0, width, base)
+
+    def on_click(self, event: events.Click) -> None:
+        row = round(self.scroll_y) + event.y - 1
+        if event.y >= 1 and 0 <= row < len(self._rows):
+            self.post_message(self.Clicked(self, row))
