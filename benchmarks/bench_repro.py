@@ -11,7 +11,8 @@ Steps, all on the bundled seed trace, with an empty cache directory to start:
 3. warm worker: one WarmWorker, v4 re-run 6 times through the API (the first starts the worker);
    the last 5 give the spread over 5 repeated runs (coefficient of variation of the means);
 4. the other timing methods on v4: do_bench, cuda_graph, host;
-5. the empty-op floor reported by the timer (busy queue vs naive), from every run.
+5. a control: a GPU-bound elementwise op (~30 us) timed 5 times the same way;
+6. the empty-op floor reported by the timer (busy queue vs naive), from every run.
 
 Writes OUTDIR/repro_gpu.json (everything) and OUTDIR/repro_gpu.md (the summary with the
 exact commands), plus OUTDIR/repro_v4_table.txt (the Rich table, from the cache).
@@ -161,6 +162,21 @@ def main() -> int:
             print(f"    {m}: kernel={tk.get('kernel', {}).get('mean_us') if tk.get('kernel') else tk.get('error')}",
                   flush=True)
         data["steps"]["methods"] = methods
+        save()
+        # 5. control: a GPU-bound elementwise op (~30 us) through the same timer, 5 runs
+        print("[5] control: GPU-bound elementwise kernel x5", flush=True)
+        ctl = []
+        req = {"kernel_code": CONTROL_KERNEL, "reference_source": CONTROL_REF, "device": "cuda",
+               "method": "cuda_event", "trials": 100, "build_root": os.path.join(cache_dir, "build")}
+        for i in range(args.repeats):
+            t = time.monotonic()
+            res = worker.run(req, run_timeout=120, compile_timeout=300)
+            ctl.append({"wall_s": round(time.monotonic() - t, 3),
+                        "kernel": (res.get("timing") or {}).get("kernel"),
+                        "reference": (res.get("timing") or {}).get("reference"),
+                        "status": res.get("status"), "failure": res.get("failure")})
+            print(f"    run {i}: kernel={(ctl[-1]['kernel'] or {}).get('mean_us')}", flush=True)
+        data["steps"]["control"] = ctl
     save()
 
     # table, from the cache -----------------------------------------------------------------
@@ -177,6 +193,25 @@ def main() -> int:
     (out / "repro_gpu.md").write_text(markdown(data))
     print(json.dumps(data["summary"], indent=1, default=str))
     return 0
+
+
+CONTROL_REF = """
+import torch, torch.nn as nn
+N = 1 << 24  # 64 MiB in, 64 MiB out
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2.0
+def get_inputs():
+    return [torch.randn(N, device="cuda")]
+def get_init_inputs():
+    return []
+"""
+CONTROL_KERNEL = """
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x + x
+"""
 
 
 def _cv(xs: list[float]) -> float | None:
@@ -211,9 +246,8 @@ def summarize(data: dict, repeats: int) -> dict:
     s["cv_ref_mean"] = _cv(rmean)
     s["within_run_cv_kernel"] = [((e["report"]["timing"] or {}).get("kernel") or {}).get("cv") for e in rep]
     floors = [(e["report"]["timing"] or {}).get("floor") for e in ww if (e["report"]["timing"] or {}).get("floor")]
-    s["floor_busy_us"] = [f["busy_queue_us"] for f in floors]
-    s["floor_naive_us"] = [f["naive_us"] for f in floors]
-    s["floor_event_pair_us"] = [f["event_pair_us"] for f in floors]
+    for k in ("empty_busy_us", "fill_busy_us", "fill_events_naive_us", "fill_host_naive_us"):
+        s["floor_" + k] = [f.get(k) for f in floors]
     last = ww[-1]["report"] if ww else v4
     s["v4_last"] = {"kernel": (last.get("timing") or {}).get("kernel"),
                     "reference": (last.get("timing") or {}).get("reference"),
@@ -222,6 +256,13 @@ def summarize(data: dict, repeats: int) -> dict:
                                  ("num_kernels", "ref_num_kernels", "fusion_ratio")},
                     "checks": [(c["name"], c["ok"]) for c in last.get("checks") or []],
                     "environment": last.get("environment")}
+    ctl = data["steps"].get("control") or []
+    if ctl:
+        km = [(e.get("kernel") or {}).get("mean_us") for e in ctl]
+        kmed = [(e.get("kernel") or {}).get("median_us") for e in ctl]
+        s["control"] = {"kernel_mean_us": km, "kernel_median_us": kmed, "cv_kernel_mean": _cv(km),
+                        "cv_kernel_median": _cv(kmed),
+                        "within_run_cv": [(e.get("kernel") or {}).get("cv") for e in ctl]}
     s["methods"] = {m: ((e["report"].get("timing") or {}).get("kernel") or {}).get("mean_us")
                     or (e["report"].get("timing") or {}).get("error")
                     for m, e in data["steps"].get("methods", {}).items()}
@@ -278,9 +319,17 @@ def markdown(data: dict) -> str:
     row("CV of kernel mean / median across runs", f"{_pct(s['cv_kernel_mean'])} / {_pct(s['cv_kernel_median'])}")
     row("CV of reference mean across runs", _pct(s["cv_ref_mean"]))
     row("within-run CV of the kernel", ", ".join(_pct(x) for x in s["within_run_cv_kernel"]))
-    row("empty-op floor, busy queue (μs)", ", ".join(f"{x:.2f}" for x in s["floor_busy_us"]))
-    row("empty-op floor, naive: synchronize then events (μs)", ", ".join(f"{x:.2f}" for x in s["floor_naive_us"]))
-    row("event pair alone, busy queue (μs)", ", ".join(f"{x:.2f}" for x in s["floor_event_pair_us"]))
+    for k, label in (("empty_busy_us", "empty-op floor: nothing between the events, busy queue (the timer)"),
+                     ("fill_busy_us", "1-element fill_, busy queue (the timer)"),
+                     ("fill_events_naive_us", "1-element fill_, naive: synchronize, then events"),
+                     ("fill_host_naive_us", "1-element fill_, naive: host clock around fill + synchronize")):
+        row(label + " (μs)", ", ".join(f"{x:.2f}" for x in s["floor_" + k] if x is not None))
+    ctl = s.get("control") or {}
+    if ctl:
+        row("control (GPU-bound elementwise, 5 runs): kernel mean (μs)",
+            ", ".join(f"{x:.2f}" for x in ctl.get("kernel_mean_us", []) if x is not None))
+        row("control: CV of kernel mean / median across runs",
+            f"{_pct(ctl.get('cv_kernel_mean'))} / {_pct(ctl.get('cv_kernel_median'))}")
     row("other methods, v4 kernel mean (μs)", ", ".join(f"{k}: {v}" for k, v in (s.get("methods") or {}).items()))
     lines.append("")
     return "\n".join(lines)

@@ -61,6 +61,13 @@ def test_seed_v4_reproduces_with_unit_error(seed):
     assert fl["busy_queue_us"] < fl["naive_us"]
 
 
+def test_seed_v1_compiles_as_recorded(seed):
+    from ktui.repro.verdict import REPRODUCED
+
+    r = _repro(seed, "v1")  # only compiled in the trace; fails like v2 once run
+    assert r.verdict == REPRODUCED and "never ran it" in r.reason
+
+
 @pytest.mark.parametrize("version,needle", [("v2", "generator"), ("v3", "expected scalar type Int but found Long")])
 def test_seed_failures_reproduce_the_same_way(seed, version, needle):
     from ktui.repro.verdict import SAME_FAILURE

@@ -361,3 +361,13 @@ def test_stale_lock_helper(tmp_path):
     os.utime(lock, (time.time() - 3600, time.time() - 3600))
     _clear_stale_lock(str(tmp_path))
     assert not lock.exists()
+
+
+def test_compile_only_record_then_runtime_failure_reproduces():
+    # seed v1 was only compiled in the trace: failing later here is news, not a contradiction
+    run = seed_run()
+    v1 = recorded_for(run, run.kernel("v1"))
+    gen = {"stage": "correctness", "kind": "runtime_error", "trial": 1,
+           "message": "Expected a 'cuda' device type for generator but found 'cpu'"}
+    c = compare(v1, fake_result(failure=gen))
+    assert c.verdict == REPRODUCED and "never ran it" in c.reason

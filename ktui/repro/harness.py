@@ -742,8 +742,15 @@ class Timer:
         return out
 
     def floor(self, trials=50):
-        """The empty-op floor: a 1-element fill timed with a busy queue (this timer) and naively
-        (synchronize, then events around the launch: host launch latency included)."""
+        """The empty-op floor of this timer, in microseconds (medians of `trials`):
+
+        - empty_busy_us: nothing between the events, queue kept busy by the L2 flush: what this
+          timer reports for an op that does no work (its resolution);
+        - fill_busy_us: a 1-element fill_ between the events, busy queue (one tiny kernel);
+        - fill_events_naive_us: synchronize, then events around the fill (idle queue: the start
+          event fires before the host has launched anything, so launch latency is counted);
+        - fill_host_naive_us: host wall clock around fill + synchronize.
+        """
         import torch
 
         if self.device.type != "cuda":
@@ -751,30 +758,39 @@ class Timer:
         tiny = torch.empty(1, device=self.device)
         buf = self.flush_buffer()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        busy, naive, empty = [], [], []
+        empty, busy, naive, host = [], [], [], []
         for _ in range(3):
             tiny.fill_(0)
         torch.cuda.synchronize(self.device)
         for _ in range(trials):
             buf.zero_()
             s.record()
+            e.record()
+            torch.cuda.synchronize(self.device)
+            empty.append(s.elapsed_time(e) * 1000.0)
+            buf.zero_()
+            s.record()
             tiny.fill_(1)
             e.record()
             torch.cuda.synchronize(self.device)
             busy.append(s.elapsed_time(e) * 1000.0)
-            buf.zero_()
-            s.record()
-            e.record()
-            torch.cuda.synchronize(self.device)
-            empty.append(s.elapsed_time(e) * 1000.0)
             s.record()
             tiny.fill_(2)
             e.record()
             torch.cuda.synchronize(self.device)
             naive.append(s.elapsed_time(e) * 1000.0)
-        b, n, z = stats_us(busy), stats_us(naive), stats_us(empty)
-        return {"op": "1-element fill_", "busy_queue_us": b["median_us"], "naive_us": n["median_us"],
-                "event_pair_us": z["median_us"], "trials": trials}
+            t0 = time.perf_counter()
+            tiny.fill_(3)
+            torch.cuda.synchronize(self.device)
+            host.append((time.perf_counter() - t0) * 1e6)
+        med = {k: stats_us(v)["median_us"] for k, v in
+               (("empty_busy_us", empty), ("fill_busy_us", busy), ("fill_events_naive_us", naive),
+                ("fill_host_naive_us", host))}
+        med["trials"] = trials
+        # the names used in reports: the timer's floor vs a naive measurement of the same tiny op
+        med["busy_queue_us"] = med["empty_busy_us"]
+        med["naive_us"] = med["fill_host_naive_us"]
+        return med
 
 
 # ---- the pipeline ---------------------------------------------------------------------------
@@ -805,6 +821,8 @@ class Pipeline:
         }
         self._stage = None
         self._t_stage = None
+        self._last_trial = None
+        self._prof_warm = None
         self.device = None
 
     # events
@@ -813,6 +831,7 @@ class Pipeline:
 
     def stage(self, name):
         self.end_stage()
+        self._last_trial = None
         self._stage = name
         self._t_stage = _now()
         self.emit({"event": "stage", "stage": name, "state": "start"})
@@ -826,6 +845,7 @@ class Pipeline:
         self._stage = None
 
     def trial(self, stage, i, n, what=None):
+        self._last_trial = i
         ev = {"event": "trial", "stage": stage, "trial": i, "of": n}
         if what:
             ev["what"] = what
@@ -844,11 +864,19 @@ class Pipeline:
             self.result["failure"] = {"stage": f.stage, "kind": f.kind, "message": f.message,
                                       "trial": f.trial, "fatal": f.fatal, "detail": f.detail}
         except BaseException as exc:  # noqa: B036 - a harness bug must still produce a result
+            stage, trial = self._stage or "harness", self._last_trial
             self.end_stage("failed")
             self.result["status"] = "failed"
-            self.result["failure"] = {"stage": self._stage or "harness", "kind": "harness_error",
-                                      "message": f"harness error: {exception_text(exc)}", "trial": None,
-                                      "fatal": True, "detail": traceback.format_exc()[-6000:]}
+            kind = "harness_error"
+            try:  # an asynchronous CUDA error surfaces at the harness's next synchronize
+                kind = classify_exception(exc)[0]
+                kind = kind if kind in ("cuda_error", "oom") else "harness_error"
+            except Exception:
+                pass
+            msg = exception_text(exc)
+            self.result["failure"] = {"stage": stage, "kind": kind,
+                                      "message": msg if kind != "harness_error" else f"harness error: {msg}",
+                                      "trial": trial, "fatal": True, "detail": traceback.format_exc()[-6000:]}
         self.result["seconds"] = _round(_now() - t0, 3)
         return self.result
 
@@ -860,10 +888,19 @@ class Pipeline:
         except ImportError:
             raise StageFailure("startup", "environment",
                                "torch is not installed here (pip install 'ktui[repro]')") from None
+        t_import = _now() - self._t_stage
         self.device = dev = resolve_device(req.get("device"))
+        if dev.type == "cuda" and req.get("measure_launches", True):
+            import threading
+
+            self._prof_warm = threading.Thread(target=_profiler_warmup, name="ktui-profiler-warmup", daemon=True)
+            self._prof_warm.start()
+        t0 = _now()
         if dev.type == "cuda":
             torch.cuda.set_device(dev)
+            torch.zeros(1, device=dev)  # create the context now, not inside a timed stage
         self.result["environment"] = environment(dev)
+        self.result["startup"] = {"import_torch_s": _round(t_import, 3), "device_init_s": _round(_now() - t0, 3)}
         self.result["device"] = str(dev)
         shim_globals = install_shims(str(dev))
 
@@ -934,6 +971,10 @@ class Pipeline:
 
         # timing ---------------------------------------------------------------------------
         self.stage("timing")
+        if self._prof_warm is not None:  # no profiler start-up running while we time
+            t0 = _now()
+            self._prof_warm.join(timeout=120)
+            self.result["startup"]["profiler_wait_s"] = _round(_now() - t0, 3)
         set_seed(seed)
         inputs = to_device(guarded("timing", rmod.get_inputs, what="reference"), dev)
         timer = Timer(dev, self.emit)
@@ -945,8 +986,9 @@ class Pipeline:
         timing = {"method": method, "method_used": method_used, "trials": trials, "warmup": warmup,
                   "l2_flush_mib": L2_FLUSH_MIB if dev.type == "cuda" and method_used != "host" else 0}
         try:
-            k_samples = timer.time(model_new, inputs, method_used, trials, warmup, "kernel")
-            r_samples = timer.time(model, inputs, method_used, trials, warmup, "reference")
+            with _Quiet():
+                k_samples = timer.time(model_new, inputs, method_used, trials, warmup, "kernel")
+                r_samples = timer.time(model, inputs, method_used, trials, warmup, "reference")
         except StageFailure as f:
             if f.kind != "method_unsupported":
                 raise
@@ -962,7 +1004,8 @@ class Pipeline:
             km, rm = timing["kernel"]["mean_us"], timing["reference"]["mean_us"]
             timing["speedup"] = _round(rm / km, 4) if km else None
         if dev.type == "cuda":
-            timing["floor"] = timer.floor()
+            with _Quiet():
+                timing["floor"] = timer.floor()
         self.result["timing"] = timing
 
         # memory ---------------------------------------------------------------------------
@@ -971,7 +1014,8 @@ class Pipeline:
             timer.release()
             self.result["memory"] = self._memory(model, model_new, inputs)
         # launches -------------------------------------------------------------------------
-        if dev.type == "cuda" and req.get("measure_launches", True):
+        if dev.type == "cuda" and req.get("measure_launches", True) and \
+                (self._prof_warm is None or not self._prof_warm.is_alive()):
             self.stage("launches")
             self.result["launches"] = self._launches(model, model_new, inputs)
         # honesty checks -----------------------------------------------------------------
@@ -999,10 +1043,8 @@ class Pipeline:
             with torch.no_grad():
                 set_seed(s)
                 inputs = to_device(guarded("correctness", rmod.get_inputs, trial=i, what="reference"), dev)
-                ref_out = guarded("correctness", model, *inputs, trial=i, what="reference")
-                synchronize(dev)
-                new_out = guarded("correctness", model_new, *inputs, trial=i, what="kernel")
-                synchronize(dev)
+                ref_out = guarded("correctness", _call_synced, model, inputs, dev, trial=i, what="reference")
+                new_out = guarded("correctness", _call_synced, model_new, inputs, dev, trial=i, what="kernel")
             return compare_outputs(ref_out, new_out)
 
         for i, s in enumerate(seeds, 1):
@@ -1046,14 +1088,16 @@ class Pipeline:
                 out = guarded("memory", fn, *inputs, what=what)
             torch.cuda.synchronize(dev)
             top = torch.cuda.max_memory_allocated(dev)
+            reserved = torch.cuda.max_memory_reserved(dev)
             del out
-            return top, base
+            return top, base, reserved
 
-        kp, kb = peak(model_new, "kernel")
-        rp, rb = peak(model, "reference")
+        kp, kb, kr = peak(model_new, "kernel")
+        rp, rb, rr = peak(model, "reference")
         mib = 2**20
         return {"kernel_peak_mb": _round(kp / mib, 3), "ref_peak_mb": _round(rp / mib, 3),
                 "kernel_delta_mb": _round((kp - kb) / mib, 3), "ref_delta_mb": _round((rp - rb) / mib, 3),
+                "kernel_reserved_mb": _round(kr / mib, 3), "ref_reserved_mb": _round(rr / mib, 3),
                 "ratio": _round(kp / rp, 4) if rp else None, "unit": "MiB",
                 "note": "torch.cuda.max_memory_allocated during one forward (inputs, both models and "
                         "the caching allocator's live blocks included)"}
@@ -1074,12 +1118,10 @@ class Pipeline:
                     torch.cuda.synchronize(dev)
             kernels = memcpy = memset = 0
             cuda_us = 0.0
-            names = {}
-            for evt in prof.events():
-                dt = str(getattr(evt, "device_type", "")).lower()
+            names, streams = {}, set()
+            for nm, dt, dur_us, stream in _device_events(prof):
                 if "cuda" not in dt:
                     continue
-                nm = evt.name or ""
                 low = nm.lower()
                 if low.startswith("memcpy"):
                     memcpy += 1
@@ -1088,12 +1130,12 @@ class Pipeline:
                 else:
                     kernels += 1
                 names[nm[:60]] = names.get(nm[:60], 0) + 1
-                try:
-                    cuda_us += float(evt.time_range.elapsed_us())
-                except Exception:
-                    pass
+                cuda_us += dur_us
+                if stream is not None:
+                    streams.add(stream)
             return {"launches": kernels + memcpy + memset, "kernels": kernels, "memcpy": memcpy,
-                    "memset": memset, "cuda_time_us": _round(cuda_us, 3), "names": names}
+                    "memset": memset, "cuda_time_us": _round(cuda_us, 3), "streams": len(streams),
+                    "names": names}
 
         k = count(model_new, "kernel")
         r = count(model, "reference")
@@ -1282,6 +1324,81 @@ class Pipeline:
         guarded("checks", fn, *args)
         synchronize(dev)
         return (time.perf_counter() - t0) * 1e6
+
+
+def _call_synced(fn, args, device):
+    out = fn(*args)
+    synchronize(device)
+    return out
+
+
+def _profiler_warmup():
+    """The first torch.profiler session pays a one-time Kineto / CUPTI start-up (seconds):
+    pay it in a background thread while the build, reference and correctness stages run."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+            pass
+    except Exception:
+        pass
+
+
+class _Quiet:
+    """Timed loops without Python's garbage collector and with the calling thread kept on one
+    CPU core (less host jitter in what the events see)."""
+
+    def __enter__(self):
+        import gc
+
+        self._gc = gc.isenabled()
+        gc.collect()
+        gc.disable()
+        self._aff = None
+        try:
+            cpus = sorted(os.sched_getaffinity(0))
+            if len(cpus) > 1:
+                self._aff = cpus
+                os.sched_setaffinity(0, {cpus[-1]})
+        except (AttributeError, OSError):
+            self._aff = None
+        return self
+
+    def __exit__(self, *exc):
+        import gc
+
+        if self._aff:
+            try:
+                os.sched_setaffinity(0, set(self._aff))
+            except OSError:
+                pass
+        if self._gc:
+            gc.enable()
+        return False
+
+
+def _device_events(prof):
+    """(name, device type, duration us, stream) for every profiled event; raw Kineto events when
+    available (no FunctionEvent tree to build), else prof.events()."""
+    out = []
+    try:
+        for e in prof.profiler.kineto_results.events():
+            stream = None
+            try:
+                stream = e.device_resource_id()
+            except Exception:
+                pass
+            out.append((e.name(), str(e.device_type()).lower(), e.duration_ns() / 1000.0, stream))
+        return out
+    except Exception:
+        pass
+    for evt in prof.events():
+        try:
+            dur = float(evt.time_range.elapsed_us())
+        except Exception:
+            dur = 0.0
+        out.append((evt.name or "", str(getattr(evt, "device_type", "")).lower(), dur, None))
+    return out
 
 
 def _needs_cuda(code):

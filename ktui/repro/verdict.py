@@ -370,6 +370,15 @@ def compare(rec: Recorded, result: dict[str, Any]) -> Comparison:
                 verdict = DIFFERS
                 reason = (f"fails differently: the trace recorded \"{_short(recf.error or recf.summary)}\" "
                           f"({recf.where()}); here: {_short(msg)}")
+            elif rc is None and rec.compile is not None and rec.compile.passed and build and where != "build":
+                # the trace only claims that it compiles: that reproduces; what happens next is news
+                verdict = REPRODUCED
+                crow.verdict = NOT_RECORDED
+                reason = (f"compiles, as recorded ({rec.compile.where()}); the trace never ran it: here it fails "
+                          f"{'at ' + where if where else ''}"
+                          f"{' trial ' + str(failure['trial']) if failure.get('trial') else ''}: {_short(msg)}")
+                return Comparison(verdict=verdict, reason=reason, rows=rows, checks=checks, flags=flags,
+                                  notes=notes)
             else:
                 verdict = NOT_REPRODUCIBLE
                 reason = msg
