@@ -1025,6 +1025,7 @@ class SweepIndex:
         if self.total is None:
             self.files = []
         ready: dict[int, RunSummary] = {}  # results waiting for their turn
+        hits: dict[int, dict[str, Any]] = {}  # cache entries of the ready results served from the cache
         todo: deque[int] = deque()  # indices to skim, in order
         helpers: list[_Helper] = []
         sel = selectors.DefaultSelector()
@@ -1097,6 +1098,7 @@ class SweepIndex:
                             for r in recs:
                                 r.matched = True
                             ready[i] = s
+                            hits[i] = ent
                             self.cache_hits += 1
                             continue
                         except TypeError:
@@ -1126,7 +1128,8 @@ class SweepIndex:
                     s = ready.pop(next_out)
                     tf = self.files[next_out]
                     next_out += 1
-                    fresh[tf.real] = s.to_dict()
+                    ent = hits.pop(next_out - 1, None)
+                    fresh[tf.real] = ent if ent is not None else s.to_dict()  # a hit is stored as it was
                     self.done += 1
                     if s.fingerprint and s.fingerprint in seen_fp:
                         self.duplicates += 1
@@ -1146,7 +1149,8 @@ class SweepIndex:
             for h in helpers:
                 h.close()
             sel.close()
-            if self.use_cache and fresh:
+            unchanged = self.cache_hits == len(fresh) == len(cached) and self.total is not None
+            if self.use_cache and fresh and not unchanged:
                 # keep still-valid entries of files this (possibly interrupted) scan did not reach
                 live = {tf.real for tf in self.files}
                 merged = {k: v for k, v in cached.items() if k in live and k not in fresh}

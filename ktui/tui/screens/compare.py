@@ -87,6 +87,7 @@ class CompareScreen(Screen):
         Binding("right_square_bracket", "pair(1)", "runs", show=False),
         Binding("f", "finals", "finals", show=False),
         Binding("s", "toggle_split", "split"),
+        Binding("d", "toggle_diff", "diff", show=False),
         Binding("escape", "back", "back", show=False),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
@@ -103,7 +104,8 @@ class CompareScreen(Screen):
         ("b / B", "version('right', 1)", "Kernels: next / previous version of the right run"),
         ("[ / ]", "pair(1)", "Kernels: which two runs are diffed (with three or more)"),
         ("f", "finals", "Kernels: back to the two final kernels"),
-        ("s", "toggle_split", "Kernels: unified / side-by-side diff"),
+        ("s", "toggle_split", "Kernels and Turns: unified / side-by-side diff"),
+        ("d", "toggle_diff", "Turns: kernel arguments as a diff against the previous version"),
         ("esc", "back", "back to the previous screen"),
         ("?", "help", "this help"),
         ("q", "quit", "quit"),
@@ -125,6 +127,7 @@ class CompareScreen(Screen):
         self.left_version: int | None = None  # None: the final kernel
         self.right_version: int | None = None
         self.split = False
+        self.turn_opts = ViewOptions()
 
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -170,7 +173,7 @@ class CompareScreen(Screen):
     def _show(self, runs: list[Run], errors: list[str]) -> None:
         self.runs, self.loaded = runs, True
         for e in errors:
-            self.notify(clean(e), severity="error")
+            self.notify(clean(e), severity="error", markup=False)
         title = Text(end="")
         title.append("ktui compare ", style="bold")
         title.append(f"{len(runs)} runs   ", style="grey62")
@@ -319,7 +322,7 @@ class CompareScreen(Screen):
             what = (f"this run has {len(run.turns)} turn(s)" if self.align == "turn"
                     else f"this run has {len(run.kernels)} kernel version(s)")
             return title, [text_block(Text(f"({what})", style="grey50"))]
-        return title, turn_document(run, run.turns[turn], ViewOptions())
+        return title, turn_document(run, run.turns[turn], self.turn_opts)
 
     # ---- kernels ------------------------------------------------------------------------------
     def _kernel(self, run_index: int, number: int | None) -> KernelVersion | None:
@@ -358,10 +361,19 @@ class CompareScreen(Screen):
         self._refresh_kernels()
 
     def action_toggle_split(self) -> None:
+        if self.pane == "turns":
+            self.turn_opts.split = not self.turn_opts.split
+            self._refresh_turns()
+            return
         if self.pane != "kernels":
             return
         self.split = not self.split
         self._refresh_kernels()
+
+    def action_toggle_diff(self) -> None:
+        if self.pane == "turns":
+            self.turn_opts.diff = not self.turn_opts.diff
+            self._refresh_turns()
 
     def _refresh_kernels(self) -> None:
         bar = Text(end="")

@@ -382,7 +382,7 @@ def open_replay(screen: Screen, path: Path) -> None:
 
             app.push_screen(ReplayScreen(path))
     except Exception as exc:  # noqa: BLE001 - a bad trace or a missing screen must not take the app down
-        screen.notify(f"cannot open {one_line(path.name)}: {one_line(exc)}", severity="error")
+        screen.notify(f"cannot open {one_line(path.name)}: {one_line(exc)}", severity="error", markup=False)
 
 
 def open_compare(screen: Screen, paths: list[Path]) -> None:
