@@ -11,6 +11,8 @@ markup), so ``[bold]``, ANSI escapes and control characters are shown literally.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
@@ -52,8 +54,25 @@ def _num(n: int | None, width: int) -> str:
     return (str(n) if n is not None else "").rjust(width)
 
 
-def _body(text: str, style: Style, spans: tuple[tuple[int, int], ...], span_style: Style) -> Text:
-    t = Text(text, style=style, end="")
+Highlighter = Callable[[int], Text]  # 1-based line number -> that line, syntax-highlighted
+
+
+def _line(text: str, no: int | None, hl: Highlighter | None) -> Text:
+    """The line as plain Text, or its highlighted form when a highlighter is given (same text)."""
+    if hl is not None and no is not None:
+        t = hl(no)
+        if t.plain == text:
+            return t.copy()
+    return Text(text, end="")
+
+
+def _body(text: str, style: Style, spans: tuple[tuple[int, int], ...], span_style: Style,
+          no: int | None = None, hl: Highlighter | None = None) -> Text:
+    if hl is not None and no is not None:
+        t = _line(text, no, hl)
+        t.stylize_before(Style(bgcolor=style.bgcolor))  # syntax colours on the change background
+    else:
+        t = Text(text, style=style, end="")
     for s, e in spans:
         t.stylize(span_style, s, e)
     return t
@@ -70,13 +89,18 @@ def number_width(rows) -> int:
 
 
 def unified_text_lines(a: str | None, b: str | None, context: int | None = 3,
-                       numbers: bool = True) -> list[Text]:
-    """One ``Text`` per unified-diff row of ``a`` -> ``b`` (empty list when identical)."""
+                       numbers: bool = True, hl_old: Highlighter | None = None,
+                       hl_new: Highlighter | None = None) -> list[Text]:
+    """One ``Text`` per unified-diff row of ``a`` -> ``b`` (empty list when identical).
+
+    ``hl_old`` / ``hl_new`` optionally give syntax-highlighted lines of the cleaned texts.
+    """
     rows = diffing.unified_lines(clean(a), clean(b), context=context)
-    return unified_rows_to_text(rows, numbers=numbers)
+    return unified_rows_to_text(rows, numbers=numbers, hl_old=hl_old, hl_new=hl_new)
 
 
-def unified_rows_to_text(rows: list[diffing.DiffLine], numbers: bool = True) -> list[Text]:
+def unified_rows_to_text(rows: list[diffing.DiffLine], numbers: bool = True,
+                         hl_old: Highlighter | None = None, hl_new: Highlighter | None = None) -> list[Text]:
     w = number_width(rows)
     out: list[Text] = []
     for r in rows:
@@ -88,25 +112,28 @@ def unified_rows_to_text(rows: list[diffing.DiffLine], numbers: bool = True) -> 
             line.append(f"{_num(r.old_no, w)} {_num(r.new_no, w)} ", S_GUTTER)
         if r.kind == ADDED:
             line.append("+", S_ADD)
-            line.append_text(_body(r.text, S_ADD_BG, r.spans, S_ADD_SPAN))
+            line.append_text(_body(r.text, S_ADD_BG, r.spans, S_ADD_SPAN, r.new_no, hl_new))
         elif r.kind == REMOVED:
             line.append("-", S_DEL)
-            line.append_text(_body(r.text, S_DEL_BG, r.spans, S_DEL_SPAN))
+            line.append_text(_body(r.text, S_DEL_BG, r.spans, S_DEL_SPAN, r.old_no, hl_old))
         else:
             line.append(" ")
-            line.append(r.text, S_CONTEXT)
+            line.append_text(_line(r.text, r.new_no, hl_new))
         out.append(line)
     return out
 
 
 def split_text_pairs(a: str | None, b: str | None, context: int | None = 3,
-                     numbers: bool = True) -> list[tuple[Text, Text]]:
+                     numbers: bool = True, hl_old: Highlighter | None = None,
+                     hl_new: Highlighter | None = None) -> list[tuple[Text, Text]]:
     """``(left, right)`` Texts per side-by-side row of ``a`` -> ``b`` (empty when identical)."""
     rows = diffing.split_rows(clean(a), clean(b), context=context)
-    return split_rows_to_text(rows, numbers=numbers)
+    return split_rows_to_text(rows, numbers=numbers, hl_old=hl_old, hl_new=hl_new)
 
 
-def split_rows_to_text(rows: list[diffing.SplitRow], numbers: bool = True) -> list[tuple[Text, Text]]:
+def split_rows_to_text(rows: list[diffing.SplitRow], numbers: bool = True,
+                       hl_old: Highlighter | None = None, hl_new: Highlighter | None = None,
+                       ) -> list[tuple[Text, Text]]:
     w = number_width(rows)
     out: list[tuple[Text, Text]] = []
     for r in rows:
@@ -119,17 +146,17 @@ def split_rows_to_text(rows: list[diffing.SplitRow], numbers: bool = True) -> li
             left.append(f"{_num(r.left_no, w)} ", S_GUTTER)
             right.append(f"{_num(r.right_no, w)} ", S_GUTTER)
         if r.kind == CHANGED:
-            left.append_text(_body(r.left or "", S_DEL_BG, r.left_spans, S_DEL_SPAN))
-            right.append_text(_body(r.right or "", S_ADD_BG, r.right_spans, S_ADD_SPAN))
+            left.append_text(_body(r.left or "", S_DEL_BG, r.left_spans, S_DEL_SPAN, r.left_no, hl_old))
+            right.append_text(_body(r.right or "", S_ADD_BG, r.right_spans, S_ADD_SPAN, r.right_no, hl_new))
         elif r.kind == DELETED:
-            left.append_text(_body(r.left or "", S_DEL_BG, (), S_DEL_SPAN))
+            left.append_text(_body(r.left or "", S_DEL_BG, (), S_DEL_SPAN, r.left_no, hl_old))
             right.append("", S_EMPTY)
         elif r.kind == INSERTED:
             left.append("", S_EMPTY)
-            right.append_text(_body(r.right or "", S_ADD_BG, (), S_ADD_SPAN))
+            right.append_text(_body(r.right or "", S_ADD_BG, (), S_ADD_SPAN, r.right_no, hl_new))
         else:
-            left.append(r.left or "", S_CONTEXT)
-            right.append(r.right or "", S_CONTEXT)
+            left.append_text(_line(r.left or "", r.left_no, hl_old))
+            right.append_text(_line(r.right or "", r.right_no, hl_new))
         out.append((left, right))
     return out
 

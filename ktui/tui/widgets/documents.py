@@ -146,12 +146,20 @@ def diff_blocks(a: KernelVersion, b: KernelVersion, split: bool, context: int | 
     if (a.attachment and not a.code) or (b.attachment and not b.code):
         return [text_block(T("code not in the trace (attachment stub): no diff", "yellow"))]
     width = len(str(max(n_lines(a.code), n_lines(b.code), 1)))
+    ca, cb = code_lines(a.code or ""), code_lines(b.code or "")
+
+    def hl_old(n: int) -> Text:
+        return ca.text(n - 1) if 0 < n <= len(ca) else Text("")
+
+    def hl_new(n: int) -> Text:
+        return cb.text(n - 1) if 0 < n <= len(cb) else Text("")
+
     if split:
-        pairs = split_text_pairs(a.code, b.code, context=context)
+        pairs = split_text_pairs(a.code, b.code, context=context, hl_old=hl_old, hl_new=hl_new)
         if not pairs:
             return [text_block(Text("(identical lines)", style="dim"))]
         return [PairsBlock(pairs, hang=width + 1)]
-    lines = unified_text_lines(a.code, b.code, context=context)
+    lines = unified_text_lines(a.code, b.code, context=context, hl_old=hl_old, hl_new=hl_new)
     if not lines:
         return [text_block(Text("(identical lines)", style="dim"))]
     return [LinesBlock(TextLines(lines), hang=2 * width + 3)]

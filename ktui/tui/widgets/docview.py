@@ -455,7 +455,8 @@ class DocView(ScrollView, can_focus=False):
             pieces = self._line_pieces(bi, li)
             if k < len(pieces):
                 row.append_text(pieces[k])
-        strip = Strip(row.render(self.app.console))
+        # Text.render drops the Text's own style when it has no spans: apply the base underneath
+        strip = Strip(row.render(self.app.console)).apply_style(base)
         return strip.crop_extend(0, width, base)
 
     # ---- search -----------------------------------------------------------------------------

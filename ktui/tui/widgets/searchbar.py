@@ -24,7 +24,7 @@ class SearchBar(Horizontal):
     """Hidden until ``/``; the screen runs the search and reports the counts here."""
 
     DEFAULT_CSS = """
-    SearchBar { height: 1; dock: bottom; display: none; }
+    SearchBar { height: 1; display: none; background: $boost; }
     SearchBar.-shown { display: block; }
     SearchBar > Label#search-slash { width: 2; color: $accent; text-style: bold; }
     SearchBar > SearchInput { width: 1fr; height: 1; border: none; padding: 0; }

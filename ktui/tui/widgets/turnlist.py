@@ -80,7 +80,7 @@ def row_text(t: Turn) -> Text:
 
 
 def header_text() -> Text:
-    row = Text(" ", end="", style=HEADER_STYLE)
+    row = Text(" ", end="")
     for title, width, justify in COLUMNS:
         row.append(_pad(title, width, justify) + " ")
     return row
@@ -177,7 +177,8 @@ class TurnList(ScrollView, can_focus=False):
         width = self.size.width
         base = self.rich_style
         if y == 0:
-            return Strip(self._header.render(self.app.console)).crop_extend(0, width, base)
+            strip = Strip(self._header.render(self.app.console)).apply_style(base + HEADER_STYLE)
+            return strip.crop_extend(0, width, base)
         row = round(self.scroll_y) + y - 1
         if row < 0 or row >= len(self._rows):
             return Strip.blank(width, base)
@@ -186,7 +187,7 @@ class TurnList(ScrollView, can_focus=False):
             text = text.copy()
             text.stylize_before(CURSOR_BAD_STYLE if self._bad[row] else CURSOR_STYLE)
             text.pad_right(max(0, width - text.cell_len))
-        strip = Strip(text.render(self.app.console))
+        strip = Strip(text.render(self.app.console)).apply_style(base)
         return strip.crop_extend(0, width, base)
 
     def on_click(self, event: events.Click) -> None:
