@@ -338,3 +338,25 @@ def test_discover_order_is_stable(tmp_path):
     # subdirectories come before the files next to them: the real trace before the flat link
     assert a.index("l1_p27_test-agent-b_terse/0191bbbb/trace.jsonl") < \
         a.index("l1_p27_test-agent-b_terse/popcorn_single_problem.jsonl")
+
+
+@needs_fixtures
+def test_helper_processes_give_the_same_summaries(tmp_path, monkeypatch):
+    sw = make_sweep(tmp_path)
+    alone = [s.to_dict() for s in SweepIndex(sw, use_cache=False, jobs=0).summaries()]
+    monkeypatch.setattr(SweepIndex, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(SweepIndex, "WALK_BURST", 3)
+    idx = SweepIndex(sw, use_cache=False, jobs=2)
+    helped = [s.to_dict() for s in idx.summaries()]
+    assert idx.helpers_used == 2
+    assert helped == alone
+    assert idx.total == len(alone) + idx.duplicates
+
+
+def test_jobs_from_the_environment(monkeypatch):
+    from ktui.trace.index import default_jobs
+
+    monkeypatch.setenv("KTUI_JOBS", "3")
+    assert default_jobs() == 3
+    monkeypatch.setenv("KTUI_JOBS", "")
+    assert 0 <= default_jobs() <= 7
