@@ -145,9 +145,12 @@ def test_fixtures_each_trace_once():
 
 
 @needs_fixtures
+@pytest.mark.parametrize("short_line", [16384, 0], ids=["parsed", "sniffed"])
 @pytest.mark.parametrize("path", FIXTURE_FILES + [SEED_TRACE, TEST_TRACE], ids=lambda p: p.name)
-def test_skim_agrees_with_the_full_reader(path):
-    """The index never loads a whole run, yet its summary matches the reader's on every field."""
+def test_skim_agrees_with_the_full_reader(path, short_line, monkeypatch):
+    """The index never loads a whole run, yet its summary matches the reader's on every field,
+    whether lines are parsed (up to SHORT_LINE bytes) or only their envelope is sniffed."""
+    monkeypatch.setattr("ktui.trace.index.SHORT_LINE", short_line)
     s = summarize(str(path))
     r = load(path)
     p = r.problem

@@ -4,26 +4,29 @@
 here (the full reader builds every turn, call and kernel: about 20 MB/s). Instead each file is
 *skimmed* once, sequentially:
 
-- every line's envelope (``ts_ms``, ``actor``, ``message_id``, ``payload.kind`` and, for tool
-  events, ``id`` / ``name``) is read with one anchored regex on its first bytes, without decoding
-  the rest of the line; a line the regex does not recognise is parsed with orjson instead;
-- only the short or decisive lines are parsed in full: ``system`` notes, ``cost`` events,
-  ``state_diff``s, ``fetch_problem`` / ``submit_kernel`` calls and results, and the harness's
-  first ``user_message``;
-- those parsed events are fed to the real :class:`~ktui.trace.builder.Builder`, so the problem,
+- a line of up to ``SHORT_LINE`` bytes is parsed with orjson (on short lines that is faster than
+  any sniffing); a cost event, the commonest line, is handled inline;
+- of a longer line (kernel code, a long prompt or result) only the envelope is read: ``ts_ms``,
+  ``actor``, ``message_id``, ``payload.kind`` and, for tool events, ``id`` / ``name``, with one
+  anchored regex on its first bytes; a line the regex does not recognise is parsed instead, and
+  so are the decisive ones (``system`` notes, ``state_diff``s, ``fetch_problem`` /
+  ``submit_kernel`` calls and results, the harness's first ``user_message``);
+- those decisive events are fed to the real :class:`~ktui.trace.builder.Builder`, so the problem,
   model, persona, max turns, scores, terminal notes, final metrics (with the ms-as-us unit fix),
   outcome and the submitted kernel's flags come from the same code as ``ktui show``;
-- turns are counted from the envelope sequence with the builder's segmentation rules (section 5
-  of the format doc), tokens are the sum of the token ``cost`` amounts, wall time is first to
-  last ``ts_ms``; a dangling ``tool_call`` is found by pairing calls and results as the builder
-  does.
+- turns are counted over every event with the builder's segmentation rules (section 5 of the
+  format doc), tokens are the sum of the token ``cost`` amounts, wall time is first to last
+  ``ts_ms``; a dangling ``tool_call`` is found by pairing calls and results as the builder does.
+
+The tests check that every field agrees with the full reader on every fixture, parsed or sniffed.
+Many cold files are skimmed by helper processes too (:func:`default_jobs`).
 
 The summary is cached per file, keyed by real path, size and mtime, in
 ``$KTUI_CACHE_DIR`` (default ``$XDG_CACHE_HOME/ktui`` or ``~/.cache/ktui``).
 
 Directory walking follows symbolic links, visits each real directory once (symlink loops are
-reported, not followed), lists each real file once (a copy with the same content is a
-duplicate too), skips ``runs.jsonl`` (records, not traces) and reads ``runs.jsonl`` /
+reported, not followed), lists each real file once (by device and inode, which is what the real
+path names; a copy with the same content is a duplicate too), skips ``runs.jsonl`` (records, not traces) and reads ``runs.jsonl`` /
 ``runs.json`` / ``meta.json`` records to fill in what a trace lacks. Nothing here raises on bad
 input: unreadable files and directories, broken lines and empty trees become
 :class:`ScanIssue` entries.
@@ -71,8 +74,6 @@ _ENVELOPE = re.compile(
 )
 # right after the kind of a tool event: [, "id": "..."], "name": "..."
 _TOOL = re.compile(rb'(?:\s*,\s*"id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|null))?\s*,\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
-# right after the kind of a cost event: "unit": "...", "amount": N
-_COST = re.compile(rb'\s*,\s*"unit"\s*:\s*"([A-Za-z_]+)"\s*,\s*"amount"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*[,}]')
 _ROLE = re.compile(rb'\s*,\s*"role"\s*:\s*"([a-z_]+)"')
 _SEED_TRUE = re.compile(rb'"seed"\s*:\s*true')
 
@@ -247,78 +248,51 @@ class _Skim:
             self._parse_line(buf, s, e, terminated, line_no, offset)
             return
         kind = m.group(4).decode()
-        ts = int(m.group(1))
-        raw_actor = m.group(2)
-        if kind == "cost":
-            c = _COST.match(buf, m.end(), min(e, m.end() + 200))
-            if c is None:
-                self._parse_line(buf, s, e, terminated, line_no, offset)
-                return
-            actor = self._actor(raw_actor)
-            self.n_events += 1
-            self._ts(ts)
-            self.evidence.add(V1)
-            self._cost(actor, c.group(1).decode(), float(c.group(2)))
-            self.actors_seen.add(actor)
-            self._last_kind = kind
-            return
-        if kind in ("system", "state_diff"):
+        if kind in ("system", "state_diff", "cost") or (
+                kind == "user_message" and self._first_prompt and m.group(2) == b'"harness"'):
+            if kind == "user_message":
+                self._first_prompt = False
             self._parse_line(buf, s, e, terminated, line_no, offset)
             return
-        actor = self._actor(raw_actor)
-        self.n_events += 1
-        mid = m.group(3)
-        if mid is not None and mid.startswith(b'"msg-'):
-            self.evidence.add(V1)
+        name = cid = None
         if kind in ("tool_call", "tool_result"):
             t = _TOOL.match(buf, m.end(), min(e, m.end() + 600))
-            if t is None:
-                self.n_events -= 1
-                self._parse_line(buf, s, e, terminated, line_no, offset)
-                return
-            name = _jstr(b'"' + t.group(2) + b'"')
-            if name in FULL_TOOLS:
-                self.n_events -= 1
+            name = _jstr(b'"' + t.group(2) + b'"') if t is not None else None
+            if name is None or name in FULL_TOOLS:
                 self._parse_line(buf, s, e, terminated, line_no, offset)
                 return
             cid = _jstr(b'"' + t.group(1) + b'"') if t.group(1) is not None else None
-            tail = buf[max(s, e - 160): e]
-            if kind == "tool_call":
-                seed = _SEED_TRUE.search(tail) is not None
-                if b'"seed"' in tail:
-                    self.evidence.add(V1)
-                self._ts(ts)
-                self._tool_call(actor, cid, name, seed)
-            else:
-                if b'"costs"' in tail:
-                    self.evidence.add(V0)
-                if b'"seed"' in tail:
-                    self.evidence.add(V1)
-                if cid is None and buf.find(b'"text"', t.end(), min(e, t.end() + 40)) >= 0:
+        # sniffed: the envelope (and a tool event's id and name) is all that is read
+        ts = int(m.group(1))
+        actor = self._actor(m.group(2))
+        self.n_events += 1
+        self._ts(ts)
+        self.actors_seen.add(actor)
+        mid = m.group(3)
+        if mid is not None and mid.startswith(b'"msg-'):
+            self.evidence.add(V1)
+        tail = buf[max(s, e - 160): e]  # trailing keys: "seed" (V1), "costs" (V0)
+        if b'"seed"' in tail:
+            self.evidence.add(V1)
+        if kind == "tool_call":
+            self._tool_call(actor, cid, name, _SEED_TRUE.search(tail) is not None)
+        elif kind == "tool_result":
+            if b'"costs"' in tail:
+                self.evidence.add(V0)
+            if cid is None and buf.find(b'"text"', t.end(), min(e, t.end() + 40)) >= 0:
+                self.evidence.add(V2)
+            self._tool_result(cid, name)
+        else:
+            if kind == "message":
+                self.evidence.add(V3)
+                r = _ROLE.match(buf, m.end(), min(e, m.end() + 80))
+                if r is None or r.group(1) == b"assistant":
+                    self._message(actor)
+            elif kind in _MESSAGE_KINDS:
+                if kind == "assistant_message":
                     self.evidence.add(V2)
-                self._ts(ts)
-                self._tool_result(cid, name)
-            return
-        if kind == "user_message" and self._first_prompt and actor == "harness":
-            self._first_prompt = False
-            self.n_events -= 1
-            self._parse_line(buf, s, e, terminated, line_no, offset)
-            return
-        if kind == "message":
-            r = _ROLE.match(buf, m.end(), min(e, m.end() + 80))
-            self.evidence.add(V3)
-            self._ts(ts)
-            if r is None or r.group(1) == b"assistant":
                 self._message(actor)
             self._last_kind = kind
-            return
-        if kind == "assistant_message":
-            self.evidence.add(V2)
-        self._ts(ts)
-        if kind in _MESSAGE_KINDS:
-            self._message(actor)
-        self.actors_seen.add(actor)
-        self._last_kind = kind
 
     def _ts(self, ts: int | None) -> None:
         if ts is None:
