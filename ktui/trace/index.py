@@ -26,8 +26,9 @@ The summary is cached per file, keyed by real path, size and mtime, in
 
 Directory walking follows symbolic links, visits each real directory once (symlink loops are
 reported, not followed), lists each real file once (by device and inode, which is what the real
-path names; a copy with the same content is a duplicate too), skips ``runs.jsonl`` (records, not traces) and reads ``runs.jsonl`` /
-``runs.json`` / ``meta.json`` records to fill in what a trace lacks. Nothing here raises on bad
+path names; a copy with the same content is a duplicate too), skips ``runs.jsonl`` (records,
+not traces) and reads ``runs.jsonl`` / ``runs.json`` / ``meta.json`` records to fill in what a
+trace lacks. Nothing here raises on bad
 input: unreadable files and directories, broken lines and empty trees become
 :class:`ScanIssue` entries.
 
