@@ -822,7 +822,6 @@ class Pipeline:
         self._stage = None
         self._t_stage = None
         self._last_trial = None
-        self._prof_warm = None
         self.device = None
 
     # events
@@ -890,11 +889,6 @@ class Pipeline:
                                "torch is not installed here (pip install 'ktui[repro]')") from None
         t_import = _now() - self._t_stage
         self.device = dev = resolve_device(req.get("device"))
-        if dev.type == "cuda" and req.get("measure_launches", True):
-            import threading
-
-            self._prof_warm = threading.Thread(target=_profiler_warmup, name="ktui-profiler-warmup", daemon=True)
-            self._prof_warm.start()
         t0 = _now()
         if dev.type == "cuda":
             torch.cuda.set_device(dev)
@@ -971,10 +965,6 @@ class Pipeline:
 
         # timing ---------------------------------------------------------------------------
         self.stage("timing")
-        if self._prof_warm is not None:  # no profiler start-up running while we time
-            t0 = _now()
-            self._prof_warm.join(timeout=120)
-            self.result["startup"]["profiler_wait_s"] = _round(_now() - t0, 3)
         set_seed(seed)
         inputs = to_device(guarded("timing", rmod.get_inputs, what="reference"), dev)
         timer = Timer(dev, self.emit)
@@ -1014,8 +1004,7 @@ class Pipeline:
             timer.release()
             self.result["memory"] = self._memory(model, model_new, inputs)
         # launches -------------------------------------------------------------------------
-        if dev.type == "cuda" and req.get("measure_launches", True) and \
-                (self._prof_warm is None or not self._prof_warm.is_alive()):
+        if dev.type == "cuda" and req.get("measure_launches", True):
             self.stage("launches")
             self.result["launches"] = self._launches(model, model_new, inputs)
         # honesty checks -----------------------------------------------------------------
@@ -1104,7 +1093,6 @@ class Pipeline:
 
     def _launches(self, model, model_new, inputs):
         import torch
-        from torch.profiler import ProfilerActivity, profile
 
         dev = self.device
 
@@ -1113,13 +1101,13 @@ class Pipeline:
                 guarded("launches", fn, *inputs, what=what)
                 torch.cuda.synchronize(dev)
                 self.trial("launches", 1, 1, what=what)
-                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                with _DeviceProfile() as prof:
                     guarded("launches", fn, *inputs, what=what)
                     torch.cuda.synchronize(dev)
             kernels = memcpy = memset = 0
             cuda_us = 0.0
             names, streams = {}, set()
-            for nm, dt, dur_us, stream in _device_events(prof):
+            for nm, dt, dur_us, stream in prof.events():
                 if "cuda" not in dt:
                     continue
                 low = nm.lower()
@@ -1135,7 +1123,7 @@ class Pipeline:
                     streams.add(stream)
             return {"launches": kernels + memcpy + memset, "kernels": kernels, "memcpy": memcpy,
                     "memset": memset, "cuda_time_us": _round(cuda_us, 3), "streams": len(streams),
-                    "names": names}
+                    "names": names, "profiler": prof.kind}
 
         k = count(model_new, "kernel")
         r = count(model, "reference")
@@ -1332,73 +1320,76 @@ def _call_synced(fn, args, device):
     return out
 
 
-def _profiler_warmup():
-    """The first torch.profiler session pays a one-time Kineto / CUPTI start-up (seconds):
-    pay it in a background thread while the build, reference and correctness stages run."""
-    try:
-        from torch.profiler import ProfilerActivity, profile
-
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-            pass
-    except Exception:
-        pass
-
-
 class _Quiet:
-    """Timed loops without Python's garbage collector and with the calling thread kept on one
-    CPU core (less host jitter in what the events see)."""
+    """Timed loops without Python's garbage collector (no collection pause inside a trial)."""
 
     def __enter__(self):
         import gc
 
         self._gc = gc.isenabled()
-        gc.collect()
         gc.disable()
-        self._aff = None
-        try:
-            cpus = sorted(os.sched_getaffinity(0))
-            if len(cpus) > 1:
-                self._aff = cpus
-                os.sched_setaffinity(0, {cpus[-1]})
-        except (AttributeError, OSError):
-            self._aff = None
         return self
 
     def __exit__(self, *exc):
         import gc
 
-        if self._aff:
-            try:
-                os.sched_setaffinity(0, set(self._aff))
-            except OSError:
-                pass
         if self._gc:
             gc.enable()
         return False
 
 
-def _device_events(prof):
-    """(name, device type, duration us, stream) for every profiled event; raw Kineto events when
-    available (no FunctionEvent tree to build), else prof.events()."""
-    out = []
-    try:
-        for e in prof.profiler.kineto_results.events():
-            stream = None
-            try:
-                stream = e.device_resource_id()
-            except Exception:
-                pass
-            out.append((e.name(), str(e.device_type()).lower(), e.duration_ns() / 1000.0, stream))
-        return out
-    except Exception:
-        pass
-    for evt in prof.events():
+class _DeviceProfile:
+    """One profiled region with CPU + CUDA activities.
+
+    Uses torch.autograd.profiler.profile(use_kineto=True) directly: torch.profiler.profile's
+    first start() evaluates hasattr(torch, "_inductor"), which imports Inductor (seconds);
+    the lower-level profiler records the same Kineto events. Falls back to torch.profiler."""
+
+    def __enter__(self):
+        self._p = None
         try:
-            dur = float(evt.time_range.elapsed_us())
+            import torch.autograd.profiler as ap
+
+            self._p = ap.profile(use_kineto=True, use_cpu=True, use_device="cuda")
+            self._p.__enter__()
+            self.kind = "autograd.profiler"
         except Exception:
-            dur = 0.0
-        out.append((evt.name or "", str(getattr(evt, "device_type", "")).lower(), dur, None))
-    return out
+            from torch.profiler import ProfilerActivity, profile
+
+            self._p = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+            self._p.__enter__()
+            self.kind = "torch.profiler"
+        return self
+
+    def __exit__(self, *exc):
+        return self._p.__exit__(*exc)
+
+    def events(self):
+        """(name, device type, duration us, stream) for every recorded event."""
+        p = self._p
+        kr = getattr(p, "kineto_results", None)
+        if kr is None and hasattr(p, "profiler"):
+            kr = getattr(p.profiler, "kineto_results", None)
+        out = []
+        if kr is not None:
+            try:
+                for e in kr.events():
+                    stream = None
+                    try:
+                        stream = e.device_resource_id()
+                    except Exception:
+                        pass
+                    out.append((e.name(), str(e.device_type()).lower(), e.duration_ns() / 1000.0, stream))
+                return out
+            except Exception:
+                out = []
+        for evt in p.events():
+            try:
+                dur = float(evt.time_range.elapsed_us())
+            except Exception:
+                dur = 0.0
+            out.append((evt.name or "", str(getattr(evt, "device_type", "")).lower(), dur, None))
+        return out
 
 
 def _needs_cuda(code):
