@@ -122,6 +122,7 @@ class RunsScreen(Screen[None]):
         self.started_at = time.perf_counter()
         self.done_at: float | None = None
         self._last_agg = 0.0
+        self._hay: list[str] = []  # per row: the lower-cased text the filter searches
 
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -173,6 +174,7 @@ class RunsScreen(Screen[None]):
     def _on_batch(self, batch: list[RunSummary], done: int, hits: int, total: int | None) -> None:
         table = self.query_one(RunsTable)
         new = table.add_rows(batch)
+        self._hay.extend(" ".join(cell(s, k) for k, _, _ in COLUMNS).lower() for s in batch)
         if self.first_row_at is None and batch:
             self.first_row_at = time.perf_counter()
         self.scanned, self.cache_hits, self.total = done, hits, total
@@ -180,7 +182,7 @@ class RunsScreen(Screen[None]):
             m = s.model or "(unknown)"
             if m not in self.models:
                 self.models.append(m)
-        keep = [i for i in new if self._matches(table.rows[i])]
+        keep = [i for i in new if self._matches(i, table.rows)]
         if keep:
             view = table.view + keep
             if table.sort_key:
@@ -201,13 +203,14 @@ class RunsScreen(Screen[None]):
         self._update_top()
 
     # ---- filtering and sorting -----------------------------------------------------------------
-    def _matches(self, s: RunSummary) -> bool:
+    def _matches(self, i: int, rows: list[RunSummary]) -> bool:
+        s = rows[i]
         if self.outcome_filter != "all" and s.outcome != self.outcome_filter:
             return False
         if self.model_filter is not None and (s.model or "(unknown)") != self.model_filter:
             return False
         if self.text_filter:
-            hay = " ".join(cell(s, k) for k, _, _ in COLUMNS).lower()
+            hay = self._hay[i]
             return all(w in hay for w in self.text_filter.lower().split())
         return True
 
@@ -221,7 +224,7 @@ class RunsScreen(Screen[None]):
 
     def refilter(self) -> None:
         table = self.query_one(RunsTable)
-        view = [i for i, s in enumerate(table.rows) if self._matches(s)]
+        view = [i for i in range(len(table.rows)) if self._matches(i, table.rows)]
         table.set_view(self._sorted(view))
         self._update_filter_state()
         self._update_aggregates()
