@@ -169,6 +169,16 @@ def test_skim_agrees_with_the_full_reader(path, short_line, monkeypatch):
     assert s.speedup == (m.speedup if m else None)
     assert s.runtime_us == (m.runtime_us if m else None)
     assert not s.problems
+    # the flags of the final kernel (submitted, or the V2/V3 final answer) and the metric flags
+    final = r.final_kernel
+    want = {f.code for f in r.flags if f.metric or (final is not None and f.kernel == final.number)}
+    assert want <= set(s.flags)
+
+
+@needs_fixtures
+def test_marker_kernel_is_flagged_in_the_index():
+    s = summarize(str(FIXTURES / "ktbench" / "v2_eval_chzr6_marker_kernel.jsonl"))
+    assert {"dummy_kernel", "torch_fallback"} <= set(s.flags)
 
 
 def test_seed_summary_by_hand():

@@ -204,6 +204,9 @@ class _Skim:
         self._first_prompt = True
         self._actors: dict[bytes, str] = {}
         self._v1 = False  # a cost event was seen (V1 evidence, set on the fast path)
+        # the last V2/V3 assistant answer: (line, offset, length, parsed envelope or None). Its
+        # fenced code is the run's final kernel when nothing was submitted; its flags count.
+        self.answer: tuple[int, int, int, Any] | None = None
 
     # -- problems
     def problem(self, msg: str) -> None:
@@ -289,9 +292,11 @@ class _Skim:
                 r = _ROLE.match(buf, m.end(), min(e, m.end() + 80))
                 if r is None or r.group(1) == b"assistant":
                     self._message(actor)
+                    self.answer = (line_no, offset, e - s, None)
             elif kind in _MESSAGE_KINDS:
                 if kind == "assistant_message":
                     self.evidence.add(V2)
+                    self.answer = (line_no, offset, e - s, None)
                 self._message(actor)
             self._last_kind = kind
 
@@ -389,6 +394,8 @@ class _Skim:
                 self.evidence.add(V2)
             if kind != "message" or p.get("role", "assistant") == "assistant":
                 self._message(actor)
+                if kind != "agent_message":
+                    self.answer = (line_no, offset, e - s, obj)
         if feed:
             self.b.add(Event(line=line_no, offset=offset, length=e - s, kind=kind, ts_ms=ts, actor=actor), p, obj)
         self.actors_seen.add(actor)
@@ -449,6 +456,24 @@ class _Skim:
         self._last_kind = "tool_result"
 
     # -- the summary
+    def feed_answer(self, f) -> None:
+        """Give the builder the last assistant answer (read back by offset when it was sniffed)."""
+        if self.answer is None:
+            return
+        line_no, offset, length, obj = self.answer
+        if obj is None:
+            try:
+                f.seek(offset)
+                obj = _loads(f.read(length))
+            except (OSError, *JSONError):
+                return
+        p = obj.get("payload") if isinstance(obj, dict) else None
+        if not isinstance(p, dict) or not isinstance(p.get("kind"), str):
+            return
+        actor = obj.get("actor") if isinstance(obj.get("actor"), str) else None
+        ts = obj.get("ts_ms") if isinstance(obj.get("ts_ms"), int) else None
+        self.b.add(Event(line=line_no, offset=offset, length=length, kind=p["kind"], ts_ms=ts, actor=actor), p, obj)
+
     def summary(self, tf: TraceFile) -> RunSummary:
         run: Run = self.b.finish(final=True)
         dangling = any(agent for _, _, agent in self._pending)
@@ -546,6 +571,7 @@ def summarize(tf: TraceFile | str) -> RunSummary:
                 carry = buf[pos:] if pos < end else b""
             if carry:
                 sk.line(carry, 0, len(carry), terminated=False)
+            sk.feed_answer(f)
     except OSError as exc:
         s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
         s.problems = [f"cannot read: {exc.strerror or exc}"]
