@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,9 @@ class ReplayScreen(Screen):
         self._doc_matches: list[Match] = []
         self._match_pos = -1
         self.ready = False  # set once the run is shown (tests and benchmarks wait on it)
+        self._gen = 0  # bumps whenever the run changes (follow): invalidates cached documents
+        self._stats_gen = 0  # bumps when the kernel diff sizes are ready
+        self._docs: OrderedDict[tuple, list] = OrderedDict()  # recent turn documents
 
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -289,6 +293,7 @@ class ReplayScreen(Screen):
         self.post_message(StatsReady())
 
     def on_stats_ready(self, _msg: StatsReady) -> None:
+        self._stats_gen += 1
         if self.active_pane == "kernels":
             self._render_pane("kernels", keep_scroll=True)
         else:
@@ -319,6 +324,7 @@ class ReplayScreen(Screen):
     def on_loaded(self, msg: Loaded) -> None:
         first = self.run is None
         self.run = msg.run
+        self._gen += 1
         if msg.follower is not None:
             self._follower = msg.follower
             self.follow = True
@@ -349,6 +355,7 @@ class ReplayScreen(Screen):
         self._polling = False
         if not msg.changed or self.run is None:
             return
+        self._gen += 1
         with self._lock:
             run = self.run
             tl = self.query_one(TurnList)
@@ -387,7 +394,8 @@ class ReplayScreen(Screen):
                 self._render_turn(keep_scroll)
             elif pane == "kernels":
                 self.query_one(KernelsPane).show(run, self.kernel_number, base=self.base_number,
-                                                 diff=self.opts.diff, split=self.opts.split)
+                                                 diff=self.opts.diff, split=self.opts.split,
+                                                 generation=(self._gen, self._stats_gen))
             elif pane == "metrics":
                 self.query_one("#metrics-doc", DocView).set_document(metrics_document(run), keep_scroll=keep_scroll)
             elif pane == "reference":
@@ -404,7 +412,16 @@ class ReplayScreen(Screen):
             doc.set_document(empty_run_document(run), keep_scroll=keep_scroll)
             return
         i = min(self.turn_index, len(run.turns) - 1)
-        doc.set_document(turn_document(run, run.turns[i], self.opts), keep_scroll=keep_scroll)
+        key = (i, self.opts.diff, self.opts.split, self._gen)
+        blocks = self._docs.get(key)
+        if blocks is None:
+            blocks = turn_document(run, run.turns[i], self.opts)
+            self._docs[key] = blocks
+            while len(self._docs) > 32:
+                self._docs.popitem(last=False)
+        else:
+            self._docs.move_to_end(key)
+        doc.set_document(blocks, keep_scroll=keep_scroll)
         if self._regex is not None:
             self._doc_matches = doc.find(self._regex)
             self._match_pos = -1

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich._wrap import divide_line
 from rich.cells import get_character_cell_size
@@ -104,6 +104,8 @@ class LinesBlock(Block):
 class RenderBlock(Block):
     renderable: RenderableType
     anchor: str | None = None
+    # rendered lines by width (a document kept by the screen is laid out again for free)
+    cache: dict[int, list[Text]] = field(default_factory=dict, repr=False)
 
 
 @dataclass(eq=False)
@@ -157,6 +159,38 @@ def break_offsets(s: str, width: int, wrap: bool, hang: int = 0) -> list[int]:
     if not wrap:
         return fold_offsets(s, width, hang)
     return divide_line(s, max(1, width), fold=True)
+
+
+def line_prefix(b: LinesBlock, avail: int) -> list[int]:
+    """Cumulative row counts of a block's lines at ``avail`` cells (cached on the source: a
+    kernel shown again at the same width costs nothing)."""
+    src = b.source
+    key = (avail, b.wrap, b.hang)
+    cache = getattr(src, "_prefix_cache", None)
+    if cache is None:
+        cache = {}
+        try:
+            src._prefix_cache = cache  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+    got = cache.get(key)
+    if got is not None:
+        return got
+    n = len(src)
+    prefix = [0] * (n + 1)
+    acc = 0
+    plain = src.plain
+    for i in range(n):
+        s = plain(i)
+        if len(s) <= avail and s.isascii():
+            acc += 1
+        else:
+            acc += len(break_offsets(s, avail, b.wrap, b.hang)) + 1
+        prefix[i + 1] = acc
+    if len(cache) > 8:
+        cache.clear()
+    cache[key] = prefix
+    return prefix
 
 
 @dataclass(slots=True)
@@ -267,20 +301,10 @@ class DocView(ScrollView, can_focus=False):
             lay.starts.append(row)
             if isinstance(b, LinesBlock):
                 avail = max(1, width - self._gutter(b) - b.indent)
-                src = b.source
-                n = len(src)
-                prefix = [0] * (n + 1)
-                acc = 0
-                for i in range(n):
-                    s = src.plain(i)
-                    if len(s) <= avail and s.isascii():
-                        acc += 1
-                    else:
-                        acc += len(break_offsets(s, avail, b.wrap, b.hang)) + 1
-                    prefix[i + 1] = acc
+                prefix = line_prefix(b, avail)
                 lay.prefixes.append(prefix)
                 lay.rendered.append(None)
-                row += acc
+                row += prefix[-1]
             elif isinstance(b, PairsBlock):
                 lw, rw = self._halves(width)
                 prefix = [0] * (len(b.pairs) + 1)
@@ -292,9 +316,14 @@ class DocView(ScrollView, can_focus=False):
                 lay.prefixes.append(prefix)
                 lay.rendered.append(None)
                 row += acc
+            elif isinstance(b, RenderBlock) and width in b.cache:
+                lines = b.cache[width]
+                lay.prefixes.append(None)
+                lay.rendered.append(lines)
+                row += len(lines)
             elif isinstance(b, RenderBlock):
                 opts = console.options.update_width(width).update(height=None)
-                lines: list[Text] = []
+                lines = []
                 try:
                     seg_lines = console.render_lines(b.renderable, opts, pad=False)
                 except Exception as exc:  # a renderable that fails must not take the app down
@@ -307,6 +336,9 @@ class DocView(ScrollView, can_focus=False):
                         t.append(seg.text, seg.style)
                     t.rstrip()
                     lines.append(t)
+                if len(b.cache) > 4:
+                    b.cache.clear()
+                b.cache[width] = lines
                 lay.prefixes.append(None)
                 lay.rendered.append(lines)
                 row += len(lines)

@@ -80,15 +80,19 @@ class KernelsPane(Vertical):
         yield DocView(id="kernel-doc")
 
     def show(self, run: Run, number: int | None, *, base: int | None, diff: bool, split: bool,
-             refill: bool = False) -> None:
+             refill: bool = False, generation: object = None) -> None:
+        """Show version ``number``; the table is refilled when ``generation`` (the caller's token
+        for "the run or its diff sizes changed") differs from the last one, or on ``refill``."""
         table = self.query_one(KernelTable)
         k = run.kernel(number) if number else None
         # moving the cursor here must not come back as a user selection
         with table.prevent(DataTable.RowHighlighted):
-            sig = tuple((kv.sha1, len(kv.uses), kernel_stats(previous_version(run, kv), kv, compute=False) is None)
-                        for kv in run.kernels)
-            if refill or table.sig != sig or table.base != base:
-                table.sig = sig
+            if generation is None:
+                generation = tuple((kv.sha1, len(kv.uses),
+                                    kernel_stats(previous_version(run, kv), kv, compute=False) is None)
+                                   for kv in run.kernels)
+            if refill or table.sig != generation or table.base != base:
+                table.sig = generation
                 table.set_run(run, base)
             if k is not None and table.cursor_row != k.number - 1:
                 table.move_cursor(row=k.number - 1, animate=False)
