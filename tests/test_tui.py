@@ -496,3 +496,51 @@ def test_missing_file_is_reported_not_raised(tmp_path):
             await pilot.pause(0.5)
 
     asyncio.run(go())
+
+
+def _bench_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_tui", REPO / "benchmarks" / "bench_tui.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_big_trace_renders_only_visible_rows(tmp_path):
+    """500 turns with 400-line kernels: per frame, only the rows on screen are rendered."""
+    path = _bench_module().synthetic_trace(tmp_path / "big.jsonl", turns=500, kernel_lines=400)
+    from ktui.tui.widgets.docview import DocView as DV
+    from ktui.tui.widgets.turnlist import TurnList as TL
+
+    counts = {"turns": 0, "doc": 0}
+    orig_tl, orig_dv = TL.render_line, DV.render_line
+
+    def tl_line(self, y):
+        counts["turns"] += 1
+        return orig_tl(self, y)
+
+    def dv_line(self, y):
+        counts["doc"] += 1
+        return orig_dv(self, y)
+
+    async def go():
+        app = replay_app(path)
+        async with app.run_test(size=SIZE) as pilot:
+            s = await wait_ready(app, pilot)
+            assert s.query_one(TurnList).row_count == 500
+            await pilot.pause(0.2)
+            TL.render_line, DV.render_line = tl_line, dv_line
+            try:
+                for key in ["G", "k", "n", "d", "g"]:
+                    counts["turns"] = counts["doc"] = 0
+                    await pilot.press(key)
+                    await pilot.pause(0.1)
+                    assert counts["turns"] <= 2 * SIZE[1], (key, counts)
+                    assert counts["doc"] <= 2 * SIZE[1], (key, counts)
+            finally:
+                TL.render_line, DV.render_line = orig_tl, orig_dv
+            assert s.turn_index == 0
+
+    asyncio.run(go())
