@@ -36,6 +36,7 @@ from ktui.tui.widgets.documents import (
     kernel_of,
     kernel_stats,
     metrics_document,
+    n_lines,
     reference_document,
     turn_document,
 )
@@ -765,7 +766,7 @@ class ReplayScreen(Screen):
             self.notify("no kernel code to copy", severity="warning", timeout=2)
             return
         self.app.copy_to_clipboard(k.code)
-        self.notify(f"copied {k.label} ({k.code.count(chr(10)) + 1} lines) to the clipboard (OSC 52)", timeout=3)
+        self.notify(f"copied {k.label} ({n_lines(k.code)} lines) to the clipboard (OSC 52)", timeout=3)
 
     def action_write_kernel(self) -> None:
         k = self.selected_kernel()
