@@ -1,0 +1,257 @@
+"""The `r` key of the replay app: re-execute a kernel snapshot and show recorded vs reproduced.
+
+Entry point (what ReplayScreen.action_repro calls)::
+
+    open_repro_panel(screen, path, version)   # version: "v3", "final", ...
+
+It pushes a :class:`ReproScreen` (a modal) for that kernel version:
+
+1. when an earlier result for these settings is cached, it shows it at once (``r`` re-runs);
+2. otherwise the first run in this app asks for confirmation (it executes model-written code);
+3. while running: a progress bar through the stages (startup, build, reference, correctness,
+   timing, memory, launches, checks) with the current trial; ``escape`` cancels, which kills
+   the worker process group;
+4. then the recorded-vs-reproduced table, verdict and environment line (as ``ktui repro``).
+
+The screen dismisses with the last :class:`ktui.repro.api.ReproReport` (or None). The worker
+process is shared by the app (a :class:`ktui.repro.runner.WarmWorker`, replaced after any
+failure), so re-runs take well under a second once the build is cached. Nothing here imports
+torch.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Label, ProgressBar, Static
+
+from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report, history, reproduce
+from ktui.repro.runner import Progress, WarmWorker
+
+__all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
+
+_CONFIRMED_ATTR = "_ktui_repro_confirmed"
+_WORKER_ATTR = "_ktui_repro_worker"
+
+
+def shared_worker(app: Any) -> WarmWorker:
+    """The app's warm repro worker (created on first use; its process exits with the app)."""
+    w = getattr(app, _WORKER_ATTR, None)
+    if w is None:
+        w = WarmWorker()
+        setattr(app, _WORKER_ATTR, w)
+    return w
+
+
+def cached_verdict(run: Any, kernel: Any) -> str | None:
+    """The verdict of the newest cached reproduction of this kernel (any settings), or None.
+    Cheap (reads a few small JSON files): usable to badge the kernels pane."""
+    try:
+        reports = history(run, kernel)
+    except Exception:
+        return None
+    return reports[0].verdict if reports else None
+
+
+def render_report_text(report: ReproReport, width: int = 110) -> Text:
+    """The `ktui repro` rendering of a report, as Rich Text for a Static."""
+    from ktui.repro.command import render_report
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=max(60, width), force_terminal=True, color_system="truecolor",
+                      legacy_windows=False)
+    render_report(console, report)
+    return Text.from_ansi(buf.getvalue().rstrip())
+
+
+class ReproScreen(ModalScreen["ReproReport | None"]):
+    """Re-run one kernel version; shows progress, then recorded vs reproduced."""
+
+    BINDINGS = [
+        Binding("escape", "back", "cancel / close"),
+        Binding("y,enter", "confirm", "run", show=False),
+        Binding("n", "back", "no", show=False),
+        Binding("r", "rerun", "re-run"),
+        Binding("q", "close", "close", show=False),
+    ]
+    DEFAULT_CSS = """
+    ReproScreen { align: center middle; }
+    ReproScreen > Vertical { width: 90%; height: 90%; border: round $accent; padding: 0 1;
+                             background: $surface; }
+    ReproScreen #repro-title { text-style: bold; }
+    ReproScreen #repro-status { color: $text-muted; }
+    ReproScreen ProgressBar { width: 100%; }
+    ReproScreen #repro-body { height: 1fr; }
+    ReproScreen #repro-hint { color: $text-muted; }
+    """
+
+    def __init__(self, run: Any, kernel: Any, options: ReproOptions | None = None, *,
+                 confirm: bool | None = None) -> None:
+        super().__init__()
+        self.run_model = run
+        self.kernel = kernel
+        self.options = options or ReproOptions()
+        self._confirm = confirm
+        self.state = "idle"  # idle | confirm | running | cancelling | done
+        self.report: ReproReport | None = None
+        self._cancel: threading.Event | None = None
+
+    # ---- layout ----------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        k = self.kernel
+        turns = ",".join(str(t) for t in getattr(k, "turns", []) or [])
+        with Vertical():
+            yield Label(f"repro {k.label} · sha1 {k.sha1[:12]}" + (f" · turns {turns}" if turns else ""),
+                        id="repro-title")
+            yield Label("", id="repro-status")
+            yield ProgressBar(total=100, show_eta=False, show_percentage=True, id="repro-progress")
+            with VerticalScroll(id="repro-body"):
+                yield Static("", id="repro-report")
+            yield Label("", id="repro-hint")
+
+    def on_mount(self) -> None:
+        self.query_one(ProgressBar).display = False
+        try:
+            rep = cached_report(self.run_model, self.kernel, self.options)
+        except Exception:
+            rep = None
+        if rep is not None:
+            self._show(rep)
+            return
+        need = self._confirm if self._confirm is not None else not getattr(self.app, _CONFIRMED_ATTR, False)
+        if need:
+            self._ask()
+        else:
+            self._start()
+
+    # ---- states ----------------------------------------------------------------------------------
+    def _status(self, text: str) -> None:
+        self.query_one("#repro-status", Label).update(text)
+
+    def _hint(self, text: str) -> None:
+        self.query_one("#repro-hint", Label).update(text)
+
+    def _ask(self) -> None:
+        self.state = "confirm"
+        opts = self.options
+        dev = opts.device or "cuda if available, else cpu"
+        self._status("This re-executes model-written code from the trace on this machine.")
+        self.query_one("#repro-report", Static).update(Text(
+            f"kernel {self.kernel.label} (sha1 {self.kernel.sha1[:12]}) will be built and run in a separate "
+            f"process: a fresh temporary directory, secrets (*_KEY, *_TOKEN, *_SECRET) removed from its "
+            f"environment, its own process group, {opts.timeout:g} s per stage.\n\n"
+            f"device: {dev} · timing: {opts.method}, {opts.trials} trials · correctness: "
+            f"{opts.correctness_trials} seeded trials + 1 held-out\n\n"
+            "Results are cached under ~/.cache/ktui/repro (never written into the trace)."))
+        self._hint("y / enter: run  ·  n / esc: cancel")
+
+    def _start(self) -> None:
+        setattr(self.app, _CONFIRMED_ATTR, True)
+        self.state = "running"
+        self._cancel = threading.Event()
+        bar = self.query_one(ProgressBar)
+        bar.display = True
+        bar.update(progress=0)
+        self._status("starting the worker…")
+        self.query_one("#repro-report", Static).update("")
+        self._hint("esc: cancel (kills the worker)")
+        self._work(self._cancel)
+
+    def _show(self, report: ReproReport) -> None:
+        self.state = "done"
+        self.report = report
+        self.query_one(ProgressBar).display = False
+        when = f" (cached, {report.created})" if report.cached else ""
+        self._status(f"verdict: {report.verdict}{when}")
+        width = max(60, (self.size.width or 110) - 6)
+        self.query_one("#repro-report", Static).update(render_report_text(report, width))
+        self._hint("r: re-run  ·  esc: close")
+
+    # ---- the run (thread) -----------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="repro", exit_on_error=False)
+    def _work(self, cancel: threading.Event) -> None:
+        app = self.app
+        try:
+            rep = reproduce(self.run_model, self.kernel, self.options,
+                            on_progress=lambda p: app.call_from_thread(self._progress, p),
+                            cancel=cancel, worker=shared_worker(app))
+        except ReproError as exc:
+            app.call_from_thread(self._error, str(exc))
+            return
+        except Exception as exc:  # never take the app down
+            app.call_from_thread(self._error, f"repro failed: {exc}")
+            return
+        app.call_from_thread(self._finished, rep)
+
+    def _progress(self, p: Progress) -> None:
+        if self.state not in ("running", "cancelling"):
+            return
+        self.query_one(ProgressBar).update(progress=round(100 * p.fraction))
+        if self.state == "running":
+            self._status(f"{p.message}  ·  {p.elapsed:.1f} s")
+
+    def _finished(self, report: ReproReport) -> None:
+        self._show(report)
+
+    def _error(self, message: str) -> None:
+        self.state = "done"
+        self.query_one(ProgressBar).display = False
+        self._status(message)
+        self._hint("esc: close")
+
+    # ---- actions ------------------------------------------------------------------------------------
+    def action_confirm(self) -> None:
+        if self.state == "confirm":
+            self._start()
+
+    def action_rerun(self) -> None:
+        if self.state == "done":
+            self.options = replace(self.options, fresh=True)
+            self._start()
+
+    def action_back(self) -> None:
+        if self.state == "running" and self._cancel is not None:
+            self.state = "cancelling"
+            self._cancel.set()
+            self._status("cancelling: killing the worker…")
+            return
+        if self.state == "cancelling":
+            return
+        self.dismiss(self.report)
+
+    def action_close(self) -> None:
+        if self.state in ("running", "cancelling"):
+            self.action_back()
+            return
+        self.dismiss(self.report)
+
+
+def open_repro_panel(screen: Screen, path: str | Path, version: str = "final",
+                     options: ReproOptions | None = None) -> None:
+    """Open the repro panel over `screen` for one kernel version of the trace at `path`.
+
+    Uses ``screen.run`` when it is the loaded Run of that trace (no reload)."""
+    run = getattr(screen, "run", None)
+    if run is None or str(getattr(run, "path", "")) != str(path):
+        from ktui.trace import load
+
+        run = load(str(path))
+    kernel = run.kernel(version) if version else run.final_kernel
+    if kernel is None:
+        screen.notify(f"no kernel version {version!r} in this trace", severity="warning", timeout=3)
+        return
+    if not kernel.code:
+        screen.notify(f"{kernel.label} has no code in the trace (attachment stub?)", severity="warning", timeout=3)
+        return
+    screen.app.push_screen(ReproScreen(run, kernel, options))

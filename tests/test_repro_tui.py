@@ -1,0 +1,133 @@
+"""The replay app's repro panel (ktui/tui/repro_panel.py) with Python-level CPU test traces:
+confirmation, progress, the result table, cancel with escape, cached results on reopening."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+pytestmark = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
+    reason="needs torch")
+
+from textual.app import App  # noqa: E402
+
+from ktui.repro.api import ReproOptions  # noqa: E402
+from ktui.tui.repro_panel import ReproScreen, cached_verdict, shared_worker  # noqa: E402
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "repro"
+
+
+def load(name: str):
+    from ktui.trace import load as _load
+
+    return _load(str(FIX / f"{name}.jsonl"))
+
+
+class Host(App):
+    def __init__(self, screen):
+        super().__init__()
+        self._screen = screen
+        self.result = "unset"
+
+    def on_mount(self) -> None:
+        def done(value):
+            self.result = value
+
+        self.push_screen(self._screen, done)
+
+    def on_unmount(self) -> None:
+        w = getattr(self, "_ktui_repro_worker", None)
+        if w is not None:
+            w.close()
+
+
+async def wait_for(pilot, cond, timeout=90.0):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        if cond():
+            return True
+        await pilot.pause(0.1)
+    return False
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_confirm_run_result_then_cached(cache):
+    run = load("cpu_run")
+    kv = run.kernel("v2")
+    opts = ReproOptions(device="cpu", trials=5, timeout=60)
+
+    async def go():
+        screen = ReproScreen(run, kv, opts)
+        app = Host(screen)
+        async with app.run_test(size=(140, 50)) as pilot:
+            await pilot.pause()
+            assert screen.state == "confirm"
+            await pilot.press("y")
+            assert await wait_for(pilot, lambda: screen.state == "done")
+            assert screen.report is not None
+            assert screen.report.verdict == "reproduced: fails the same way"
+            text = str(screen.query_one("#repro-report").render())
+            assert "fails the same way" in text and "torch" in text
+            assert shared_worker(app).requests == 1
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.result is screen.report
+
+    asyncio.run(go())
+    assert cached_verdict(run, kv) == "reproduced: fails the same way"
+
+    async def reopen():
+        screen = ReproScreen(run, kv, opts)
+        app = Host(screen)
+        async with app.run_test(size=(140, 50)) as pilot:
+            await pilot.pause()
+            assert screen.state == "done" and screen.report.cached  # no confirmation, no run
+
+    asyncio.run(reopen())
+
+
+def test_escape_cancels_a_running_kernel(cache):
+    run = load("cpu_hang")
+    kv = run.kernel("v1")
+    opts = ReproOptions(device="cpu", trials=5, timeout=120)
+
+    async def go():
+        screen = ReproScreen(run, kv, opts, confirm=False)
+        app = Host(screen)
+        async with app.run_test(size=(140, 50)) as pilot:
+            assert await wait_for(pilot, lambda: "correctness" in str(screen.query_one("#repro-status").render()))
+            await pilot.press("escape")
+            assert await wait_for(pilot, lambda: screen.state == "done", timeout=30)
+            assert screen.report.verdict == "cancelled"
+            assert "cancelled during correctness" in screen.report.reason
+
+    asyncio.run(go())
+
+
+def test_r_in_the_replay_app_opens_the_panel(cache):
+    replay = pytest.importorskip("ktui.tui.screens.replay")
+    from ktui.tui.app import KtuiApp
+
+    async def go():
+        app = KtuiApp(start=lambda: replay.ReplayScreen(str(FIX / "cpu_run.jsonl")))
+        async with app.run_test(size=(160, 50)) as pilot:
+            assert await wait_for(pilot, lambda: getattr(app.screen, "run", None) is not None, timeout=30)
+            await pilot.press("r")
+            assert await wait_for(pilot, lambda: isinstance(app.screen, ReproScreen), timeout=10)
+            assert app.screen.state == "confirm"  # first run in this app: asks before executing code
+            await pilot.press("escape")
+            assert await wait_for(pilot, lambda: not isinstance(app.screen, ReproScreen), timeout=10)
+
+    asyncio.run(go())
