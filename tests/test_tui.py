@@ -284,8 +284,17 @@ def test_copy_write_help_palette_and_repro_key(tmp_path, monkeypatch):
             assert app.screen is s
             titles = [c.title for c in app.get_system_commands(s)]
             assert any("failed turn" in t for t in titles) and any("Kernels pane" in t for t in titles)
-            await pilot.press("r")  # repro panel or a notification; never an exception
-            await pilot.pause()
+            await pilot.press("r")  # the repro panel (asks before running model code), or a notice
+            await pilot.pause(0.2)
+            try:
+                from ktui.tui.repro_panel import ReproScreen
+            except ImportError:
+                ReproScreen = None
+            if ReproScreen is not None:
+                assert isinstance(app.screen, ReproScreen)
+                await pilot.press("escape")
+                await pilot.pause(0.2)
+                assert app.screen is s
 
     asyncio.run(go())
 
