@@ -128,17 +128,20 @@ def diff(trace: str, version_a: str | None, version_b: str | None, split: bool, 
 @click.option("--trials", type=int, default=100, show_default=True, help="Timed trials.")
 @click.option("--method", type=click.Choice(["cuda_event", "do_bench", "cuda_graph", "host"]),
               default="cuda_event", show_default=True)
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per stage.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per run stage.")
+@click.option("--compile-timeout", type=float, default=None,
+              help="Seconds for the build stage (default: --timeout).")
 @click.option("--fresh", is_flag=True, help="Ignore cached results.")
 @click.option("--json", "as_json", is_flag=True, help="JSON result on stdout.")
-def repro(trace, turn, version, final, all_, reference, device, trials, method, timeout, fresh, as_json):
+def repro(trace, turn, version, final, all_, reference, device, trials, method, timeout, compile_timeout, fresh,
+          as_json):
     """Re-execute a kernel snapshot and compare with what the trace recorded."""
     from ktui.repro.command import repro_command
 
     path = check_trace_path(trace)
     sys.exit(repro_command(path, turn=turn, version=version, final=final, all_=all_,
                            reference=reference, device=device, trials=trials, method=method,
-                           timeout=timeout, fresh=fresh, as_json=as_json))
+                           timeout=timeout, compile_timeout=compile_timeout, fresh=fresh, as_json=as_json))
 
 
 @main.command()

@@ -181,7 +181,7 @@ class _ProgressDisplay:
 def repro_command(path: Path | str, *, turn: int | None = None, version: str | None = None, final: bool = False,
                   all_: bool = False, reference: str | None = None, device: str | None = None, trials: int = 100,
                   method: str = "cuda_event", timeout: float = 600.0, fresh: bool = False,
-                  as_json: bool = False) -> int:
+                  as_json: bool = False, compile_timeout: float | None = None) -> int:
     from ktui.repro.api import ReproError, ReproOptions, reproduce, select_kernels
     from ktui.trace import load
 
@@ -189,7 +189,7 @@ def repro_command(path: Path | str, *, turn: int | None = None, version: str | N
     try:
         kernels = select_kernels(run, turn=turn, version=version, final=final, all_=all_)
         options = ReproOptions(device=device, trials=trials, method=method, timeout=timeout, fresh=fresh,
-                               reference_path=reference)
+                               reference_path=reference, compile_timeout=compile_timeout)
     except ReproError as exc:
         _err(str(exc))
         return 2
