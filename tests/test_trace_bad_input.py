@@ -103,6 +103,12 @@ def test_follower_reads_only_appended_lines(tmp_path):
     p.write_bytes(lines(GOOD[:3]))
     f = Follower(p)
     assert len(f.run.turns) == 1 and not f.run.turns[0].calls
+    with open(p, "ab") as fh:
+        fh.write(b'{"tick": 3')
+    assert f.poll() and f.run.incomplete  # a partial line alone is news too
+    assert not f.poll()
+    p.write_bytes(p.read_bytes()[: -len(b'{"tick": 3')])
+    f = Follower(p)
     full = json.dumps(GOOD[4]).encode()
     with open(p, "ab") as fh:
         fh.write(lines([GOOD[3]]) + full[:30])

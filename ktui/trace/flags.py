@@ -18,7 +18,7 @@ _GPU_CODE = re.compile(
     r"load_inline|cpp_extension\.load\b|__global__|<<<|triton\.jit|@jit\b|tl\.program_id|cuda\.jit|"
     r"RawKernel|RawModule|cute\.|tilelang|cuda\.core"
 )
-_STRINGS = re.compile(r'[rRbBuUfF]{0,2}("""|\'\'\')(?:.|\n)*?\1')
+_STRINGS = re.compile(r'[rRbBuUfF]{0,2}("""|\'\'\')[\s\S]*?\1')
 _FALLBACK = re.compile(
     r"\b(torch\.(?:matmul|mm|bmm|addmm|einsum|conv[123]d|softmax|layer_norm|nn\.functional\.\w+)|"
     r"F\.(?!pad\b)\w+|torch\.ops\.aten\.\w+)\s*\("

@@ -152,10 +152,12 @@ class Follower:
             return True
         buf = self._tail + data
         last_nl = buf.rfind(b"\n")
-        if last_nl < 0:
+        if last_nl < 0:  # only a partial line so far: report the change of 'incomplete'
             self._tail = buf
+            was = self.run.incomplete
             self.builder.run.incomplete = bool(buf.strip())
-            return False
+            self.run = self.builder.finish(final=False)
+            return self.run.incomplete != was
         complete, self._tail = buf[: last_nl], buf[last_nl + 1:]
         for raw in complete.split(b"\n"):
             self.parser.feed_line(raw)

@@ -13,6 +13,8 @@ import re
 # ESC [ ... final byte, ESC ] ... BEL/ST, other 2-char ESC sequences
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# bidi overrides and isolates can reorder what the terminal shows ("trojan source")
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 
 def _visible(m: re.Match[str]) -> str:
@@ -36,6 +38,7 @@ def sanitize(text: object) -> str:
     if not s.isprintable() or "\x1b" in s:
         s = _ANSI.sub(lambda m: "␛" + m.group(0)[1:], s)
         s = _CTRL.sub(_visible, s)
+        s = _BIDI.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", s)
     return s
 
 
