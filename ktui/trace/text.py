@@ -54,8 +54,14 @@ _SECRET_PATTERNS = [
 ]
 
 
+_HINTS = ("key", "sk-", "xai-", "gh", "token", "secret", "auth")
+
+
 def redact(text: str) -> str:
     """Replace API-key fragments with ``<redacted>``."""
+    low = text.lower()
+    if not any(h in low for h in _HINTS):
+        return text
     for pat, repl in _SECRET_PATTERNS:
         text = pat.sub(repl, text)
     return text
