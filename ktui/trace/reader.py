@@ -168,24 +168,27 @@ class Follower:
         return True
 
 
+def _feed_chunks(parser: LineParser, chunks) -> int:
+    """Feed every line of a byte stream to ``parser``; the last, unterminated one as partial."""
+    tail = b""
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        lines = (tail + chunk if tail else chunk).split(b"\n")
+        tail = lines.pop()
+        for raw in lines:
+            parser.feed_line(raw)
+    if tail:
+        parser.feed_line(tail, terminated=False)
+    return size
+
+
 def load(path: str | os.PathLike[str], *, keep_events: bool = True) -> Run:
     """Read a whole trace. Never raises on bad data; I/O problems become TraceProblems."""
     b = Builder(str(path), keep_events=keep_events)
-    parser = LineParser(b)
     try:
         with open(path, "rb") as f:
-            tail = b""
-            size = 0
-            for chunk in _iter_chunks(f):
-                size += len(chunk)
-                buf = tail + chunk if tail else chunk
-                lines = buf.split(b"\n")
-                tail = lines.pop()
-                for raw in lines:
-                    parser.feed_line(raw)
-            if tail:
-                parser.feed_line(tail, terminated=False)
-            b.run.size_bytes = size
+            b.run.size_bytes = _feed_chunks(LineParser(b), _iter_chunks(f))
     except IsADirectoryError:
         b.problem(0, "is a directory, not a trace file")
     except OSError as exc:
@@ -196,14 +199,7 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True) -> Run:
 def load_bytes(data: bytes, path: str = "<bytes>") -> Run:
     """Parse an in-memory trace (tests, fuzzing)."""
     b = Builder(path)
-    parser = LineParser(b)
-    lines = data.split(b"\n")
-    tail = lines.pop()
-    for raw in lines:
-        parser.feed_line(raw)
-    if tail:
-        parser.feed_line(tail, terminated=False)
-    b.run.size_bytes = len(data)
+    b.run.size_bytes = _feed_chunks(LineParser(b), [data])
     return b.finish(final=True)
 
 
