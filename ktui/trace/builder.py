@@ -197,7 +197,7 @@ class Builder:
             if info.get("turn_limit") and run.max_turns is None:
                 run.max_turns = info["turn_limit"]
             self._close_turns()
-        run.notes.append((ev.line, shown))
+        run.notes.append((ev.line, self._s(shown)))
 
     def _spawn(self, info: dict[str, Any], role: str) -> None:
         aid = info.get("actor_id")
@@ -406,6 +406,9 @@ class Builder:
                         t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
             else:
                 effect = res
+            for k, v in effect.items():  # share long strings (summaries, sources) with the model
+                if type(v) is str and len(v) >= 64:
+                    effect[k] = self._s(v)
             summary = effect.get("summary") if isinstance(effect.get("summary"), str) else None
             if summary is None:
                 summary = derive.effect_summary(call.name, effect)
