@@ -9,18 +9,17 @@ Harness flags: identical failures for every case.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ktui.trace.model import FAILED, Flag, KernelVersion, Run
 
 EXCESSIVE_SPEEDUP = 10.0
 
-_GPU_CODE = re.compile(
-    r"load_inline|cpp_extension\.load\b|__global__|<<<|triton\.jit|@jit\b|tl\.program_id|cuda\.jit|"
-    r"RawKernel|RawModule|cute\.|tilelang|cuda\.core"
-)
-_STRINGS = re.compile(r'[rRbBuUfF]{0,2}("""|\'\'\')[\s\S]*?\1')
+_GPU_MARKERS = ("load_inline", "cpp_extension.load", "__global__", "<<<", "triton.jit", "@jit",
+                "tl.program_id", "cuda.jit", "RawKernel", "RawModule", "cute.", "tilelang", "cuda.core")
+_TRIPLE = re.compile(r"\"\"\"|\'\'\'")
 _FALLBACK = re.compile(
-    r"\b(torch\.(?:matmul|mm|bmm|addmm|einsum|conv[123]d|softmax|layer_norm|nn\.functional\.\w+)|"
+    r"(?<![\w.])(torch\.(?:matmul|mm|bmm|addmm|einsum|conv[123]d|softmax|layer_norm|nn\.functional\.\w+)|"
     r"F\.(?!pad\b)\w+|torch\.ops\.aten\.\w+)\s*\("
 )
 _GLOBAL = re.compile(r"__global__\s+void\s+(\w+)\s*\([^)]*\)\s*\{", re.S)
@@ -31,8 +30,19 @@ _CASE_ERR = re.compile(r"^\s*\[([^\]]+)\]\s*(.+)$", re.M)
 
 
 def _python_only(code: str) -> str:
-    """The code with triple-quoted strings (embedded CUDA/C++) removed."""
-    return _STRINGS.sub('""', code)
+    """The code with triple-quoted strings (embedded CUDA/C++) removed (a linear scan)."""
+    out, pos = [], 0
+    while True:
+        m = _TRIPLE.search(code, pos)
+        if m is None:
+            out.append(code[pos:])
+            return "".join(out)
+        out.append(code[pos:m.start()])
+        end = code.find(m.group(0), m.end())
+        if end < 0:
+            return "".join(out)
+        out.append('""')
+        pos = end + 3
 
 
 def _forward_body(py: str) -> str:
@@ -43,45 +53,52 @@ def _forward_body(py: str) -> str:
 
 
 def _kernel_body(code: str, start: int) -> str:
-    depth, i = 1, start
-    while i < len(code) and depth:
-        if code[i] == "{":
+    depth = 1
+    for i in range(start, len(code)):
+        ch = code[i]
+        if ch == "{":
             depth += 1
-        elif code[i] == "}":
+        elif ch == "}":
             depth -= 1
-        i += 1
-    return code[start: i - 1]
+            if depth == 0:
+                return code[start:i]
+        if i - start > 400:  # a marker kernel is short; a real one need not be scanned to its end
+            return code[start:i]
+    return code[start:]
+
+
+@lru_cache(maxsize=4096)
+def code_findings(code: str) -> tuple[tuple[str, str, str], ...]:
+    """(flag code, message without the version label, severity) for one kernel's source."""
+    out: list[tuple[str, str, str]] = []
+    if not any(m in code for m in _GPU_MARKERS):
+        out.append(("no_gpu_code", "no custom GPU code (no load_inline, __global__, <<<, Triton jit)", "error"))
+    fwd = _forward_body(_python_only(code))
+    m = _FALLBACK.search(fwd) if ("torch." in fwd or "F." in fwd) else None
+    if m:
+        out.append(("torch_fallback", f"forward calls {m.group(1)}(...) (falls back to torch ops on the "
+                    "hot path)", "warning"))
+    if "__global__" in code:
+        for g in _GLOBAL.finditer(code):
+            body = _kernel_body(code, g.end())
+            stripped = re.sub(r"\s+|asm\s+volatile\s*\(\s*\"\"\s*\)\s*;?", "", body)
+            trivial = len(re.sub(r"if\([^)]*\)", "", stripped).strip(";{}")) < 8
+            if trivial or (_MARKER_NAMES.search(g.group(1)) and len(stripped) < 80):
+                out.append(("dummy_kernel", f"__global__ {g.group(1)} does no work (a marker kernel that "
+                            "only satisfies static checks)", "error"))
+                break
+    if "__eq__" in code and _EQ.search(code):
+        out.append(("eq_override", "defines __eq__ (can loosen the correctness comparison)", "error"))
+    if ("Stream" in code or "stream" in code) and _STREAM.search(code):
+        out.append(("side_stream", "creates its own CUDA stream (work may be hidden from the timer)", "warning"))
+    return tuple(out)
 
 
 def kernel_flags(kv: KernelVersion) -> list[Flag]:
     if kv.attachment:
         return [Flag("code_unavailable", f"{kv.label}: code is an unresolved {kv.attachment[:24]}… stub",
                      "info", kernel=kv.number)]
-    code = kv.code
-    out: list[Flag] = []
-    if not _GPU_CODE.search(code):
-        out.append(Flag("no_gpu_code", f"{kv.label}: no custom GPU code (no load_inline, __global__, <<<, "
-                        "Triton jit)", "error", kernel=kv.number))
-    fwd = _forward_body(_python_only(code))
-    m = _FALLBACK.search(fwd)
-    if m:
-        out.append(Flag("torch_fallback", f"{kv.label}: forward calls {m.group(1)}(...) (falls back to "
-                        "torch ops on the hot path)", "warning", kernel=kv.number))
-    for g in _GLOBAL.finditer(code):
-        body = _kernel_body(code, g.end())
-        stripped = re.sub(r"\s+|asm\s+volatile\s*\(\s*\"\"\s*\)\s*;?", "", body)
-        trivial = len(re.sub(r"if\([^)]*\)", "", stripped).strip(";{}")) < 8
-        if trivial or (_MARKER_NAMES.search(g.group(1)) and len(stripped) < 80):
-            out.append(Flag("dummy_kernel", f"{kv.label}: __global__ {g.group(1)} does no work (a marker "
-                            "kernel that only satisfies static checks)", "error", kernel=kv.number))
-            break
-    if _EQ.search(code):
-        out.append(Flag("eq_override", f"{kv.label}: defines __eq__ (can loosen the correctness "
-                        "comparison)", "error", kernel=kv.number))
-    if _STREAM.search(code):
-        out.append(Flag("side_stream", f"{kv.label}: creates its own CUDA stream (work may be hidden "
-                        "from the timer)", "warning", kernel=kv.number))
-    return out
+    return [Flag(code, f"{kv.label}: {msg}", sev, kernel=kv.number) for code, msg, sev in code_findings(kv.code)]
 
 
 def _case_errors(summary: str) -> list[str]:
