@@ -25,8 +25,8 @@ SOURCES = sorted((ROOT.parent / "shared" / "fixtures").rglob("*.jsonl")) + [
 ]
 
 
-def build(path: Path, size_mb: int) -> None:
-    blob = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in SOURCES if p.exists())
+def build(path: Path, size_mb: int, sources: list[Path] = SOURCES) -> None:
+    blob = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in sources if p.exists())
     target = size_mb << 20
     with open(path, "wb") as f:
         written = 0
@@ -57,6 +57,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="*", default=[100, 1024], help="sizes in MB")
     ap.add_argument("--dir", default=None, help="where to write the big traces (default: a temp dir)")
+    ap.add_argument("--mix", choices=["all", "seed"], default="all",
+                    help="replicate every fixture (many small events) or only the seed trace (kernel-heavy)")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     base = json.loads(subprocess.check_output([sys.executable, "-c", BASELINE], env=env))
@@ -65,9 +67,9 @@ def main() -> None:
         for mb in args.sizes:
             p = Path(td) / f"big_{mb}mb.jsonl"
             t = time.perf_counter()
-            build(p, mb)
+            build(p, mb, SOURCES if args.mix == "all" else SOURCES[-1:])
             size = p.stat().st_size
-            print(f"built {size / 2**20:,.0f} MB trace in {time.perf_counter() - t:.1f}s")
+            print(f"built {size / 2**20:,.0f} MB trace ({args.mix}) in {time.perf_counter() - t:.1f}s")
             out = subprocess.check_output([sys.executable, "-c", CHILD, str(p)], env=env)
             r = json.loads(out)
             mbps = size / 2**20 / r["seconds"]
