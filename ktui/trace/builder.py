@@ -42,7 +42,7 @@ class Builder:
     def __init__(self, path: str, keep_events: bool = True) -> None:
         self.run = Run(path=path)
         self.keep_events = keep_events
-        self._evidence: dict[str, int] = {}
+        self._evidence: set[str] = set()  # variants whose markers were seen
         self._current: dict[str | None, Turn | None] = {}  # open turn per actor
         self._pending: dict[int, ToolCall] = {}  # calls still waiting for a result, by call index
         self._pending_by_id: dict[str, ToolCall] = {}
@@ -77,7 +77,7 @@ class Builder:
         return self._intern.setdefault(s, s)
 
     def _evid(self, variant: str) -> None:
-        self._evidence[variant] = self._evidence.get(variant, 0) + 1
+        self._evidence.add(variant)
 
     def _new_turn(self, ev: Event, actor: str | None) -> Turn:
         t = Turn(index=len(self.run.turns), actor=actor, first_line=ev.line, last_line=ev.line,
@@ -113,9 +113,9 @@ class Builder:
         # variant evidence from parsed fields only
         mid = envelope.get("message_id")
         if mid is not None and type(mid) is str and mid.startswith("msg-"):
-            self._evid(V1)
+            self._evidence.add(V1)
         if "costs" in envelope:
-            self._evid(V0)
+            self._evidence.add(V0)
         try:
             self._dispatch.get(ev.kind, self._on_unknown)(ev, payload, envelope)
         except Exception as exc:  # noqa: BLE001 - never raise on data
@@ -372,7 +372,8 @@ class Builder:
         if "seed" in p:
             self._evid(V1)
         if "text" in p and "result" not in p:
-            self._evid(V2) if cid is None else None
+            if cid is None:
+                self._evid(V2)
         call = self._pair(ev, cid, name)
         if call is None:
             self.problem(ev.line, f"tool_result for '{name}' has no pending call", "", "warning")
@@ -448,13 +449,13 @@ class Builder:
     def finish(self, final: bool = True) -> Run:
         run = self.run
         ev = self._evidence
-        if ev.get(V3):
+        if V3 in ev:
             run.variant = V3
-        elif ev.get(V0) and not ev.get(V1):
+        elif V0 in ev and V1 not in ev:
             run.variant = V0
-        elif ev.get(V1):
+        elif V1 in ev:
             run.variant = V1
-        elif ev.get(V2):
+        elif V2 in ev:
             run.variant = V2
         elif run.events and all(e.actor in (None, "assistant", "harness") for e in run.events[:50]) and any(
             e.actor == "assistant" for e in run.events

@@ -24,13 +24,10 @@ from typing import Any
 try:  # orjson is fast; json is the fallback (the GPU box may lack orjson)
     import orjson
 
-    def loads(data: str | bytes) -> Any:
-        return orjson.loads(data)
-
+    loads = orjson.loads
     JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError, TypeError, RecursionError)
 except ImportError:  # pragma: no cover - exercised only where orjson is missing
-    def loads(data: str | bytes) -> Any:
-        return json.loads(data)
+    loads = json.loads  # type: ignore[assignment]
 
     JSONError = (ValueError, TypeError, RecursionError)
 

@@ -36,27 +36,38 @@ class LineParser:
     def feed_line(self, raw: bytes, terminated: bool = True) -> None:
         """One line without its newline. ``terminated`` is False for a final partial line."""
         self.line_no += 1
-        line_no, offset = self.line_no, self.offset
-        self.offset += len(raw) + (1 if terminated else 0)
+        line_no, offset, n = self.line_no, self.offset, len(raw)
+        self.offset = offset + n + (1 if terminated else 0)
         body = raw[:-1] if raw[-1:] == b"\r" else raw
-        if len(body) < 16 and not body.strip():
+        if n < 16 and not body.strip():
             return
+        b = self.b
         try:
             obj = loads(body)
         except JSONError as exc:
             if not terminated:
-                self.b.run.incomplete = True
+                b.run.incomplete = True
                 return
             msg = str(exc).split(":", 1)[0] if "line 1 column" in str(exc) else str(exc)
-            self.b.problem(line_no, f"not valid JSON ({_short(msg)})", _excerpt(body))
+            b.problem(line_no, f"not valid JSON ({_short(msg)})", _excerpt(body))
             return
         except Exception as exc:  # noqa: BLE001 - the reader never raises on data
-            self.b.problem(line_no, f"unreadable line ({type(exc).__name__})", _excerpt(body))
+            b.problem(line_no, f"unreadable line ({type(exc).__name__})", _excerpt(body))
             return
-        self.b.run.incomplete = False
-        ev = validate(obj, line_no, offset, len(raw), self.b, body)
+        if b.run.incomplete:
+            b.run.incomplete = False
+        # the common, well-formed case without a function call per check
+        if type(obj) is dict:
+            payload = obj.get("payload")
+            if type(payload) is dict:
+                kind, tick, ts, actor = payload.get("kind"), obj.get("tick"), obj.get("ts_ms"), obj.get("actor")
+                if (type(kind) is str and kind and type(tick) is int and type(ts) is int
+                        and (actor is None or type(actor) is str)):
+                    b.add(Event(line_no, offset, n, kind, tick, ts, actor), payload, obj)
+                    return
+        ev = validate(obj, line_no, offset, n, b, body)
         if ev is not None:
-            self.b.add(ev[0], ev[1], obj)
+            b.add(ev[0], ev[1], obj)
 
 
 def _short(msg: str) -> str:
@@ -80,8 +91,6 @@ def validate(obj, line_no: int, offset: int, length: int, b: Builder, raw: bytes
     tick = obj.get("tick")
     ts = obj.get("ts_ms")
     actor = obj.get("actor")
-    if type(tick) is int and type(ts) is int and (actor is None or type(actor) is str):  # the common case
-        return Event(line_no, offset, length, kind, tick, ts, actor), payload
     if tick is not None and (not isinstance(tick, int) or isinstance(tick, bool)):
         b.problem(line_no, f"'tick' is {type(tick).__name__}, expected an integer", _excerpt(raw), "warning")
         tick = None
