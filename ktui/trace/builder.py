@@ -102,8 +102,6 @@ class Builder:
     # ---- the event dispatcher --------------------------------------------------------------
     def add(self, ev: Event, payload: dict[str, Any], envelope: dict[str, Any]) -> None:
         run = self.run
-        if self.keep_events:
-            run.events.append(ev)
         ts = ev.ts_ms
         if ts is not None:
             if run.started_ms is None or ts < run.started_ms:
@@ -120,6 +118,8 @@ class Builder:
             self._dispatch.get(ev.kind, self._on_unknown)(ev, payload, envelope)
         except Exception as exc:  # noqa: BLE001 - never raise on data
             self.problem(ev.line, f"could not interpret '{ev.kind}' event ({type(exc).__name__}: {exc})")
+        if self.keep_events:
+            run.events.append(ev)  # after the handler: it sets ev.turn
         self._last_kind = ev.kind
         if ev.ts_ms is not None:
             self._prev_ts = ev.ts_ms

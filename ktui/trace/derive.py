@@ -118,7 +118,7 @@ def effect_summary(name: str, effect: dict[str, Any]) -> str:
 
 # ---- timing ----------------------------------------------------------------------------------
 def turn_timing(run: Run, prev_ts: dict[int, int | None]) -> None:
-    lines = [e.line for e in run.events]
+    lines = run.events.lines
     for t in run.turns:
         t.llm_ms = t.tool_ms = t.wall_ms = None
         if run.variant == V2:

@@ -13,8 +13,10 @@ Conventions
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 # Variants (see the format doc, section 4)
 V0 = "V0"
@@ -61,6 +63,79 @@ class Event:
     ts_ms: int | None = None
     actor: str | None = None
     turn: int | None = None  # index of the turn this event belongs to, if any
+
+
+class EventLog(Sequence[Event]):
+    """Every event of a run, stored column-wise (about 50 bytes an event instead of ~270 for
+    an object with boxed ints); ``Event`` objects are made on access."""
+
+    _NONE = -(2**63)
+
+    def __init__(self) -> None:
+        self._line = array("q")
+        self._offset = array("q")
+        self._length = array("q")
+        self._tick = array("q")
+        self._ts = array("q")
+        self._turn = array("q")
+        self._kind = array("I")
+        self._actor = array("I")
+        self._names: list[str | None] = [None]  # kinds and actors, interned; 0 is None
+        self._ix: dict[str | None, int] = {None: 0}
+
+    def _intern(self, s: str | None) -> int:
+        i = self._ix.get(s)
+        if i is None:
+            i = self._ix[s] = len(self._names)
+            self._names.append(s)
+        return i
+
+    def _i64(self, v: int | None) -> int:
+        return v if v is not None and -(2**63) < v < 2**63 else self._NONE  # out of range: unknown
+
+    def append(self, ev: Event) -> None:
+        self._line.append(ev.line)
+        self._offset.append(ev.offset)
+        self._length.append(ev.length)
+        self._tick.append(self._i64(ev.tick))
+        self._ts.append(self._i64(ev.ts_ms))
+        self._turn.append(self._i64(ev.turn))
+        self._kind.append(self._intern(ev.kind))
+        self._actor.append(self._intern(ev.actor))
+
+    def __len__(self) -> int:
+        return len(self._line)
+
+    def _event(self, i: int) -> Event:
+        n = self._NONE
+        tick, ts, turn = self._tick[i], self._ts[i], self._turn[i]
+        return Event(self._line[i], self._offset[i], self._length[i], self._names[self._kind[i]] or "",
+                     None if tick == n else tick, None if ts == n else ts, self._names[self._actor[i]],
+                     None if turn == n else turn)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._event(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._event(i)
+
+    def __iter__(self) -> Iterator[Event]:
+        for i in range(len(self)):
+            yield self._event(i)
+
+    @property
+    def lines(self) -> array:
+        """The line numbers, in order (for bisecting)."""
+        return self._line
 
 
 @dataclass(slots=True)
@@ -312,7 +387,7 @@ class Run:
     terminal: list[Terminal] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)  # (line, redacted text) of system notes
     messages: list[tuple[int, str, str | None, str]] = field(default_factory=list)  # (line, kind, actor, text)
-    events: list[Event] = field(default_factory=list)
+    events: EventLog = field(default_factory=EventLog)
     problems: list[TraceProblem] = field(default_factory=list)
     incomplete: bool = False  # ends in a partial line (still being written)
     size_bytes: int = 0
