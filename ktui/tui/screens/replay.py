@@ -10,6 +10,7 @@ one place (:meth:`ReplayScreen.on_worker_state_changed`). Widgets only render.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import OrderedDict
@@ -436,7 +437,8 @@ class ReplayScreen(Screen):
             i = min(self.turn_index, len(run.turns) - 1)
             key: int | None = i
             t = run.turns[i]
-            events = [e for e in run.events if t.first_line <= e.line <= t.last_line]
+            lines = run.events.lines
+            events = run.events[bisect.bisect_left(lines, t.first_line):bisect.bisect_right(lines, t.last_line)]
         else:
             key = None
             events = run.events[:EVENTS_LIMIT]
