@@ -42,6 +42,8 @@ class Builder:
     def __init__(self, path: str, keep_events: bool = True) -> None:
         self.run = Run(path=path)
         self.keep_events = keep_events
+        self.n_events = 0  # counted whether or not the events are kept
+        self._actors_seen: set[str | None] = set()
         self._evidence: set[str] = set()  # variants whose markers were seen
         self._current: dict[str | None, Turn | None] = {}  # open turn per actor
         self._pending: dict[int, ToolCall] = {}  # calls still waiting for a result, by call index
@@ -118,6 +120,8 @@ class Builder:
             self._dispatch.get(ev.kind, self._on_unknown)(ev, payload, envelope)
         except Exception as exc:  # noqa: BLE001 - never raise on data
             self.problem(ev.line, f"could not interpret '{ev.kind}' event ({type(exc).__name__}: {exc})")
+        self.n_events += 1
+        self._actors_seen.add(ev.actor)
         if self.keep_events:
             run.events.append(ev)  # after the handler: it sets ev.turn
         self._last_kind = ev.kind
@@ -457,12 +461,10 @@ class Builder:
             run.variant = V1
         elif V2 in ev:
             run.variant = V2
-        elif run.events and all(e.actor in (None, "assistant", "harness") for e in run.events[:50]) and any(
-            e.actor == "assistant" for e in run.events
-        ):
+        elif "assistant" in self._actors_seen and self._actors_seen <= {None, "assistant", "harness"}:
             run.variant = V2
         else:
-            run.variant = UNKNOWN if not run.events else (V1 if self._has_token_costs else UNKNOWN)
+            run.variant = V1 if self._has_token_costs else UNKNOWN
         # reasoning vs visible text in V1 agent_messages
         for idx, msgs in self._msgs.items():
             t = run.turns[idx]
@@ -479,7 +481,7 @@ class Builder:
         derive.metrics_and_outcome(run)
         derive.terminal_state(run, final)
         derive.flags(run)
-        if final and not run.events and not run.problems:
+        if final and not self.n_events and not run.problems:
             run.problems.append(TraceProblem(0, "empty file: no events", "", "error"))
         return run
 

@@ -48,7 +48,8 @@ class TraceProblem:
 
     def __str__(self) -> str:
         ex = f"  [{self.excerpt}]" if self.excerpt else ""
-        return f"line {self.line}: {self.message}{ex}"
+        where = f"line {self.line}: " if self.line > 0 else ""  # 0: about the file as a whole
+        return f"{where}{self.message}{ex}"
 
 
 @dataclass(slots=True, eq=False)

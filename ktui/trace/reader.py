@@ -71,6 +71,16 @@ class LineParser:
         if ev is not None:
             b.add(ev[0], ev[1], obj)
 
+    def feed_object(self, obj: dict, length: int, terminated: bool = True) -> None:
+        """A line decoded elsewhere (the sweep index rebuilds a long line's envelope without
+        decoding its body): the same checks and the same builder as :meth:`feed_line`."""
+        self.line_no += 1
+        line_no, offset = self.line_no, self.offset
+        self.offset = offset + length + (1 if terminated else 0)
+        ev = validate(obj, line_no, offset, length, self.b, b"")
+        if ev is not None:
+            self.b.add(ev[0], ev[1], obj)
+
 
 def _short(msg: str) -> str:
     return msg if len(msg) <= 80 else msg[:77] + "..."
