@@ -1,22 +1,17 @@
 """The sweep index: find every trace under a directory and summarise each one quickly.
 
-``ktui runs DIR`` must show 10,000 traces (1 GB) progressively, so a run is not fully loaded
-here (the full reader builds every turn, call and kernel: about 20 MB/s). Instead each file is
-*skimmed* once, sequentially:
+``ktui runs DIR`` must show 10,000 traces (1 GB) progressively, so runs are summarised by a
+background scan that keeps no turns, events or kernels in memory. Each file is read once and
+every line goes to the one :class:`~ktui.trace.builder.Builder` (with ``keep_events=False``), so
+problem, model, persona, turns, tool calls, tokens, wall time, terminal state, outcome, final
+metrics (with the ms-as-us unit fix) and flags follow exactly the rules of ``ktui show``:
 
-- a line of up to ``SHORT_LINE`` bytes is parsed with orjson (on short lines that is faster than
-  any sniffing); a cost event, the commonest line, is handled inline;
-- of a longer line (kernel code, a long prompt or result) only the envelope is read: ``ts_ms``,
-  ``actor``, ``message_id``, ``payload.kind`` and, for tool events, ``id`` / ``name``, with one
-  anchored regex on its first bytes; a line the regex does not recognise is parsed instead, and
-  so are the decisive ones (``system`` notes, ``state_diff``s, ``fetch_problem`` /
-  ``submit_kernel`` calls and results, the harness's first ``user_message``);
-- those decisive events are fed to the real :class:`~ktui.trace.builder.Builder`, so the problem,
-  model, persona, max turns, scores, terminal notes, final metrics (with the ms-as-us unit fix),
-  outcome and the submitted kernel's flags come from the same code as ``ktui show``;
-- turns are counted over every event with the builder's segmentation rules (section 5 of the
-  format doc), tokens are the sum of the token ``cost`` amounts, wall time is first to last
-  ``ts_ms``; a dangling ``tool_call`` is found by pairing calls and results as the builder does.
+- a line of up to ``SHORT_LINE`` bytes goes through the reader's ``LineParser`` as it is;
+- of a longer tool call, tool result or agent message (kernel code, long outputs) only the
+  envelope is read with one anchored regex (``ts_ms``, ``actor``, ``message_id``, kind, and a
+  tool event's ``id`` / ``name``), and the builder gets that event with an empty body; a line the
+  regex does not recognise, and every ``fetch_problem`` / ``submit_kernel`` event, system note
+  and message, is parsed in full.
 
 The tests check that every field agrees with the full reader on every fixture, parsed or sniffed.
 Many cold files are skimmed by helper processes too (:func:`default_jobs`).
@@ -49,34 +44,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ktui.trace.builder import TOKEN_UNITS, Builder
-from ktui.trace.model import INCOMPLETE, UNKNOWN, V0, V1, V2, V3, Event, Run, Terminal
-from ktui.trace.notes import JSONError, loads, parse_note
+from ktui.trace.builder import Builder
+from ktui.trace.model import INCOMPLETE, UNKNOWN, V2, Run
+from ktui.trace.notes import JSONError, loads
+from ktui.trace.reader import LineParser
 
-try:  # orjson directly (notes.loads wraps it in a Python call: measurable on millions of lines)
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    _loads = loads
-
-SCHEMA = 3  # bump when RunSummary or the skim changes: invalidates cached entries
+SCHEMA = 4  # bump when RunSummary or the skim changes: invalidates cached entries
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
 # tool events read in full (their results carry the problem or the final metrics)
 FULL_TOOLS = frozenset({"fetch_problem", "fetch_translation_problem", "submit_kernel"})
-_TERMINAL_FORMS = frozenset({"grader", "final_score", "backend_error", "halt"})
-_MESSAGE_KINDS = frozenset({"agent_message", "assistant_message", "message"})
 _MAX_PROBLEMS = 20
 
 # {"tick":N,"ts_ms":N,"actor":..,["message_id":..,]"payload":{"kind":"..."  (any whitespace)
 _ENVELOPE = re.compile(
-    rb'\s*\{\s*"tick"\s*:\s*-?\d+\s*,\s*"ts_ms"\s*:\s*(\d+)\s*,\s*"actor"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*,'
-    rb'\s*(?:"message_id"\s*:\s*(null|"[^"\\]*")\s*,\s*)?"payload"\s*:\s*\{\s*"kind"\s*:\s*"([A-Za-z_]+)"'
+    rb'\s*\{\s*"tick"\s*:\s*(?P<tick>-?\d+)\s*,\s*"ts_ms"\s*:\s*(?P<ts>\d+)\s*,'
+    rb'\s*"actor"\s*:\s*(?P<actor>null|"(?:[^"\\]|\\.)*")\s*,'
+    rb'\s*(?:"message_id"\s*:\s*(?P<mid>null|"[^"\\]*")\s*,\s*)?"payload"\s*:\s*\{\s*"kind"\s*:\s*"(?P<kind>[A-Za-z_]+)"'
 )
 # right after the kind of a tool event: [, "id": "..."], "name": "..."
 _TOOL = re.compile(rb'(?:\s*,\s*"id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|null))?\s*,\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
-_ROLE = re.compile(rb'\s*,\s*"role"\s*:\s*"([a-z_]+)"')
 _SEED_TRUE = re.compile(rb'"seed"\s*:\s*true')
+_IS_ERROR_TRUE = re.compile(rb'"is_error"\s*:\s*true')
 
 
 # ---- the summary ---------------------------------------------------------------------------------
@@ -178,355 +168,104 @@ def _dedupe(codes: list[str]) -> list[str]:
 
 # ---- the skim --------------------------------------------------------------------------------------
 class _Skim:
-    """One pass over a trace's lines: envelope sniffing, selective parsing, builder feeding."""
+    """One pass over a trace's lines, all fed to the one :class:`Builder` (keeping no events).
+
+    Short lines go through the reader's :class:`LineParser` as they are. Of a long tool call,
+    tool result or agent message only the envelope is read, and the builder gets that envelope
+    with an empty body: turns, pairing, variant and dangling calls then follow the builder's
+    rules exactly, without decoding kernels and outputs the table never shows.
+    """
 
     def __init__(self, path: str) -> None:
         self.b = Builder(path, keep_events=False)
-        self.line_no = 0
-        self.offset = 0
-        self.started: int | None = None
-        self.ended: int | None = None
-        self.turns = 0
-        self.calls = 0
-        self.tokens: float | None = None
-        self.evidence: set[str] = set()
-        self.actors_seen: set[str | None] = set()
-        self.problems: list[str] = []
-        self.n_problems = 0
-        self.incomplete = False
-        self.n_events = 0
-        # turn segmentation state (mirrors Builder)
-        self._open: dict[str | None, bool] = {}  # actor -> the open turn has calls
-        self._has_token_costs = False
-        self._last_kind: str | None = None
-        self._last_token_actor: str | None = None
-        self._pending: list[tuple[str | None, str | None, bool]] = []  # (id, name, agent call)
-        self._first_prompt = True
-        self._actors: dict[bytes, str] = {}
-        self._v1 = False  # a cost event was seen (V1 evidence, set on the fast path)
-        # the last V2/V3 assistant answer: (line, offset, length, parsed envelope or None). Its
-        # fenced code is the run's final kernel when nothing was submitted; its flags count.
-        self.answer: tuple[int, int, int, Any] | None = None
+        self.parser = LineParser(self.b)
 
-    # -- problems
-    def problem(self, msg: str) -> None:
-        self.n_problems += 1
-        if self.n_problems <= _MAX_PROBLEMS:
-            self.problems.append(f"line {self.line_no}: {msg}")
-
-    # -- one line: buf[s:e] without its newline
     def line(self, buf: bytes, s: int, e: int, terminated: bool = True) -> None:
-        self.line_no += 1
-        line_no, offset = self.line_no, self.offset
-        self.offset += e - s + (1 if terminated else 0)
-        if e - s <= SHORT_LINE:  # orjson is faster than any sniffing on short lines
-            # the commonest line is a cost event: handle it inline (this loop runs millions of times)
-            try:
-                obj = _loads(buf[s:e])
-            except Exception:  # noqa: BLE001 - reported by _parse_line
-                obj = None
-            if type(obj) is dict:
-                p = obj.get("payload")
-                if type(p) is dict and p.get("kind") == "cost":
-                    ts, actor = obj.get("ts_ms"), obj.get("actor")
-                    unit, amount = p.get("unit"), p.get("amount")
-                    if type(ts) is int and (actor is None or type(actor) is str) and type(unit) is str \
-                            and type(amount) in (int, float):
-                        self.n_events += 1
-                        self.incomplete = False
-                        if self.started is None or ts < self.started:
-                            self.started = ts
-                        if self.ended is None or ts > self.ended:
-                            self.ended = ts
-                        self._cost(actor, unit, amount)
-                        self.actors_seen.add(actor)
-                        self._last_kind = "cost"
-                        self._v1 = True
-                        return
-            self._parse_line(buf, s, e, terminated, line_no, offset, obj)
-            return
-        m = _ENVELOPE.match(buf, s, e)
-        if m is None:
-            if not buf[s:e].strip():
+        """One line: buf[s:e], without its newline."""
+        if e - s > SHORT_LINE and terminated:
+            obj = _envelope_only(buf, s, e)
+            if obj is not None:
+                self.parser.feed_object(obj, e - s)
                 return
-            self._parse_line(buf, s, e, terminated, line_no, offset)
-            return
-        kind = m.group(4).decode()
-        if kind in ("system", "state_diff", "cost") or (
-                kind == "user_message" and self._first_prompt and m.group(2) == b'"harness"'):
-            if kind == "user_message":
-                self._first_prompt = False
-            self._parse_line(buf, s, e, terminated, line_no, offset)
-            return
-        name = cid = None
-        if kind in ("tool_call", "tool_result"):
-            t = _TOOL.match(buf, m.end(), min(e, m.end() + 600))
-            name = _jstr(b'"' + t.group(2) + b'"') if t is not None else None
-            if name is None or name in FULL_TOOLS:
-                self._parse_line(buf, s, e, terminated, line_no, offset)
-                return
-            cid = _jstr(b'"' + t.group(1) + b'"') if t.group(1) is not None else None
-        # sniffed: the envelope (and a tool event's id and name) is all that is read
-        ts = int(m.group(1))
-        actor = self._actor(m.group(2))
-        self.n_events += 1
-        self._ts(ts)
-        self.actors_seen.add(actor)
-        mid = m.group(3)
-        if mid is not None and mid.startswith(b'"msg-'):
-            self.evidence.add(V1)
-        tail = buf[max(s, e - 160): e]  # trailing keys: "seed" (V1), "costs" (V0)
-        if b'"seed"' in tail:
-            self.evidence.add(V1)
-        if kind == "tool_call":
-            self._tool_call(actor, cid, name, _SEED_TRUE.search(tail) is not None)
-        elif kind == "tool_result":
-            if b'"costs"' in tail:
-                self.evidence.add(V0)
-            if cid is None and buf.find(b'"text"', t.end(), min(e, t.end() + 40)) >= 0:
-                self.evidence.add(V2)
-            self._tool_result(cid, name)
-        else:
-            if kind == "message":
-                self.evidence.add(V3)
-                r = _ROLE.match(buf, m.end(), min(e, m.end() + 80))
-                if r is None or r.group(1) == b"assistant":
-                    self._message(actor)
-                    self.answer = (line_no, offset, e - s, None)
-            elif kind in _MESSAGE_KINDS:
-                if kind == "assistant_message":
-                    self.evidence.add(V2)
-                    self.answer = (line_no, offset, e - s, None)
-                self._message(actor)
-            self._last_kind = kind
-
-    def _ts(self, ts: int | None) -> None:
-        if ts is None:
-            return
-        if self.started is None or ts < self.started:
-            self.started = ts
-        if self.ended is None or ts > self.ended:
-            self.ended = ts
-
-    def _parse_line(self, buf: bytes, s: int, e: int, terminated: bool, line_no: int, offset: int,
-                    obj: Any = None) -> None:
-        try:
-            if obj is None:
-                obj = _loads(buf[s:e])
-        except JSONError:
-            if not terminated:
-                self.incomplete = True
-                return
-            self.problem("not valid JSON")
-            return
-        except Exception as exc:  # noqa: BLE001 - never raise on data
-            self.problem(f"unreadable line ({type(exc).__name__})")
-            return
-        self.incomplete = False
-        p = obj.get("payload") if type(obj) is dict else None
-        if type(p) is not dict:
-            self.problem("not an event object with a payload")
-            return
-        kind = p.get("kind")
-        if type(kind) is not str or not kind:
-            self.problem("'payload.kind' is missing or not a string")
-            return
-        self.n_events += 1
-        ts = obj.get("ts_ms")
-        if type(ts) is not int:
-            ts = int(ts) if isinstance(ts, float) else None
-        actor = obj.get("actor")
-        if type(actor) is not str:
-            actor = None
-        if kind == "cost":  # the commonest line: keep it short
-            if ts is not None:
-                self._ts(ts)
-            self.evidence.add(V1)
-            unit, amount = p.get("unit"), p.get("amount")
-            if type(unit) is str and type(amount) in (int, float):
-                self._cost(actor, unit, amount)
-            self.actors_seen.add(actor)
-            self._last_kind = kind
-            return
-        mid = obj.get("message_id")
-        if isinstance(mid, str) and mid.startswith("msg-"):
-            self.evidence.add(V1)
-        if "costs" in obj:
-            self.evidence.add(V0)
-        self._ts(ts)
-        feed = False
-        if kind == "system":
-            feed = True
-            note = p.get("note")
-            info = parse_note(note) if isinstance(note, str) else {"form": "text"}
-            form = info["form"]
-            if form in ("final_score", "header"):
-                self.evidence.add(V2)
-            if form == "json" and info.get("kind") in ("scenario", "score"):
-                self.evidence.add(V3)
-            if form in _TERMINAL_FORMS or (form == "json" and info.get("kind") == "score"):
-                self._open.clear()
-        elif kind == "state_diff":
-            feed = True
-        elif kind == "tool_call":
-            name = p.get("name") if isinstance(p.get("name"), str) else None
-            if "seed" in p:
-                self.evidence.add(V1)
-            cid = p.get("id") if isinstance(p.get("id"), str) else None
-            if name is not None:
-                self._tool_call(actor, cid, name, p.get("seed") is True)
-                feed = name in FULL_TOOLS
-        elif kind == "tool_result":
-            name = p.get("name") if isinstance(p.get("name"), str) else None
-            cid = p.get("id") if isinstance(p.get("id"), str) else None
-            if "seed" in p:
-                self.evidence.add(V1)
-            if "text" in p and "result" not in p and cid is None:
-                self.evidence.add(V2)
-            self._tool_result(cid, name)
-            feed = name in FULL_TOOLS
-        elif kind == "user_message":
-            feed = True
-        elif kind in _MESSAGE_KINDS:
-            if kind == "message":
-                self.evidence.add(V3)
-            elif kind == "assistant_message":
-                self.evidence.add(V2)
-            if kind != "message" or p.get("role", "assistant") == "assistant":
-                self._message(actor)
-                if kind != "agent_message":
-                    self.answer = (line_no, offset, e - s, obj)
-        if feed:
-            self.b.add(Event(line=line_no, offset=offset, length=e - s, kind=kind, ts_ms=ts, actor=actor), p, obj)
-        self.actors_seen.add(actor)
-        self._last_kind = kind
-
-    def _actor(self, raw: bytes) -> str | None:
-        if raw == b"null":
-            return None
-        a = self._actors.get(raw)
-        if a is None:
-            a = self._actors[raw] = _jstr(raw)
-        return a
-
-    def _cost(self, actor: str | None, unit: str, amount: float) -> None:
-        if unit in TOKEN_UNITS and actor is not None:
-            self._has_token_costs = True
-            starts = not (self._last_kind == "cost" and self._last_token_actor == actor)
-            if actor not in self._open or starts:
-                self._new_turn(actor)
-            self._last_token_actor = actor
-            if unit != "usd":
-                self.tokens = (self.tokens or 0) + amount
-        else:
-            self._last_token_actor = None
-
-    # -- turn segmentation (the builder's rules, on envelopes only)
-    def _new_turn(self, actor: str | None) -> None:
-        self.turns += 1
-        self._open[actor] = False
-
-    def _message(self, actor: str | None) -> None:
-        if actor not in self._open or self._open[actor]:
-            self._new_turn(actor)
-
-    def _tool_call(self, actor: str | None, cid: str | None, name: str, seed: bool) -> None:
-        self._pending.append((cid, name, not seed))
-        if not seed:
-            self.calls += 1
-            if actor not in self._open or (
-                self._last_kind in ("tool_result", "state_diff") and not self._has_token_costs
-            ):
-                self._new_turn(actor)
-            self._open[actor] = True
-        self._last_kind = "tool_call"
-        self.actors_seen.add(actor)
-
-    def _tool_result(self, cid: str | None, name: str | None) -> None:
-        pend = self._pending
-        hit = None
-        if cid:
-            hit = next((i for i, c in enumerate(pend) if c[0] == cid), None)
-        if hit is None and name:
-            hit = next((i for i, c in enumerate(pend) if c[1] == name), None)
-        if hit is None and not name and pend:
-            hit = 0
-        if hit is not None:
-            del pend[hit]
-        self._last_kind = "tool_result"
-
-    # -- the summary
-    def feed_answer(self, f) -> None:
-        """Give the builder the last assistant answer (read back by offset when it was sniffed)."""
-        if self.answer is None:
-            return
-        line_no, offset, length, obj = self.answer
-        if obj is None:
-            try:
-                f.seek(offset)
-                obj = _loads(f.read(length))
-            except (OSError, *JSONError):
-                return
-        p = obj.get("payload") if isinstance(obj, dict) else None
-        if not isinstance(p, dict) or not isinstance(p.get("kind"), str):
-            return
-        actor = obj.get("actor") if isinstance(obj.get("actor"), str) else None
-        ts = obj.get("ts_ms") if isinstance(obj.get("ts_ms"), int) else None
-        self.b.add(Event(line=line_no, offset=offset, length=length, kind=p["kind"], ts_ms=ts, actor=actor), p, obj)
+        self.parser.feed_line(buf[s:e], terminated)
 
     def summary(self, tf: TraceFile) -> RunSummary:
         run: Run = self.b.finish(final=True)
-        dangling = any(agent for _, _, agent in self._pending)
-        if dangling and not any(t.kind == "dangling_call" for t in run.terminal):
-            run.terminal.append(Terminal("dangling_call", "a tool call has no result", 0))
-        if not self.n_events and not self.problems:
-            self.problems.append("empty file: no events")
         s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
-        s.variant = self._variant()
+        s.variant = run.variant
         p = run.problem
         s.problem = p.title if (p.level is not None or p.problem_id is not None or p.name) else ""
         s.problem_key = problem_key(p.level, p.problem_id, p.name)
         s.model, s.persona, s.scenario = run.model, run.persona, run.scenario
         s.outcome, s.terminal = run.outcome, run.terminal_state
-        s.turns, s.max_turns, s.tool_calls = self.turns, run.max_turns, self.calls
-        s.tokens = int(self.tokens) if self.tokens is not None else None
-        s.started_ms, s.ended_ms = self.started, self.ended
+        s.turns, s.max_turns, s.tool_calls = len(run.turns), run.max_turns, len(run.agent_calls)
+        s.tokens = run.tokens_total or None
+        s.started_ms, s.ended_ms = run.started_ms, run.ended_ms
         if run.metrics is not None:
             s.speedup, s.runtime_us = run.metrics.speedup, run.metrics.runtime_us
             s.ref_runtime_us, s.correct = run.metrics.ref_runtime_us, run.metrics.correct
         s.final_score = run.final_score
         s.scores = dict(run.scores)
-        codes = [f.code for f in run.flags]
+        final = run.final_kernel  # the table shows metric and run-level flags, and the final kernel's
+        codes = [f.code for f in run.flags if f.kernel is None or (final is not None and f.kernel == final.number)]
         if run.scores.get("excessive_speedup_flagged", 0) >= 1 or run.scores.get("excessive_speedup", 0) >= 1:
             codes.append("speedup_excessive")
         if s.terminal in ("backend_error", "dangling_call"):
             codes.append(s.terminal)
-        if self.incomplete:
+        if run.incomplete:
             codes.append("still_writing")
-        if self.n_problems:
+        if any(pr.line > 0 for pr in run.problems):
             codes.append("bad_lines")
         s.flags = _dedupe(codes)
-        s.problems = list(self.problems)
-        if self.n_problems > _MAX_PROBLEMS:
-            s.problems.append(f"... {self.n_problems - _MAX_PROBLEMS} more")
-        s.incomplete = self.incomplete
+        s.problems = [str(pr) for pr in run.problems[:_MAX_PROBLEMS]]
+        if len(run.problems) > _MAX_PROBLEMS:
+            s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")
+        s.incomplete = run.incomplete
         return s
 
-    def _variant(self) -> str:
-        ev = self.evidence
-        if self._v1:
-            ev.add(V1)
-        if V3 in ev:
-            return V3
-        if V0 in ev and V1 not in ev:
-            return V0
-        if V1 in ev:
-            return V1
-        if V2 in ev:
-            return V2
-        if self.actors_seen and self.actors_seen <= {None, "assistant", "harness"} and "assistant" in self.actors_seen:
-            return V2
-        return UNKNOWN
+
+def _envelope_only(buf: bytes, s: int, e: int) -> dict[str, Any] | None:
+    """A long line's event with an empty body, read from its envelope alone; None when the line
+    must be parsed in full (a kind or tool whose body the summary needs, or an unusual layout)."""
+    m = _ENVELOPE.match(buf, s, e)
+    if m is None:
+        return None
+    kind = m.group("kind").decode()
+    payload: dict[str, Any] = {"kind": kind}
+    tail = buf[max(s, e - 160): e]  # trailing keys: "seed" (V1), "costs" (V0), "is_error"
+    if kind in ("tool_call", "tool_result"):
+        t = _TOOL.match(buf, m.end(), min(e, m.end() + 600))
+        if t is None:
+            return None
+        name = _jstr(b'"' + t.group(2) + b'"')
+        if name in FULL_TOOLS:
+            return None
+        payload["name"] = name
+        if t.group(1) is not None:
+            payload["id"] = _jstr(b'"' + t.group(1) + b'"')
+        if b'"seed"' in tail:
+            payload["seed"] = _SEED_TRUE.search(tail) is not None
+        if kind == "tool_call":
+            payload["args"] = {}
+        elif t.group(1) is None and buf.find(b'"text"', t.end(), min(e, t.end() + 40)) >= 0:
+            payload["text"] = ""
+        else:
+            payload["result"] = {}
+            if _IS_ERROR_TRUE.search(tail):
+                payload["is_error"] = True
+    elif kind == "agent_message":
+        payload["text"] = ""
+    else:
+        return None
+    obj: dict[str, Any] = {"tick": int(m.group("tick")), "ts_ms": int(m.group("ts")),
+                           "actor": None if m.group("actor") == b"null" else _jstr(m.group("actor")),
+                           "payload": payload}
+    mid = m.group("mid")
+    if mid is not None:
+        obj["message_id"] = None if mid == b"null" else _jstr(mid)
+    if b'"costs"' in tail:
+        obj["costs"] = {}
+    return obj
 
 
 def _jstr(raw: bytes) -> str:
@@ -571,7 +310,6 @@ def summarize(tf: TraceFile | str) -> RunSummary:
                 carry = buf[pos:] if pos < end else b""
             if carry:
                 sk.line(carry, 0, len(carry), terminated=False)
-            sk.feed_answer(f)
     except OSError as exc:
         s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
         s.problems = [f"cannot read: {exc.strerror or exc}"]
