@@ -73,13 +73,8 @@ class Recorded:
 
 
 def _call(run: Any, index: int) -> Any:
-    calls = getattr(run, "calls", None) or []
-    if 0 <= index < len(calls) and getattr(calls[index], "index", index) == index:
-        return calls[index]
-    for c in calls:
-        if getattr(c, "index", None) == index:
-            return c
-    return None
+    """The call a KernelUse names (``call_index`` is its position in ``run.calls``; -1: none)."""
+    return run.calls[index] if 0 <= index < len(run.calls) else None
 
 
 def _kind(tool: str, status: str, result: Any) -> str:
@@ -103,12 +98,7 @@ def recorded_for(run: Any, kernel: Any) -> Recorded:
     for use in kernel.uses:
         call = _call(run, use.call_index)
         res = getattr(call, "result", None) if call is not None else None
-        error = ""
-        if res is not None:
-            try:
-                error = res.error_text or ""
-            except Exception:
-                error = ""
+        error = (res.error_text or "") if res is not None else ""
         oc = RecordedOutcome(tool=use.tool, turn=use.turn, call_index=use.call_index, status=use.status,
                              error=error, summary=use.summary or (getattr(res, "summary", "") or ""),
                              line=getattr(res, "line", None) or getattr(call, "line", None),
@@ -165,11 +155,4 @@ def find_reference(run: Any) -> tuple[str | None, str]:
     src = getattr(prob, "reference_source", None)
     if isinstance(src, str) and src.strip():
         return src, getattr(prob, "reference_origin", None) or "the trace"
-    # fallback: a fetch_problem result's ref_arch_src (older readers)
-    for c in getattr(run, "calls", []) or []:
-        res = getattr(c, "result", None)
-        eff = (res.effect or {}) if res is not None else {}
-        s = eff.get("ref_arch_src")
-        if isinstance(s, str) and s.strip():
-            return s, f"{c.name} result ref_arch_src (line {res.line})"
     return None, ""
