@@ -2,7 +2,7 @@
 
 Entry point (what ReplayScreen.action_repro calls)::
 
-    open_repro_panel(screen, path, version)   # version: "v3", "final", ...
+    open_repro_panel(screen, run, version)    # version: "v3", "final", ...
 
 It pushes a :class:`ReproScreen` (a modal) for that kernel version:
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 import io
 import threading
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -38,6 +37,7 @@ from textual.widgets import Label, ProgressBar, Static
 
 from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report, history, reproduce
 from ktui.repro.runner import Progress, WarmWorker
+from ktui.trace.model import Run
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 
@@ -237,16 +237,9 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self.dismiss(self.report)
 
 
-def open_repro_panel(screen: Screen, path: str | Path, version: str = "final",
+def open_repro_panel(screen: Screen, run: Run, version: str = "final",
                      options: ReproOptions | None = None) -> None:
-    """Open the repro panel over `screen` for one kernel version of the trace at `path`.
-
-    Uses ``screen.run`` when it is the loaded Run of that trace (no reload)."""
-    run = getattr(screen, "run", None)
-    if run is None or str(getattr(run, "path", "")) != str(path):
-        from ktui.trace import load
-
-        run = load(str(path))
+    """Open the repro panel over `screen` for one kernel version of the loaded `run`."""
     kernel = run.kernel(version) if version else run.final_kernel
     if kernel is None:
         screen.notify(f"no kernel version {version!r} in this trace", severity="warning", timeout=3)

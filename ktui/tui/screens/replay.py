@@ -787,19 +787,12 @@ class ReplayScreen(Screen):
         self.notify(f"wrote {msg.label} to {msg.path}", timeout=4)
 
     def action_repro(self) -> None:
+        if self.run is None:
+            return
+        from ktui.tui.repro_panel import open_repro_panel  # loads the repro API only when asked
+
         k = self.selected_kernel()
-        try:
-            from ktui.tui import repro_panel  # written by the repro engineer
-        except ImportError:
-            label = k.label if k else "final"
-            self.notify(f"the repro panel is not available yet: run `ktui repro {self.path} --version {label}`",
-                        timeout=5)
-            return
-        opener = getattr(repro_panel, "open_repro_panel", None)
-        if opener is None:
-            self.notify("the repro panel has no open_repro_panel()", severity="warning", timeout=4)
-            return
-        opener(self, self.path, k.label if k else "final")
+        open_repro_panel(self, self.run, k.label if k else "final")
 
     def action_help(self) -> None:
         from ktui.tui.screens.help import HelpScreen
