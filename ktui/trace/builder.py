@@ -13,9 +13,6 @@ from typing import Any
 
 from ktui.trace import derive
 from ktui.trace.model import (
-    ERROR,
-    FAILED,
-    OK,
     UNKNOWN,
     V0,
     V1,
@@ -34,7 +31,6 @@ from ktui.trace.notes import fenced_code, parse_note, split_meta, split_think
 from ktui.trace.text import redact
 
 TOKEN_UNITS = {"tokens_in", "tokens_out", "tokens_reasoning", "usd"}
-MESSAGE_KINDS = {"agent_message", "assistant_message", "message"}
 MAX_PROBLEMS = 1000
 
 
@@ -485,5 +481,3 @@ class Builder:
             run.problems.append(TraceProblem(0, "empty file: no events", "", "error"))
         return run
 
-
-__all__ = ["Builder", "OK", "FAILED", "ERROR"]

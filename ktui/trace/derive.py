@@ -14,7 +14,6 @@ from ktui.trace.model import (
     ERROR,
     FAILED,
     INCOMPLETE,
-    MISSING,
     OK,
     OUTCOME_FAILED,
     PASSED,
@@ -230,5 +229,3 @@ def terminal_state(run: Run, final: bool) -> None:
 def flags(run: Run) -> None:
     run.flags = compute_flags(run)
 
-
-__all__ = ["MISSING", "FAILED"]
