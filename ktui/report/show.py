@@ -36,8 +36,6 @@ def T(s: object, style: str = "") -> Text:
 
 def header(run: Run) -> RenderableType:
     p = run.problem
-    title = Text()
-    title.append(p.title.split(" ")[0] + " " if p.level is not None else "", "bold")
     top = Text.assemble((f"{p.title}", "bold"), ("  ·  ", "dim"), (run.problem.dataset_variant or run.variant, "dim"))
     outcome = Text(run.outcome, fmt.OUTCOME_STYLE.get(run.outcome, ""))
     m = run.metrics
