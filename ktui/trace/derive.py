@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
+from functools import lru_cache
 from typing import Any
 
 from ktui.trace.flags import compute_flags
@@ -146,7 +147,9 @@ def turn_timing(run: Run, prev_ts: dict[int, int | None]) -> None:
 
 
 # ---- kernel versions -------------------------------------------------------------------------
+@lru_cache(maxsize=8192)
 def kernel_sha1(code: str) -> str:
+    """PopcornBench's kernel identity. Cached: follow mode re-derives versions on every poll."""
     return hashlib.sha1(code.encode("utf-8", "replace")).hexdigest()
 
 
