@@ -147,7 +147,7 @@ def turn_timing(run: Run, prev_ts: dict[int, int | None]) -> None:
 
 
 # ---- kernel versions -------------------------------------------------------------------------
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=512)
 def kernel_sha1(code: str) -> str:
     """PopcornBench's kernel identity. Cached: follow mode re-derives versions on every poll."""
     return hashlib.sha1(code.encode("utf-8", "replace")).hexdigest()

@@ -67,7 +67,7 @@ def _kernel_body(code: str, start: int) -> str:
     return code[start:]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)
 def code_findings(code: str) -> tuple[tuple[str, str, str], ...]:
     """(flag code, message without the version label, severity) for one kernel's source."""
     out: list[tuple[str, str, str]] = []
