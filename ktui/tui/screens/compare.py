@@ -25,7 +25,6 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from ktui.report.compare import run_title, summary_table
@@ -33,6 +32,7 @@ from ktui.report.render_diff import clean, stats_text
 from ktui.trace import diffing
 from ktui.trace.aggregate import compare_rows, problem_warning, turn_of_version, version_at_turn
 from ktui.trace.model import KernelVersion, Run
+from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.compare_progress import progress_view
 from ktui.tui.widgets.documents import ViewOptions, diff_blocks, turn_document
 from ktui.tui.widgets.docview import DocView, text_block
@@ -46,10 +46,8 @@ class RunsLoaded(Message):
     errors: list[str]
 
 
-class CompareScreen(Screen):
+class CompareScreen(KtuiScreen):
     """Compare two or more traces (``paths``) or already loaded ``runs``."""
-
-    AUTO_FOCUS = None
     DEFAULT_CSS = """
     CompareScreen { layout: vertical; }
     #compare-title { height: 1; padding: 0 1; background: $panel; }

@@ -24,11 +24,11 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from ktui.trace.model import ERROR, FAILED, MISSING, Event, KernelVersion, Run, Turn
+from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.documents import (
     ViewOptions,
     empty_run_document,
@@ -124,10 +124,8 @@ def compile_search(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
-class ReplayScreen(Screen):
+class ReplayScreen(KtuiScreen):
     """Replay one trace. ``follow=True`` tails a trace that is still being written."""
-
-    AUTO_FOCUS = None
 
     BINDINGS = [
         Binding("j,down", "next", "next", show=False),
@@ -231,8 +229,6 @@ class ReplayScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        for tabs in self.query("Tabs"):
-            tabs.can_focus = False
         self.sub_title = str(self.path)
         self._load()
         self.set_interval(FOLLOW_INTERVAL, self._tick_follow)
@@ -646,7 +642,7 @@ class ReplayScreen(Screen):
             self.query_one(SearchBar).set_status("bad regex")
             self.notify(f"bad regex: {exc}", severity="error", timeout=3)
             return
-        self.set_focus(None)
+        self.focus_content()
         self.query_one(SearchBar).set_status("searching…")
         self._search(regex)
 
@@ -679,7 +675,16 @@ class ReplayScreen(Screen):
         bar = self.query_one(SearchBar)
         bar.set_status("")
         bar.close()
-        self.set_focus(None)
+        self.focus_content()
+
+    @on(SearchInput.Cancelled)
+    def _search_cancelled(self) -> None:
+        """``escape`` while typing: back to the content; the bar stays only for a search in force."""
+        if self._regex is None:
+            self._clear_search()
+        else:
+            self.query_one(SearchBar).input.value = self._regex.pattern
+            self.focus_content()
 
     def _status(self) -> None:
         n = len(self._doc_matches)

@@ -29,6 +29,7 @@ from textual.worker import get_current_worker
 from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_line, sort_value
 from ktui.trace.aggregate import aggregate
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
+from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.runs_table import RunsTable
 
 OUTCOMES = ("all", "passed", "failed", "incomplete")
@@ -61,7 +62,8 @@ class IssuesScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-class RunsScreen(Screen[None]):
+class RunsScreen(KtuiScreen):
+    CONTENT = "#runs-table"
     DEFAULT_CSS = """
     RunsScreen { layout: vertical; }
     #runs-top { height: 1; padding: 0 1; background: $panel; }
@@ -138,7 +140,6 @@ class RunsScreen(Screen[None]):
     def on_mount(self) -> None:
         self._update_top()
         self._update_filter_state()
-        self.query_one(RunsTable).focus()
         self.scan()
 
     # ---- the background scan -------------------------------------------------------------------
@@ -242,7 +243,7 @@ class RunsScreen(Screen[None]):
         self.query_one("#runs-filter", Input).focus()
 
     def action_focus_table(self) -> None:
-        self.query_one(RunsTable).focus()
+        self.focus_content()
 
     def action_cycle_outcome(self) -> None:
         i = OUTCOMES.index(self.outcome_filter)
