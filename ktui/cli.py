@@ -55,12 +55,24 @@ class _DefaultReplayGroup(click.Group):
 
 @click.group(cls=_DefaultReplayGroup, invoke_without_command=True)
 @click.version_option(package_name="ktui")
+@click.option("--format", "trace_format", metavar="NAME", default=None,
+              help="Read traces as this format instead of detecting it (ensemble, claude-code, codex-cli, "
+                   "inspect, harbor-atif, mini-swe-agent, chat-messages).")
 @click.pass_context
-def main(ctx: click.Context) -> None:
+def main(ctx: click.Context, trace_format: str | None) -> None:
     """Read, diff, compare and re-execute LLM GPU-kernel agent traces.
 
-    With no command, opens the bundled seed trace in the replay app.
+    With no command, opens the bundled seed trace in the replay app. Traces of Claude Code, Codex
+    CLI, Inspect AI, Harbor (ATIF), mini-swe-agent and chat-message logs are read too.
     """
+    if trace_format:
+        import os
+
+        from ktui.trace.importers import ENV, names
+
+        if trace_format not in names():
+            fail(f"--format {trace_format}: unknown format (known: {', '.join(names())})")
+        os.environ[ENV] = trace_format  # helper processes (the sweep scan) inherit it
     if ctx.invoked_subcommand is None:
         ctx.invoke(replay, trace=None, follow=False)
 

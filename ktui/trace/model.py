@@ -45,10 +45,14 @@ class TraceProblem:
     message: str
     excerpt: str = ""
     severity: str = "error"  # "error" | "warning"
+    where: str = ""  # a JSON path ("$.steps[3].tool_calls") in single-object formats
 
     def __str__(self) -> str:
         ex = f"  [{self.excerpt}]" if self.excerpt else ""
-        where = f"line {self.line}: " if self.line > 0 else ""  # 0: about the file as a whole
+        if self.where:
+            where = f"{self.where}: "
+        else:
+            where = f"line {self.line}: " if self.line > 0 else ""  # 0: about the file as a whole
         return f"{where}{self.message}{ex}"
 
 
@@ -290,6 +294,12 @@ class KernelVersion:
     uses: list[KernelUse] = field(default_factory=list)
     attachment: str | None = None  # "attachment://<hash>" stub: the code is not in the trace
     from_final_answer: bool = False  # found only in an assistant message's fenced block
+    # imported formats (see ktui.trace.importers): the file the version was written to, how it
+    # was recovered ("Write content", "Edit applied to v2", "heredoc", ...) and whether it is
+    # only a fragment (an edit whose base content is not in the trace)
+    path: str | None = None
+    origin: str = ""
+    partial: bool = False
 
     @property
     def label(self) -> str:
@@ -368,6 +378,7 @@ class Terminal:
 class Run:
     path: str
     variant: str = UNKNOWN
+    format: str = "ensemble"  # the importer that read it (ktui.trace.importers.FORMATS)
     problem: Problem = field(default_factory=Problem)
     model: str | None = None
     persona: str | None = None
@@ -393,6 +404,7 @@ class Run:
     incomplete: bool = False  # ends in a partial line (still being written)
     size_bytes: int = 0
     tokens_by_actor: dict[str, dict[str, float]] = field(default_factory=dict)
+    final_kernel_number: int | None = None  # set by importers: the version of the run's kernel file
 
     # ---- derived figures -------------------------------------------------
     @property
@@ -463,6 +475,8 @@ class Run:
 
     @property
     def final_kernel(self) -> KernelVersion | None:
+        if self.final_kernel_number is not None:
+            return self.kernel(self.final_kernel_number)
         for c in reversed(self.calls):
             if c.name == "submit_kernel" and c.kernel is not None:
                 return self.kernel(c.kernel)

@@ -218,8 +218,16 @@ def _no_gc():
             gc.enable()
 
 
-def load(path: str | os.PathLike[str], *, keep_events: bool = True) -> Run:
-    """Read a whole trace. Never raises on bad data; I/O problems become TraceProblems."""
+def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str | None = None) -> Run:
+    """Read a whole trace. Never raises on bad data; I/O problems become TraceProblems.
+
+    Other formats (Claude Code, Codex, Inspect, ...) go to their importer (ktui.trace.importers);
+    ``format`` forces one."""
+    from ktui.trace.importers import load_other
+
+    other = load_other(path, format)
+    if other is not None:
+        return other
     b = Builder(str(path), keep_events=keep_events)
     with _no_gc():
         try:
@@ -232,8 +240,13 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True) -> Run:
         return b.finish(final=True)
 
 
-def load_bytes(data: bytes, path: str = "<bytes>") -> Run:
+def load_bytes(data: bytes, path: str = "<bytes>", format: str | None = None) -> Run:
     """Parse an in-memory trace (tests, fuzzing)."""
+    from ktui.trace.importers import load_other
+
+    other = load_other(path, format, data=data)
+    if other is not None:
+        return other
     b = Builder(path)
     b.run.size_bytes = _feed_chunks(LineParser(b), [data])
     return b.finish(final=True)

@@ -22,6 +22,7 @@ def run_to_dict(run: Run, turn: int | None = None) -> dict[str, Any]:
     d: dict[str, Any] = {
         "path": run.path,
         "variant": run.variant,
+        "format": run.format,
         "problem": _plain(run.problem),
         "model": run.model,
         "persona": run.persona,

@@ -1,0 +1,264 @@
+"""Importers: every trace format ktui reads, into the one :class:`~ktui.trace.model.Run` model.
+
+One module per format, each registered in :data:`FORMATS` (ensemble first). A format is chosen
+from the parsed structure of the file (keys and shapes, never the file name): the first lines of
+a line-based file, or the whole object of a single-object file (bounded in size). JSON of an
+unknown kind gives a Run whose only problem is "not a trace (looks like X)". ``--format NAME``
+(or ``$KTUI_FORMAT``) forces one.
+
+    from ktui.trace.importers import load, detect
+    run = load("session.jsonl")           # any format
+    detect("trajectory.json").name         # "harbor-atif"
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from ktui.trace.importers import (
+    chat_messages,
+    claude_code,
+    codex_cli,
+    ensemble,
+    harbor_atif,
+    inspect_ai,
+    mini_swe_agent,
+)
+from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded
+from ktui.trace.model import Run, TraceProblem
+from ktui.trace.notes import JSONError
+
+# The registry: (name, module). Line-based formats are tried on the first lines, single-object
+# formats on the whole object. Order matters only among formats that could both match.
+FORMATS: list[tuple[str, ModuleType]] = [
+    ("ensemble", ensemble),
+    ("claude-code", claude_code),
+    ("codex-cli", codex_cli),
+    ("inspect", inspect_ai),
+    ("harbor-atif", harbor_atif),
+    ("mini-swe-agent", mini_swe_agent),
+    ("chat-messages", chat_messages),  # the most general shape: last
+]
+BY_NAME = dict(FORMATS)
+ENV = "KTUI_FORMAT"
+HEAD_LINES = 8
+_HEAD = 64 << 10
+
+
+@dataclass(slots=True)
+class Detection:
+    name: str  # a FORMATS name, or "unknown" (JSON of another kind) / "none" (not JSON, empty)
+    hint: str = ""  # for "unknown": what it looks like
+    obj: Any = None  # the parsed whole object, when it was parsed to decide
+
+
+def names() -> list[str]:
+    return [n for n, _ in FORMATS]
+
+
+def forced() -> str | None:
+    v = os.environ.get(ENV, "").strip()
+    return v or None
+
+
+# ---- detection ------------------------------------------------------------------------------------
+def _head_lines(path: str | None, data: bytes | None, limit: int = MAX_OBJECT_BYTES) -> tuple[list[bytes], bool]:
+    """The first non-empty lines (at most HEAD_LINES), and whether the file has more."""
+    if data is not None:
+        buf, more_data = data, False
+    else:
+        buf = b""
+        with open(path, "rb") as f:
+            while True:
+                c = f.read(_HEAD if len(buf) < _HEAD else len(buf))
+                if not c:
+                    more_data = False
+                    break
+                buf += c
+                if buf.count(b"\n") > HEAD_LINES + 1 or len(buf) > limit:
+                    more_data = True
+                    break
+    if buf.startswith(b"\xef\xbb\xbf"):
+        buf = buf[3:]
+    out: list[bytes] = []
+    parts = buf.split(b"\n")
+    complete = parts if not more_data else parts[:-1]
+    for i, raw in enumerate(complete):
+        if raw.strip():
+            out.append(raw.rstrip(b"\r"))
+            if len(out) >= HEAD_LINES:
+                return out, True
+    return out, more_data or len([p for p in parts if p.strip()]) > len(out)
+
+
+def detect(path: str | None = None, data: bytes | None = None) -> Detection:
+    """Which importer reads this file, from its parsed structure."""
+    try:
+        lines, more = _head_lines(path, data)
+    except OSError:
+        return Detection("ensemble")  # the reader reports the I/O error
+    objs = []
+    for raw in lines:
+        try:
+            objs.append(parse_json(raw))
+        except JSONError:
+            objs.append(None)
+    dicts = [o for o in objs if isinstance(o, dict)]
+    if len(lines) == 1 and not more and dicts:  # one compact object: a single-object format first
+        for name, mod in FORMATS:
+            f = getattr(mod, "detect_object", None)
+            if f is not None and not getattr(mod, "LINE_BASED", False) and _safe(f, dicts[0]):
+                return Detection(name, obj=dicts[0])
+    for name, mod in FORMATS:
+        f = getattr(mod, "detect_line", None)
+        if f is not None and any(_safe(f, o) for o in dicts):
+            return Detection(name)
+    single = None
+    if len(lines) == 1 and not more and objs and objs[0] is not None:
+        single = objs[0]
+    elif (objs and objs[0] is None) or (lines and not dicts):
+        try:
+            whole = data if data is not None else read_bounded(path)
+            single = parse_json(whole)
+        except (TooBig, OSError):
+            single = None
+        except JSONError:
+            single = None
+    if single is not None:
+        for name, mod in FORMATS:
+            f = getattr(mod, "detect_object", None)
+            if f is not None and _safe(f, single):
+                return Detection(name, obj=single)
+        return Detection("unknown", describe(single), single)
+    if dicts or any(o is not None for o in objs):
+        return Detection("unknown", describe(dicts[0] if dicts else next(o for o in objs if o is not None)))
+    return Detection("ensemble")  # not JSON at all, or empty: the ensemble reader says what is wrong
+
+
+def _safe(f, obj) -> bool:
+    try:
+        return bool(f(obj))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return False
+
+
+def describe(obj: Any) -> str:
+    """What a JSON value of an unknown kind looks like, in a few words."""
+    if isinstance(obj, list):
+        kinds = {type(x).__name__ for x in obj[:50]}
+        return f"a JSON array of {len(obj):,} item(s) ({', '.join(sorted(kinds)) or 'empty'})"
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}"
+    keys = set(obj)
+    known = [
+        ({"nbformat", "cells"}, "a Jupyter notebook"),
+        ({"name", "version", "dependencies"}, "an npm package.json"),
+        ({"openapi", "paths"}, "an OpenAPI document"),
+        ({"swagger", "paths"}, "an OpenAPI document"),
+        ({"$schema", "properties"}, "a JSON Schema"),
+        ({"compilerOptions"}, "a tsconfig.json"),
+        ({"slug", "status"}, "a sweep record (runs.jsonl row)"),
+        ({"run_id", "status"}, "a sweep record (runs.jsonl row)"),
+        ({"runs"}, "a sweep record (runs.json)"),
+        ({"traceEvents"}, "a Chrome trace-event profile"),
+    ]
+    for need, what in known:
+        if need <= keys:
+            return what
+    if "messages" in keys and not isinstance(obj.get("messages"), list):
+        return "an object whose 'messages' is not a list"
+    if "payload" in keys:
+        return "an event with a 'payload' that has no 'kind'"
+    shown = ", ".join(sorted(str(k) for k in keys)[:8])
+    return f"a JSON object with keys {shown}" + ("…" if len(keys) > 8 else "") if keys else "an empty JSON object"
+
+
+# ---- loading ----------------------------------------------------------------------------------------
+def not_a_trace(path: str, hint: str, fmt: str = "unknown") -> Run:
+    run = Run(path=path)
+    run.format = run.variant = fmt
+    run.problems.append(TraceProblem(0, f"not a trace (looks like {hint})", "", "error"))
+    try:
+        run.size_bytes = os.path.getsize(path)
+    except OSError:
+        pass
+    return run
+
+
+def choose(path: str | None = None, data: bytes | None = None, fmt: str | None = None) -> Detection:
+    """The format to read with: ``fmt`` (or $KTUI_FORMAT) when given, else detected."""
+    fmt = fmt or forced()
+    if fmt:
+        return Detection(fmt)
+    return detect(path, data)
+
+
+def load(path: str | os.PathLike[str], fmt: str | None = None, *, data: bytes | None = None,
+         keep_events: bool = True) -> Run:
+    """Read any trace into a Run. Never raises on bad data."""
+    path = os.fspath(path)
+    det = choose(path if data is None else None, data, fmt)
+    return load_as(path, det, data=data, keep_events=keep_events)
+
+
+def load_as(path: str, det: Detection, *, data: bytes | None = None, keep_events: bool = True) -> Run:
+    if det.name == "unknown":
+        return not_a_trace(path, det.hint)
+    mod = BY_NAME.get(det.name)
+    if mod is None:
+        run = Run(path=path)
+        run.problems.append(TraceProblem(0, f"unknown format {det.name!r} (known: {', '.join(names())})"))
+        return run
+    if det.name == "ensemble":
+        return ensemble.load(path, data=data, keep_events=keep_events)
+    try:
+        if getattr(mod, "LINE_BASED", False):
+            run = mod.load(path, data=data)
+        else:
+            obj = det.obj
+            if obj is None:
+                raw = data if data is not None else read_bounded(path)
+                try:
+                    obj = parse_json(raw)
+                except JSONError as exc:
+                    run = Run(path=path)
+                    run.format = run.variant = det.name
+                    run.problems.append(TraceProblem(0, f"not valid JSON ({str(exc)[:80]})"))
+                    run.size_bytes = len(raw)
+                    return run
+                size = len(raw)
+            else:
+                size = len(data) if data is not None else os.path.getsize(path)
+            run = mod.load_object(obj, path)
+            run.size_bytes = size
+    except TooBig as exc:
+        run = Run(path=path)
+        run.format = run.variant = det.name
+        run.problems.append(TraceProblem(0, str(exc)))
+    except IsADirectoryError:
+        run = Run(path=path)
+        run.problems.append(TraceProblem(0, "is a directory, not a trace file"))
+    except OSError as exc:
+        run = Run(path=path)
+        run.problems.append(TraceProblem(0, f"cannot read file: {exc.strerror or exc}"))
+    except RecursionError:
+        run = Run(path=path)
+        run.format = run.variant = det.name
+        run.problems.append(TraceProblem(0, "JSON nested too deeply to read"))
+    return run
+
+
+def load_other(path: str | os.PathLike[str], fmt: str | None = None, *, data: bytes | None = None) -> Run | None:
+    """The reader's hook: a Run for any format but ensemble; None when the file is ensemble."""
+    path = os.fspath(path)
+    det = choose(path if data is None else None, data, fmt)
+    if det.name == "ensemble":
+        return None
+    return load_as(path, det, data=data)
+
+
+__all__ = ["BY_NAME", "FORMATS", "Detection", "choose", "describe", "detect", "forced", "load", "load_as", "load_other",
+           "names", "not_a_trace"]

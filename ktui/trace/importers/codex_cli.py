@@ -1,0 +1,283 @@
+"""OpenAI Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Every line is ``{timestamp, type, payload}``: ``session_meta`` first, ``turn_context`` (the model),
+``response_item`` (the model-visible history: messages, ``reasoning``, ``function_call`` /
+``function_call_output``, ``custom_tool_call`` / ``custom_tool_call_output``, ``local_shell_call``)
+and ``event_msg`` (UI events; ``token_count`` carries the only token figures, cumulative, so a
+turn gets the difference of the totals). A turn is one sampling round: the model's reasoning,
+messages and calls up to the next tool output or user message. Calls pair with outputs by
+``call_id``. ``apply_patch`` (a custom tool from 0.63, a ``shell`` argv before) is applied to the
+last known content of each file. Older rollouts without the envelope (``{"record_type": ...}``
+or bare items) are read too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ktui.trace.importers.common import (
+    Assembler,
+    JSONError,
+    as_int,
+    as_str,
+    excerpt,
+    iso_ms,
+    iter_lines,
+    parse_json,
+    text_of,
+)
+from ktui.trace.model import FAILED, OK, Run, ToolCall, Turn
+from ktui.trace.notes import loads
+
+NAME = "codex-cli"
+LABEL = "OpenAI Codex CLI rollout JSONL"
+LINE_BASED = True
+_ENVELOPE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+_MODEL_ITEMS = {"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
+_OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+
+
+def detect_line(obj: Any) -> bool:
+    t = obj.get("type")
+    p = obj.get("payload")
+    if t in _ENVELOPE_TYPES and isinstance(p, dict) and "timestamp" in obj:
+        return t != "session_meta" or "cwd" in p or "originator" in p or "cli_version" in p
+    return obj.get("record_type") == "state" or ("id" in obj and "instructions" in obj and "timestamp" in obj
+                                                  and "git" in obj)
+
+
+class _State:
+    def __init__(self, asm: Assembler) -> None:
+        self.asm = asm
+        self.turn: Turn | None = None
+        self.open = False  # the current turn still takes model output
+        self.last_total: int | None = None
+        self.last_parts: dict[str, int] = {}
+        self.pending_tokens: dict[str, int] = {}
+        self.cwd: str | None = None
+        self.user_typed: list[str] = []
+
+
+def load(path: str, data: bytes | None = None) -> Run:
+    asm = Assembler(path, NAME)
+    st = _State(asm)
+    size = 0
+    for no, off, raw, term in iter_lines(path, data):
+        size = off + len(raw) + (1 if term else 0)
+        if not raw.strip():
+            continue
+        try:
+            obj = parse_json(raw)
+        except JSONError as exc:
+            if not term:
+                asm.run.incomplete = True
+                continue
+            asm.problem(no, f"not valid JSON ({str(exc).split(':', 1)[0][:80]})", excerpt(raw))
+            continue
+        if not isinstance(obj, dict):
+            asm.problem(no, f"line is a JSON {type(obj).__name__}, not an object", excerpt(raw))
+            continue
+        ts = iso_ms(obj.get("timestamp"))
+        typ = obj.get("type") if isinstance(obj.get("type"), str) else None
+        payload = obj.get("payload")
+        if typ not in _ENVELOPE_TYPES:  # an older rollout: bare items
+            payload, typ = obj, ("session_meta" if "instructions" in obj and "git" in obj else
+                                 ("state" if obj.get("record_type") == "state" else "response_item"))
+        if not isinstance(payload, dict):
+            asm.warn(no, f"'{typ}' line without a payload object")
+            asm.event(no, off, len(raw), typ or "?", ts)
+            continue
+        ptype = payload.get("type") if isinstance(payload.get("type"), str) else ""
+        try:
+            _item(st, typ, ptype, payload, no, ts)
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:
+            asm.problem(no, f"could not interpret a '{typ}/{ptype}' line ({type(exc).__name__}: {exc})", excerpt(raw))
+        asm.event(no, off, len(raw), f"{typ}:{ptype}" if ptype else typ, ts, None,
+                  st.turn.index if st.turn is not None and st.open else None)
+    if st.pending_tokens and asm.run.turns:
+        _give_tokens(asm.run.turns[-1], st.pending_tokens)
+    asm.run.size_bytes = size
+    return asm.finish()
+
+
+def _give_tokens(t: Turn, d: dict[str, int]) -> None:
+    t.tokens_in = (t.tokens_in or 0) + d.get("input_tokens", 0)
+    out = d.get("output_tokens", 0)
+    t.tokens_out = (t.tokens_out or 0) + out
+    d.clear()
+
+
+def _model_turn(st: _State, no: int, ts: int | None) -> Turn:
+    if st.turn is None or not st.open:
+        st.turn = st.asm.turn(no, ts)
+        st.open = True
+        if st.pending_tokens:
+            _give_tokens(st.turn, st.pending_tokens)
+    else:
+        st.asm.touch(st.turn, no, ts)
+    return st.turn
+
+
+def _args(v: Any) -> dict:
+    if isinstance(v, dict):
+        return v
+    if isinstance(v, str):
+        try:
+            p = loads(v)
+        except JSONError:
+            return {"arguments": v}
+        return p if isinstance(p, dict) else {"arguments": p}
+    return {"arguments": v} if v is not None else {}
+
+
+def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) -> None:
+    asm, run = st.asm, st.asm.run
+    if typ == "session_meta":
+        meta = p.get("meta") if isinstance(p.get("meta"), dict) else p
+        st.cwd = as_str(meta.get("cwd")) or st.cwd
+        ver = as_str(meta.get("cli_version"))
+        asm.note(no, f"session {as_str(meta.get('id')) or '?'} · codex {ver or '?'} · "
+                     f"{as_str(meta.get('originator')) or ''} · cwd {st.cwd or '?'}")
+        instr = as_str(meta.get("instructions"))
+        if instr:
+            run.messages.append((no, "system", None, instr))
+        asm.ts(ts)
+        return
+    if typ == "turn_context":
+        m = as_str(p.get("model"))
+        if m:
+            run.model = run.model or m
+        st.cwd = as_str(p.get("cwd")) or st.cwd
+        st.open = False
+        asm.ts(ts)
+        return
+    if typ == "event_msg":
+        if ptype == "token_count":
+            info = p.get("info")
+            if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+                tot = info["total_token_usage"]
+                parts = {k: as_int(tot.get(k)) or 0 for k in ("input_tokens", "cached_input_tokens", "output_tokens",
+                                                              "reasoning_output_tokens", "total_tokens")}
+                if st.last_total is None or parts["total_tokens"] != st.last_total:
+                    delta = {k: v - st.last_parts.get(k, 0) for k, v in parts.items()}
+                    if all(v >= 0 for v in delta.values()):
+                        for k, v in delta.items():
+                            st.pending_tokens[k] = st.pending_tokens.get(k, 0) + v
+                    else:
+                        asm.warn(no, "token totals went down (a new session in the same file?); counted afresh")
+                        for k, v in parts.items():
+                            st.pending_tokens[k] = st.pending_tokens.get(k, 0) + v
+                    st.last_total, st.last_parts = parts["total_tokens"], parts
+        elif ptype == "user_message":
+            text = as_str(p.get("message")) or ""
+            st.user_typed.append(text)
+            if not run.problem.prompt and text.strip():
+                run.problem.prompt = text
+        elif ptype == "turn_aborted":
+            asm.note(no, f"turn aborted: {as_str(p.get('reason')) or ''}")
+        asm.ts(ts)
+        return
+    if typ == "compacted":
+        asm.note(no, "history compacted")
+        return
+    # response_item
+    if ptype == "message":
+        role = p.get("role")
+        text = text_of(p.get("content"))
+        if role == "assistant":
+            t = _model_turn(st, no, ts)
+            asm.assistant_text(t, text, no)
+        else:  # harness context (AGENTS.md, environment) and what the user typed; the prompt is the
+            st.open = False  # first user_message event
+            run.messages.append((no, "user" if role == "user" else f"message:{role}", None, text))
+            asm.ts(ts)
+        return
+    if ptype == "reasoning":
+        t = _model_turn(st, no, ts)
+        summ = "\n".join(text_of(s) if not isinstance(s, str) else s for s in (p.get("summary") or [])
+                         if isinstance(s, (dict, str)))
+        content = p.get("content")
+        body = text_of(content, ("reasoning_text", "text")) if content else ""
+        if not (summ or body) and p.get("encrypted_content"):
+            body = "(encrypted reasoning)"
+        asm.add_reasoning(t, "\n\n".join(x for x in (summ, body) if x))
+        return
+    if ptype in ("function_call", "custom_tool_call", "local_shell_call"):
+        t = _model_turn(st, no, ts)
+        if ptype == "custom_tool_call":
+            args = {"input": p.get("input")} if not isinstance(p.get("input"), dict) else p["input"]
+        elif ptype == "local_shell_call":
+            args = p.get("action") if isinstance(p.get("action"), dict) else {}
+        else:
+            args = _args(p.get("arguments"))
+        name = p.get("name") or ("local_shell" if ptype == "local_shell_call" else None)
+        c = asm.call(t, name, args, no, ts, p.get("call_id") or p.get("id"))
+        _track(st, c)
+        return
+    if ptype in _OUTPUTS:
+        st.open = False
+        c = asm.pending(p.get("call_id"))
+        if c is None:
+            asm.warn(no, f"{ptype} for {p.get('call_id')!r} has no pending call")
+            return
+        out = p.get("output")
+        text, status, code = _output(out)
+        asm.result(c, text, no, ts, status=status, effect={"exit_code": code} if code is not None else None)
+        return
+    if ptype in ("ghost_snapshot", "web_search_call"):
+        asm.ts(ts)
+        return
+    asm.ts(ts)
+
+
+def _output(out: Any) -> tuple[str, str | None, int | None]:
+    """An output's text, status and exit code: a string, a JSON string ``{output, metadata}``,
+    or an object ``{content, success}``."""
+    meta = None
+    if isinstance(out, str) and out.startswith("{") and '"output"' in out[:200]:
+        try:
+            obj = loads(out)
+        except JSONError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("output"), str):
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            out = obj["output"]
+    if isinstance(out, dict):
+        text = as_str(out.get("content")) or as_str(out.get("output")) or ""
+        succ = out.get("success")
+        return text, (OK if succ else FAILED) if isinstance(succ, bool) else None, None
+    text = out if isinstance(out, str) else ("" if out is None else str(out))
+    code = as_int(meta.get("exit_code")) if meta else None
+    status = None
+    if code is not None:
+        status = OK if code == 0 else FAILED
+        from ktui.trace.importers.kernels import evidence
+
+        ev = evidence(text)
+        if ev is not None and ev.status != OK:
+            status = ev.status
+    return text, status, code
+
+
+def _track(st: _State, c: ToolCall) -> None:
+    a = c.args
+    cwd = as_str(a.get("workdir")) or st.cwd
+    cmd = a.get("command")
+    if c.name == "apply_patch" and isinstance(a.get("input"), str):
+        for err in st.asm.files.patch(a["input"], c, c.turn, c.line, cwd):
+            st.asm.warn(c.line, err)
+        return
+    if isinstance(cmd, list):  # shell argv: ["bash", "-lc", "..."] or ["apply_patch", "*** Begin Patch..."]
+        parts = [x for x in cmd if isinstance(x, str)]
+        if parts and parts[0] == "apply_patch" and len(parts) > 1:
+            for err in st.asm.files.patch(parts[1], c, c.turn, c.line, cwd):
+                st.asm.warn(c.line, err)
+            return
+        script = parts[-1] if len(parts) >= 3 and parts[1] in ("-lc", "-c") else " ".join(parts)
+        if "*** Begin Patch" in script:
+            for err in st.asm.files.patch(script[script.index("*** Begin Patch"):], c, c.turn, c.line, cwd):
+                st.asm.warn(c.line, err)
+            return
+        st.asm.files.shell(script, c, c.turn, c.line, cwd)
+        return
+    st.asm.track_call(c, cwd)

@@ -1,0 +1,134 @@
+"""Harbor ATIF trajectories (``trajectory.json``, schema ``ATIF-v1.x``; terminus-2 and others).
+
+A single object ``{schema_version, session_id, agent: {name, version, model_name}, steps[],
+final_metrics}``. A ``user`` (or ``system``) step is a prompt; an ``agent`` step is one turn: its
+``message`` (the model's analysis and plan), ``reasoning_content``, ``tool_calls``
+(``{tool_call_id, function_name, arguments}``; terminus sends ``keystrokes``, where kernels travel
+in ``cat > solution.py << 'EOF'`` heredocs), ``observation.results`` and ``metrics``
+(prompt / completion / cached tokens, cost). A result pairs by ``source_call_id``; a step with
+several calls returns one combined terminal output with no id: it is attached to the step's last
+call, and the other calls say so. "Lines" are step ordinals; problems carry a JSON path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ktui.trace.importers.common import Assembler, as_int, as_num, as_str, iso_ms, text_of
+from ktui.trace.model import OK, Actor, Run
+
+NAME = "harbor-atif"
+LABEL = "Harbor ATIF trajectory (JSON)"
+LINE_BASED = False
+
+
+def detect_object(obj: Any) -> bool:
+    if not isinstance(obj, dict) or not isinstance(obj.get("steps"), list):
+        return False
+    sv = obj.get("schema_version")
+    if isinstance(sv, str) and sv.upper().startswith("ATIF"):
+        return True
+    st = obj["steps"][:1]
+    return isinstance(obj.get("agent"), dict) and bool(st) and isinstance(st[0], dict) and \
+        "step_id" in st[0] and "source" in st[0]
+
+
+def load_object(obj: Any, path: str) -> Run:
+    asm = Assembler(path, NAME)
+    run = asm.run
+    agent = obj.get("agent") if isinstance(obj.get("agent"), dict) else {}
+    run.model = as_str(agent.get("model_name"))
+    run.persona = as_str(agent.get("name"))
+    run.actors.append(Actor(id="agent", model=run.model, persona=run.persona,
+                            params={k: v for k, v in agent.items() if k not in ("model_name", "name")}))
+    asm.note(0, f"{as_str(obj.get('schema_version')) or 'ATIF'} · session {as_str(obj.get('session_id')) or '?'} · "
+                f"{run.persona or '?'} {as_str(agent.get('version')) or ''}")
+    turns = []
+    for i, s in enumerate(obj["steps"]):
+        line, where = i + 1, f"$.steps[{i}]"
+        if not isinstance(s, dict):
+            asm.warn(line, f"step {i} is a JSON {type(s).__name__}, not an object", where)
+            continue
+        ts = iso_ms(s.get("timestamp"))
+        src = s.get("source")
+        asm.event(line, 0, 0, f"step:{src}", ts, src if isinstance(src, str) else None,
+                  len(run.turns) if src == "agent" else None)
+        msg = s.get("message")
+        text = msg if isinstance(msg, str) else text_of(msg)
+        if src != "agent":
+            if src == "system":
+                run.messages.append((line, "system", None, text))
+            else:
+                asm.message(line, "user", text)
+            asm.ts(ts)
+            continue
+        t = asm.turn(line, ts)
+        turns.append(t)
+        if isinstance(s.get("model_name"), str) and not run.model:
+            run.model = s["model_name"]
+        asm.add_reasoning(t, as_str(s.get("reasoning_content")))
+        asm.assistant_text(t, text, line)
+        m = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
+        t.tokens_in = as_int(m.get("prompt_tokens"))
+        t.tokens_out = as_int(m.get("completion_tokens"))
+        if as_num(m.get("cost_usd")) is not None:
+            t.usd = as_num(m["cost_usd"])
+        calls = []
+        tcs = s.get("tool_calls")
+        if tcs is not None and not isinstance(tcs, list):
+            asm.warn(line, f"'tool_calls' is a JSON {type(tcs).__name__}, not a list", where + ".tool_calls")
+            tcs = []
+        for j, tc in enumerate(tcs or []):
+            if not isinstance(tc, dict):
+                asm.warn(line, f"tool call {j} is not an object", f"{where}.tool_calls[{j}]")
+                continue
+            c = asm.call(t, tc.get("function_name") or tc.get("name"), tc.get("arguments"), line, ts,
+                         tc.get("tool_call_id") or tc.get("id"))
+            asm.track_call(c)
+            calls.append(c)
+        obs = s.get("observation") if isinstance(s.get("observation"), dict) else {}
+        results = obs.get("results") if isinstance(obs.get("results"), list) else []
+        unpaired = []
+        for r in results:
+            if not isinstance(r, dict):
+                continue
+            content = r.get("content")
+            c = asm.pending(r.get("source_call_id"))
+            if c is None:
+                unpaired.append(content)
+                continue
+            asm.result(c, content, line, None)
+        left = [c for c in calls if c.result is None]
+        if unpaired and left:
+            combined = "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired)
+            last = left[-1]
+            if len(left) > 1:
+                for c in left[:-1]:
+                    asm.result(c, f"(Harbor returns one combined terminal output for the {len(left)} calls of "
+                                  f"step {s.get('step_id')}: it is shown under call #{last.index})", line, None,
+                               status=OK)
+                asm.note(line, f"step {s.get('step_id')}: one combined observation for {len(left)} calls, "
+                               f"attached to call #{last.index}")
+            asm.result(last, combined, line, None)
+        elif unpaired and not calls:
+            asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))
+    # each step is timestamped once: a turn lasts until the next step starts
+    timed = [t for t in turns if t.start_ms is not None]
+    for a, b in zip(timed, timed[1:]):
+        if b.start_ms >= a.start_ms:
+            a.wall_ms = b.start_ms - a.start_ms
+    fm = obj.get("final_metrics") if isinstance(obj.get("final_metrics"), dict) else {}
+    if fm:
+        asm.note(len(obj["steps"]), "final metrics: " + ", ".join(f"{k}={v}" for k, v in fm.items()
+                                                                 if isinstance(v, (int, float))))
+        cost = as_num(fm.get("total_cost_usd"))
+        if cost is not None:
+            run.tokens_by_actor["agent"] = {"usd": cost}
+    for key in ("reward", "rewards", "verifier_result"):
+        v = obj.get(key) if key in obj else (obj.get("extra") or {}).get(key) if isinstance(obj.get("extra"), dict) else None
+        r = as_num(v) if not isinstance(v, dict) else as_num(v.get("reward"))
+        if r is not None:
+            run.scores["reward"] = r
+            asm.outcome("passed" if r > 0 else "failed", r, f"reward {r:g}", len(obj["steps"]), "score")
+            break
+    return asm.finish()

@@ -1,0 +1,578 @@
+"""Kernel versions from the ways agents write code, and verifier outcomes from tool outputs.
+
+A :class:`FileTracker` follows the content of every file an agent writes, in call order:
+
+- a write tool's full content (Wafer ``write``, Claude Code ``Write``);
+- an edit applied to the last known content of that file (Claude Code ``Edit`` / ``MultiEdit``
+  old/new strings); when the base is not in the trace the edit is kept as a *partial* version
+  (only the new text) and says so;
+- a Codex ``apply_patch`` (``*** Begin Patch`` ... ``*** Update File:`` hunks) applied the same way;
+- a shell heredoc (``cat > solution.py << 'EOF'`` ... ``EOF``, ``tee``, ``>>`` appends) in Harbor
+  keystrokes, Bash / shell commands or mini-swe-agent actions, plus ``cp`` / ``mv`` of a known file;
+- file content the agent read (Claude Code ``Read`` results, an Edit's ``originalFile``), which
+  becomes the base of later edits without being a version itself.
+
+Fenced code blocks in assistant text that define ``ModelNew`` or a Triton / CUDA / HIP kernel are
+versions too (``from_final_answer``). A version belongs to a file path; the versions kept are those
+of kernel files (content with ``ModelNew`` or GPU-kernel markers, or a ``.cu`` / ``.hip`` file).
+
+:func:`evidence` reads a tool output for verifier results (PASS / FAIL, correctness, speedup,
+timings, compile and runtime errors); the importers attach it to the version it tested.
+Pure functions over strings: nothing here runs or imports trace code.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+from ktui.trace.derive import kernel_sha1
+from ktui.trace.model import ERROR, FAILED, OK, KernelUse, KernelVersion, Metrics, Run, ToolCall
+
+KERNEL_MARKERS = ("ModelNew", "triton.jit", "__global__", "load_inline", "tl.program_id", "cuda.jit",
+                  "RawKernel", "hipLaunchKernelGGL", "cpp_extension.load", "@cute.kernel", "tilelang")
+KERNEL_EXTS = (".cu", ".cuh", ".hip", ".cl", ".metal")
+MAX_CODE = 8 << 20  # a longer "file" is kept only as its first 8 MiB (and flagged partial)
+
+
+def is_kernel_code(code: str) -> bool:
+    return any(m in code for m in KERNEL_MARKERS)
+
+
+def is_kernel_path(path: str | None) -> bool:
+    return bool(path) and path.lower().endswith(KERNEL_EXTS)
+
+
+def norm_path(path: str, cwd: str | None = None) -> str:
+    p = path.strip().strip("'\"")
+    if cwd and not p.startswith("/"):
+        p = posixpath.join(cwd, p)
+    return posixpath.normpath(p) if p else p
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One recovered file state, in call order."""
+
+    path: str | None
+    code: str
+    origin: str
+    call: ToolCall | None
+    turn: int | None
+    line: int
+    partial: bool = False
+    final_answer: bool = False
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What a tool output says about the kernel it tested."""
+
+    status: str  # OK | FAILED | ERROR
+    lines: list[str] = field(default_factory=list)
+    correct: bool | None = None
+    speedup: float | None = None
+    runtime_ms: float | None = None
+    ref_runtime_ms: float | None = None
+
+    @property
+    def summary(self) -> str:
+        return " · ".join(self.lines[:4])
+
+
+# ---- verifier outputs --------------------------------------------------------------------------
+_RESULT = re.compile(r"^[^\w\n]*(?:result|status|verdict|overall)\s*[:=]\s*\**\s*"
+                     r"(PASS(?:ED)?|FAIL(?:ED)?|ERROR|CORRECT|INCORRECT)\b", re.I | re.M)
+_CORRECT = re.compile(r"^[^\n]*?\bcorrect(?:ness)?\b\s*[:=]\s*(True|False|PASS(?:ED)?|FAIL(?:ED)?|yes|no|"
+                      r"(\d+)\s*/\s*(\d+))", re.I | re.M)
+_CORRECT_FAILED = re.compile(r"^.*\bcorrectness (?:check )?failed\b.*$", re.I | re.M)
+_SPEEDUP = re.compile(r"\bspeed[- ]?up\b\s*[:=]?\s*([0-9]*\.?[0-9]+)\s*x?", re.I)
+_NEW_REF = re.compile(r"\bNew:\s*([0-9.]+)\s*ms,\s*Ref:\s*([0-9.]+)\s*ms", re.I)
+_COMPILE_ERR = re.compile(r"^.*(?:CompilationError|Error building extension|ptxas (?:fatal|error)|"
+                          r"triton\.compiler\.errors|nvcc fatal|hipcc.*error|error: identifier|"
+                          r"\berror: expected\b|undefined symbol).*$", re.M)
+_RUNTIME_ERR = re.compile(r"^.*(?:CUDA error|HIP Error|hipError|illegal memory access|"
+                          r"invalid configuration argument|CUDA out of memory|misaligned address).*$", re.M)
+_INFRA_ERR = re.compile(r"^.*(?:No space left on device|Connection refused|Evaluation failed).*$", re.M)
+_LINE_LIMIT = 200
+
+
+def _short(line: str) -> str:
+    s = line.strip()
+    return s if len(s) <= _LINE_LIMIT else s[: _LINE_LIMIT - 1] + "…"
+
+
+def evidence(text: str) -> Evidence | None:
+    """Verifier results in a tool output, with the lines that say so; None when there are none."""
+    if not text or not isinstance(text, str):
+        return None
+    if len(text) > (4 << 20):  # a huge output: its head and tail carry the verdict
+        text = text[: 2 << 20] + "\n" + text[-(2 << 20):]
+    lines: list[str] = []
+
+    def add(s: str) -> None:
+        s = _short(s)
+        if s and s not in lines:
+            lines.append(s)
+
+    verdict = None
+    for m in _RESULT.finditer(text):
+        verdict = m.group(1).upper()
+        add(m.group(0))
+    correct = None
+    for m in _CORRECT.finditer(text):
+        v = m.group(1).lower()
+        if m.group(2) is not None:
+            correct = int(m.group(2)) == int(m.group(3)) and int(m.group(3)) > 0
+        else:
+            correct = v in ("true", "pass", "passed", "yes")
+        add(m.group(0))
+    for m in _CORRECT_FAILED.finditer(text):
+        correct = False
+        add(m.group(0))
+    speedup = None
+    for m in _SPEEDUP.finditer(text):
+        try:
+            speedup = float(m.group(1))
+        except ValueError:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        add(text[start: end if end >= 0 else len(text)])
+    new = ref = None
+    m = _NEW_REF.search(text)
+    if m:
+        new, ref = float(m.group(1)), float(m.group(2))
+    compile_err = [mm.group(0) for mm in _COMPILE_ERR.finditer(text)][:2]
+    runtime_err = [mm.group(0) for mm in _RUNTIME_ERR.finditer(text)][:2]
+    infra_err = [mm.group(0) for mm in _INFRA_ERR.finditer(text)][:1]
+    for s in compile_err + runtime_err + infra_err:
+        add(s)
+    if not lines:
+        return None
+    if verdict in ("PASS", "PASSED", "CORRECT"):
+        status = OK
+    elif verdict in ("FAIL", "FAILED", "INCORRECT"):
+        status = FAILED
+    elif verdict == "ERROR":
+        status = ERROR
+    elif correct is True and not compile_err and not runtime_err:
+        status = OK
+    elif correct is False or compile_err or runtime_err:
+        status = FAILED
+    elif infra_err:
+        status = ERROR
+    elif speedup is not None:
+        status = OK
+    else:
+        return None
+    if correct is None and status == OK and verdict is not None:
+        correct = True
+    return Evidence(status, lines, correct, speedup, new, ref)
+
+
+# ---- the file tracker --------------------------------------------------------------------------
+_HEREDOC = re.compile(r"<<(-?)\s*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z_][\w.-]*))")
+_TARGET = re.compile(r"(?:^|[\s;&|(])(?:cat|command cat)\b[^\n]*?(>>?)\s*(\"[^\"]+\"|'[^']+'|[^\s;&|<>]+)")
+_TEE = re.compile(r"\btee\s+((?:-a\s+)?)(\"[^\"]+\"|'[^']+'|[^\s;&|<>]+)")
+_CP_MV = re.compile(r"^\s*(cp|mv)\s+(?:-\w+\s+)*(\S+)\s+(\S+)\s*$")
+
+
+@dataclass(slots=True)
+class _Action:
+    kind: str  # "candidate" | "evidence"
+    candidate: Candidate | None = None
+    call: ToolCall | None = None
+    ev: Evidence | None = None
+    hint: str = ""  # command text naming the tested file
+
+
+class FileTracker:
+    """The content of every file an agent writes, and the kernel versions it implies."""
+
+    def __init__(self) -> None:
+        self.content: dict[str, str] = {}  # path -> last known full content
+        self.fragment: dict[str, str] = {}  # path -> last partial text (base unknown)
+        self.actions: list[_Action] = []
+        self.notes: list[tuple[int, str]] = []
+
+    # -- what agents do
+    def _cand(self, path: str | None, code: str, origin: str, call: ToolCall | None, turn: int | None,
+              line: int, partial: bool = False, final_answer: bool = False) -> None:
+        if len(code) > MAX_CODE:
+            code, partial = code[:MAX_CODE], True
+            origin += f" (cut at {MAX_CODE:,} characters)"
+        self.actions.append(_Action("candidate", Candidate(path, code, origin, call, turn, line, partial,
+                                                           final_answer)))
+
+    def observe(self, path: str, content: str) -> None:
+        """File content seen in the trace (a Read result): the base of later edits."""
+        if isinstance(content, str) and path:
+            self.content[path] = content
+            self.fragment.pop(path, None)
+
+    def write(self, path: str, content: str, call: ToolCall | None, turn: int | None, line: int,
+              origin: str = "write") -> None:
+        if not isinstance(content, str) or not path:
+            return
+        self.content[path] = content
+        self.fragment.pop(path, None)
+        self._cand(path, content, origin, call, turn, line)
+
+    def append(self, path: str, content: str, call, turn, line, origin: str) -> None:
+        base = self.content.get(path)
+        if base is None:
+            self.fragment[path] = content
+            self._cand(path, content, origin + " (appended to a file whose content is not in the trace)",
+                       call, turn, line, partial=True)
+            return
+        self.write(path, base + content, call, turn, line, origin)
+
+    def edit(self, path: str, old: str, new: str, call: ToolCall | None, turn: int | None, line: int,
+             replace_all: bool = False, origin: str = "Edit") -> str | None:
+        """Apply an old/new string edit; returns a problem message when it cannot be applied."""
+        if not isinstance(old, str) or not isinstance(new, str) or not path:
+            return "edit without string old/new text"
+        base = self.content.get(path)
+        if base is None:
+            frag = self.fragment.get(path)
+            if frag is not None and old and old in frag:
+                text = frag.replace(old, new) if replace_all else frag.replace(old, new, 1)
+            else:
+                text = new
+            self.fragment[path] = text
+            self._cand(path, text, f"{origin} (partial: the file's earlier content is not in the trace)",
+                       call, turn, line, partial=True)
+            return None
+        if old == "":
+            text = new + base if base else new
+        elif old in base:
+            text = base.replace(old, new) if replace_all else base.replace(old, new, 1)
+        else:
+            self._cand(path, new, f"{origin} (partial: its old text is not in the last known content)",
+                       call, turn, line, partial=True)
+            return f"{origin} of {path}: old text not found in the last known content; kept as a partial version"
+        self.content[path] = text
+        self._cand(path, text, f"{origin} applied to the last known content", call, turn, line)
+        return None
+
+    def patch(self, patch: str, call: ToolCall | None, turn: int | None, line: int,
+              cwd: str | None = None) -> list[str]:
+        """A Codex ``apply_patch`` body; returns problem messages."""
+        problems: list[str] = []
+        for op, path, body, move in parse_patch(patch):
+            p = norm_path(path, cwd)
+            if op == "add":
+                self.write(p, body_text(body, add=True), call, turn, line, "apply_patch Add File")
+            elif op == "delete":
+                self.content.pop(p, None)
+                self.fragment.pop(p, None)
+            elif op == "update":
+                base = self.content.get(p)
+                target = norm_path(move, cwd) if move else p
+                if base is None:
+                    frag = "\n".join(body_text(h, add=False) for h in split_hunks(body))
+                    self.fragment[target] = frag
+                    self._cand(target, frag, "apply_patch Update File (partial: the file's earlier content is "
+                               "not in the trace; only the patched hunks)", call, turn, line, partial=True)
+                    continue
+                text, err = apply_hunks(base, body)
+                if err:
+                    problems.append(f"apply_patch {path}: {err}")
+                    self._cand(target, "\n".join(body_text(h, add=False) for h in split_hunks(body)),
+                               f"apply_patch Update File (partial: {err})", call, turn, line, partial=True)
+                    continue
+                if move:
+                    self.content.pop(p, None)
+                self.content[target] = text
+                self._cand(target, text, "apply_patch applied to the last known content", call, turn, line)
+        return problems
+
+    def shell(self, command: str, call: ToolCall | None, turn: int | None, line: int,
+              cwd: str | None = None) -> None:
+        """Heredocs that write files, and cp / mv of known files, in a shell command."""
+        if not isinstance(command, str) or not command:
+            return
+        if "<<" in command:
+            self._heredocs(command, call, turn, line, cwd)
+        if "cp " in command or "mv " in command:
+            for ln in command.splitlines():
+                m = _CP_MV.match(ln)
+                if m and "*" not in ln:
+                    src, dst = norm_path(m.group(2), cwd), norm_path(m.group(3), cwd)
+                    if src in self.content:
+                        if dst in self.content or not dst.endswith("/"):
+                            code = self.content[src]
+                            if m.group(1) == "mv":
+                                del self.content[src]
+                            self.write(dst, code, call, turn, line, f"{m.group(1)} {m.group(2)}")
+
+    def _heredocs(self, command: str, call, turn, line, cwd) -> None:
+        pos = 0
+        while True:
+            m = _HEREDOC.search(command, pos)
+            if m is None:
+                return
+            strip_tabs = m.group(1) == "-"
+            delim = m.group(2) or m.group(3) or m.group(4)
+            ls = command.rfind("\n", 0, m.start()) + 1
+            le = command.find("\n", m.end())
+            if le < 0:
+                return
+            head = command[ls:le]
+            body_start = le + 1
+            # the body ends at a line that is the delimiter alone
+            end = body_start
+            body_end = None
+            while end <= len(command):
+                nl = command.find("\n", end)
+                cur = command[end: nl if nl >= 0 else len(command)]
+                cmp = cur.lstrip("\t") if strip_tabs else cur
+                if cmp.rstrip() == delim:
+                    body_end = end
+                    pos = nl + 1 if nl >= 0 else len(command)
+                    break
+                if nl < 0:
+                    break
+                end = nl + 1
+            if body_end is None:
+                body = command[body_start:]
+                pos = len(command)
+                complete = False
+            else:
+                body = command[body_start:body_end]
+                complete = True
+            if strip_tabs:
+                body = "\n".join(x.lstrip("\t") for x in body.split("\n"))
+            t = _TARGET.search(head) or None
+            target, append = None, False
+            if t is not None:
+                target, append = t.group(2), t.group(1) == ">>"
+            else:
+                te = _TEE.search(head)
+                if te is not None:
+                    target, append = te.group(2), bool(te.group(1))
+            if target is None:
+                continue
+            p = norm_path(target, cwd)
+            origin = "heredoc" if complete else "heredoc (no closing delimiter: cut short)"
+            if append:
+                self.append(p, body, call, turn, line, origin + " >>")
+            elif complete:
+                self.write(p, body, call, turn, line, origin)
+            else:
+                self.content[p] = body
+                self._cand(p, body, origin, call, turn, line, partial=True)
+
+    def fenced(self, text: str, turn: int | None, line: int) -> None:
+        """Kernel code in fenced blocks of assistant text."""
+        for code in fenced_kernels(text):
+            self._cand(None, code, "fenced code block in the assistant's text", None, turn, line, final_answer=True)
+
+    def tested(self, call: ToolCall, ev: Evidence, hint: str = "") -> None:
+        """A tool output with verifier results: it is about the kernel written last (or the one
+        whose file the command names)."""
+        self.actions.append(_Action("evidence", call=call, ev=ev, hint=hint or ""))
+
+    # -- the versions
+    def finish(self, run: Run) -> None:
+        """Kernel versions into ``run.kernels`` (ordinary KernelVersion objects), call.kernel, uses,
+        ``run.final_kernel_number`` and, from the last verifier output, ``run.metrics``."""
+        cands = [a.candidate for a in self.actions if a.kind == "candidate"]
+        kernel_paths = {c.path for c in cands if c.path is not None and (is_kernel_code(c.code)
+                                                                          or is_kernel_path(c.path))}
+        by_sha: dict[str, KernelVersion] = {}
+        run.kernels = []
+        latest_by_path: dict[str, int] = {}
+        latest: int | None = None
+        latest_model: int | None = None  # the last version that defines ModelNew
+        last_ev: tuple[Evidence, ToolCall, int] | None = None
+        for a in self.actions:
+            if a.kind == "candidate":
+                c = a.candidate
+                if c.path is not None and c.path not in kernel_paths:
+                    continue
+                if c.path is None and not is_kernel_code(c.code):
+                    continue
+                sha = kernel_sha1(c.code)
+                kv = by_sha.get(sha)
+                if c.final_answer and kv is None:
+                    stripped = c.code.strip()
+                    kv = next((k for k in run.kernels if k.code.strip() == stripped), None)
+                if kv is None:
+                    kv = KernelVersion(number=len(run.kernels) + 1, sha1=sha, code=c.code, first_turn=c.turn,
+                                       first_line=c.line, from_final_answer=c.final_answer, path=c.path,
+                                       origin=c.origin, partial=c.partial)
+                    by_sha[sha] = kv
+                    run.kernels.append(kv)
+                call = c.call
+                if call is not None:
+                    call.kernel = kv.number
+                    summary = ""
+                    if call.result is not None:
+                        summary = call.result.summary.strip().split("\n", 1)[0][:200]
+                    kv.uses.append(KernelUse(call.turn, call.index, call.name, call.status, summary))
+                else:
+                    kv.uses.append(KernelUse(c.turn, -1, "final_answer", OK, "the model's answer (fenced block)"))
+                if c.path is not None:
+                    latest_by_path[c.path] = kv.number
+                latest = kv.number
+                if "ModelNew" in kv.code:
+                    latest_model = kv.number
+            else:
+                if latest is None or a.call is None or a.ev is None:
+                    continue
+                num = latest
+                named = [(len(p), n) for p, n in latest_by_path.items()
+                         if p and posixpath.basename(p) and posixpath.basename(p) in a.hint]
+                if named:
+                    num = max(named)[1]
+                kv = run.kernels[num - 1]
+                a.call.kernel = num
+                kv.uses.append(KernelUse(a.call.turn, a.call.index, a.call.name, a.ev.status, a.ev.summary))
+                if a.ev.correct is not None or a.ev.status != ERROR or last_ev is None:
+                    last_ev = (a.ev, a.call, num)  # an infrastructure error does not hide a verdict
+        final = latest_model if latest_model is not None else latest
+        run.final_kernel_number = final
+        if last_ev is not None:
+            ev, call, num = last_ev
+            m = Metrics(source=f"{call.name} result (line {call.result.line if call.result else call.line}) "
+                               f"about v{num}")
+            m.correct = ev.correct if ev.correct is not None else (ev.status == OK if ev.status != ERROR else None)
+            m.speedup = ev.speedup
+            if ev.runtime_ms is not None:
+                m.runtime_us = ev.runtime_ms * 1000.0
+            if ev.ref_runtime_ms is not None:
+                m.ref_runtime_us = ev.ref_runtime_ms * 1000.0
+            run.metrics = m
+
+
+# ---- apply_patch -------------------------------------------------------------------------------
+def parse_patch(text: str) -> list[tuple[str, str, list[str], str | None]]:
+    """``*** Begin Patch`` ... ``*** End Patch`` into (op, path, body lines, move-to) tuples."""
+    ops: list[tuple[str, str, list[str], str | None]] = []
+    if not isinstance(text, str):
+        return ops
+    cur: list | None = None
+    for ln in text.split("\n"):
+        if ln.startswith("*** Add File: "):
+            cur = ["add", ln[len("*** Add File: "):].strip(), [], None]
+            ops.append(cur)
+        elif ln.startswith("*** Update File: "):
+            cur = ["update", ln[len("*** Update File: "):].strip(), [], None]
+            ops.append(cur)
+        elif ln.startswith("*** Delete File: "):
+            cur = ["delete", ln[len("*** Delete File: "):].strip(), [], None]
+            ops.append(cur)
+            cur = None
+        elif ln.startswith("*** Move to: ") and cur is not None:
+            cur[3] = ln[len("*** Move to: "):].strip()
+        elif ln.startswith("*** End Patch") or ln.startswith("*** Begin Patch") or ln == "*** End of File":
+            if ln.startswith("*** End Patch"):
+                cur = None
+        elif cur is not None:
+            cur[2].append(ln)
+    return [tuple(o) for o in ops]  # type: ignore[misc]
+
+
+def split_hunks(body: list[str]) -> list[list[str]]:
+    hunks: list[list[str]] = [[]]
+    for ln in body:
+        if ln.startswith("@@"):
+            if hunks[-1]:
+                hunks.append([])
+            continue
+        hunks[-1].append(ln)
+    return [h for h in hunks if h]
+
+
+def body_text(lines: list[str], add: bool) -> str:
+    """An Add File body (every line '+'), or the new side of a hunk."""
+    out = []
+    for ln in lines:
+        if ln.startswith("+"):
+            out.append(ln[1:])
+        elif not add and ln.startswith(" "):
+            out.append(ln[1:])
+        elif not add and ln == "":
+            out.append("")
+    text = "\n".join(out)
+    return text + "\n" if add and out else text
+
+
+def _find(lines: list[str], seq: list[str], start: int) -> int:
+    if not seq:
+        return start
+    n = len(seq)
+    for norm in (lambda s: s, lambda s: s.rstrip(), lambda s: s.strip()):
+        want = [norm(s) for s in seq]
+        for i in range(start, len(lines) - n + 1):
+            if norm(lines[i]) == want[0] and [norm(x) for x in lines[i:i + n]] == want:
+                return i
+    return -1
+
+
+def apply_hunks(base: str, body: list[str]) -> tuple[str, str | None]:
+    """Apply an Update File body to ``base``; (new text, None) or (base, why not)."""
+    trailing_nl = base.endswith("\n")
+    lines = base.split("\n")
+    if trailing_nl:
+        lines.pop()
+    pos = 0
+    for h in split_hunks(body):
+        old = [ln[1:] if ln[:1] in (" ", "-") else ln for ln in h if not ln.startswith("+")]
+        new = [ln[1:] if ln[:1] in (" ", "+") else ln for ln in h if not ln.startswith("-")]
+        i = _find(lines, old, pos)
+        if i < 0:
+            i = _find(lines, old, 0)
+        if i < 0:
+            return base, "a hunk's context is not in the last known content"
+        lines[i:i + len(old)] = new
+        pos = i + len(new)
+    text = "\n".join(lines)
+    return (text + "\n" if trailing_nl else text), None
+
+
+# ---- fenced blocks -----------------------------------------------------------------------------
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
+_SHELL_LANGS = {"bash", "sh", "shell", "console", "zsh", "text", "txt", "json", "diff", "output"}
+
+
+def fenced_kernels(text: str) -> list[str]:
+    """Fenced blocks (not shell) that define ModelNew or a Triton / CUDA / HIP kernel."""
+    if not isinstance(text, str) or "```" not in text:
+        return []
+    out = []
+    for m in _FENCE.finditer(text):
+        lang, code = m.group(1).lower(), m.group(2)
+        if lang in _SHELL_LANGS:
+            continue
+        if "ModelNew" in code or "triton.jit" in code or "__global__" in code:
+            out.append(code)
+    return out
+
+
+def backend_of(code: str) -> str | None:
+    """The GPU language a kernel is written in, from its source."""
+    if hip_markers(code):
+        return "hip"
+    if "triton.jit" in code or "import triton" in code:
+        return "triton"
+    if "__global__" in code or "load_inline" in code or "cuda.jit" in code or "RawKernel" in code:
+        return "cuda"
+    return None
+
+
+# ---- platform --------------------------------------------------------------------------------------
+_HIP = re.compile(r"hip/hip_runtime\.h|\bhipLaunchKernelGGL\b|\bhipMalloc\b|\bhipMemcpy\b|\bhipDeviceSynchronize\b|"
+                  r"\bhipStream_t\b|\bhipcc\b|__HIP_PLATFORM_AMD__|\bhipError_t\b|\brocm\b|\bROCm\b")
+
+
+def hip_markers(code: str) -> list[str]:
+    """HIP-only constructs in a kernel's source (distinct, in order)."""
+    seen: list[str] = []
+    for m in _HIP.finditer(code or ""):
+        if m.group(0) not in seen:
+            seen.append(m.group(0))
+    return seen
