@@ -16,7 +16,7 @@ import pytest
 from conftest import FIXTURES, ROOT, SEED_TRACE
 
 from ktui.trace import load
-from ktui.trace.index import SweepIndex, TraceFile, discover, scan, summarize
+from ktui.trace.index import RunSummary, SweepIndex, TraceFile, _progress, discover, scan, summarize
 
 TEST_TRACE = ROOT / "tests" / "fixtures" / "compare" / "popcorn_l1_p27_test-agent-b.jsonl"
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.jsonl")) if FIXTURES.is_dir() else []
@@ -34,10 +34,14 @@ def _ev(tick: int, ts: int, actor: str | None, payload: dict) -> str:
 
 
 def mini_trace(model: str, *, passed: bool, speedup: float, tokens_in: int, tokens_out: int,
-               wall_ms: int, t0: int = 1_780_000_000_000) -> str:
-    """A hand-written V1 popcorn run: one turn, one submit_kernel, a grader note."""
+               wall_ms: int, t0: int = 1_780_000_000_000, problem_id: int = 27,
+               name: str = "27_permutation_all_to_all.py", tag: str = "") -> str:
+    """A hand-written V1 popcorn run: one turn, one submit_kernel, a grader note.
+    ``tag`` goes into the kernel's code (distinct kernels have distinct sha1s)."""
     a = "kernel_author"
     code = "import torch\n# hand-written test kernel\nclass ModelNew(torch.nn.Module):\n    pass\n"
+    if tag:
+        code += f"# {tag}\n"
     spawn = {"kind": "agent_spawned", "actor_id": a, "model": model, "tools": ["submit_kernel"],
              "system_prompt": "test", "params": {"persona": "normal"}}
     result = {"ok": passed, "tool": "submit_kernel",
@@ -51,10 +55,10 @@ def mini_trace(model: str, *, passed: bool, speedup: float, tokens_in: int, toke
     lines = [
         _ev(0, t0, None, {"kind": "system", "note": json.dumps(spawn)}),
         _ev(1, t0 + 5, a, {"kind": "tool_call", "id": "f1", "name": "fetch_problem",
-                           "args": {"level": 1, "problem_id": 27}, "seed": True}),
+                           "args": {"level": 1, "problem_id": problem_id}, "seed": True}),
         _ev(1, t0 + 6, a, {"kind": "tool_result", "id": "f1", "name": "fetch_problem",
-                           "result": {"ok": True, "level": 1, "problem_id": 27,
-                                      "name": "27_permutation_all_to_all.py"}, "seed": True}),
+                           "result": {"ok": True, "level": 1, "problem_id": problem_id,
+                                      "name": name}, "seed": True}),
         _ev(2, t0 + 10, a, {"kind": "cost", "unit": "tokens_in", "amount": float(tokens_in),
                             "running_total": float(tokens_in)}),
         _ev(2, t0 + 10, a, {"kind": "cost", "unit": "tokens_out", "amount": float(tokens_out),
@@ -173,6 +177,12 @@ def test_skim_agrees_with_the_full_reader(path, short_line, monkeypatch):
     final = r.final_kernel
     want = {f.code for f in r.flags if f.metric or (final is not None and f.kernel == final.number)}
     assert want <= set(s.flags)
+    # how far the run got (the runs charts): the same from the skim as from the full run
+    full = RunSummary(path=str(path))
+    _progress(r, full)
+    got = (s.compiled, s.first_correct_turn, s.tokens_to_correct, s.wall_ms_to_correct)
+    assert got == (full.compiled, full.first_correct_turn, full.tokens_to_correct, full.wall_ms_to_correct)
+    assert s.final_sha1 in (full.final_sha1, None)
 
 
 @needs_fixtures

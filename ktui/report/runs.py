@@ -223,6 +223,7 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
             "root": str(path),
             "runs": [summary_dict(s) for s in runs],
             "aggregates": [a.as_dict() for a in aggs],
+            "charts": _charts_json(runs),
             "issues": [{"path": i.path, "message": i.message, "severity": i.severity} for i in issues],
         }
         json.dump(body, out, indent=2, ensure_ascii=False)
@@ -255,6 +256,14 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
         for line in issues_text(issues):
             con.print(line)
     return 0 if runs else 1
+
+
+def _charts_json(runs: list[RunSummary]) -> dict[str, Any]:
+    """The numbers behind the runs charts (the app's ``p`` key, ``ktui report``)."""
+    from ktui.repro.reproduced import reproduced_results
+    from ktui.view.charts import charts_dict, sweep_charts
+
+    return charts_dict(sweep_charts(runs, reproduced_results(runs)))
 
 
 def _issues_to_stderr(issues: list[ScanIssue]) -> None:

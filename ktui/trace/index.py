@@ -45,16 +45,18 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ktui.trace.builder import Builder
-from ktui.trace.model import INCOMPLETE, UNKNOWN, V2, Run
+from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.reader import LineParser
 
-SCHEMA = 4  # bump when RunSummary or the skim changes: invalidates cached entries
+SCHEMA = 5  # bump when RunSummary or the skim changes: invalidates cached entries
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
 # tool events read in full (their results carry the problem or the final metrics)
 FULL_TOOLS = frozenset({"fetch_problem", "fetch_translation_problem", "submit_kernel"})
+# tool results read in full (their status says whether a kernel compiled / was first correct)
+FULL_RESULTS = frozenset({"compile_kernel", "run_correctness"})
 _MAX_PROBLEMS = 20
 
 # {"tick":N,"ts_ms":N,"actor":..,["message_id":..,]"payload":{"kind":"..."  (any whitespace)
@@ -102,6 +104,11 @@ class RunSummary:
     problems: list[str] = field(default_factory=list)  # "line N: message" for lines that did not parse
     incomplete: bool = False  # ends in a partial line (still being written)
     record: str | None = None  # status of a runs.jsonl record for this run ("ok", "failed", ...)
+    compiled: bool = False  # some kernel of the run compiled (a compile or correctness check got that far)
+    first_correct_turn: int | None = None  # Run.first_correct_turn (0-based)
+    tokens_to_correct: int | None = None  # tokens of the turns up to and including that turn
+    wall_ms_to_correct: int | None = None  # first ts_ms to the result of that first correct check
+    final_sha1: str | None = None  # sha1 of the final kernel's code, when the trace holds it
     fingerprint: str = ""
     record_sig: str = ""
 
@@ -221,7 +228,42 @@ class _Skim:
         if len(run.problems) > _MAX_PROBLEMS:
             s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")
         s.incomplete = run.incomplete
+        _progress(run, s)
         return s
+
+
+_COMPILE_TOOLS = frozenset({"compile_kernel"})
+_CORRECT_TOOLS = frozenset({"run_correctness", "submit_kernel"})
+
+
+def _says_compiled(res: Any) -> bool:
+    for d in (res.meta, res.effect):
+        if isinstance(d, dict) and d.get("compiled") is True:
+            return True
+    return False
+
+
+def _progress(run: Run, s: RunSummary) -> None:
+    """How far the run got: compiled at all, and what it cost to reach the first correct kernel."""
+    calls = run.agent_calls
+    s.compiled = any(c.result is not None and (
+        (c.status == OK and (c.name in _COMPILE_TOOLS or c.name in _CORRECT_TOOLS)) or _says_compiled(c.result))
+        for c in calls)
+    fct = run.first_correct_turn
+    s.first_correct_turn = fct
+    if fct is not None:
+        s.compiled = True
+        toks = [t.tokens_total for t in run.turns if t.index <= fct and t.tokens_total is not None]
+        s.tokens_to_correct = sum(toks) if toks else None
+        if run.variant != V2 and run.started_ms is not None:
+            for c in run.calls:
+                if c.name in _CORRECT_TOOLS and c.status == OK and c.turn == fct and c.result is not None:
+                    if c.result.ts_ms is not None:
+                        s.wall_ms_to_correct = max(0, c.result.ts_ms - run.started_ms)
+                    break
+    final = run.final_kernel
+    if final is not None and final.code and final.attachment is None:
+        s.final_sha1 = final.sha1
 
 
 def _envelope_only(buf: bytes, s: int, e: int) -> dict[str, Any] | None:
@@ -238,7 +280,7 @@ def _envelope_only(buf: bytes, s: int, e: int) -> dict[str, Any] | None:
         if t is None:
             return None
         name = _jstr(b'"' + t.group(2) + b'"')
-        if name in FULL_TOOLS:
+        if name in FULL_TOOLS or (kind == "tool_result" and name in FULL_RESULTS):
             return None
         payload["name"] = name
         if t.group(1) is not None:

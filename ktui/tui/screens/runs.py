@@ -9,6 +9,8 @@ SweepIndex`, served from the index cache when it can) and posts batches to the s
 - ``space`` marks a run, ``c`` compares the marked runs (two or more), ``u`` clears the marks
 - ``enter`` opens the run in the replay screen
 - ``a`` shows or hides the per-model aggregates, ``i`` lists the problems found in the tree
+- ``p`` cycles the charts of the filtered runs (fast_p, speedups, model x problem grid, first
+  correct kernel) and back to the table; ``enter`` on a grid cell lists its runs (or opens the one)
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_l
 from ktui.trace.aggregate import aggregate
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.tui.screens.base import KtuiScreen
+from ktui.tui.widgets.charts import SweepChartView
 from ktui.tui.widgets.runs_table import RunsTable
+from ktui.view.charts import CHARTS
 
 OUTCOMES = ("all", "passed", "failed", "incomplete")
 FLUSH_S = 0.1  # how often the worker posts a batch
@@ -74,6 +78,9 @@ class RunsScreen(KtuiScreen):
     #runs-agg-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
     #runs-agg { height: auto; max-height: 12; padding: 0 1; }
     RunsScreen.no-agg #runs-agg, RunsScreen.no-agg #runs-agg-title { display: none; }
+    #runs-charts { display: none; }
+    RunsScreen.charts #runs-charts { display: block; }
+    RunsScreen.charts #runs-table, RunsScreen.charts #runs-agg, RunsScreen.charts #runs-agg-title { display: none; }
     """
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter"),
@@ -86,6 +93,7 @@ class RunsScreen(KtuiScreen):
         Binding("c", "compare", "Compare"),
         Binding("u", "clear_marks", "Unmark", show=False),
         Binding("a", "toggle_aggregates", "Aggregates"),
+        Binding("p", "cycle_chart", "Charts"),
         Binding("i", "issues", "Problems"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
@@ -102,6 +110,7 @@ class RunsScreen(KtuiScreen):
         ("x", "clear_filters", "clear the filters"),
         ("s / S", "sort(1)", "sort by the next column / reverse the order (or click a header)"),
         ("a", "toggle_aggregates", "show / hide the per-model aggregates"),
+        ("p", "cycle_chart", "cycle the charts: fast_p, speedups, model × problem grid, first correct, table"),
         ("i", "issues", "the problems found in the tree"),
         ("?", "help", "this help"),
         ("q", "quit", "quit"),
@@ -125,6 +134,8 @@ class RunsScreen(KtuiScreen):
         self.done_at: float | None = None
         self._last_agg = 0.0
         self._hay: list[str] = []  # per row: the lower-cased text the filter searches
+        self.chart: str | None = None  # the chart shown instead of the table (ktui.view.charts.CHARTS)
+        self.cell_filter: tuple[str, set[str]] | None = None  # (label, real paths) of a grid cell
 
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -135,6 +146,7 @@ class RunsScreen(KtuiScreen):
         yield RunsTable(id="runs-table")
         yield Static("per model", id="runs-agg-title")
         yield Static(id="runs-agg")
+        yield SweepChartView(id="runs-charts")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -210,6 +222,8 @@ class RunsScreen(KtuiScreen):
             return False
         if self.model_filter is not None and (s.model or "(unknown)") != self.model_filter:
             return False
+        if self.cell_filter is not None and s.real not in self.cell_filter[1]:
+            return False
         if self.text_filter:
             hay = self._hay[i]
             return all(w in hay for w in self.text_filter.lower().split())
@@ -243,6 +257,8 @@ class RunsScreen(KtuiScreen):
         self.query_one("#runs-filter", Input).focus()
 
     def action_focus_table(self) -> None:
+        if self.chart is not None:
+            self.show_chart(None)
         self.focus_content()
 
     def action_cycle_outcome(self) -> None:
@@ -262,7 +278,7 @@ class RunsScreen(KtuiScreen):
         self.refilter()
 
     def action_clear_filters(self) -> None:
-        self.outcome_filter, self.model_filter = "all", None
+        self.outcome_filter, self.model_filter, self.cell_filter = "all", None, None
         self.query_one("#runs-filter", Input).value = ""
         self.text_filter = ""
         self.refilter()
@@ -366,12 +382,54 @@ class RunsScreen(KtuiScreen):
             t.append(table.sort_key + (" ▼" if table.sort_reverse else " ▲"))
         if table.marked:
             t.append(f"  marked: {len(table.marked)}", style="bold yellow")
+        if self.cell_filter is not None:
+            t.append("  cell: ", style="dim")
+            t.append(one_line(self.cell_filter[0], 40), style="bold")
         self.query_one("#runs-filter-state", Static).update(t)
 
     def _update_aggregates(self) -> None:
         table = self.query_one(RunsTable)
         aggs = aggregate(table.rows[i] for i in table.view)
         self.query_one("#runs-agg", Static).update(aggregates_table(aggs))
+        if self.chart is not None:
+            self.compute_charts([table.rows[i] for i in table.view])
+
+    # ---- charts ---------------------------------------------------------------------------------
+    def action_cycle_chart(self) -> None:
+        order = [*CHARTS, None]
+        self.show_chart(order[(order.index(self.chart) + 1) % len(order)] if self.chart in order else CHARTS[0])
+
+    def show_chart(self, kind: str | None) -> None:
+        was = self.chart
+        self.chart = kind
+        self.set_class(kind is not None, "charts")
+        view = self.query_one(SweepChartView)
+        if kind is None:
+            self.focus_content()
+            return
+        view.show(kind)
+        view.focus()
+        if was is None:
+            table = self.query_one(RunsTable)
+            self.compute_charts([table.rows[i] for i in table.view])
+
+    @work(thread=True, exclusive=True, group="runs-charts")
+    def compute_charts(self, rows: list[RunSummary]) -> None:
+        """The charts of the filtered runs (and reproduced results from the repro cache), off the UI thread."""
+        from ktui.repro.reproduced import reproduced_results
+        from ktui.view.charts import sweep_charts
+
+        charts = sweep_charts(rows, reproduced_results(rows))
+        if not get_current_worker().is_cancelled:
+            self._post(self.query_one(SweepChartView).set_charts, charts, rows)
+
+    def on_sweep_chart_view_cell_selected(self, event: SweepChartView.CellSelected) -> None:
+        if len(event.runs) == 1:
+            open_replay(self, Path(event.runs[0].real))
+            return
+        self.cell_filter = (f"{event.model} × {event.problem}", {r.real for r in event.runs})
+        self.show_chart(None)
+        self.refilter()
 
 
 def open_replay(screen: Screen, path: Path) -> None:

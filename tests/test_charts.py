@@ -1,0 +1,274 @@
+"""The sweep charts: their numbers (worked out by hand, see chart_sweep.py), the reproduced curve,
+the Unicode rendering, the runs screen's chart key and grid cells, and snapshots of each chart."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+from chart_sweep import EVIL_MODEL, make_chart_sweep
+from conftest import FIXTURES
+
+from ktui.report.runs import runs_print
+from ktui.trace.aggregate import FAST_P
+from ktui.trace.index import RunSummary, scan
+from ktui.tui.app import KtuiApp
+from ktui.tui.screens.runs import RunsScreen
+from ktui.tui.widgets.charts import SweepChartView, render_chart
+from ktui.tui.widgets.runs_table import RunsTable
+from ktui.view.charts import CHARTS, charts_dict, quantile, sweep_charts
+
+needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures not present")
+pytestmark = needs_fixtures
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def sweep(tmp_path) -> Path:
+    return make_chart_sweep(tmp_path)
+
+
+def _runs(root: Path) -> list[RunSummary]:
+    runs, issues = scan(root, use_cache=False)
+    assert not [i for i in issues if i.severity == "error"]
+    return runs
+
+
+# ---- the numbers, by hand ---------------------------------------------------------------------------
+def test_fast_p_by_hand(sweep):
+    c = sweep_charts(_runs(sweep))
+    assert c.runs == 13
+    rec = {cv.model: cv for cv in c.fast_p.curves if cv.kind == "recorded"}
+    assert not [cv for cv in c.fast_p.curves if cv.kind != "recorded"]  # nothing verified yet
+    # grok-4.3: seed 1.2308 (passed), P28 0.8 (passed), P29 failed -> of 3 runs
+    g = rec["grok-4.3"]
+    assert g.runs == 3 and g.speedups == [0.8, 1.2308]
+    assert [g.at(p) for p in FAST_P] == pytest.approx([2 / 3, 1 / 3, 0, 0])
+    assert g.at(0.79) == pytest.approx(2 / 3) and g.at(0.8) == pytest.approx(1 / 3)  # strictly greater than p
+    # test-agent-b: 1.0817 and 3.0 passed, 0.9 failed (its speedup does not count)
+    b = rec["test-agent-b"]
+    assert b.runs == 3 and b.speedups == [1.0817, 3.0]
+    assert [b.at(p) for p in FAST_P] == pytest.approx([2 / 3, 2 / 3, 1 / 3, 1 / 3])
+    assert rec["claude-sonnet-4-5"].speedups == [2.4] and rec["claude-sonnet-4-5"].at(2.0) == 1.0
+    for m in ("gpt-5.5", "openai/gpt-5.5-priority"):
+        assert rec[m].runs == 2 and rec[m].speedups == [] and rec[m].at(0) == 0
+    # the axis: from half the smallest speedup (0.8 / 2) to the largest (3.0), log-scaled
+    assert (c.fast_p.lo, c.fast_p.hi) == pytest.approx((0.4, 3.0))
+    steps = b.steps(c.fast_p.lo, c.fast_p.hi)
+    assert steps == [(0.4, pytest.approx(2 / 3)), (1.0817, pytest.approx(1 / 3)), (3.0, 0.0)]
+
+
+def test_speedups_grid_and_first_correct_by_hand(sweep):
+    c = sweep_charts(_runs(sweep))
+    sp = {r.model: r for r in c.speedup.rows}
+    assert sp["grok-4.3"].geomean == pytest.approx(math.sqrt(1.2308 * 0.8))
+    assert sp["test-agent-b"].geomean == pytest.approx(math.sqrt(1.0817 * 3.0))
+    assert sp["gpt-5.5"].geomean is None and sp["gpt-5.5"].speedups == []
+    g = c.grid
+    assert g.problems[:5] == ["L1/P19", "L1/P27", "L1/P28", "L1/P29", "L1/P30"]
+    assert g.problems[-1] == "(no problem)"
+    assert (g.cell("grok-4.3", "L1/P27").level, g.cell("grok-4.3", "L1/P27").speedup) == ("faster", 1.2308)
+    assert (g.cell("grok-4.3", "L1/P28").level, g.cell("grok-4.3", "L1/P28").speedup) == ("correct", 0.8)
+    assert (g.cell("grok-4.3", "L1/P29").level, g.cell("grok-4.3", "L1/P29").speedup) == ("failed", None)
+    b28 = g.cell("test-agent-b", "L1/P28")  # two runs: 3.0x passed and a failed one: the best wins
+    assert (b28.level, b28.speedup, len(b28.runs)) == ("faster", 3.0, 2)
+    assert g.cell("gpt-5.5", "online softmax (cuda a100 → cuda h100)").level == "compiled"
+    assert g.cell("gpt-5.5", "swiglu forward: triton → cuda h100").level == "failed"
+    assert g.cell("rep1-model", "(no problem)").level == "failed"
+    assert g.cell("grok-4.3", "L1/P19") is None
+    assert g.counts() == {"failed": 4, "compiled": 2, "correct": 1, "faster": 5}
+    fc = {r.model: r for r in c.first_correct.rows}
+    grok = fc["grok-4.3"]  # seed: first correct at turn 6 (7 turns), 23,456 tokens, 939.082 s; P28: 1, 1,200, 4.998 s
+    assert (grok.runs, grok.reached) == (3, 2)
+    assert grok.stats["turns"].values == [1, 7] and grok.stats["turns"].median == 4
+    assert grok.stats["tokens"].values == [1200, 23456]
+    assert grok.stats["wall_s"].values == pytest.approx([4.998, 939.082])
+    b = fc["test-agent-b"]  # agent-b trace: turn 2, 7,328 tokens, 298.9 s; P28: 1, 600, 1.998 s
+    assert b.stats["turns"].values == [1, 3] and b.stats["tokens"].values == [600, 7328]
+    claude = fc["claude-sonnet-4-5"]  # the mock fixture: correct at turn 1, no tokens recorded, 50 ms
+    assert claude.stats["turns"].values == [2] and claude.stats["tokens"] is None
+    assert claude.stats["wall_s"].values == pytest.approx([0.05])
+    assert fc["gpt-5.5"].reached == 0 and fc["gpt-5.5"].stats["turns"] is None
+    assert quantile([1, 2, 3, 4], 0.25) == pytest.approx(1.75)
+
+
+def test_charts_match_runs_json_on_the_fixtures():
+    """`ktui runs ../shared/fixtures --format json`: every number behind the charts is in it."""
+    out = io.StringIO()
+    assert runs_print(FIXTURES, fmt="json", use_cache=False, out=out) == 0
+    body = json.loads(out.getvalue())
+    charts = body["charts"]
+    aggs = {a["model"]: a for a in body["aggregates"]}
+    runs = [RunSummary.from_dict(d) for d in body["runs"]]
+    assert charts == json.loads(json.dumps(charts_dict(sweep_charts(runs))))
+    for cv in charts["fast_p"]["curves"]:
+        for p in FAST_P:
+            assert cv[f"fast_{p:g}"] == pytest.approx(aggs[cv["model"]][f"fast_{p:g}"])
+    for row in charts["speedup"]["rows"]:
+        assert row["geomean"] == aggs[row["model"]]["geomean_speedup"]
+        assert len(row["speedups"]) == aggs[row["model"]]["correct_with_speedup"]
+    cells = {(c["model"], c["problem"]): c for c in charts["grid"]["cells"]}
+    assert cells[("claude-sonnet-4-5", "L1/P19")]["level"] == "faster"
+    assert sum(len(c["runs"]) for c in cells.values()) == len(runs) == 6
+
+
+# ---- reproduced results -------------------------------------------------------------------------------
+def _store_repro(sha: str, correct: bool, speedup: float | None) -> None:
+    from ktui.repro import cache
+
+    cache.store({"kernel_sha1": sha, "key": "k" * 24, "request": {},
+                 "result": {"status": "completed", "correctness": {"passed": correct},
+                            "timing": {"speedup": speedup} if speedup else None}})
+
+
+def test_reproduced_curve_from_the_repro_cache(sweep):
+    from ktui.repro.reproduced import reproduced_results
+
+    runs = _runs(sweep)
+    by = {r.path: r for r in runs}
+    seed, p28 = by["project/seed.jsonl"], by["hand/grok_p28.jsonl"]
+    assert seed.final_sha1 and p28.final_sha1 and seed.final_sha1 != p28.final_sha1
+    _store_repro(seed.final_sha1, True, 0.6)  # the seed's 1.23x does not hold: 0.6x
+    _store_repro(p28.final_sha1, False, None)  # and P28 is not correct when re-run
+    rep = reproduced_results(runs)
+    assert set(rep) == {seed.real, p28.real}
+    c = sweep_charts(runs, rep)
+    curves = [(cv.model, cv.kind) for cv in c.fast_p.curves]
+    assert ("grok-4.3", "reproduced") in curves and len(curves) == 8
+    r = next(cv for cv in c.fast_p.curves if cv.kind == "reproduced")
+    assert (r.runs, r.speedups) == (2, [0.6])  # of the 2 runs verified, one correct at 0.6x
+    assert [r.at(p) for p in FAST_P] == [0.5, 0, 0, 0]
+    assert c.fast_p.lo == pytest.approx(0.3)
+    text = render_chart("fast_p", c, 100, 28).plain
+    assert "grok-4.3 (reproduced)" in text and "╍╍" in text
+
+
+# ---- rendering ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("size", [(100, 26), (158, 44), (40, 8)])
+@pytest.mark.parametrize("kind", CHARTS)
+def test_render_fits_and_shows_the_numbers(sweep, kind, size):
+    c = sweep_charts(_runs(sweep))
+    w, h = size
+    t = render_chart(kind, c, w, h)
+    lines = t.plain.split("\n")
+    assert len(lines) <= h and max(len(ln) for ln in lines) <= w
+    assert "\x1b" not in t.plain and EVIL_MODEL not in t.plain  # sanitized (ESC made visible) and shortened
+    if size == (100, 26):
+        want = {"fast_p": "fast_0 67%  fast_1 67%  fast_1.5 33%  fast_2 33%", "speedup": "gm   1.80x n 2/3",
+                "grid": "failed 4", "first_correct": "median 4 2/3"}[kind]
+        assert want in t.plain
+
+
+def test_render_with_no_runs():
+    c = sweep_charts([])
+    for kind in CHARTS:
+        assert "no runs" in render_chart(kind, c, 100, 28).plain
+
+
+# ---- the screen ------------------------------------------------------------------------------------------
+async def _settled(pilot) -> None:
+    app = pilot.app
+    for _ in range(400):
+        await pilot.pause(0.02)
+        scr = app.screen
+        if getattr(scr, "scan_done", False) and all(w.is_finished for w in app.workers):
+            view = scr.query_one(SweepChartView)
+            if scr.chart is None or view.charts is not None:
+                break
+    await pilot.pause(0.05)
+
+
+def test_chart_key_cycles_follows_the_filter_and_grid_enter_opens_runs(sweep):
+    asyncio.run(_screen_flow(sweep))
+
+
+async def _screen_flow(sweep):
+    app = KtuiApp(lambda: RunsScreen(sweep, use_cache=False))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settled(pilot)
+        scr = app.screen
+        view = scr.query_one(SweepChartView)
+        table = scr.query_one(RunsTable)
+        seen = []
+        for _ in CHARTS:
+            await pilot.press("p")
+            await _settled(pilot)
+            seen.append(scr.chart)
+            assert view.display and not table.display
+        assert seen == list(CHARTS)
+        await pilot.press("p")
+        assert scr.chart is None and table.display
+        await pilot.press("p")  # fast_p, then filter on the outcome: the charts follow it
+        await _settled(pilot)
+        assert view.charts.runs == 13
+        await pilot.press("o")  # passed only
+        await _settled(pilot)
+        assert view.charts.runs == 6
+        assert {cv.model for cv in view.charts.fast_p.curves} == {"grok-4.3", "test-agent-b", "claude-sonnet-4-5",
+                                                                    EVIL_MODEL}
+        await pilot.press("x", "p", "p")  # to the grid
+        await _settled(pilot)
+        assert scr.chart == "grid"
+        g = view.charts.grid
+        mi, pj = g.models.index("test-agent-b"), g.problems.index("L1/P28")
+        for _ in range(mi):
+            await pilot.press("down")
+        for _ in range(pj):
+            await pilot.press("right")
+        assert view.cursor == (mi, pj)
+        await pilot.press("enter")  # two runs: the table, filtered to them
+        await pilot.pause(0.05)
+        assert scr.chart is None
+        assert sorted(table.rows[i].path for i in table.view) == ["hand/agentb_p28.jsonl",
+                                                                  "hand/agentb_p28_again.jsonl"]
+        await pilot.press("x")
+        assert len(table.view) == 13
+        await pilot.press("p", "p", "p")
+        await _settled(pilot)
+        view.cursor = (g.models.index("grok-4.3"), g.problems.index("L1/P27"))
+        await pilot.press("enter")  # one run: the replay screen
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if type(app.screen).__name__ == "ReplayScreen":
+                break
+        assert type(app.screen).__name__ == "ReplayScreen"
+
+
+# ---- snapshots: each chart at 160x48 and 100x30 ----------------------------------------------------------
+def _snap_app(sweep: Path) -> KtuiApp:
+    return KtuiApp(lambda: RunsScreen(Path(sweep.name), use_cache=False))
+
+
+def _press_then_settle(n: int, *keys: str):
+    async def run_before(pilot) -> None:
+        await _settled(pilot)
+        for _ in range(n):
+            await pilot.press("p")
+            await _settled(pilot)
+        for k in keys:
+            await pilot.press(k)
+        await _settled(pilot)
+        await pilot.wait_for_scheduled_animations()
+        pilot.app.clear_notifications()
+        await pilot.pause(0.05)
+
+    return run_before
+
+
+SNAP_CASES = [(kind, size) for kind in CHARTS for size in ((160, 48), (100, 30))]
+
+
+@pytest.mark.parametrize("kind,size", SNAP_CASES, ids=[f"{k}-{w}x{h}" for k, (w, h) in SNAP_CASES])
+def test_chart_snapshot(snap_compare, sweep, monkeypatch, kind, size):
+    monkeypatch.chdir(sweep.parent)  # the screen shows the root as given: keep it the same in every run
+    n = CHARTS.index(kind) + 1
+    keys = ("down", "down", "down", "right", "right") if kind == "grid" else ()
+    assert snap_compare(_snap_app(sweep), terminal_size=size, run_before=_press_then_settle(n, *keys))
