@@ -102,8 +102,10 @@ class ModelNew(nn.Module):
     assert kernel_flags(kv(real)) == []
     fallback = real.replace("return mod.run(x)", "return torch.matmul(x, x)")
     assert [f.code for f in kernel_flags(kv(fallback))] == ["torch_fallback"]
-    assert [f.code for f in kernel_flags(kv("class ModelNew:\n    def forward(self, x):\n        return x\n"))] == \
+    assert [f.code for f in kernel_flags(kv("class ModelNew:\n    def forward(self, x):\n        return x * 2\n"))] == \
         ["no_gpu_code"]
+    assert [f.code for f in kernel_flags(kv("class ModelNew:\n    def forward(self, x):\n        return x\n"))] == \
+        ["no_gpu_code", "input_passthrough"]
     marker = real.replace("{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * 2.0f; }",
                           "{ }")
     assert "dummy_kernel" in [f.code for f in kernel_flags(kv(marker))]

@@ -1,104 +1,48 @@
 """Sanity flags on what a trace claims, each with a one-line reason.
 
 Metric flags: implausible GPU runtimes and unit errors, missing or zero medians, percentages
-over 100, excessive speedups (KernelBench's > 10x rule). Kernel flags: no custom GPU code,
-torch fallbacks on the hot path, dummy "marker" kernels, ``__eq__`` overrides, side streams.
+over 100, excessive speedups (KernelBench's > 10x rule). Kernel flags: the static honesty
+findings of :mod:`ktui.trace.findings` (torch fallbacks, marker kernels, timer patches, threads,
+pointer caches ...), each pinned to the version and turn that introduced it.
 Harness flags: identical failures for every case.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
+from ktui.trace.findings import Finding, run_findings
 from ktui.trace.model import FAILED, Flag, KernelVersion, Run
 
 EXCESSIVE_SPEEDUP = 10.0
 
-_GPU_MARKERS = ("load_inline", "cpp_extension.load", "__global__", "<<<", "triton.jit", "@jit",
-                "tl.program_id", "cuda.jit", "RawKernel", "RawModule", "cute.", "tilelang", "cuda.core")
-_TRIPLE = re.compile(r"\"\"\"|\'\'\'")
-_FALLBACK = re.compile(
-    r"(?<![\w.])(torch\.(?:matmul|mm|bmm|addmm|einsum|conv[123]d|softmax|layer_norm|nn\.functional\.\w+)|"
-    r"F\.(?!pad\b)\w+|torch\.ops\.aten\.\w+)\s*\("
-)
-_GLOBAL = re.compile(r"__global__\s+void\s+(\w+)\s*\([^)]*\)\s*\{", re.S)
-_MARKER_NAMES = re.compile(r"(?i)marker|dummy|noop|no_op|touch|placeholder")
-_EQ = re.compile(r"def\s+__eq__\s*\(")
-_STREAM = re.compile(r"torch\.cuda\.Stream\s*\(|cudaStreamCreate|torch\.cuda\.stream\s*\(")
 _CASE_ERR = re.compile(r"^\s*\[([^\]]+)\]\s*(.+)$", re.M)
 
 
-def _python_only(code: str) -> str:
-    """The code with triple-quoted strings (embedded CUDA/C++) removed (a linear scan)."""
-    out, pos = [], 0
-    while True:
-        m = _TRIPLE.search(code, pos)
-        if m is None:
-            out.append(code[pos:])
-            return "".join(out)
-        out.append(code[pos:m.start()])
-        end = code.find(m.group(0), m.end())
-        if end < 0:
-            return "".join(out)
-        out.append('""')
-        pos = end + 3
+def finding_message(f: Finding) -> str:
+    """``v7: <what the code does> — line 58: `C = torch.matmul(A, B)`; introduced at turn 6 in v4``."""
+    bits = []
+    if f.line is not None:
+        bits.append(f"line {f.line}" + (f": `{f.evidence}`" if f.evidence else ""))
+    if f.turn is not None:
+        bits.append(f"introduced at turn {f.turn}" + (f" in v{f.since}" if f.since != f.kernel else ""))
+    elif f.since != f.kernel:
+        bits.append(f"introduced in v{f.since}")
+    return f"v{f.kernel}: {f.what}" + (f" — {'; '.join(bits)}" if bits else "")
 
 
-def _forward_body(py: str) -> str:
-    i = py.find("def forward")
-    if i < 0:
-        return py
-    return py[i:]
+def _flag(f: Finding) -> Flag:
+    return Flag(f.code, finding_message(f), f.severity, kernel=f.kernel, turn=f.turn, since=f.since,
+                src_line=f.line, evidence=f.evidence)
 
 
-def _kernel_body(code: str, start: int) -> str:
-    depth = 1
-    for i in range(start, len(code)):
-        ch = code[i]
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return code[start:i]
-        if i - start > 400:  # a marker kernel is short; a real one need not be scanned to its end
-            return code[start:i]
-    return code[start:]
-
-
-@lru_cache(maxsize=512)
-def code_findings(code: str) -> tuple[tuple[str, str, str], ...]:
-    """(flag code, message without the version label, severity) for one kernel's source."""
-    out: list[tuple[str, str, str]] = []
-    if not any(m in code for m in _GPU_MARKERS):
-        out.append(("no_gpu_code", "no custom GPU code (no load_inline, __global__, <<<, Triton jit)", "error"))
-    fwd = _forward_body(_python_only(code))
-    m = _FALLBACK.search(fwd) if ("torch." in fwd or "F." in fwd) else None
-    if m:
-        out.append(("torch_fallback", f"forward calls {m.group(1)}(...) (falls back to torch ops on the "
-                    "hot path)", "warning"))
-    if "__global__" in code:
-        for g in _GLOBAL.finditer(code):
-            body = _kernel_body(code, g.end())
-            stripped = re.sub(r"\s+|asm\s+volatile\s*\(\s*\"\"\s*\)\s*;?", "", body)
-            trivial = len(re.sub(r"if\([^)]*\)", "", stripped).strip(";{}")) < 8
-            if trivial or (_MARKER_NAMES.search(g.group(1)) and len(stripped) < 80):
-                out.append(("dummy_kernel", f"__global__ {g.group(1)} does no work (a marker kernel that "
-                            "only satisfies static checks)", "error"))
-                break
-    if "__eq__" in code and _EQ.search(code):
-        out.append(("eq_override", "defines __eq__ (can loosen the correctness comparison)", "error"))
-    if ("Stream" in code or "stream" in code) and _STREAM.search(code):
-        out.append(("side_stream", "creates its own CUDA stream (work may be hidden from the timer)", "warning"))
-    return tuple(out)
-
-
-def kernel_flags(kv: KernelVersion) -> list[Flag]:
+def kernel_flags(kv: KernelVersion, reference: str | None = None) -> list[Flag]:
+    """The static findings of one version (pinned to that version alone; :func:`compute_flags`
+    pins them to the version and turn that introduced them)."""
     if kv.attachment:
         return [Flag("code_unavailable", f"{kv.label}: code is an unresolved {kv.attachment[:24]}… stub",
                      "info", kernel=kv.number)]
-    return [Flag(code, f"{kv.label}: {msg}", sev, kernel=kv.number) for code, msg, sev in code_findings(kv.code)]
+    return [_flag(f) for f in run_findings([kv], reference)]
 
 
 def _case_errors(summary: str) -> list[str]:
@@ -160,10 +104,13 @@ def compute_flags(run: Run) -> list[Flag]:
     flags = metric_flags(run)
     final = run.final_kernel
     for kv in run.kernels:
-        for f in kernel_flags(kv):
-            # flags on the final kernel matter most; earlier versions are informational
-            if final is not None and kv.number != final.number and f.severity == "error":
-                f.severity = "warning"
-            flags.append(f)
+        if kv.attachment:
+            flags.extend(kernel_flags(kv))
+    for f in run_findings(run.kernels, run.problem.reference_source):
+        flag = _flag(f)
+        # flags on the final kernel matter most; earlier versions are informational
+        if final is not None and f.kernel != final.number and flag.severity == "error":
+            flag.severity = "warning"
+        flags.append(flag)
     flags.extend(harness_flags(run))
     return flags

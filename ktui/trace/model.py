@@ -362,6 +362,11 @@ class Flag:
     metric: str | None = None  # Metric.key it is about
     kernel: int | None = None  # KernelVersion.number it is about
     line: int | None = None
+    # static findings (ktui.trace.findings): where the class first appeared and the source line
+    turn: int | None = None  # the turn that introduced it
+    since: int | None = None  # the kernel version that introduced it
+    src_line: int | None = None  # 1-based line in the kernel source
+    evidence: str = ""  # that source line (sanitized)
 
 
 @dataclass(slots=True)
