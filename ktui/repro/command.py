@@ -113,7 +113,7 @@ def render_report(console: Any, report: Any) -> None:
             console.print(Text(f"  flag {c['name']}: {c['detail']}", style="red"))
     if comp.not_measured:
         console.print(Text("not re-measured: " + ", ".join(comp.not_measured)
-                           + " (needs Nsight Compute)", style="dim"))
+                           + " (needs Nsight Compute: add --profile)", style="dim"))
     for n in comp.notes:
         console.print(Text(f"note: {n}", style="dim"))
     f = res.get("failure")

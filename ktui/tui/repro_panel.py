@@ -83,6 +83,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         Binding("y,enter", "confirm", "run", show=False),
         Binding("n", "back", "no", show=False),
         Binding("r", "rerun", "re-run"),
+        Binding("p", "profile", "profile (ncu)"),
         Binding("q", "close", "close", show=False),
     ]
     DEFAULT_CSS = """
@@ -213,7 +214,17 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
     # ---- actions ------------------------------------------------------------------------------------
     def action_confirm(self) -> None:
         if self.state == "confirm":
-            self._start()
+            if getattr(self, "_pending_profile", False):
+                from ktui.tui.profile_panel import start_profile
+
+                start_profile(self)
+            else:
+                self._start()
+
+    def action_profile(self) -> None:
+        from ktui.tui.profile_panel import request_profile  # see profile_panel.py
+
+        request_profile(self)
 
     def action_rerun(self) -> None:
         if self.state == "done":

@@ -1,0 +1,150 @@
+"""``ktui repro TRACE --version vK --profile``: print the profile, recorded vs reproduced.
+
+Exit status: 0 when every compared hardware-counter row reproduced, 1 otherwise (a row that
+differs, or no profile: ncu missing, no GPU, counters not readable, the kernel failed),
+2 for usage errors. Without ncu or a GPU it prints one line on stderr and exits 1.
+Needs rich and click only (the profiled worker imports torch).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from ktui.repro.profile.compare import GROUP_TITLE, group_of
+from ktui.repro.verdict import NOT_RECORDED, SHOWN_ONLY
+from ktui.trace.text import sanitize
+
+
+def _err(msg: str) -> None:
+    print(f"ktui: {msg}", file=sys.stderr)
+
+
+def _us(s: Any) -> str:
+    return f"{s * 1e6:,.2f} μs" if isinstance(s, (int, float)) else "n/a"
+
+
+def render_profile(console: Any, report: Any) -> None:
+    """The profile as `ktui repro --profile` prints it (also the app panel's text)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from ktui.repro.command import VERDICT_STYLE
+
+    head = Text()
+    head.append(f"{report.version} · sha1 {report.sha1[:12]} · Nsight Compute profile", style="bold")
+    head.append("   ")
+    head.append(f" {report.verdict.upper()} ", style=VERDICT_STYLE.get(report.verdict, "bold"))
+    console.print(head)
+    env = report.environment or {}
+    bits = [str(env.get("gpu") or "?"), f"ncu {report.ncu_version or '?'}",
+            f"--clock-control {report.clock_control}", f"--cache-control {report.cache_control}"]
+    console.print(Text(" · ".join(bits), style="dim"))
+    for side in ("kernel", "reference"):
+        sp = report.sides.get(side)
+        if sp is None:
+            continue
+        f = sp.forward or {}
+        line = Text(f"{side}: ", style="bold")
+        if sp.status != "completed":
+            line.append(f"not profiled: {sanitize(sp.message)}")
+        else:
+            names = ", ".join(sorted({sanitize(str(k.get('name') or '?'))[:40] for k in sp.launches}))
+            line.append(f"{f.get('launches', 0)} launch{'es' if f.get('launches') != 1 else ''} "
+                        f"({names or 'none'}), {_us(f.get('duration_s'))} in one forward")
+            passes = max(sp.passes.values()) if sp.passes else None
+            if passes:
+                line.append(f", {passes} ncu passes")
+            if sp.wall_seconds is not None:
+                line.append(f", {sp.wall_seconds:.1f} s under ncu", style="dim")
+        console.print(line)
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("recorded", overflow="fold", max_width=24)
+    table.add_column("reproduced", overflow="fold", max_width=24)
+    table.add_column("ratio", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    noted = []
+    group = None
+    for r in report.rows:
+        g = group_of(r)
+        if g != group:
+            group = g
+            table.add_row(Text(GROUP_TITLE.get(g, g), style="bold underline"), "", "", "", "")
+        ratio = "" if r.ratio is None else (f"{r.ratio:,.0f}x" if abs(r.ratio) >= 100 else f"{r.ratio:.2f}x")
+        verdict = Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, ""))
+        if r.note and (r.verdict not in (NOT_RECORDED, SHOWN_ONLY) or "impossible" in r.note
+                       or "implausible" in r.note):
+            noted.append(r)
+            verdict.append(f" [{len(noted)}]", style="dim")
+        table.add_row(sanitize(r.label), sanitize(r.recorded_text), r.reproduced_text, ratio, verdict)
+    console.print(table)
+    for i, r in enumerate(noted, 1):
+        console.print(Text(f"  [{i}] {sanitize(r.label)}: {sanitize(r.note)}", style="dim"))
+    if report.callouts:
+        console.print(Text("values the page cannot have:", style="bold magenta"))
+        for c in report.callouts:
+            console.print(Text(f"  ! {sanitize(c)}", style="magenta"))
+    top = ((report.sides.get("kernel") or None) and report.sides["kernel"].forward.get("stalls_top")) or []
+    if top:
+        console.print(Text("measured warp stalls (share of stall samples): "
+                           + ", ".join(f"{s['reason']} {s['share_pct']:.1f} %" for s in top), style="dim"))
+    chart = (report.roofline or {}).get("chart") or []
+    if chart:
+        console.print(Text("roofline", style="bold"))
+        for ln in chart:
+            console.print(Text(ln), overflow="crop", no_wrap=True)
+    for n in report.notes:
+        console.print(Text(f"note: {sanitize(n)}", style="dim"))
+    v = Text("verdict: ")
+    v.append(report.verdict, style=VERDICT_STYLE.get(report.verdict, "bold"))
+    v.append(f" — {sanitize(report.reason)}")
+    console.print(v)
+    if report.wall_seconds is not None:
+        console.print(Text(f"(profiled in {report.wall_seconds:.1f} s)", style="dim"))
+    console.print()
+
+
+def profile_command(path: Path | str, *, turn: int | None = None, version: str | None = None, final: bool = False,
+                    reference: str | None = None, device: str | None = None, timeout: float = 600.0,
+                    compile_timeout: float | None = None, clock_control: str = "none",
+                    as_json: bool = False) -> int:
+    from ktui.repro.api import ReproError, select_kernels
+    from ktui.repro.profile.run import ProfileOptions, profile
+    from ktui.trace import load
+
+    run = load(str(path))
+    try:
+        kernels = select_kernels(run, turn=turn, version=version, final=final)
+    except ReproError as exc:
+        _err(str(exc))
+        return 2
+    from rich.console import Console
+
+    console = Console() if sys.stdout.isatty() else Console(width=110)
+    options = ProfileOptions(device=device, timeout=timeout, compile_timeout=compile_timeout,
+                             clock_control=clock_control, reference_path=reference)
+    cancel = threading.Event()
+    try:
+        report = profile(run, kernels[0], options, cancel=cancel)
+    except ReproError as exc:
+        _err(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        cancel.set()
+        _err("interrupted")
+        return 130
+    if report.status == "unavailable":
+        _err(f"cannot profile: {report.message}")
+        if as_json:
+            sys.stdout.write(json.dumps(report.to_dict(), indent=1, default=str) + "\n")
+        return 1
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=1, default=str) + "\n")
+    else:
+        render_profile(console, report)
+    return 0 if report.ok and report.verdict in ("reproduced",) else 1

@@ -1,0 +1,263 @@
+"""Profile one kernel version (and its reference) under Nsight Compute.
+
+    report = profile(run, kv, ProfileOptions())     # blocks; run it in a worker thread
+    report.status        # "completed" | "unavailable" (no ncu / no GPU / no counters) | "failed" | "cancelled"
+    report.message       # one line when not completed
+    report.rows          # recorded vs reproduced (ktui.repro.verdict.Row)
+    report.roofline      # peaks, ridge, points, "chart" (lines of text)
+
+Each side (kernel, then reference) is one worker process run under ncu (see
+:mod:`ktui.repro.profile.ncu`) with the repro runner's isolation: a fresh temporary directory,
+its own process group, secrets removed from the environment, a deadline per stage, cancel
+kills the group. ncu writes its report and log into a separate temporary directory, read
+back with ``ncu --import``. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ktui.repro.profile import ncu as N
+from ktui.repro.profile.chart import roofline_chart
+from ktui.repro.profile.compare import compare_profile
+from ktui.repro.profile.metrics import NCU_METRICS
+from ktui.repro.profile.parse import NcuParseError, parse_passes, parse_raw_csv
+from ktui.repro.profile.roofline import roofline
+from ktui.repro.profile.summary import summarize
+from ktui.repro.verdict import DIFFERS, NOT_REPRODUCIBLE, REPRODUCED, SEVERITY, Row
+
+SIDES = ("kernel", "reference")
+IMPORT_TIMEOUT = 120.0
+
+
+@dataclass
+class ProfileOptions:
+    device: str | None = None
+    clock_control: str = "none"
+    warmup: int = 3
+    timeout: float = 600.0  # seconds per stage (the profiled forward's replay passes included)
+    compile_timeout: float | None = None
+    correctness_trials: int = 1  # a guard only: `ktui repro` checks correctness properly
+    max_launches: int = N.MAX_LAUNCHES
+    reference_path: str | None = None
+    ncu: str | None = None  # the ncu to use (default: find_ncu())
+
+
+@dataclass
+class SideProfile:
+    side: str
+    status: str  # completed | failed | cancelled | unavailable
+    message: str = ""
+    launches: list[dict[str, Any]] = field(default_factory=list)  # per-launch summaries
+    forward: dict[str, Any] = field(default_factory=dict)
+    passes: dict[str, int] = field(default_factory=dict)
+    wall_seconds: float | None = None
+    worker: dict[str, Any] = field(default_factory=dict)  # the worker's result (correctness, stages...)
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProfileReport:
+    trace: str
+    version: str
+    sha1: str
+    status: str
+    message: str = ""
+    ncu: str | None = None
+    ncu_version: str | None = None
+    clock_control: str = "none"
+    cache_control: str = "all"
+    sides: dict[str, SideProfile] = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)
+    callouts: list[str] = field(default_factory=list)
+    roofline: dict[str, Any] = field(default_factory=dict)
+    verdict: str = NOT_REPRODUCIBLE
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    wall_seconds: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["rows"] = [asdict(r) for r in self.rows]
+        return d
+
+
+def unavailable(reason: str, **kw: Any) -> ProfileReport:
+    return ProfileReport(trace=kw.get("trace", ""), version=kw.get("version", ""), sha1=kw.get("sha1", ""),
+                         status="unavailable", message=reason, reason=reason)
+
+
+def read_report(ncu: str, rep: Path, timeout: float = IMPORT_TIMEOUT) -> str:
+    """The raw-page CSV of an exported report."""
+    out = subprocess.run(N.import_command(ncu, rep), capture_output=True, text=True, timeout=timeout,
+                         errors="replace")
+    if out.returncode != 0 and not out.stdout.strip():
+        raise NcuParseError(f"ncu --import failed ({out.returncode}): {(out.stderr or '').strip()[:300]}")
+    return out.stdout
+
+
+def _failure_line(res: dict[str, Any]) -> str:
+    f = res.get("failure") or {}
+    return f"{f.get('kind', 'failed')}: {f.get('message', '')}".strip(": ")
+
+
+def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileOptions, *,
+                 on_progress: Callable[[Any], None] | None = None, cancel: threading.Event | None = None,
+                 metrics: list[str] | None = None) -> SideProfile:
+    from ktui.repro.runner import run_request
+
+    metrics = list(metrics or NCU_METRICS)
+    out_dir = Path(tempfile.mkdtemp(prefix="ktui-ncu-"))
+    try:
+        for attempt in range(2):
+            req = dict(request)
+            req["profile"] = {"side": side, "warmup": int(options.warmup)}
+            app_cmd: list[str] = []  # the runner appends `python -m module`
+            prefix = N.profile_command(ncu, out_dir, app_cmd, clock_control=options.clock_control, metrics=metrics,
+                                       max_launches=options.max_launches)
+            t0 = time.monotonic()
+            res = run_request(req, on_progress=on_progress, cancel=cancel,
+                              compile_timeout=options.compile_timeout or options.timeout,
+                              run_timeout=options.timeout, prefix=prefix, module="ktui.repro.profile.target")
+            wall = round(time.monotonic() - t0, 3)
+            log = _read(out_dir / "ncu.log")
+            sp = SideProfile(side=side, status="completed", wall_seconds=wall, command=prefix + [sys.executable, "-m",
+                                                                                               "ktui.repro.profile.target"])
+            sp.worker = {k: v for k, v in res.items() if k not in ("stderr_tail",)}
+            sp.passes = parse_passes(log)
+            if res.get("status") == "cancelled":
+                sp.status, sp.message = "cancelled", _failure_line(res)
+                return sp
+            if res.get("status") != "completed":
+                kind = (res.get("failure") or {}).get("kind")
+                why = N.explain_log(log)
+                sp.status = "unavailable" if kind == "environment" or why == N.PERMISSION else "failed"
+                sp.message = why if why == N.PERMISSION else _failure_line(res)
+                return sp
+            rep = out_dir / "profile.ncu-rep"
+            if not rep.exists():
+                bad = N.unknown_metrics(log, metrics)
+                if bad and attempt == 0:
+                    metrics = [m for m in metrics if m not in bad]
+                    continue
+                why = N.explain_log(log)
+                sp.status = "unavailable" if why == N.PERMISSION else "failed"
+                sp.message = why or "ncu wrote no report (no kernel launched in the profiled forward?)"
+                return sp
+            try:
+                launches = parse_raw_csv(read_report(ncu, rep))
+            except (NcuParseError, OSError, subprocess.SubprocessError) as exc:
+                sp.status, sp.message = "failed", f"cannot read the ncu report: {exc}"
+                return sp
+            summ = summarize(launches)
+            sp.launches, sp.forward = summ["kernels"], summ["forward"]
+            if not launches:
+                sp.message = "the profiled forward launched no kernel"
+            return sp
+        raise AssertionError("unreachable")
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _overall(rows: list[Row]) -> tuple[str, str]:
+    compared = [r for r in rows if r.verdict in SEVERITY]
+    if not compared:
+        return REPRODUCED, "the trace recorded no hardware counters to compare"
+    bad = [r for r in compared if r.verdict == DIFFERS]
+    if bad:
+        return DIFFERS, "; ".join(f"{r.label}: recorded {r.recorded_text}, measured {r.reproduced_text}"
+                                  for r in bad[:6]) + (f" (+{len(bad) - 6} more)" if len(bad) > 6 else "")
+    return REPRODUCED, f"{len(compared)} hardware-counter rows within tolerance"
+
+
+def build_report(trace: str, version: str, sha1: str, sides: dict[str, SideProfile], recorded: Any, *,
+                 ncu: str, ncu_version: str | None, options: ProfileOptions) -> ProfileReport:
+    """Combine the sides' profiles into rows, callouts and the roofline (no process runs here)."""
+    rep = ProfileReport(trace=trace, version=version, sha1=sha1, status="completed", ncu=ncu, ncu_version=ncu_version,
+                        clock_control=options.clock_control, sides=sides)
+    k = sides.get("kernel")
+    r = sides.get("reference")
+    first_bad = next((s for s in sides.values() if s.status != "completed"), None)
+    if first_bad is not None and (k is None or k.status != "completed"):
+        rep.status, rep.message = first_bad.status, f"{first_bad.side}: {first_bad.message}"
+        rep.reason = rep.message
+        rep.verdict = NOT_REPRODUCIBLE if first_bad.status != "cancelled" else "cancelled"
+        return rep
+    if r is not None and r.status != "completed":
+        rep.notes.append(f"reference not profiled: {r.message}")
+    kf = k.forward if k else {}
+    rf = r.forward if r and r.status == "completed" else None
+    if k and not k.launches:
+        rep.notes.append("the kernel's profiled forward launched no CUDA kernel: nothing was measured")
+    rep.rows, rep.callouts = compare_profile(recorded, kf)
+    rep.roofline = roofline(kf, rf)
+    rep.roofline["chart"] = roofline_chart(rep.roofline)
+    rep.verdict, rep.reason = _overall(rep.rows)
+    env = (k.worker.get("environment") if k else None) or {}
+    rep.environment = env
+    hw = getattr(recorded, "hardware", None)
+    if hw and env.get("gpu") and hw.strip() != str(env["gpu"]).strip():
+        rep.notes.append(f"recorded on {hw}, profiled on {env['gpu']}: peaks and throughputs are not expected "
+                         f"to match")
+    rep.notes.append(f"clock control: {options.clock_control} (ncu --clock-control {options.clock_control}); "
+                     f"caches flushed before every replay pass (--cache-control all)")
+    passes = [max(s.passes.values()) for s in sides.values() if s.passes]
+    if passes:
+        rep.notes.append(f"ncu replayed each profiled kernel up to {max(passes)} times (one pass per counter group)")
+    return rep
+
+
+def profile(run: Any, kv: Any, options: ProfileOptions | None = None, *,
+            on_progress: Callable[[Any], None] | None = None,
+            cancel: threading.Event | None = None) -> ProfileReport:
+    """Profile one kernel version and its reference; never raises for what the kernel does."""
+    from ktui.repro.api import ReproError, ReproOptions, make_request, resolve_reference
+    from ktui.repro.recorded import recorded_for
+
+    options = options or ProfileOptions()
+    t0 = time.monotonic()
+    meta = {"trace": str(getattr(run, "path", "")), "version": kv.label, "sha1": kv.sha1}
+    ncu = options.ncu or N.find_ncu()
+    if not ncu:
+        return unavailable(N.NOT_FOUND, **meta)
+    if options.device == "cpu":
+        return unavailable("Nsight Compute profiles CUDA kernels: --device cpu cannot be profiled", **meta)
+    ref, origin = resolve_reference(run, options.reference_path)
+    if not ref:
+        raise ReproError("the trace has no reference source (no fetch_problem ref_arch_src); "
+                         "pass --reference FILE with the problem's PyTorch reference")
+    ropts = ReproOptions(device=options.device, trials=1, timeout=options.timeout,
+                         compile_timeout=options.compile_timeout, correctness_trials=options.correctness_trials,
+                         reference_path=options.reference_path)
+    request = make_request(kv, ropts, ref, origin)
+    version = N.ncu_version(ncu)
+    sides: dict[str, SideProfile] = {}
+    for side in SIDES:
+        sp = profile_side(side, request, ncu, options, on_progress=on_progress, cancel=cancel)
+        sides[side] = sp
+        if sp.status in ("cancelled", "unavailable") or (side == "kernel" and sp.status != "completed"):
+            break
+    rep = build_report(meta["trace"], kv.label, kv.sha1, sides, recorded_for(run, kv), ncu=ncu,
+                       ncu_version=version, options=options)
+    rep.wall_seconds = round(time.monotonic() - t0, 3)
+    return rep

@@ -1,0 +1,112 @@
+"""The `p` key of the repro panel: profile the kernel version under Nsight Compute.
+
+Same rules as `r`: the first run in this app asks for confirmation (it executes model-written
+code, here under ncu, which replays each kernel many times); ``escape`` cancels (kills the
+worker's process group). The profile runs in a worker thread; the result (recorded vs
+reproduced hardware counters, the roofline chart, what bounds the kernel) replaces the panel's
+body. Without ncu or a GPU the panel says so in one line. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+CONFIRMED_ATTR = "_ktui_repro_confirmed"  # shared with the `r` key: one confirmation per app
+
+
+def render_profile_text(report: Any, width: int = 110) -> Text:
+    from ktui.repro.profile.command import render_profile
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=max(60, width), force_terminal=True, color_system="truecolor",
+                      legacy_windows=False)
+    render_profile(console, report)
+    return Text.from_ansi(buf.getvalue().rstrip())
+
+
+def request_profile(screen: Any) -> None:
+    """`p` pressed on the repro panel."""
+    if screen.state in ("running", "cancelling"):
+        return
+    if not getattr(screen.app, CONFIRMED_ATTR, False):
+        ask(screen)
+    else:
+        start_profile(screen)
+
+
+def ask(screen: Any) -> None:
+    from textual.widgets import Static
+
+    screen.state = "confirm"
+    screen._pending_profile = True
+    k = screen.kernel
+    opts = screen.options
+    screen._status("This profiles model-written code from the trace on this machine, under Nsight Compute.")
+    screen.query_one("#repro-report", Static).update(Text(
+        f"kernel {k.label} (sha1 {k.sha1[:12]}) and its reference will each be built and run under ncu in a "
+        f"separate process: a fresh temporary directory, secrets removed from its environment, its own process "
+        f"group, {opts.timeout:g} s per stage. One forward after a warm-up is profiled; ncu replays each of its "
+        f"kernels once per counter group (tens of passes), with --clock-control none and caches flushed "
+        f"before every pass."))
+    screen._hint("y / enter: profile  ·  n / esc: cancel")
+
+
+def start_profile(screen: Any) -> None:
+    from textual.widgets import ProgressBar, Static
+
+    setattr(screen.app, CONFIRMED_ATTR, True)
+    screen._pending_profile = False
+    screen.state = "running"
+    cancel = threading.Event()
+    screen._cancel = cancel
+    bar = screen.query_one(ProgressBar)
+    bar.display = True
+    bar.update(progress=0)
+    screen._status("profiling under Nsight Compute…")
+    screen.query_one("#repro-report", Static).update("")
+    screen._hint("esc: cancel (kills the worker)")
+    app = screen.app
+    run, kernel, opts = screen.run_model, screen.kernel, screen.options
+
+    def work() -> None:
+        from ktui.repro.api import ReproError
+        from ktui.repro.profile.run import ProfileOptions, profile
+
+        popts = ProfileOptions(device=opts.device, timeout=opts.timeout, compile_timeout=opts.compile_timeout,
+                               reference_path=opts.reference_path)
+        try:
+            rep = profile(run, kernel, popts, cancel=cancel,
+                          on_progress=lambda p: app.call_from_thread(screen._progress, p))
+        except ReproError as exc:
+            app.call_from_thread(screen._error, str(exc))
+            return
+        except Exception as exc:  # never take the app down
+            app.call_from_thread(screen._error, f"profile failed: {exc}")
+            return
+        app.call_from_thread(show_profile, screen, rep)
+
+    screen.run_worker(work, thread=True, exclusive=True, group="repro", exit_on_error=False)
+
+
+def show_profile(screen: Any, report: Any) -> None:
+    from textual.widgets import ProgressBar, Static
+
+    screen.state = "done"
+    screen.profile_report = report
+    screen.query_one(ProgressBar).display = False
+    body = screen.query_one("#repro-report", Static)
+    if report.status == "unavailable":
+        screen._status(f"cannot profile: {report.message}")
+        body.update(Text(f"cannot profile: {report.message}"))
+    elif report.status != "completed":
+        screen._status(f"profile {report.status}: {report.message}")
+        body.update(Text(f"profile {report.status}: {report.message}"))
+    else:
+        screen._status(f"profile: {report.verdict}")
+        body.update(render_profile_text(report, max(60, (screen.size.width or 110) - 6)))
+    screen._hint("p: profile again  ·  r: re-run  ·  esc: close")
