@@ -201,11 +201,11 @@ async def _turns_step_together_then_apart():
         assert scr.pane == "turns" and scr.positions == [2, 2]
         await pilot.press("G")
         assert scr.positions == [8, 8]  # the longer run's last turn; the other shows "no turn 8"
-        await pilot.press("g", "u", "l", "j")
+        await pilot.press("g", "L", "l", "j")
         assert not scr.linked and scr.active_col == 1 and scr.positions == [0, 1]
-        await pilot.press("u")
+        await pilot.press("L")
         assert scr.linked and scr.positions == [1, 1]
-        await pilot.press("v")  # align by kernel version: both at v1
+        await pilot.press("a")  # align by kernel version: both at v1
         assert scr.align == "version" and scr.positions == [1, 1]
         await pilot.press("j")
         assert scr.positions == [2, 2]
@@ -224,11 +224,14 @@ async def _kernel_choice_and_panes():
         scr = app.screen
         await pilot.press("2")
         assert scr.pane == "kernels" and (scr.left_version, scr.right_version) == (None, None)
-        await pilot.press("a")  # the left run's final is v4: next wraps to v1
-        assert scr.left_version == 1
-        await pilot.press("B")
+        await pilot.press("h", "j")  # the left side; its final is v4: next wraps to v1
+        assert scr.left_version == 1 and scr.right_version is None
+        await pilot.press("l", "k")  # the right side, previous version
         assert scr.right_version == 1
-        await pilot.press("f", "s")
+        assert "▸ #2" in str(scr.query_one("#compare-kernels-bar").render())
+        await pilot.press("G")
+        assert scr.right_version == len(scr.runs[1].kernels)
+        await pilot.press("x", "s")
         assert (scr.left_version, scr.right_version, scr.split) == (None, None, True)
         await pilot.press("tab")
         assert scr.pane == "turns"

@@ -135,20 +135,20 @@ async def _screen_flow():
         assert table.has_focus
         await pilot.press("x")
         assert len(table.view) == len(FIXTURE_FILES)
-        await pilot.press("m")  # the first model in order
+        await pilot.press("M")  # the first model in order
         assert {table.rows[i].model for i in table.view} == {"claude-sonnet-4-5"}
         await pilot.press("x")
-        # sort by turns (s cycles columns: trace, problem, model, persona, outcome, turns)
-        await pilot.press(*"ssssss")
+        # sort by turns (> cycles columns: trace, problem, model, persona, outcome, turns)
+        await pilot.press(*[">"] * 7, "<")
         assert table.sort_key == "turns"
         turns = [table.rows[i].turns for i in table.view]
         assert turns == sorted(turns)
-        await pilot.press("S")
+        await pilot.press("I")
         assert [table.rows[i].turns for i in table.view] == sorted(turns, reverse=True)
         # one mark is not enough; two are
-        await pilot.press("home", "space", "c")
+        await pilot.press("home", "m", "c")
         assert app.screen is scr
-        await pilot.press("space", "c")
+        await pilot.press("m", "c")
         await pilot.pause()
         assert type(app.screen).__name__ == "CompareScreen"
         assert len(app.screen.paths) == 2
@@ -158,7 +158,7 @@ async def _screen_flow():
         assert not table.marked
         await pilot.press("i")
         assert type(app.screen).__name__ == "IssuesScreen"
-        await pilot.press("escape", "a")
+        await pilot.press("escape", "z")
         assert scr.has_class("no-agg")
 
 
@@ -202,7 +202,7 @@ async def _no_focus_pause(pilot) -> None:
 
 
 @needs_fixtures
-@pytest.mark.parametrize("keys,name", [((), "fixtures"), (("s", "s", "s", "space", "j", "space", "o", "o", "o"),
+@pytest.mark.parametrize("keys,name", [((), "fixtures"), ((">", ">", ">", "m", "j", "m", "o", "o", "o"),
                                                          "sorted_marked")])
 def test_runs_snapshots(snap_compare, monkeypatch, keys, name):
     monkeypatch.chdir(ROOT)  # the root is shown as typed: keep it the same everywhere

@@ -1,17 +1,34 @@
-"""The shared plumbing of ktui's screens.
+"""The shared plumbing of ktui's screens: key table, help, palette, panes, focus.
 
-:class:`KtuiScreen` keeps the keyboard where the user expects it: focus goes to the screen's
-*content* (``CONTENT``, a selector, or no widget at all so that the screen's own bindings get
-every key) when the screen starts, after ``escape`` leaves an input, and whenever a modal or
-panel above it closes. Textual's default (focus the first focusable widget) would hand the keys
-to whatever input comes first, hidden or not.
+:class:`KtuiScreen` subclasses declare ``KEYS`` (a list of :class:`ktui.tui.keys.Key`); the
+class gets its Textual ``BINDINGS`` from it, ``?`` shows it, the command palette offers it.
+The rows every screen shares (``esc`` back, ``?`` help, ``q`` quit) are added after the
+screen's own; a screen with panes lists ``pane_keys(PANES)`` and gets pane cycling for free
+(``PANES`` of ``(id, title)``, inside the ``TabbedContent`` named by ``TABS``).
+
+Focus: it goes to the screen's *content* (``CONTENT``, a selector, or no widget at all so that
+the screen's own bindings get every key) when the screen starts, after ``escape`` leaves an
+input, and whenever a modal or panel above it closes. Textual's default (focus the first
+focusable widget) would hand the keys to whatever input comes first, hidden or not.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual.app import SystemCommand
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Tabs
+from textual.widgets import TabbedContent, Tabs
+
+from ktui.tui.keys import Key, bindings, check_table, help_rows, palette_rows
+
+BASE_KEYS: list[Key] = [
+    Key("escape", "back", "back: close the search or the mark, else the previous screen"),
+    Key("question_mark", "help", "this help", footer="help", palette=False),
+    Key("q", "quit", "quit", footer="quit", palette=False),
+]
 
 
 def _shown(w: Widget) -> bool:
@@ -22,10 +39,31 @@ def _shown(w: Widget) -> bool:
 class KtuiScreen(Screen):
     """Base of the replay, compare and runs screens."""
 
+    #: the screen's key table (its bindings, help and palette)
+    KEYS: ClassVar[list[Key]] = []
+    #: (id, title) of the panes, in the ``TabbedContent`` whose id is ``TABS``
+    PANES: ClassVar[tuple[tuple[str, str], ...]] = ()
+    TABS: ClassVar[str] = ""
+    #: the help's title
+    HELP_TITLE: ClassVar[str] = "ktui · keys"
     #: selector of the widget that holds focus when nothing else should ("" : the screen itself)
-    CONTENT: str = ""
+    CONTENT: ClassVar[str] = ""
     AUTO_FOCUS = ""  # never Textual's "first focusable widget"; :meth:`focus_content` decides
 
+    def __init_subclass__(cls, **kw) -> None:
+        if "KEYS" in cls.__dict__:
+            table = cls.key_table()
+            check_table(table)
+            cls.BINDINGS = bindings(table)
+        super().__init_subclass__(**kw)
+
+    @classmethod
+    def key_table(cls) -> list[Key]:
+        """The screen's rows, then the shared ones it does not bind itself."""
+        own = {n for k in cls.KEYS for n in k.names}
+        return [*cls.KEYS, *(k for k in BASE_KEYS if not own & set(k.names))]
+
+    # ---- focus ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
         for tabs in self.query(Tabs):  # tab bars are driven by keys of the screen, not focus
             tabs.can_focus = False
@@ -44,3 +82,52 @@ class KtuiScreen(Screen):
                     w.focus()
                     return
         self.set_focus(None)
+
+    # ---- panes ----------------------------------------------------------------------------------
+    @property
+    def pane_ids(self) -> list[str]:
+        return [p for p, _ in self.PANES]
+
+    @property
+    def active_pane(self) -> str:
+        if not self.TABS:
+            return ""
+        return self.query_one(f"#{self.TABS}", TabbedContent).active or self.pane_ids[0]
+
+    def action_pane(self, pane: str) -> None:
+        if pane in self.pane_ids:
+            self.query_one(f"#{self.TABS}", TabbedContent).active = pane
+            self.pane_shown(pane)
+
+    def pane_shown(self, pane: str) -> None:
+        """Called after a key switched to ``pane`` (screens render lazily here)."""
+
+    def action_next_pane(self) -> None:
+        ids = self.pane_ids
+        self.action_pane(ids[(ids.index(self.active_pane) + 1) % len(ids)])
+
+    def action_prev_pane(self) -> None:
+        ids = self.pane_ids
+        self.action_pane(ids[(ids.index(self.active_pane) - 1) % len(ids)])
+
+    # ---- help, palette, back, quit --------------------------------------------------------------
+    def action_help(self) -> None:
+        from ktui.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(help_rows(self.key_table()), title=self.HELP_TITLE))
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        for title, keys, action in palette_rows(self.key_table()):
+            yield SystemCommand(title, f"key: {keys}", lambda a=action: self.run_action(a))
+        yield SystemCommand("Help: keys", "key: ?", self.action_help)
+
+    def action_back(self) -> None:
+        self.leave()
+
+    def leave(self) -> None:
+        """Back to the screen below, if this one was opened from another."""
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+    def action_quit(self) -> None:
+        self.app.exit()

@@ -4,25 +4,26 @@ Panes (``1``-``4`` or ``tab``):
 
 1. Summary: one column per run, one row per figure, the better value of each row in bold green
    (and marked ``*``), with a warning on top when the runs are not on the same problem;
-2. Kernels: the final (or any chosen) kernels of two runs diffed against each other;
-3. Turns: the turns of the runs side by side, stepped together with ``j`` / ``k``; ``u``
-   unlinks them (then ``j`` / ``k`` move the active column, ``h`` / ``l`` pick it); ``v``
+2. Kernels: the final (or any chosen) kernels of two runs diffed against each other (``h`` /
+   ``l`` choose a side, ``j`` / ``k`` step its version, ``x`` back to the finals);
+3. Turns: the turns of the runs side by side, stepped together with ``j`` / ``k``; ``L``
+   unlinks them (then ``j`` / ``k`` move the active column, ``h`` / ``l`` pick it); ``a``
    aligns them by turn index or by kernel version;
 4. Progress: per run, each kernel version's compiled / correct / runtime over the turns.
 
-The runs are loaded in a thread worker; all rendering reuses the replay app's documents.
+The keys are the screen's table (``KEYS``); the runs are loaded in a thread worker; all
+rendering reuses the replay app's documents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -32,12 +33,11 @@ from ktui.report.render_diff import clean, stats_text
 from ktui.trace import diffing
 from ktui.trace.aggregate import compare_rows, problem_warning, turn_of_version, version_at_turn
 from ktui.trace.model import KernelVersion, Run
+from ktui.tui.keys import Key, pane_keys
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.compare_progress import progress_view
 from ktui.tui.widgets.documents import ViewOptions, diff_blocks, turn_document
 from ktui.tui.widgets.docview import DocView, text_block
-
-PANES = ("summary", "kernels", "turns", "progress")
 
 
 @dataclass
@@ -62,51 +62,34 @@ class CompareScreen(KtuiScreen):
     .compare-col-title { height: 1; padding: 0 1; background: $panel; }
     .compare-col.active .compare-col-title { background: $accent 50%; }
     """
-    BINDINGS = [
-        Binding("1", "pane('summary')", "summary", show=False),
-        Binding("2", "pane('kernels')", "kernels", show=False),
-        Binding("3", "pane('turns')", "turns", show=False),
-        Binding("4", "pane('progress')", "progress", show=False),
-        Binding("tab", "next_pane", "pane"),
-        Binding("shift+tab", "prev_pane", "prev pane", show=False),
-        Binding("j,down", "step(1)", "next turn"),
-        Binding("k,up", "step(-1)", "prev turn", show=False),
-        Binding("g,home", "step_to(0)", "first", show=False),
-        Binding("G,end", "step_to(-1)", "last", show=False),
-        Binding("u", "toggle_link", "link"),
-        Binding("h,left", "active(-1)", "column", show=False),
-        Binding("l,right", "active(1)", "column", show=False),
-        Binding("v", "toggle_align", "align"),
-        Binding("a", "version('left', 1)", "left version", show=False),
-        Binding("A", "version('left', -1)", "left version", show=False),
-        Binding("b", "version('right', 1)", "right version", show=False),
-        Binding("B", "version('right', -1)", "right version", show=False),
-        Binding("left_square_bracket", "pair(-1)", "runs", show=False),
-        Binding("right_square_bracket", "pair(1)", "runs", show=False),
-        Binding("f", "finals", "finals", show=False),
-        Binding("s", "toggle_split", "split"),
-        Binding("d", "toggle_diff", "diff", show=False),
-        Binding("escape", "back", "back", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("q", "quit", "quit"),
-    ]
+    PANES = (("summary", "Summary"), ("kernels", "Kernels"), ("turns", "Turns"), ("progress", "Progress"))
+    TABS = "compare-tabs"
+    HELP_TITLE = "ktui compare · keys"
     KEYS = [
-        ("1 … 4", "pane('summary')", "panes: Summary, Kernels, Turns, Progress"),
-        ("tab / shift+tab", "next_pane", "cycle panes"),
-        ("j / ↓, k / ↑", "step(1)", "Turns: next / previous turn of every linked run (else: scroll)"),
-        ("g / G", "step_to(0)", "Turns: first / last"),
-        ("u", "toggle_link", "Turns: link / unlink the runs (unlinked: j / k move the active column)"),
-        ("h / l", "active(1)", "Turns: previous / next active column"),
-        ("v", "toggle_align", "Turns: align by turn index / by kernel version"),
-        ("a / A", "version('left', 1)", "Kernels: next / previous version of the left run"),
-        ("b / B", "version('right', 1)", "Kernels: next / previous version of the right run"),
-        ("[ / ]", "pair(1)", "Kernels: which two runs are diffed (with three or more)"),
-        ("f", "finals", "Kernels: back to the two final kernels"),
-        ("s", "toggle_split", "Kernels and Turns: unified / side-by-side diff"),
-        ("d", "toggle_diff", "Turns: kernel arguments as a diff against the previous version"),
-        ("esc", "back", "back to the previous screen"),
-        ("?", "help", "this help"),
-        ("q", "quit", "quit"),
+        *pane_keys(PANES),
+        Key("j,down", "next", "Turns: next / previous turn of every linked run; Kernels: next / previous "
+            "version of the chosen side; else scroll", label="j k / ↓ ↑", footer="next", title="next turn"),
+        Key("k,up", "prev", "", title="previous turn"),
+        Key("g,home", "first", "Turns: first / last turn; Kernels: first / last version",
+            label="g G / home end", title="first turn"),
+        Key("G,end", "last", "", title="last turn"),
+        Key("h,left", "column(-1)", "previous / next column (Turns: the active run; Kernels: the side)",
+            label="h l / ← →", title="previous column"),
+        Key("l,right", "column(1)", "", title="next column"),
+        Key("L", "toggle_link", "Turns: link / unlink the runs (unlinked: j / k move the active column)",
+            footer="link"),
+        Key("a", "toggle_align", "Turns: align by turn index / by kernel version", footer="align"),
+        Key("left_square_bracket", "pair(-1)", "Kernels: which two runs are diffed (three or more)",
+            label="[ / ]", title="previous pair of runs"),
+        Key("right_square_bracket", "pair(1)", "", title="next pair of runs"),
+        Key("x", "reset", "Kernels: back to the two final kernels"),
+        Key("s", "toggle_split", "Kernels and Turns: unified / side-by-side diff", footer="split"),
+        Key("d", "toggle_diff", "Turns: kernel arguments as a diff against the previous version"),
+        Key("space,pagedown", "scroll_page(1)", "page down / up", label="space b / pgdn pgup"),
+        Key("b,pageup", "scroll_page(-1)", "", title="page up"),
+        Key("J", "scroll_lines(3)", "scroll down / up by lines", label="J / K"),
+        Key("K", "scroll_lines(-3)", "", title="scroll up"),
+        Key("escape", "back", "back to the previous screen"),
     ]
 
     def __init__(self, paths: Sequence[str | Path] = (), *, runs: Sequence[Run] | None = None,
@@ -125,6 +108,7 @@ class CompareScreen(KtuiScreen):
         self.left_version: int | None = None  # None: the final kernel
         self.right_version: int | None = None
         self.split = False
+        self.kernel_side = 1  # which side j / k step (h / l choose): 0 left, 1 right
         self.turn_opts = ViewOptions()
 
     # ---- layout -------------------------------------------------------------------------------
@@ -199,16 +183,7 @@ class CompareScreen(KtuiScreen):
     # ---- panes --------------------------------------------------------------------------------
     @property
     def pane(self) -> str:
-        return self.query_one(TabbedContent).active or "summary"
-
-    def action_pane(self, pane: str) -> None:
-        self.query_one(TabbedContent).active = pane
-
-    def action_next_pane(self) -> None:
-        self.action_pane(PANES[(PANES.index(self.pane) + 1) % len(PANES)])
-
-    def action_prev_pane(self) -> None:
-        self.action_pane(PANES[(PANES.index(self.pane) - 1) % len(PANES)])
+        return self.active_pane
 
     # ---- turns side by side -------------------------------------------------------------------
     def _limit(self, i: int) -> int:
@@ -222,9 +197,24 @@ class CompareScreen(KtuiScreen):
     def _movers(self) -> list[int]:
         return list(range(len(self.runs))) if self.linked else [self.active_col]
 
-    def action_step(self, delta: int) -> None:
+    def action_next(self) -> None:
+        self._step(1)
+
+    def action_prev(self) -> None:
+        self._step(-1)
+
+    def action_first(self) -> None:
+        self._step_to(0)
+
+    def action_last(self) -> None:
+        self._step_to(-1)
+
+    def _step(self, delta: int) -> None:
+        if self.pane == "kernels":
+            self._step_version(delta)
+            return
         if self.pane != "turns":
-            self._scroll(delta)
+            self.action_scroll_lines(3 * delta)
             return
         if not self.runs:
             return
@@ -237,7 +227,10 @@ class CompareScreen(KtuiScreen):
             self.positions = [p] * len(self.runs)
         self._refresh_turns()
 
-    def action_step_to(self, where: int) -> None:
+    def _step_to(self, where: int) -> None:
+        if self.pane == "kernels":
+            self._version_to(where)
+            return
         if self.pane != "turns" or not self.runs:
             return
         movers = self._movers()
@@ -246,12 +239,25 @@ class CompareScreen(KtuiScreen):
             self.positions[i] = target
         self._refresh_turns()
 
-    def _scroll(self, delta: int) -> None:
+    def _scroller(self):
         target = {"summary": "#compare-summary-scroll", "progress": "#compare-progress-scroll",
                   "kernels": "#compare-diff"}.get(self.pane)
         if target:
-            w = self.query_one(target)
-            w.scroll_relative(y=delta * 3, animate=False)
+            return self.query_one(target)
+        if self.pane == "turns" and self.runs:
+            col = self.active_col if not self.linked else 0
+            return self.query_one(f"#compare-turn-{col}", DocView)
+        return None
+
+    def action_scroll_lines(self, n: int) -> None:
+        w = self._scroller()
+        if w is not None:
+            w.scroll_relative(y=n, animate=False)
+
+    def action_scroll_page(self, direction: int) -> None:
+        w = self._scroller()
+        if w is not None:
+            w.scroll_relative(y=direction * max(1, w.scrollable_content_region.height - 2), animate=False)
 
     def action_toggle_link(self) -> None:
         self.linked = not self.linked
@@ -262,8 +268,11 @@ class CompareScreen(KtuiScreen):
         self.notify("runs linked: j / k move every run" if self.linked
                     else "runs unlinked: j / k move the active column (h / l picks it)")
 
-    def action_active(self, delta: int) -> None:
-        if self.runs:
+    def action_column(self, delta: int) -> None:
+        if self.pane == "kernels":
+            self.kernel_side = 1 if delta > 0 else 0
+            self._refresh_kernels()
+        elif self.runs:
             self.active_col = (self.active_col + delta) % len(self.runs)
             self._refresh_turns()
 
@@ -290,7 +299,7 @@ class CompareScreen(KtuiScreen):
         bar.append("turn index" if self.align == "turn" else "kernel version", "bold")
         bar.append("   ")
         bar.append("linked" if self.linked else "unlinked", "bold green" if self.linked else "bold yellow")
-        bar.append("   j/k step · u link · h/l column · v align", "grey50")
+        bar.append("   j/k step · L link · h/l column · a align", "grey50")
         self.query_one("#compare-turns-bar", Static).update(bar)
         for i, r in enumerate(self.runs):
             title, blocks = self._turn_view(r, i)
@@ -329,19 +338,32 @@ class CompareScreen(KtuiScreen):
         r = self.runs[run_index]
         return r.final_kernel if number is None else r.kernel(number)
 
-    def action_version(self, side: str, delta: int) -> None:
-        if self.pane != "kernels" or len(self.runs) < 2:
-            return
-        idx = self.left if side == "left" else self.right
-        run = self.runs[idx]
-        if not run.kernels:
-            return
+    def _side(self) -> tuple[str, Run | None]:
+        side = "right" if self.kernel_side else "left"
+        idx = self.right if self.kernel_side else self.left
+        return side, (self.runs[idx] if len(self.runs) >= 2 else None)
+
+    def _current_version(self, side: str, run: Run) -> int:
         cur = getattr(self, f"{side}_version")
         if cur is None:
             final = run.final_kernel
             cur = final.number if final else len(run.kernels)
-        cur = (cur - 1 + delta) % len(run.kernels) + 1
-        setattr(self, f"{side}_version", cur)
+        return cur
+
+    def _step_version(self, delta: int) -> None:
+        """The chosen side's next / previous kernel version (wrapping around)."""
+        side, run = self._side()
+        if run is None or not run.kernels:
+            return
+        cur = self._current_version(side, run)
+        setattr(self, f"{side}_version", (cur - 1 + delta) % len(run.kernels) + 1)
+        self._refresh_kernels()
+
+    def _version_to(self, where: int) -> None:
+        side, run = self._side()
+        if run is None or not run.kernels:
+            return
+        setattr(self, f"{side}_version", 1 if where == 0 else len(run.kernels))
         self._refresh_kernels()
 
     def action_pair(self, delta: int) -> None:
@@ -354,7 +376,7 @@ class CompareScreen(KtuiScreen):
         self.left_version = self.right_version = None
         self._refresh_kernels()
 
-    def action_finals(self) -> None:
+    def action_reset(self) -> None:
         self.left_version = self.right_version = None
         self._refresh_kernels()
 
@@ -387,7 +409,9 @@ class CompareScreen(KtuiScreen):
             if side:
                 bar.append("  →  ", "bold")
             r = self.runs[ri]
-            bar.append(f"#{ri + 1} {clean(r.model or '?')} ", "bold")
+            chosen_side = side == self.kernel_side
+            bar.append("▸ " if chosen_side else "  ", "bold cyan")
+            bar.append(f"#{ri + 1} {clean(r.model or '?')} ", "bold underline" if chosen_side else "bold")
             if k is None:
                 bar.append("no kernel", "yellow")
             else:
@@ -400,7 +424,7 @@ class CompareScreen(KtuiScreen):
             bar.append("   ")
             bar.append_text(stats_text(add, rem))
         bar.append("\n")
-        bar.append("a/A left version · b/B right version · f finals · s split", "grey50")
+        bar.append("h/l side · j/k its version · g/G first/last · x finals · s split", "grey50")
         if len(self.runs) > 2:
             bar.append(" · [ ] other runs", "grey50")
         self.query_one("#compare-kernels-bar", Static).update(bar)
@@ -410,22 +434,3 @@ class CompareScreen(KtuiScreen):
                                                style="grey50"))])
             return
         view.set_document(diff_blocks(ka, kb, self.split))
-
-    # ---- misc ---------------------------------------------------------------------------------
-    def action_back(self) -> None:
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
-
-    def action_quit(self) -> None:
-        self.app.exit()
-
-    def action_help(self) -> None:
-        from ktui.tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen(self.KEYS, title="ktui compare · keys"))
-
-    def palette_commands(self) -> Iterable[SystemCommand]:
-        for key, action, desc in self.KEYS:
-            if not action or action in ("help", "quit"):
-                continue
-            yield SystemCommand(desc[0].upper() + desc[1:], f"key: {key}", lambda a=action: self.run_action(a))

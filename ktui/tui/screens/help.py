@@ -13,23 +13,24 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
-def keys_table(keys: Sequence[tuple[str, str, str]]) -> Table:
+def keys_table(rows: Sequence[tuple[str, str]]) -> Table:
     t = Table(box=None, show_header=False, padding=(0, 2, 0, 0), pad_edge=False)
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
-    for key, _action, desc in keys:
+    for key, desc in rows:
         t.add_row(Text(key), Text(desc))
     return t
 
 
 class HelpScreen(ModalScreen[None]):
-    """Lists (key, action, description) triples; any of esc, q, ? closes it."""
+    """Lists (keys, description) rows (a screen's key table, :func:`ktui.tui.keys.help_rows`);
+    any of esc, q, ? closes it."""
 
     BINDINGS = [
         Binding("escape,q,question_mark", "close", "close"),
     ]
 
-    def __init__(self, keys: Sequence[tuple[str, str, str]], title: str = "ktui replay · keys"):
+    def __init__(self, keys: Sequence[tuple[str, str]], title: str = "ktui · keys"):
         super().__init__()
         self._keys = list(keys)
         self._title = title

@@ -14,20 +14,20 @@ import bisect
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from ktui.trace.model import ERROR, FAILED, MISSING, Event, KernelVersion, Run, Turn
+from ktui.tui.keys import Key, pane_keys
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.documents import (
     ViewOptions,
@@ -48,10 +48,11 @@ from ktui.tui.widgets.prompt import PromptScreen
 from ktui.tui.widgets.searchbar import SearchBar, SearchInput
 from ktui.tui.widgets.turnlist import TurnList
 
-PANES = ("turn", "kernels", "metrics", "reference", "events")
+PANE_IDS = ("turn", "kernels", "metrics", "reference", "events")
 BAD = (FAILED, ERROR, MISSING)
 FOLLOW_INTERVAL = 0.25  # seconds between polls of a followed trace
 EVENTS_LIMIT = 2000  # raw events shown at once for traces without turns
+SIDE_WIDTH, SIDE_MIN, SIDE_MAX = 46, 16, 90  # the turn list's width (columns): default, bounds of - / +
 
 
 # ---- messages from workers --------------------------------------------------------------------
@@ -127,61 +128,38 @@ def compile_search(pattern: str) -> re.Pattern[str]:
 class ReplayScreen(KtuiScreen):
     """Replay one trace. ``follow=True`` tails a trace that is still being written."""
 
-    BINDINGS = [
-        Binding("j,down", "next", "next", show=False),
-        Binding("k,up", "prev", "prev", show=False),
-        Binding("g,home", "first", "first", show=False),
-        Binding("G,end", "last", "last", show=False),
-        Binding("n", "next_failed", "next failed"),
-        Binding("N", "prev_failed", "prev failed", show=False),
-        Binding("tab", "next_pane", "pane"),
-        Binding("shift+tab", "prev_pane", "prev pane", show=False),
-        Binding("1", "pane('turn')", "turn pane", show=False),
-        Binding("2", "pane('kernels')", "kernels pane", show=False),
-        Binding("3", "pane('metrics')", "metrics pane", show=False),
-        Binding("4", "pane('reference')", "reference pane", show=False),
-        Binding("5", "pane('events')", "events pane", show=False),
-        Binding("d", "toggle_diff", "diff"),
-        Binding("s", "toggle_split", "split"),
-        Binding("m", "mark_base", "mark diff base", show=False),
-        Binding("slash", "search", "search"),
-        Binding("enter", "next_match", "next match", show=False),
-        Binding("shift+enter", "prev_match", "previous match", show=False),
-        Binding("f", "toggle_follow", "follow"),
-        Binding("y", "copy_kernel", "copy kernel"),
-        Binding("w", "write_kernel", "write kernel", show=False),
-        Binding("r", "repro", "repro", show=False),
-        Binding("pagedown,space", "scroll_page(1)", "page down", show=False),
-        Binding("pageup,b", "scroll_page(-1)", "page up", show=False),
-        Binding("J", "scroll_lines(3)", "scroll down", show=False),
-        Binding("K", "scroll_lines(-3)", "scroll up", show=False),
-        Binding("escape", "escape", "back", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("q", "quit", "quit"),
-    ]
-
-    # descriptions for the help screen and the command palette: (key, action, description)
+    PANES = (("turn", "Turn"), ("kernels", "Kernels"), ("metrics", "Metrics"), ("reference", "Reference"),
+             ("events", "Events"))
+    TABS = "panes"
+    HELP_TITLE = "ktui replay · keys"
     KEYS = [
-        ("j / ↓", "next", "next turn (in Kernels: next version)"),
-        ("k / ↑", "prev", "previous turn (in Kernels: previous version)"),
-        ("g / G", "first", "first / last turn"),
-        ("n / N", "next_failed", "next / previous failed turn"),
-        ("tab / shift+tab", "next_pane", "cycle panes: Turn, Kernels, Metrics, Reference, Events"),
-        ("1 … 5", "pane('turn')", "go to a pane"),
-        ("d", "toggle_diff", "toggle the diff view (kernel vs the previous version)"),
-        ("s", "toggle_split", "unified / side-by-side diff"),
-        ("m", "mark_base", "Kernels: mark the selected version as the diff base (any two versions)"),
-        ("/", "search", "search (regex over reasoning, code, results)"),
-        ("enter / shift+enter", "next_match", "next / previous match"),
-        ("f", "toggle_follow", "follow mode (the trace is still being written)"),
-        ("y", "copy_kernel", "copy the selected kernel to the clipboard (OSC 52)"),
-        ("w", "write_kernel", "write the selected kernel to a file"),
-        ("r", "repro", "re-execute the selected kernel (repro panel)"),
-        ("space / b, J / K", "scroll_page(1)", "scroll the pane by a page / by lines"),
-        ("esc", "escape", "close search; back to the previous screen"),
-        ("ctrl+p", "", "command palette"),
-        ("?", "help", "this help"),
-        ("q", "quit", "quit"),
+        Key("j,down", "next", "next / previous turn (in Kernels: version)", label="j k / ↓ ↑", title="next turn"),
+        Key("k,up", "prev", "", title="previous turn"),
+        Key("g,home", "first", "first / last turn", label="g G / home end", title="first turn"),
+        Key("G,end", "last", "", title="last turn"),
+        Key("n", "next_failed", "next / previous failed turn", footer="next failed", label="n / N",
+            title="next failed turn"),
+        Key("N", "prev_failed", "", title="previous failed turn"),
+        *pane_keys(PANES),
+        Key("d", "toggle_diff", "diff on / off (the kernel against the previous version)", footer="diff"),
+        Key("s", "toggle_split", "unified / side-by-side diff", footer="split"),
+        Key("m", "mark", "Kernels: mark the selected version as the diff base (any two versions)"),
+        Key("u", "unmark", "Kernels: clear the diff base"),
+        Key("slash", "search", "search (regex over the turn's text, code and results)", footer="search"),
+        Key("enter", "go", "next / previous match", label="enter / shift+enter", title="next match"),
+        Key("shift+enter", "prev_match", "", title="previous match"),
+        Key("f", "toggle_follow", "follow mode (the trace is still being written)", footer="follow"),
+        Key("y", "copy_kernel", "copy the selected kernel to the clipboard (OSC 52)"),
+        Key("w", "write_kernel", "write the selected kernel to a file"),
+        Key("r", "repro", "re-execute the selected kernel (repro panel)"),
+        Key("space,pagedown", "scroll_page(1)", "page down / up", label="space b / pgdn pgup"),
+        Key("b,pageup", "scroll_page(-1)", "", title="page up"),
+        Key("J", "scroll_lines(3)", "scroll down / up by lines", label="J / K"),
+        Key("K", "scroll_lines(-3)", "", title="scroll up"),
+        Key("z", "zen", "zen: hide / show the turn list", footer="zen"),
+        Key("minus", "side_width(-4)", "narrower / wider turn list", label="- / +"),
+        Key("plus,equals_sign", "side_width(4)", "", title="wider turn list"),
+        Key("escape", "back", "close the search; clear the diff base; back to the previous screen"),
     ]
 
     def __init__(self, path: str | Path, *, follow: bool = False, name: str | None = None):
@@ -196,7 +174,7 @@ class ReplayScreen(KtuiScreen):
         self.kernel_number: int | None = None
         self.base_number: int | None = None
         self.opts = ViewOptions()
-        self._stale: set[str] = set(PANES)
+        self._stale: set[str] = set(PANE_IDS)
         self._events_key: object = object()
         # search state
         self._regex: re.Pattern[str] | None = None
@@ -326,7 +304,7 @@ class ReplayScreen(KtuiScreen):
         if msg.follower is not None:
             self._follower = msg.follower
             self.follow = True
-        self._stale = set(PANES)
+        self._stale = set(PANE_IDS)
         self._refresh_all(first=first)
         self.ready = True
         freeze = getattr(self.app, "freeze_heap", None)
@@ -361,7 +339,7 @@ class ReplayScreen(KtuiScreen):
             old_rows = tl.row_count
             self.query_one(RunHeader).show_run(run, following=self.follow)
             tl.set_turns(run.turns)
-            self._stale = set(PANES)
+            self._stale = set(PANE_IDS)
             if len(run.kernels) > 1:
                 self._compute_stats()
             if run.turns and (at_end or old_rows == 0) and len(run.turns) > old_rows:
@@ -373,10 +351,6 @@ class ReplayScreen(KtuiScreen):
         if self.follow and self._follower is not None and not self._polling:
             self._polling = True
             self._poll()
-
-    @property
-    def active_pane(self) -> str:
-        return self.query_one("#panes", TabbedContent).active or "turn"
 
     def _render_active(self, keep_scroll: bool = False) -> None:
         pane = self.active_pane
@@ -503,7 +477,7 @@ class ReplayScreen(KtuiScreen):
     def _select_turn(self, i: int) -> None:
         self.turn_index = i
         self._select_kernel_for_turn()
-        self._stale = set(PANES) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
+        self._stale = set(PANE_IDS) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
         self._render_active()
 
     def _goto_kernel(self, n: int) -> None:
@@ -569,19 +543,21 @@ class ReplayScreen(KtuiScreen):
         if tc.active != "turn":
             tc.active = "turn"
 
-    def action_pane(self, pane: str) -> None:
-        if pane in PANES:
-            self.query_one("#panes", TabbedContent).active = pane
-            if pane in self._stale:
-                self._render_pane(pane)
+    def pane_shown(self, pane: str) -> None:
+        if pane in self._stale:
+            self._render_pane(pane)
 
-    def action_next_pane(self) -> None:
-        i = PANES.index(self.active_pane)
-        self.action_pane(PANES[(i + 1) % len(PANES)])
+    # ---- actions: layout ------------------------------------------------------------------------
+    def action_zen(self) -> None:
+        """Hide / show the turn list (the panes take the whole width)."""
+        self.toggle_class("-zen")
 
-    def action_prev_pane(self) -> None:
-        i = PANES.index(self.active_pane)
-        self.action_pane(PANES[(i - 1) % len(PANES)])
+    def action_side_width(self, delta: int) -> None:
+        tl = self.query_one(TurnList)
+        if self.has_class("-zen"):
+            self.remove_class("-zen")
+        width = tl.outer_size.width or SIDE_WIDTH
+        tl.styles.width = max(SIDE_MIN, min(SIDE_MAX, width + delta, max(SIDE_MIN, self.size.width - 40)))
 
     def _active_doc(self) -> DocView:
         pane = self.active_pane
@@ -611,20 +587,27 @@ class ReplayScreen(KtuiScreen):
         self._stale |= {"turn", "kernels"}
         self._render_active(keep_scroll=self.active_pane == "turn")
 
-    def action_mark_base(self) -> None:
+    def action_mark(self) -> None:
         if self.run is None or self.kernel_number is None:
             return
         if self.active_pane != "kernels":
             self.action_pane("kernels")
         if self.base_number == self.kernel_number:
-            self.base_number = None
-            self.notify("diff base cleared: diffs are against the previous version", timeout=2)
-        else:
-            self.base_number = self.kernel_number
-            self.opts.diff = True
-            self.notify(f"diff base: v{self.base_number} (select another version to compare)", timeout=3)
+            self.action_unmark()
+            return
+        self.base_number = self.kernel_number
+        self.opts.diff = True
+        self.notify(f"diff base: v{self.base_number} (select another version to compare)", timeout=3)
         self._stale |= {"kernels"}
         self._render_pane("kernels")
+
+    def action_unmark(self) -> None:
+        if self.base_number is None:
+            return
+        self.base_number = None
+        self.notify("diff base cleared: diffs are against the previous version", timeout=2)
+        self._stale.add("kernels")
+        self._render_active(keep_scroll=True)
 
     # ---- actions: search ----------------------------------------------------------------------
     def action_search(self) -> None:
@@ -716,13 +699,17 @@ class ReplayScreen(KtuiScreen):
             self.turn_index = i
             self._select_kernel_for_turn()
             self.query_one(TurnList).move_cursor(row=i)
-            self._stale = set(PANES) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
+            self._stale = set(PANE_IDS) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
             self._render_pane("turn")
             if self._doc_matches:
                 self._match_pos = -1 if direction > 0 else len(self._doc_matches)
                 self._step_match(direction)
                 return
         self._status()
+
+    def action_go(self) -> None:
+        """enter: the next match of the search in force."""
+        self.action_next_match()
 
     def action_next_match(self) -> None:
         if self._regex is None:
@@ -736,18 +723,15 @@ class ReplayScreen(KtuiScreen):
         self._show_turn_pane()
         self._step_match(-1)
 
-    def action_escape(self) -> None:
+    def action_back(self) -> None:
         bar = self.query_one(SearchBar)
         if bar.is_open or self._regex is not None:
             self._clear_search()
             return
         if self.base_number is not None:
-            self.base_number = None
-            self._stale.add("kernels")
-            self._render_active(keep_scroll=True)
+            self.action_unmark()
             return
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
+        self.leave()
 
     # ---- actions: follow, kernel export ---------------------------------------------------------
     def action_toggle_follow(self) -> None:
@@ -798,23 +782,3 @@ class ReplayScreen(KtuiScreen):
 
         k = self.selected_kernel()
         open_repro_panel(self, self.run, k.label if k else "final")
-
-    def action_help(self) -> None:
-        from ktui.tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen(self.KEYS))
-
-    def action_quit(self) -> None:
-        self.app.exit()
-
-    # ---- command palette --------------------------------------------------------------------------
-    def palette_commands(self) -> Iterable[SystemCommand]:
-        for key, action, desc in self.KEYS:
-            if not action or action in ("help", "quit"):
-                continue
-            yield SystemCommand(desc[0].upper() + desc[1:], f"key: {key}",
-                                lambda a=action: self.run_action(a))
-        for pane in PANES:
-            yield SystemCommand(f"Show the {pane.capitalize()} pane", f"key: {PANES.index(pane) + 1}",
-                                lambda p=pane: self.action_pane(p))
-        yield SystemCommand("Help: keys", "key: ?", self.action_help)

@@ -4,24 +4,25 @@ The table fills progressively: a thread worker skims the traces (:class:`ktui.tr
 SweepIndex`, served from the index cache when it can) and posts batches to the screen. Keys:
 
 - ``/`` filter by text (path, problem, model, persona, outcome, flags); ``escape`` back to the table
-- ``o`` cycles the outcome filter, ``m`` the model filter, ``x`` clears the filters
-- ``s`` / ``S`` sort by the next column / reverse (or click a header)
-- ``space`` marks a run, ``c`` compares the marked runs (two or more), ``u`` clears the marks
+- ``o`` cycles the outcome filter, ``M`` the model filter, ``x`` clears the filters
+- ``>`` / ``<`` sort by the next / previous column, ``I`` inverts the order (or click a header)
+- ``m`` marks a run, ``c`` compares the marked runs (two or more), ``u`` clears the marks
 - ``enter`` opens the run in the replay screen
-- ``a`` shows or hides the per-model aggregates, ``i`` lists the problems found in the tree
+- ``z`` hides or shows the per-model aggregates, ``i`` lists the problems found in the tree
 - ``p`` cycles the charts of the filtered runs (fast_p, speedups, model x problem grid, first
   correct kernel) and back to the table; ``enter`` on a grid cell lists its runs (or opens the one)
+
+The keys are the screen's table (``KEYS``: bindings, help and palette at once).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from pathlib import Path
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen, Screen
@@ -31,6 +32,7 @@ from textual.worker import get_current_worker
 from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_line, sort_value
 from ktui.trace.aggregate import aggregate
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
+from ktui.tui.keys import Key
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.charts import SweepChartView
 from ktui.tui.widgets.runs_table import RunsTable
@@ -82,38 +84,31 @@ class RunsScreen(KtuiScreen):
     RunsScreen.charts #runs-charts { display: block; }
     RunsScreen.charts #runs-table, RunsScreen.charts #runs-agg, RunsScreen.charts #runs-agg-title { display: none; }
     """
-    BINDINGS = [
-        Binding("slash", "focus_filter", "Filter"),
-        Binding("escape", "focus_table", "Table", show=False),
-        Binding("o", "cycle_outcome", "Outcome"),
-        Binding("m", "cycle_model", "Model"),
-        Binding("x", "clear_filters", "Clear filters", show=False),
-        Binding("s", "sort(1)", "Sort"),
-        Binding("S", "sort(0)", "Reverse", show=False),
-        Binding("c", "compare", "Compare"),
-        Binding("u", "clear_marks", "Unmark", show=False),
-        Binding("a", "toggle_aggregates", "Aggregates"),
-        Binding("p", "cycle_chart", "Charts"),
-        Binding("i", "issues", "Problems"),
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "quit", "Quit"),
-    ]
+    HELP_TITLE = "ktui runs · keys"
     KEYS = [
-        ("↑ ↓ / j k, pgup pgdn, g G", "", "move in the table"),
-        ("enter", "", "open the run in the replay screen"),
-        ("space", "", "mark / unmark a run"),
-        ("c", "compare", "compare the marked runs (two or more)"),
-        ("u", "clear_marks", "clear the marks"),
-        ("/", "focus_filter", "filter by text (every word must match); esc back to the table"),
-        ("o", "cycle_outcome", "cycle the outcome filter: all, passed, failed, incomplete"),
-        ("m", "cycle_model", "cycle the model filter"),
-        ("x", "clear_filters", "clear the filters"),
-        ("s / S", "sort(1)", "sort by the next column / reverse the order (or click a header)"),
-        ("a", "toggle_aggregates", "show / hide the per-model aggregates"),
-        ("p", "cycle_chart", "cycle the charts: fast_p, speedups, model × problem grid, first correct, table"),
-        ("i", "issues", "the problems found in the tree"),
-        ("?", "help", "this help"),
-        ("q", "quit", "quit"),
+        Key("j,down", "next", "next / previous run", label="j k / ↓ ↑", title="next run"),
+        Key("k,up", "prev", "", title="previous run"),
+        Key("g,home", "first", "first / last run", label="g G / home end", title="first run"),
+        Key("G,end", "last", "", title="last run"),
+        Key("space,pagedown", "scroll_page(1)", "page down / up", label="space b / pgdn pgup"),
+        Key("b,pageup", "scroll_page(-1)", "", title="page up"),
+        Key("enter", "go", "open the run in the replay screen", footer="open"),
+        Key("m", "mark", "mark / unmark the run (to compare)", footer="mark"),
+        Key("u", "unmark", "clear the marks"),
+        Key("c", "compare", "compare the marked runs (two or more)", footer="compare"),
+        Key("slash", "search", "filter by text (every word must match); esc back to the table", footer="filter"),
+        Key("o", "cycle_outcome", "cycle the outcome filter: all, passed, failed, incomplete", footer="outcome"),
+        Key("M", "cycle_model", "cycle the model filter", footer="model"),
+        Key("x", "reset", "clear the filters"),
+        Key("greater_than_sign", "sort(1)", "sort by the next / previous column (or click a header)",
+            label="> / <", footer="sort", title="sort by the next column"),
+        Key("less_than_sign", "sort(-1)", "", title="sort by the previous column"),
+        Key("I", "reverse", "invert the sort order"),
+        Key("z", "zen", "zen: hide / show the per-model aggregates", footer="zen"),
+        Key("p", "cycle_chart", "cycle the charts: fast_p, speedups, model × problem grid, first correct, table",
+            footer="charts"),
+        Key("i", "issues", "the problems found in the tree", footer="problems"),
+        Key("escape", "back", "back to the table; from the table, back to the previous screen"),
     ]
 
     def __init__(self, root: str | Path, *, use_cache: bool = True, name: str | None = None) -> None:
@@ -251,15 +246,40 @@ class RunsScreen(KtuiScreen):
             self.refilter()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.action_focus_table()
+        self.focus_content()
 
-    def action_focus_filter(self) -> None:
+    def action_search(self) -> None:
         self.query_one("#runs-filter", Input).focus()
 
-    def action_focus_table(self) -> None:
+    def action_back(self) -> None:
         if self.chart is not None:
             self.show_chart(None)
-        self.focus_content()
+        elif self.query_one(RunsTable).has_focus:
+            self.leave()
+        else:
+            self.focus_content()
+
+    # ---- moving in the table (the keys are the screen's: one table for bindings and help) ----
+    def action_next(self) -> None:
+        self.query_one(RunsTable).action_cursor(1)
+
+    def action_prev(self) -> None:
+        self.query_one(RunsTable).action_cursor(-1)
+
+    def action_first(self) -> None:
+        self.query_one(RunsTable).action_jump(0)
+
+    def action_last(self) -> None:
+        self.query_one(RunsTable).action_jump(-1)
+
+    def action_scroll_page(self, direction: int) -> None:
+        self.query_one(RunsTable).action_page(direction)
+
+    def action_go(self) -> None:
+        self.query_one(RunsTable).action_select()
+
+    def action_mark(self) -> None:
+        self.query_one(RunsTable).action_mark()
 
     def action_cycle_outcome(self) -> None:
         i = OUTCOMES.index(self.outcome_filter)
@@ -277,23 +297,26 @@ class RunsScreen(KtuiScreen):
             self.model_filter = models[i + 1] if i + 1 < len(models) else None
         self.refilter()
 
-    def action_clear_filters(self) -> None:
+    def action_reset(self) -> None:
         self.outcome_filter, self.model_filter, self.cell_filter = "all", None, None
         self.query_one("#runs-filter", Input).value = ""
         self.text_filter = ""
         self.refilter()
 
-    def action_sort(self, forward: int) -> None:
+    def action_sort(self, step: int) -> None:
+        """Sort by the next (``step`` 1) or previous (-1) column."""
         table = self.query_one(RunsTable)
         keys = [k for k, _, _ in COLUMNS]
-        if forward:
-            i = keys.index(table.sort_key) if table.sort_key in keys else -1
-            table.sort_key = keys[(i + 1) % len(keys)]
-            table.sort_reverse = False
-        else:
-            if table.sort_key is None:
-                table.sort_key = keys[0]
-            table.sort_reverse = not table.sort_reverse
+        i = keys.index(table.sort_key) if table.sort_key in keys else (-1 if step > 0 else 0)
+        table.sort_key = keys[(i + step) % len(keys)]
+        table.sort_reverse = False
+        self._apply_sort()
+
+    def action_reverse(self) -> None:
+        table = self.query_one(RunsTable)
+        if table.sort_key is None:
+            table.sort_key = COLUMNS[0][0]
+        table.sort_reverse = not table.sort_reverse
         self._apply_sort()
 
     def on_runs_table_header_clicked(self, event: RunsTable.HeaderClicked) -> None:
@@ -313,7 +336,7 @@ class RunsScreen(KtuiScreen):
     def on_runs_table_marks_changed(self, event: RunsTable.MarksChanged) -> None:
         self._update_filter_state()
 
-    def action_clear_marks(self) -> None:
+    def action_unmark(self) -> None:
         self.query_one(RunsTable).clear_marks()
 
     def action_compare(self) -> None:
@@ -327,25 +350,11 @@ class RunsScreen(KtuiScreen):
         open_replay(self, Path(event.summary.real))
 
     # ---- panels ---------------------------------------------------------------------------------
-    def action_toggle_aggregates(self) -> None:
+    def action_zen(self) -> None:
         self.toggle_class("no-agg")
 
     def action_issues(self) -> None:
         self.app.push_screen(IssuesScreen(self.issues))
-
-    def action_quit(self) -> None:
-        self.app.exit()
-
-    def action_help(self) -> None:
-        from ktui.tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen(self.KEYS, title="ktui runs · keys"))
-
-    def palette_commands(self) -> Iterable[SystemCommand]:
-        for key, action, desc in self.KEYS:
-            if not action or action in ("help", "quit"):
-                continue
-            yield SystemCommand(desc[0].upper() + desc[1:], f"key: {key}", lambda a=action: self.run_action(a))
 
     def _update_top(self) -> None:
         table = self.query_one(RunsTable)

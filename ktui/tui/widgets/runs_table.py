@@ -17,7 +17,6 @@ from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -55,16 +54,8 @@ class RunsTable(ScrollView, can_focus=True):
     RunsTable > .runs-table--dim { color: $text-muted; }
     """
     COMPONENT_CLASSES = {"runs-table--header", "runs-table--cursor", "runs-table--marked", "runs-table--dim"}
-    BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home,g", "jump(0)", "First", show=False),
-        Binding("end,G", "jump(-1)", "Last", show=False),
-        Binding("enter", "select", "Open", show=True),
-        Binding("space", "mark", "Mark", show=True),
-    ]
+    # no BINDINGS: the keys are the runs screen's table (one table for bindings and help);
+    # the screen calls action_cursor / action_page / action_jump / action_select / action_mark.
 
     cursor: reactive[int] = reactive(0)
 
