@@ -217,5 +217,43 @@ def runs(directory: str, print_: bool, fmt: str | None, no_cache: bool) -> None:
     run_runs(p, use_cache=not no_cache)
 
 
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--final", "final", is_flag=True, help="Each run's final kernel (default).")
+@click.option("--all-versions", is_flag=True, help="Every kernel version of every run.")
+@click.option("--gpus", default=None, help="GPUs to time on, e.g. 0,1 (default: every visible GPU).")
+@click.option("--jobs", "-j", type=int, default=None, help="Parallel builds (default: cores - 1).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--address", default=None, help="Ray cluster address (default: a local Ray instance).")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON on stdout.")
+@click.option("--csv", "as_csv", is_flag=True, help="One CSV row per run on stdout.")
+@click.option("--fresh", is_flag=True, help="Ignore cached results (re-run everything).")
+@click.option("--device", default=None, help="cuda or cpu (default: cuda if a GPU is visible).")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per run stage.")
+@click.option("--compile-timeout", type=float, default=None, help="Seconds for a build (default: --timeout).")
+@click.option("--method", type=click.Choice(["cuda_event", "do_bench", "cuda_graph", "host"]),
+              default="cuda_event", show_default=True)
+@click.option("--trials", type=int, default=100, show_default=True, help="Timed trials.")
+@click.option("--build-cache", type=click.Path(file_okay=False), default=None,
+              help="Build cache directory (shared storage for a Ray cluster).")
+@click.option("--cpu-slots", type=int, default=1, show_default=True, help="CPU timing workers (--device cpu).")
+@click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Reference source for runs whose trace has none.")
+def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_csv, fresh, device, timeout,
+           compile_timeout, method, trials, build_cache, cpu_slots, reference):
+    """Re-execute every run's kernel of a sweep (DIR or TRACE files): which recorded claims hold."""
+    from ktui.repro.verify.command import verify_command
+
+    if final and all_versions:
+        fail("choose one of --final, --all-versions")
+    if as_json and as_csv:
+        fail("choose one of --json, --csv")
+    sys.exit(verify_command(list(paths), all_versions=all_versions, gpus=gpus, jobs=jobs, engine=engine,
+                            address=address, fmt="json" if as_json else ("csv" if as_csv else "table"),
+                            fresh=fresh, device=device, timeout=timeout, compile_timeout=compile_timeout,
+                            method=method, trials=trials, build_cache=build_cache, cpu_slots=cpu_slots,
+                            reference=reference))
+
+
 if __name__ == "__main__":
     main()

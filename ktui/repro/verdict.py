@@ -92,7 +92,7 @@ class Comparison:
 _PATH = re.compile(r"(?:[\w.~-]*/)+[\w.-]+(?::\d+)*:?")
 _HEX = re.compile(r"0x[0-9a-f]+")
 _NUM = re.compile(r"\d+")
-_PREFIX = re.compile(r"^(?:[\w.]*(?:error|exception)|runtime_error|compile_error|fatal)\s*:\s*")
+_PREFIX = re.compile(r"^(?:[\w.]*(?:error|exception)|runtime_error|compile_error|fatal|[\w.]+ failed)\s*:\s*")
 
 
 def normalize_error(text: str) -> str:

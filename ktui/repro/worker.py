@@ -55,8 +55,16 @@ def main() -> None:
             proto.write(json.dumps(json.loads(json.dumps(ev, default=str)), default=str) + "\n")
         proto.flush()
 
-    emit({"event": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
     from ktui.repro.harness import run_request
+
+    if os.environ.get("KTUI_WORKER_PRELOAD") == "torch":
+        # a standby worker (ktui verify): import torch while the previous kernel still runs,
+        # before any trace code arrives; the device is touched only once a request comes
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            pass  # reported by the request's startup stage, like any worker without torch
+    emit({"event": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
 
     code = 0
     while True:

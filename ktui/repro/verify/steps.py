@@ -1,0 +1,119 @@
+"""The two steps of a verification, over the same worker and judge as ``ktui repro``.
+
+- :func:`build`: compile one kernel into the shared build cache (``<build root>/<build key>``), in
+  a fresh worker process. It sends the worker the kernel without its reference, so the worker's
+  pipeline runs startup and build and then stops at the reference stage ("no reference"): that
+  stop is the build step's success. A compile error, a crash or a hang while the module loads is
+  the kernel's result, and there is nothing to time.
+- :func:`judge`: the whole reproduction (build again: a cache hit, then reference, correctness,
+  timing, checks) in a fresh worker process on the slot's device, exactly the request ``ktui
+  repro`` sends, so each result is what ``ktui repro`` of that kernel gives on that device.
+- :class:`Standby`: a worker process started ahead for a timing slot (Python up, torch imported,
+  no device touched, no trace code) so a slot's next kernel does not wait for the import.
+
+Every worker is a fresh process per kernel: a crashed, hung or CUDA-corrupted one never runs
+another kernel. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktui.repro.api import ReproOptions
+from ktui.repro.runner import _failure_result, _Session
+from ktui.repro.verify.plan import Job
+
+BUILD_STOP = ("reference", "no_reference")  # where a build-only request ends when the build worked
+
+
+@dataclass
+class BuildResult:
+    ok: bool  # built (or nothing to build): the judge step can run
+    result: dict[str, Any]  # when not ok: the kernel's result (compile error, crash, timeout...)
+    seconds: float
+    started: float  # time.time()
+    ended: float
+    build: dict[str, Any] | None = None  # the worker's build record (key, dir, cached, extensions)
+    pack: bytes | None = field(default=None, repr=False)  # the build directory as a tar (Ray, no shared path)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"ok": self.ok, "result": self.result, "seconds": self.seconds, "started": self.started,
+                "ended": self.ended, "build": self.build}
+
+
+def _timeouts(options: ReproOptions) -> tuple[float, float]:
+    return (options.compile_timeout or options.timeout), options.timeout
+
+
+def interpret_build(job: Job, res: dict[str, Any], started: float) -> BuildResult:
+    ended = time.time()
+    f = res.get("failure") or {}
+    ok = res.get("status") == "failed" and (f.get("stage"), f.get("kind")) == BUILD_STOP
+    if not ok:
+        res = dict(res)
+        # the same result a full run gives: it would have failed here too, with the reference known
+        res["reference_sha1"] = job.reference_sha1
+        res.setdefault("kernel_sha1", job.kernel_sha1)
+        if res.get("stages"):
+            res["stages"] = {k: v for k, v in res["stages"].items() if k != "reference"}
+    return BuildResult(ok=ok, result=res, seconds=round(ended - started, 3), started=started, ended=ended,
+                       build=res.get("build"))
+
+
+def build(job: Job, options: ReproOptions, *, build_root: str, env_extra: dict[str, str] | None = None,
+          cancel: threading.Event | None = None) -> BuildResult:
+    """Compile ``job`` into ``build_root`` in a fresh worker process (never raises for the kernel)."""
+    started = time.time()
+    ctimeout, rtimeout = _timeouts(options)
+    sess = _Session(env_extra=env_extra)
+    try:
+        req = job.request(options, build_root, with_reference=False)
+        req["keep_alive"] = False
+        req["work_dir"] = str(sess.work_dir)
+        res = sess.exchange(req, on_progress=None, cancel=cancel, compile_timeout=ctimeout, run_timeout=rtimeout)
+    finally:
+        sess.close()
+    return interpret_build(job, res, started)
+
+
+class Standby:
+    """One worker process started ahead of its request (torch imported, nothing else)."""
+
+    def __init__(self, env_extra: dict[str, str] | None = None):
+        env = dict(env_extra or {})
+        env["KTUI_WORKER_PRELOAD"] = "torch"
+        self.session = _Session(env_extra=env)
+        self.started = time.time()
+
+    def alive(self) -> bool:
+        return self.session.alive()
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def judge(job: Job, options: ReproOptions, *, build_root: str, standby: Standby | None = None,
+          env_extra: dict[str, str] | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
+    """Reproduce ``job`` in full on the slot's device (a fresh process: ``standby`` if it is alive)."""
+    ctimeout, rtimeout = _timeouts(options)
+    if standby is not None and not standby.alive():
+        standby.close()
+        standby = None
+    sess = standby.session if standby is not None else _Session(env_extra=env_extra)
+    t0 = time.monotonic()
+    try:
+        req = job.request(options, build_root)
+        req["keep_alive"] = False
+        req["work_dir"] = str(sess.work_dir)
+        try:
+            res = sess.exchange(req, on_progress=None, cancel=cancel, compile_timeout=ctimeout,
+                                run_timeout=rtimeout)
+        except OSError as exc:  # the process could not be talked to at all
+            res = _failure_result("worker_error", f"worker process error: {exc}", "startup", None)
+    finally:
+        sess.close()
+    res.setdefault("wall_seconds", round(time.monotonic() - t0, 3))
+    return res

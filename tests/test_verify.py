@@ -1,0 +1,375 @@
+"""``ktui verify`` on the CPU test sweep (tests/fixtures/verify/sweep, TEST TRACES written by
+tests/fixtures/verify/make_sweep.py): both engines, duplicates, a crash and a hang, resume, the
+report's aggregates checked by hand, and the CSV / terminal output against hostile text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ktui.repro.api import ReproOptions
+from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE, SAME_FAILURE
+from ktui.repro.verify import engine as E
+from ktui.repro.verify.plan import Planner, RunRow
+from ktui.repro.verify.report import build_report, csv_cell, render, write_csv
+
+REPO = Path(__file__).resolve().parents[1]
+SWEEP = REPO / "tests" / "fixtures" / "verify" / "sweep"
+HANG_TIMEOUT = 5.0
+
+pytestmark = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
+    reason="needs torch")
+
+
+def options(**kw) -> ReproOptions:
+    base = dict(device="cpu", trials=5, timeout=HANG_TIMEOUT, compile_timeout=180.0)
+    base.update(kw)
+    return ReproOptions(**base)
+
+
+class CacheDir:
+    """KTUI_CACHE_DIR pointed at ``path`` for the duration of a block."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        self.old = os.environ.get("KTUI_CACHE_DIR")
+        os.environ["KTUI_CACHE_DIR"] = str(self.path)
+        return self.path
+
+    def __exit__(self, *exc):
+        if self.old is None:
+            os.environ.pop("KTUI_CACHE_DIR", None)
+        else:
+            os.environ["KTUI_CACHE_DIR"] = self.old
+
+
+def verify(cache_dir: Path, *, engine: str = "local", stop_after: int | None = None, **kw):
+    """One verification of the sweep; returns (planner, engine, report)."""
+    with CacheDir(cache_dir):
+        opts = options(**kw)
+        planner = Planner([str(SWEEP)], opts, use_index_cache=False)
+        holder: dict = {}
+        finished = []
+
+        def on_event(ev):
+            if ev.kind in (E.TIMED, E.FAILED):
+                finished.append(ev.job)
+                if stop_after is not None and len(finished) >= stop_after:
+                    holder["engine"].stop()
+
+        if engine == "ray":
+            from ktui.repro.verify.ray_engine import RayEngine
+
+            eng = RayEngine(opts, jobs=1, cpu_slots=1, on_event=on_event)
+        else:
+            eng = E.LocalEngine(opts, slots=E.make_slots("cpu", None, 1), jobs=2, on_event=on_event)
+        holder["engine"] = eng
+        eng.run(iter(planner))
+        report = build_report(planner.rows, {**planner.cached, **eng.results}, cached=set(planner.cached))
+        return planner, eng, report
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    return verify(tmp_path_factory.mktemp("verify-local"))
+
+
+def by_path(report):
+    return {v.row.path: v for v in report.rows}
+
+
+def test_every_run_gets_its_verdict(local):
+    planner, eng, report = local
+    rows = by_path(report)
+    assert len(rows) == 10
+    assert rows["model-a/wrong.jsonl"].verdict == CORRECTNESS_DISAGREES
+    crash = rows["model-b/crash.jsonl"]
+    assert crash.verdict == NOT_REPRODUCIBLE and "SIGSEGV" in crash.reason, crash.reason
+    hang = rows["model-b/hang.jsonl"]
+    assert hang.verdict == NOT_REPRODUCIBLE
+    assert f"timed out after {HANG_TIMEOUT:g} s" in hang.reason
+    assert rows["model-b/index_error.jsonl"].verdict == SAME_FAILURE
+    syn = rows["model-c/syntax.jsonl"]
+    assert syn.verdict == SAME_FAILURE, syn.reason
+    assert syn.result["failure"]["stage"] == "build"
+    noref = rows["model-c/noref.jsonl"]
+    assert noref.row.job is None and noref.verdict == NOT_REPRODUCIBLE and "reference" in noref.reason
+    for p in ("model-a/fast.jsonl", "model-a/fast_again.jsonl", "model-b/fast.jsonl"):
+        assert rows[p].outcome == "passed" and rows[p].speedup > 2, (p, rows[p].speedup)
+    assert rows["model-a/slow.jsonl"].outcome == "passed" and rows["model-a/slow.jsonl"].speedup < 1
+    assert not eng.errors
+
+
+def test_duplicates_are_built_and_timed_once(local):
+    planner, eng, report = local
+    assert len(planner.jobs) == 7 and planner.duplicates == 2
+    fast = {v.row.job for v in report.rows if v.row.path.endswith("fast.jsonl") or "fast_again" in v.row.path}
+    assert len(fast) == 1 and planner.jobs[fast.pop()].runs == 3
+    starts = [e.job for e in eng.events if e.kind == E.BUILD_START]
+    assert sorted(starts) == sorted(planner.jobs)  # each distinct kernel built once
+    timed = [e.job for e in eng.events if e.kind == E.TIME_START]
+    assert len(timed) == len(set(timed)) == 6  # all but the one that does not build
+    syntax_job = by_path(report)["model-c/syntax.jsonl"].row.job
+    assert syntax_job not in timed
+    assert eng.counts[E.BUILT] == 6 and eng.counts[E.BUILD_FAILED] == 1
+
+
+def test_the_slot_goes_on_after_a_crash_and_a_hang(local):
+    _planner, eng, report = local
+    rows = by_path(report)
+    bad = {rows["model-b/crash.jsonl"].row.job, rows["model-b/hang.jsonl"].row.job}
+    ends = [e for e in eng.events if e.kind in (E.TIMED, E.FAILED) and e.slot == "cpu0"]
+    # the one CPU slot judged every buildable kernel, in a fresh process each: the crash and the
+    # hang ended their own processes, and whatever came after them was still judged
+    assert len(ends) == 6 and bad <= {e.job for e in ends}
+    first_bad = min(i for i, e in enumerate(ends) if e.job in bad)
+    assert first_bad < len(ends) - 1
+    assert rows["model-a/wrong.jsonl"].result["status"] == "completed"
+
+
+def test_aggregates_by_hand(local):
+    _planner, _eng, report = local
+    rows = by_path(report)
+    models = {d["model"]: d for d in report.models()}
+    # recorded: model-a 10, 10, 3, 1.2 (all passed); model-b 10, 2, 4 passed, index_error failed;
+    # model-c 1.5 passed (noref), syntax failed
+    a = models["model-a"]["recorded"]
+    assert a["pass_rate"] == 1.0 and a["fast_0"] == 1.0 and a["fast_1"] == 1.0
+    assert a["fast_1.5"] == 0.75 and a["fast_2"] == 0.75
+    assert a["geomean_speedup"] == pytest.approx((10 * 10 * 3 * 1.2) ** 0.25)
+    b = models["model-b"]["recorded"]
+    assert b["pass_rate"] == 0.75 and b["fast_2"] == 0.5
+    assert b["geomean_speedup"] == pytest.approx((10 * 2 * 4) ** (1 / 3))
+    c = models["model-c"]["recorded"]
+    assert c["pass_rate"] == 0.5 and c["fast_1.5"] == 0.0 and c["geomean_speedup"] == pytest.approx(1.5)
+    allr = models["all runs"]["recorded"]
+    assert allr["pass_rate"] == 0.8 and allr["fast_1.5"] == 0.6 and allr["fast_2"] == 0.5
+    # reproduced: fast x3 pass (> 2x), slow passes (< 1x), wrong/crash/hang/index/syntax fail, noref unknown
+    sf = rows["model-a/fast.jsonl"].speedup
+    sb = rows["model-b/fast.jsonl"].speedup
+    ss = rows["model-a/slow.jsonl"].speedup
+    ra = models["model-a"]["reproduced"]
+    assert (ra["pass_rate"], ra["fast_0"], ra["fast_1"], ra["fast_1.5"], ra["fast_2"]) == (0.75, 0.75, 0.5, 0.5, 0.5)
+    assert ra["geomean_speedup"] == pytest.approx(math.exp((2 * math.log(sf) + math.log(ss)) / 3))
+    rb = models["model-b"]["reproduced"]
+    assert (rb["pass_rate"], rb["fast_2"], rb["geomean_speedup"]) == (0.25, 0.25, pytest.approx(sb))
+    rc = models["model-c"]["reproduced"]
+    assert rc["pass_rate"] == 0.0 and rc["geomean_speedup"] is None
+    ra_all = models["all runs"]["reproduced"]
+    assert (ra_all["pass_rate"], ra_all["fast_0"], ra_all["fast_1"], ra_all["fast_2"]) == (0.4, 0.4, 0.3, 0.3)
+    assert ra_all["geomean_speedup"] == pytest.approx(
+        math.exp((2 * math.log(sf) + math.log(sb) + math.log(ss)) / 4))
+
+
+def test_claims_worst_first(local):
+    _planner, _eng, report = local
+    paths = [v.row.path for v in report.claims]
+    # not reproducible first (biggest recorded claim first), then correctness disagrees
+    assert paths[:3] == ["model-b/hang.jsonl", "model-b/crash.jsonl", "model-c/noref.jsonl"]
+    assert paths[3] == "model-a/wrong.jsonl"
+    assert "model-b/index_error.jsonl" not in paths and "model-c/syntax.jsonl" not in paths
+
+
+def test_resume_rebuilds_and_retimes_nothing(tmp_path):
+    p1, e1, _ = verify(tmp_path, stop_after=3)
+    assert e1.cancel.is_set()
+    done1 = set(e1.results)
+    assert 3 <= len(done1) < 7
+    p2, e2, r2 = verify(tmp_path)
+    assert set(p2.cached) >= done1
+    again = {e.job for e in e2.events if e.kind in (E.BUILD_START, E.TIME_START)}
+    assert not (again & done1), "a finished kernel was built or timed again"
+    assert set(p2.cached) | set(e2.results) == set(p2.jobs)
+    # a third run: everything from the cache (the hang too: same timeout, same outcome)
+    p3, e3, r3 = verify(tmp_path)
+    assert e3.counts[E.BUILD_START] == 0 and e3.counts[E.TIME_START] == 0
+    assert len(p3.cached) == 7
+    assert [v.verdict for v in r3.rows] == [v.verdict for v in r2.rows]
+    # a longer timeout is a reason to try the hang again (and only that)
+    p4, e4, _ = verify(tmp_path, timeout=HANG_TIMEOUT + 1)
+    hang = next(r.job for r in p4.rows if r.path == "model-b/hang.jsonl")
+    assert {e.job for e in e4.events if e.kind == E.BUILD_START} == {hang}
+
+
+def test_ray_engine_gives_the_same_report(local, tmp_path):
+    ray = pytest.importorskip("ray")
+    _pl, _el, rl = local
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        planner, eng, report = verify(tmp_path, engine="ray")
+    finally:
+        ray.shutdown()
+    assert not eng.errors
+    lv, rv = by_path(rl), by_path(report)
+    assert set(lv) == set(rv)
+    for p in lv:
+        assert rv[p].outcome == lv[p].outcome, p
+        if rv[p].speedup is None:  # timing verdicts of honest kernels depend on the measurement
+            assert rv[p].verdict == lv[p].verdict, (p, rv[p].reason)
+    starts = [e.job for e in eng.events if e.kind == E.BUILD_START]
+    assert sorted(starts) == sorted(planner.jobs)
+    assert eng.counts[E.TIME_START] == 6
+    assert rv["model-b/crash.jsonl"].result["failure"]["kind"] == "crash"
+    assert rv["model-b/hang.jsonl"].result["failure"]["kind"] == "timeout"
+
+
+# ---- the CLI and its output -----------------------------------------------------------------------
+def _cli(args, cache_dir):
+    env = dict(os.environ, KTUI_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "ktui", "verify", *args], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def test_cli_json_then_csv_from_the_cache(tmp_path):
+    base = ["--device", "cpu", "--trials", "5", "--timeout", str(HANG_TIMEOUT), "--compile-timeout", "180",
+            "-j", "2"]
+    r = _cli([str(SWEEP), *base, "--json"], tmp_path)
+    assert r.returncode == 1, r.stderr
+    d = json.loads(r.stdout)
+    assert d["stats"]["kernels"] == 7 and d["stats"]["duplicates"] == 2 and d["stats"]["cached"] == 0
+    assert {x["model"] for x in d["models"]} == {"model-a", "model-b", "model-c", "all runs"}
+    assert [c["path"] for c in d["claims_not_holding"]][:2] == ["model-b/hang.jsonl", "model-b/crash.jsonl"]
+    assert "verify: [" in r.stderr  # quiet progress lines when not on a terminal
+    r2 = _cli([str(SWEEP), *base, "--csv"], tmp_path)
+    assert r2.returncode == 1
+    rows = list(csv.DictReader(io.StringIO(r2.stdout)))
+    assert len(rows) == 10
+    got = {x["path"]: x for x in rows}
+    assert got["model-a/wrong.jsonl"]["verdict"] == CORRECTNESS_DISAGREES
+    assert got["model-b/hang.jsonl"]["failure"] == "timeout"
+    assert sum(1 for x in rows if x["cached"] == "true") == 9  # all but the run with no reference
+    assert "verify: [" not in r2.stderr  # nothing ran: every kernel came from the cache
+    r3 = _cli([str(SWEEP), "--device", "cuda:1"], tmp_path)
+    assert r3.returncode == 2 and "--gpus" in r3.stderr
+
+
+def _hostile_row() -> RunRow:
+    return RunRow(path="runs/=HYPERLINK(\"http://x\")\x1b]0;pwned\x07.jsonl", real="/x", model="+cmd|' /C calc'!A0",
+                  problem="[bold red]P[/]", version="v1", final=True, recorded_outcome="passed",
+                  recorded_speedup=3.0, note="@SUM(1+1)\x1b[2J")
+
+
+def test_csv_cells_cannot_be_formulas_or_escapes():
+    report = build_report([_hostile_row()], {})
+    out = io.StringIO()
+    write_csv(report, out)
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x07" not in text
+    row = next(csv.DictReader(io.StringIO(text)))
+    for k in ("path", "model", "reason"):
+        assert not row[k].startswith(("=", "+", "-", "@")), (k, row[k])
+    assert row["model"].startswith("'+cmd")
+    assert csv_cell(-2.5) == -2.5 and csv_cell("-2") == "'-2" and csv_cell(float("nan")) == ""
+
+
+def test_terminal_report_shows_trace_text_as_text():
+    from rich.console import Console
+
+    report = build_report([_hostile_row()], {})
+    out = io.StringIO()
+    render(Console(file=out, width=300, force_terminal=True, color_system=None), report)
+    text = out.getvalue()
+    assert "]0;pwned" in text and "\x1b]0" not in text and "\x1b[2J" not in text
+    assert "\x07" not in text
+
+
+# ---- the engine's scheduling, with stand-in steps (no processes) ----------------------------------------
+def _job(i: int):
+    from ktui.repro.verify.plan import Job
+
+    return Job(key=f"{i:040x}", kernel_sha1=f"k{i}", reference_sha1="r", kernel_code="x", reference_source="y",
+               reference_origin="test", label=f"v{i}", trace="t", result_key=f"rk{i}")
+
+
+def test_streaming_and_one_timing_per_gpu(tmp_path):
+    from ktui.repro.verify.steps import BuildResult
+
+    lock = threading.Lock()
+    busy: dict[str, int] = {}
+    overlaps = []
+
+    def build_fn(job, options, *, build_root, env_extra, cancel):
+        time.sleep(0.05 + 0.1 * (int(job.key, 16) % 4))
+        return BuildResult(True, {}, 0.1, time.time(), time.time(), build={"cached": False})
+
+    def judge_fn(job, options, *, build_root, standby, env_extra, cancel):
+        gpu = env_extra["CUDA_VISIBLE_DEVICES"]
+        with lock:
+            busy[gpu] = busy.get(gpu, 0) + 1
+            if busy[gpu] > 1:
+                overlaps.append(gpu)
+        time.sleep(0.05)
+        with lock:
+            busy[gpu] -= 1
+        return {"status": "completed", "env": dict(env_extra)}
+
+    with CacheDir(tmp_path):
+        slots = E.make_slots("cuda", ["0", "1"], 1)
+        eng = E.LocalEngine(options(device="cuda"), slots=slots, jobs=3, build_fn=build_fn, judge_fn=judge_fn,
+                            standby=False)
+        eng.run(iter([_job(i) for i in range(16)]))
+    assert not overlaps and len(eng.results) == 16
+    assert {r["env"]["CUDA_VISIBLE_DEVICES"] for r in eng.results.values()} == {"0", "1"}
+    first_timing = min(e.t for e in eng.events if e.kind == E.TIME_START)
+    last_build = max(e.t for e in eng.events if e.kind == E.BUILT)
+    assert first_timing < last_build  # timings start while builds still run: no batch barrier
+
+
+def test_slots_and_environment(monkeypatch):
+    from ktui.repro.runner import scrubbed_env
+    from ktui.repro.verify.command import parse_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    assert [s.env for s in E.make_slots(None, None)] == [{"CUDA_VISIBLE_DEVICES": "2"}, {"CUDA_VISIBLE_DEVICES": "5"}]
+    assert [s.name for s in E.make_slots("cpu", None, 3)] == ["cpu0", "cpu1", "cpu2"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert E.make_slots("cuda", None) == []
+    assert parse_gpus("0, 3") == ["0", "3"]
+    with pytest.raises(ValueError):
+        parse_gpus("0,0")
+    with pytest.raises(ValueError):
+        parse_gpus("0;rm -rf /")
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    env = scrubbed_env({"CUDA_VISIBLE_DEVICES": "1", "KTUI_WORKER_PRELOAD": "torch"})
+    assert env["NCCL_NVLS_ENABLE"] == "0" and env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+    assert env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_build_pack_cannot_escape_the_build_root(tmp_path):
+    from ktui.repro.verify.ray_engine import pack_dir, unpack_into
+
+    src = tmp_path / "b" / "key1" / "ext"
+    src.mkdir(parents=True)
+    (src / "ext.so").write_bytes(b"\x7fELF")
+    data = pack_dir(str(tmp_path / "b" / "key1"))
+    unpack_into(data, str(tmp_path / "node2"))
+    assert (tmp_path / "node2" / "key1" / "ext" / "ext.so").read_bytes() == b"\x7fELF"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        info = tarfile.TarInfo("../../escaped.txt")
+        payload = b"owned"
+        info.size = len(payload)
+        tf.addfile(info, io.BytesIO(payload))
+        link = tarfile.TarInfo("key2/link")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/etc/passwd"
+        tf.addfile(link)
+    with pytest.raises(ValueError):
+        unpack_into(buf.getvalue(), str(tmp_path / "node3"))
+    assert not (tmp_path / "escaped.txt").exists() and not (tmp_path.parent / "escaped.txt").exists()
