@@ -255,5 +255,20 @@ def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_
                             reference=reference))
 
 
+@main.command()
+@click.argument("directory", type=click.Path())
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="report.html", show_default=True)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the index cache.")
+@click.option("--jobs", type=int, default=None, help="Processes that build the runs' details.")
+def report(directory: str, output: str, no_cache: bool, jobs: int | None) -> None:
+    """Write one self-contained HTML file about a sweep: charts, runs, each run's transcript and diffs."""
+    p = Path(directory)
+    if not p.exists():
+        fail(f"{directory}: no such file or directory")
+    from ktui.report.html import report_command
+
+    sys.exit(report_command(p, output, use_cache=not no_cache, jobs=jobs))
+
+
 if __name__ == "__main__":
     main()

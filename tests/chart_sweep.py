@@ -58,3 +58,65 @@ def make_chart_sweep(base: Path) -> Path:
     for name, text in runs.items():
         (hand / f"{name}.jsonl").write_text(text)
     return sw
+
+
+# ---- a markup / script-injection corpus ------------------------------------------------------------
+# every way a trace string could become live markup or script in a page, or escape codes in a terminal
+INJECTIONS = [
+    "<script>window.__pwned='script'</script>",
+    "</script><script>window.__pwned='close-script'</script>",
+    "<img src=x onerror=\"window.__pwned='img'\">",
+    "<svg onload=\"window.__pwned='svg'\"><script>window.__pwned='svg-script'</script></svg>",
+    "\"><iframe srcdoc=\"<script>parent.__pwned='iframe'</script>\"></iframe>",
+    "<a href=\"javascript:window.__pwned='href'\">click</a>",
+    "<!-- </style><style>body{display:none}</style> -->",
+    "]]><![CDATA[<script>window.__pwned='cdata'</script>]]>",
+    "\u2028\u2029<\\/script>\\u003cscript\\u003ewindow.__pwned='unicode'\\u003c/script\\u003e",
+    "{{constructor.constructor('window.__pwned=\"template\"')()}}",
+    "[bold red]rich markup[/] \x1b]0;title\x07 \x1b[2J\x1b[31mansi\x1b[0m \u202eevil bidi",
+]
+PAYLOAD = " ".join(INJECTIONS)
+
+
+def injection_trace(t0: int = 1_780_000_000_000) -> str:
+    """A V1 run whose every string field carries the corpus (model, persona, problem, prompts,
+    messages, kernel code, tool results, notes)."""
+    import json
+
+    a = "kernel_author"
+
+    def ev(tick: int, ts: int, actor, payload: dict) -> str:
+        return json.dumps({"tick": tick, "ts_ms": ts, "actor": actor, "message_id": None, "payload": payload})
+
+    spawn = {"kind": "agent_spawned", "actor_id": a, "model": "inject " + INJECTIONS[0], "tools": ["submit_kernel"],
+             "system_prompt": PAYLOAD, "params": {"persona": INJECTIONS[2]}}
+    code = "import torch\n# " + PAYLOAD + "\nclass ModelNew(torch.nn.Module):\n    pass\n"
+    code2 = code + "# v2 " + INJECTIONS[1] + "\n"
+    res = {"ok": True, "tool": "submit_kernel", "summary": "submit_kernel PASSED: " + PAYLOAD,
+           "runtime_us": 0.01, "ref_runtime_us": 0.02, "speedup": 2.0, INJECTIONS[3]: INJECTIONS[4]}
+    lines = [
+        ev(0, t0, None, {"kind": "system", "note": json.dumps(spawn)}),
+        ev(1, t0 + 1, a, {"kind": "tool_call", "id": "f1", "name": "fetch_problem", "args": {"level": 1, "problem_id": 31},
+                          "seed": True}),
+        ev(1, t0 + 2, a, {"kind": "tool_result", "id": "f1", "name": "fetch_problem",
+                          "result": {"ok": True, "level": 1, "problem_id": 31, "name": "31_" + INJECTIONS[1] + ".py",
+                                     "ref_arch_src": PAYLOAD}, "seed": True}),
+        ev(1, t0 + 3, "user", {"kind": "user_message", "text": PAYLOAD}),
+        ev(2, t0 + 10, a, {"kind": "cost", "unit": "tokens_in", "amount": 5.0, "running_total": 5.0}),
+        ev(2, t0 + 10, a, {"kind": "agent_message", "text": PAYLOAD}),
+        ev(3, t0 + 11, a, {"kind": "tool_call", "id": "c0", "name": "run_correctness", "args": {"kernel_code": code},
+                           "seed": False}),
+        ev(3, t0 + 12, a, {"kind": "tool_result", "id": "c0", "name": "run_correctness",
+                           "result": {"ok": False, "tool": "run_correctness", "summary": "run_correctness FAILED: " + PAYLOAD,
+                                      "details": {"runtime_error": PAYLOAD}}, "is_error": False, "seed": False}),
+        ev(4, t0 + 20, a, {"kind": "cost", "unit": "tokens_in", "amount": 5.0, "running_total": 10.0}),
+        ev(5, t0 + 21, a, {"kind": "tool_call", "id": "c1", "name": "submit_kernel", "args": {"kernel_code": code2},
+                           "seed": False}),
+        ev(6, t0 + 30, a, {"kind": "tool_result", "id": "c1", "name": "submit_kernel", "result": res, "is_error": False,
+                           "seed": False}),
+        ev(7, t0 + 40, None, {"kind": "system", "note": "grader: " + json.dumps(
+            {"kind": "grader", "scenario": "popcorn.single_problem " + INJECTIONS[5],
+             "scores": {"submitted": 1.0, "submission_passed": 1.0}})}),
+        ev(8, t0 + 41, None, {"kind": "system", "note": PAYLOAD}),
+    ]
+    return "\n".join(lines) + "\n"

@@ -329,6 +329,40 @@ def first_correct_chart(runs: Sequence[Any]) -> FirstCorrectChart:
     return FirstCorrectChart(rows, ranges)
 
 
+# ---- axes -------------------------------------------------------------------------------------------
+NICE_STEPS = (1, 1.5, 2, 3, 5)
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """1, 1.5, 2, 3, 5 x 10^k inside [lo, hi]."""
+    out: list[float] = []
+    if not (lo > 0 and hi > 0 and math.isfinite(lo) and math.isfinite(hi)):
+        return out
+    e = math.floor(math.log10(lo)) - 1
+    while 10 ** e <= hi * 10:
+        for m in NICE_STEPS:
+            v = m * 10 ** e
+            if lo <= v <= hi:
+                out.append(round(v, 10))
+        e += 1
+    return out
+
+
+def lin_ticks(lo: float, hi: float, n: int) -> list[float]:
+    """About ``n`` round values inside [lo, hi]."""
+    if hi <= lo or n < 1:
+        return [lo]
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next((m * mag for m in (1, 2, 5, 10) if m * mag >= raw), 10 * mag)
+    v = math.ceil(lo / step) * step
+    out = []
+    while v <= hi + 1e-9:
+        out.append(round(v, 10))
+        v += step
+    return out
+
+
 # ---- all of them --------------------------------------------------------------------------------------
 @dataclass(slots=True)
 class SweepCharts:

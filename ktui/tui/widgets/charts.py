@@ -34,6 +34,8 @@ from ktui.view.charts import (
     BoxStats,
     GridChart,
     SweepCharts,
+    lin_ticks,
+    log_ticks,
 )
 
 PALETTE = ("dodger_blue1", "dark_orange", "green3", "magenta2", "cyan2", "yellow2", "red1", "medium_purple1",
@@ -41,7 +43,6 @@ PALETTE = ("dodger_blue1", "dark_orange", "green3", "magenta2", "cyan2", "yellow
 LEVEL_STYLE = {FAILED: "bold white on red3", COMPILED: "bold black on dark_orange", CORRECT: "bold white on blue3",
                FASTER: "bold black on green3"}
 LEVEL_TEXT = {FAILED: "fail", COMPILED: "comp", CORRECT: "ok"}
-NICE = (1, 1.5, 2, 3, 5)
 
 
 def _name(s: object, width: int) -> str:
@@ -110,18 +111,6 @@ class Braille:
         return [(chr(0x2800 + b) if b else " ", c) for b, c in zip(self.bits[cy], self.color[cy], strict=False)]
 
 
-def log_ticks(lo: float, hi: float) -> list[float]:
-    out: list[float] = []
-    e = math.floor(math.log10(lo)) - 1
-    while 10 ** e <= hi * 10:
-        for m in NICE:
-            v = m * 10 ** e
-            if lo <= v <= hi:
-                out.append(round(v, 10))
-        e += 1
-    return out
-
-
 def _tick_label(v: float) -> str:
     return f"{v:g}x" if v < 1000 else f"{v:.0e}x"
 
@@ -143,7 +132,7 @@ def _axis(lo: float, hi: float, width: int, log: bool = True, unit: str = "x", p
         if len(ticks) > width // 6:  # too many: keep the powers of ten and 2x
             ticks = [t for t in ticks if str(t).lstrip("0.").startswith(("1", "2"))] or ticks
     else:
-        ticks = _lin_ticks(lo, hi, max(2, width // 10))
+        ticks = lin_ticks(lo, hi, max(2, width // 10))
     last_end = -2
     for t in ticks:
         c = col(t)
@@ -156,20 +145,6 @@ def _axis(lo: float, hi: float, width: int, log: bool = True, unit: str = "x", p
             labels[start + i] = ch
         last_end = start + len(lab) - 1
     return " " * pad + "".join(rule), " " * pad + "".join(labels[:width]).rstrip()
-
-
-def _lin_ticks(lo: float, hi: float, n: int) -> list[float]:
-    if hi <= lo:
-        return [lo]
-    raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next((m * mag for m in (1, 2, 5, 10) if m * mag >= raw), 10 * mag)
-    v = math.ceil(lo / step) * step
-    out = []
-    while v <= hi + 1e-9:
-        out.append(round(v, 10))
-        v += step
-    return out
 
 
 # ---- the charts ------------------------------------------------------------------------------------
