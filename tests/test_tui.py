@@ -369,7 +369,7 @@ def test_follow_keeps_cursor_when_not_at_end_and_f_toggles(tmp_path):
             await pilot.pause()
             assert s.turn_index == 1
             await pilot.press("f")
-            await _wait(pilot, lambda: s._follower is not None)
+            await _wait(pilot, lambda: s._feed_gen >= 1)
             with open(path, "a", encoding="utf-8") as f:
                 f.write("".join(rest))
             ok = await _wait(pilot, lambda: s.query_one(TurnList).row_count == 9)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,9 +23,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from ktui.trace.model import ERROR, FAILED, MISSING, Event, KernelVersion, Run, Turn
+from ktui.tui.follow import Snapshot, feed
 from ktui.tui.keys import Key, pane_keys
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.documents import (
@@ -59,12 +59,14 @@ SIDE_WIDTH, SIDE_MIN, SIDE_MAX = 46, 16, 90  # the turn list's width (columns): 
 @dataclass
 class Loaded(Message):
     run: Run
-    follower: object | None
 
 
 @dataclass
-class Polled(Message):
-    changed: bool
+class Followed(Message):
+    """A snapshot from the follow worker (``feed``: which start of follow mode it belongs to)."""
+
+    feed: int
+    snapshot: Snapshot
 
 
 @dataclass
@@ -167,9 +169,8 @@ class ReplayScreen(KtuiScreen):
         self.path = Path(path)
         self.run: Run | None = None
         self.follow = follow
-        self._follower = None
-        self._lock = threading.RLock()
-        self._polling = False
+        self._feed = 0  # bumps each time follow mode starts: older feeds' snapshots are dropped
+        self._feed_gen = 0  # the newest snapshot generation shown from the current feed
         self.turn_index = 0
         self.kernel_number: int | None = None
         self.base_number: int | None = None
@@ -208,34 +209,29 @@ class ReplayScreen(KtuiScreen):
 
     def on_mount(self) -> None:
         self.sub_title = str(self.path)
-        self._load()
-        self.set_interval(FOLLOW_INTERVAL, self._tick_follow)
+        if self.follow:
+            self._start_follow()
+        else:
+            self._load()
 
     # ---- workers ------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load(self) -> None:
-        if self.follow:
-            from ktui.trace.reader import Follower
+        from ktui.trace import load
 
-            f = Follower(self.path)
-            self.post_message(Loaded(f.run, f))
-        else:
-            from ktui.trace import load
+        self.post_message(Loaded(load(self.path)))
 
-            self.post_message(Loaded(load(self.path), None))
+    def _start_follow(self) -> None:
+        self._feed += 1
+        self._feed_gen = 0
+        self._follow(self._feed)
 
-    @work(thread=True, exclusive=True, group="follow", exit_on_error=False)
-    def _start_follower(self) -> None:
-        from ktui.trace.reader import Follower
-
-        f = Follower(self.path)
-        self.post_message(Loaded(f.run, f))
-
-    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def _poll(self) -> None:
-        with self._lock:
-            changed = bool(self._follower.poll()) if self._follower is not None else False
-        self.post_message(Polled(changed))
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False, description="follow the trace")
+    def _follow(self, feed_id: int) -> None:
+        """The follower lives in this thread; the screen only ever gets immutable snapshots."""
+        worker = get_current_worker()
+        for snap in feed(self.path, interval=FOLLOW_INTERVAL, cancelled=lambda: worker.is_cancelled):
+            self.post_message(Followed(feed_id, snap))
 
     @work(thread=True, exclusive=True, group="events", exit_on_error=False, description="read raw events")
     def _read_events(self, key: int | None, events: list[Event]) -> None:
@@ -245,25 +241,19 @@ class ReplayScreen(KtuiScreen):
         self.post_message(EventsRead(key, events, raws))
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def _search(self, regex: re.Pattern[str]) -> None:
+    def _search(self, regex: re.Pattern[str], run: Run) -> None:
         turns: list[int] = []
         total = 0
-        with self._lock:
-            run = self.run
-            if run is None:
-                return
-            for t in run.turns:
-                n = sum(len(regex.findall(s)) for s in turn_search_text(run, t) if s)
-                if n:
-                    turns.append(t.index)
-                    total += n
+        for t in run.turns:
+            n = sum(len(regex.findall(s)) for s in turn_search_text(run, t) if s)
+            if n:
+                turns.append(t.index)
+                total += n
         self.post_message(SearchDone(regex, turns, total))
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False, description="kernel diff sizes")
-    def _compute_stats(self) -> None:
+    def _compute_stats(self, kernels: list[KernelVersion]) -> None:
         """Diff sizes of successive versions (the Kernels table's column), off the UI thread."""
-        with self._lock:
-            kernels = list(self.run.kernels) if self.run is not None else []
         for prev, k in zip(kernels, kernels[1:], strict=False):
             kernel_stats(prev, k)
         self.post_message(StatsReady())
@@ -290,20 +280,31 @@ class ReplayScreen(KtuiScreen):
             return
         err = w.error
         group = w.group
-        if group == "poll":
-            self._polling = False
         if group == "load":
             self.query_one(RunHeader).show_message(f"cannot open {self.path}: {err}", "bold red")
         self.notify(f"{group}: {err}", title="error", severity="error", timeout=6)
 
     # ---- run display --------------------------------------------------------------------------
     def on_loaded(self, msg: Loaded) -> None:
-        first = self.run is None
-        self.run = msg.run
+        if self.follow and self._feed:  # follow mode started meanwhile: its snapshots win
+            return
+        self._show_run(msg.run, first=self.run is None)
+
+    def on_followed(self, msg: Followed) -> None:
+        snap = msg.snapshot
+        if msg.feed != self._feed or not self.follow or snap.generation <= self._feed_gen:
+            return  # an older feed, follow mode turned off, or an older snapshot
+        self._feed_gen = snap.generation
+        if self.run is None:
+            self._show_run(snap.run, first=True)
+        elif snap.reset:
+            self._reset_to(snap.run)
+        else:
+            self._grown(snap.run)
+
+    def _show_run(self, run: Run, *, first: bool) -> None:
+        self.run = run
         self._gen += 1
-        if msg.follower is not None:
-            self._follower = msg.follower
-            self.follow = True
         self._stale = set(PANE_IDS)
         self._refresh_all(first=first)
         self.ready = True
@@ -311,46 +312,52 @@ class ReplayScreen(KtuiScreen):
         if callable(freeze):
             self.call_after_refresh(freeze)
 
+    def _reset_to(self, run: Run) -> None:
+        """The followed file was truncated or replaced: its new content, from the start."""
+        self.turn_index = 0
+        self.kernel_number = None
+        self.base_number = None
+        self._docs.clear()
+        if self._regex is not None:
+            self._clear_search()
+        self.query_one(TurnList).set_turns([], reset=True)
+        self._show_run(run, first=True)
+        self.notify("the file was truncated or replaced: showing its new content", timeout=3)
+
     def _refresh_all(self, first: bool = False) -> None:
         run = self.run
         if run is None:
             return
         if len(run.kernels) > 1:  # after this frame: not competing with the first paint
-            self.call_after_refresh(self._compute_stats)
-        with self._lock:
-            self.query_one(RunHeader).show_run(run, following=self.follow)
-            tl = self.query_one(TurnList)
-            tl.set_turns(run.turns)
-            if first and run.turns:
-                self.turn_index = 0
+            self.call_after_refresh(self._compute_stats, list(run.kernels))
+        self.query_one(RunHeader).show_run(run, following=self.follow)
+        tl = self.query_one(TurnList)
+        tl.set_turns(run.turns)
+        if first:
+            self.turn_index = 0
+            if run.turns:
                 tl.move_cursor(row=0)
-            self._select_kernel_for_turn()
-            self._render_active(keep_scroll=not first)
+        self._select_kernel_for_turn()
+        self._render_active(keep_scroll=not first)
 
-    def on_polled(self, msg: Polled) -> None:
-        self._polling = False
-        if not msg.changed or self.run is None:
-            return
+    def _grown(self, run: Run) -> None:
+        """A newer snapshot of the followed run (it grew): keep the user's place, or stay at the end."""
+        tl = self.query_one(TurnList)
+        at_end = self.turn_index >= tl.row_count - 1
+        old_rows = tl.row_count
+        self.run = run
         self._gen += 1
-        with self._lock:
-            run = self.run
-            tl = self.query_one(TurnList)
-            at_end = self.turn_index >= tl.row_count - 1
-            old_rows = tl.row_count
-            self.query_one(RunHeader).show_run(run, following=self.follow)
-            tl.set_turns(run.turns)
-            self._stale = set(PANE_IDS)
-            if len(run.kernels) > 1:
-                self._compute_stats()
-            if run.turns and (at_end or old_rows == 0) and len(run.turns) > old_rows:
-                self._goto_turn(len(run.turns) - 1)  # at the end: stay at the end
-            else:
-                self._render_active(keep_scroll=True)
-
-    def _tick_follow(self) -> None:
-        if self.follow and self._follower is not None and not self._polling:
-            self._polling = True
-            self._poll()
+        self.query_one(RunHeader).show_run(run, following=self.follow)
+        tl.set_turns(run.turns)
+        self._stale = set(PANE_IDS)
+        if len(run.kernels) > 1:
+            self._compute_stats(list(run.kernels))
+        if run.turns and (at_end or old_rows == 0) and len(run.turns) > old_rows:
+            self._goto_turn(len(run.turns) - 1)  # at the end: stay at the end
+        else:
+            self.turn_index = min(self.turn_index, max(0, len(run.turns) - 1))
+            self._select_kernel_for_turn()
+            self._render_active(keep_scroll=True)
 
     def _render_active(self, keep_scroll: bool = False) -> None:
         pane = self.active_pane
@@ -361,20 +368,19 @@ class ReplayScreen(KtuiScreen):
         if run is None:
             return
         self._stale.discard(pane)
-        with self._lock:
-            if pane == "turn":
-                self._render_turn(keep_scroll)
-            elif pane == "kernels":
-                self.query_one(KernelsPane).show(run, self.kernel_number, base=self.base_number,
-                                                 diff=self.opts.diff, split=self.opts.split,
-                                                 generation=(self._gen, self._stats_gen))
-            elif pane == "metrics":
-                self.query_one("#metrics-doc", DocView).set_document(metrics_document(run), keep_scroll=keep_scroll)
-            elif pane == "reference":
-                self.query_one("#reference-doc", DocView).set_document(reference_document(run),
-                                                                       keep_scroll=keep_scroll)
-            elif pane == "events":
-                self._request_events()
+        if pane == "turn":
+            self._render_turn(keep_scroll)
+        elif pane == "kernels":
+            self.query_one(KernelsPane).show(run, self.kernel_number, base=self.base_number,
+                                             diff=self.opts.diff, split=self.opts.split,
+                                             generation=(self._gen, self._stats_gen))
+        elif pane == "metrics":
+            self.query_one("#metrics-doc", DocView).set_document(metrics_document(run), keep_scroll=keep_scroll)
+        elif pane == "reference":
+            self.query_one("#reference-doc", DocView).set_document(reference_document(run),
+                                                                   keep_scroll=keep_scroll)
+        elif pane == "events":
+            self._request_events()
 
     def _render_turn(self, keep_scroll: bool = False) -> None:
         run = self.run
@@ -627,7 +633,8 @@ class ReplayScreen(KtuiScreen):
             return
         self.focus_content()
         self.query_one(SearchBar).set_status("searching…")
-        self._search(regex)
+        if self.run is not None:
+            self._search(regex, self.run)
 
     def on_search_done(self, msg: SearchDone) -> None:
         self._regex = msg.regex
@@ -737,11 +744,11 @@ class ReplayScreen(KtuiScreen):
     def action_toggle_follow(self) -> None:
         if self.follow:
             self.follow = False
+            self.workers.cancel_group(self, "follow")
             self.notify("follow mode off", timeout=1.5)
         else:
             self.follow = True
-            if self._follower is None:
-                self._start_follower()
+            self._start_follow()
             self.notify("following: new events appear as they are written", timeout=2)
         if self.run is not None:
             self.query_one(RunHeader).show_run(self.run, following=self.follow)

@@ -117,11 +117,15 @@ class TurnList(ScrollView, can_focus=False):
     def _signature(t: Turn) -> tuple:
         return (t.status, len(t.calls), t.wall_ms, t.tokens_total, t.is_final, bool(t.text or t.reasoning))
 
-    def set_turns(self, turns: list[Turn]) -> None:
-        """Show ``turns``: adds new rows and rebuilds changed ones (cheap when little changed)."""
-        if len(turns) < len(self._rows):  # the file was replaced: start over
-            self._rows, self._bad, self._sig = [], [], []
+    def set_turns(self, turns: list[Turn], *, reset: bool = False) -> None:
+        """Show ``turns``: adds new rows and rebuilds changed ones (cheap when little changed).
+        ``reset``: a different run (the followed file was replaced): start over."""
         changed = False
+        if reset or len(turns) < len(self._rows):
+            self._rows, self._bad, self._sig = [], [], []
+            self.cursor_row = 0
+            self.scroll_to(y=0, animate=False, immediate=True)
+            changed = True
         for t in turns[: len(self._rows)]:
             sig = self._signature(t)
             if sig != self._sig[t.index]:
