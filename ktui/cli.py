@@ -239,8 +239,10 @@ def runs(directory: str, print_: bool, fmt: str | None, no_cache: bool) -> None:
 @click.option("--cpu-slots", type=int, default=1, show_default=True, help="CPU timing workers (--device cpu).")
 @click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Reference source for runs whose trace has none.")
+@click.option("--events", "events_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the engine's timeline (builds, timings, per slot) as JSON here (benchmarks).")
 def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_csv, fresh, device, timeout,
-           compile_timeout, method, trials, build_cache, cpu_slots, reference):
+           compile_timeout, method, trials, build_cache, cpu_slots, reference, events_out):
     """Re-execute every run's kernel of a sweep (DIR or TRACE files): which recorded claims hold."""
     from ktui.repro.verify.command import verify_command
 
@@ -252,7 +254,7 @@ def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_
                             address=address, fmt="json" if as_json else ("csv" if as_csv else "table"),
                             fresh=fresh, device=device, timeout=timeout, compile_timeout=compile_timeout,
                             method=method, trials=trials, build_cache=build_cache, cpu_slots=cpu_slots,
-                            reference=reference))
+                            reference=reference, events_out=events_out))
 
 
 @main.command()

@@ -58,8 +58,10 @@ class CacheDir:
             os.environ["KTUI_CACHE_DIR"] = self.old
 
 
-def verify(cache_dir: Path, *, engine: str = "local", stop_after: int | None = None, **kw):
-    """One verification of the sweep; returns (planner, engine, report)."""
+def verify(cache_dir: Path, *, engine: str = "local", stop_after: int | None = None, build_root: Path | None = None,
+           **kw):
+    """One verification of the sweep; returns (planner, engine, report). ``build_root``: a build
+    cache shared between calls (the sweep's one C++ kernel then compiles once per module)."""
     with CacheDir(cache_dir):
         opts = options(**kw)
         planner = Planner([str(SWEEP)], opts, use_index_cache=False)
@@ -75,9 +77,11 @@ def verify(cache_dir: Path, *, engine: str = "local", stop_after: int | None = N
         if engine == "ray":
             from ktui.repro.verify.ray_engine import RayEngine
 
-            eng = RayEngine(opts, jobs=1, cpu_slots=1, on_event=on_event)
+            eng = RayEngine(opts, jobs=1, cpu_slots=1, on_event=on_event,
+                            build_root=str(build_root) if build_root else None, shared_build_root=bool(build_root))
         else:
-            eng = E.LocalEngine(opts, slots=E.make_slots("cpu", None, 1), jobs=2, on_event=on_event)
+            eng = E.LocalEngine(opts, slots=E.make_slots("cpu", None, 1), jobs=2, on_event=on_event,
+                                build_root=str(build_root) if build_root else None)
         holder["engine"] = eng
         eng.run(iter(planner))
         report = build_report(planner.rows, {**planner.cached, **eng.results}, cached=set(planner.cached))
@@ -85,8 +89,13 @@ def verify(cache_dir: Path, *, engine: str = "local", stop_after: int | None = N
 
 
 @pytest.fixture(scope="module")
-def local(tmp_path_factory):
-    return verify(tmp_path_factory.mktemp("verify-local"))
+def builds(tmp_path_factory):
+    return tmp_path_factory.mktemp("verify-builds")
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory, builds):
+    return verify(tmp_path_factory.mktemp("verify-local"), build_root=builds)
 
 
 def by_path(report):
@@ -96,7 +105,7 @@ def by_path(report):
 def test_every_run_gets_its_verdict(local):
     planner, eng, report = local
     rows = by_path(report)
-    assert len(rows) == 10
+    assert len(rows) == 11
     assert rows["model-a/wrong.jsonl"].verdict == CORRECTNESS_DISAGREES
     crash = rows["model-b/crash.jsonl"]
     assert crash.verdict == NOT_REPRODUCIBLE and "SIGSEGV" in crash.reason, crash.reason
@@ -112,21 +121,24 @@ def test_every_run_gets_its_verdict(local):
     for p in ("model-a/fast.jsonl", "model-a/fast_again.jsonl", "model-b/fast.jsonl"):
         assert rows[p].outcome == "passed" and rows[p].speedup > 2, (p, rows[p].speedup)
     assert rows["model-a/slow.jsonl"].outcome == "passed" and rows["model-a/slow.jsonl"].speedup < 1
+    cpp = rows["model-c/cpp.jsonl"]
+    assert cpp.outcome == "passed" and cpp.speedup > 2, (cpp.reason, cpp.speedup)
+    assert cpp.result["build"]["extensions"][0]["name"] == "relu_ext"
     assert not eng.errors
 
 
 def test_duplicates_are_built_and_timed_once(local):
     planner, eng, report = local
-    assert len(planner.jobs) == 7 and planner.duplicates == 2
+    rows = by_path(report)
+    assert len(planner.jobs) == 8 and planner.duplicates == 2
     fast = {v.row.job for v in report.rows if v.row.path.endswith("fast.jsonl") or "fast_again" in v.row.path}
     assert len(fast) == 1 and planner.jobs[fast.pop()].runs == 3
+    # only the C++ kernel has something to build ahead; the others go straight to a timing slot
     starts = [e.job for e in eng.events if e.kind == E.BUILD_START]
-    assert sorted(starts) == sorted(planner.jobs)  # each distinct kernel built once
+    assert starts == [rows["model-c/cpp.jsonl"].row.job]
+    assert eng.counts[E.BUILT] == 1 and eng.counts[E.BUILD_FAILED] == 0
     timed = [e.job for e in eng.events if e.kind == E.TIME_START]
-    assert len(timed) == len(set(timed)) == 6  # all but the one that does not build
-    syntax_job = by_path(report)["model-c/syntax.jsonl"].row.job
-    assert syntax_job not in timed
-    assert eng.counts[E.BUILT] == 6 and eng.counts[E.BUILD_FAILED] == 1
+    assert len(timed) == len(set(timed)) == 8  # every distinct kernel judged once
 
 
 def test_the_slot_goes_on_after_a_crash_and_a_hang(local):
@@ -136,7 +148,7 @@ def test_the_slot_goes_on_after_a_crash_and_a_hang(local):
     ends = [e for e in eng.events if e.kind in (E.TIMED, E.FAILED) and e.slot == "cpu0"]
     # the one CPU slot judged every buildable kernel, in a fresh process each: the crash and the
     # hang ended their own processes, and whatever came after them was still judged
-    assert len(ends) == 6 and bad <= {e.job for e in ends}
+    assert len(ends) == 8 and bad <= {e.job for e in ends}
     first_bad = min(i for i, e in enumerate(ends) if e.job in bad)
     assert first_bad < len(ends) - 1
     assert rows["model-a/wrong.jsonl"].result["status"] == "completed"
@@ -147,7 +159,7 @@ def test_aggregates_by_hand(local):
     rows = by_path(report)
     models = {d["model"]: d for d in report.models()}
     # recorded: model-a 10, 10, 3, 1.2 (all passed); model-b 10, 2, 4 passed, index_error failed;
-    # model-c 1.5 passed (noref), syntax failed
+    # model-c 5 (cpp), 1.5 (noref) passed, syntax failed
     a = models["model-a"]["recorded"]
     assert a["pass_rate"] == 1.0 and a["fast_0"] == 1.0 and a["fast_1"] == 1.0
     assert a["fast_1.5"] == 0.75 and a["fast_2"] == 0.75
@@ -156,10 +168,15 @@ def test_aggregates_by_hand(local):
     assert b["pass_rate"] == 0.75 and b["fast_2"] == 0.5
     assert b["geomean_speedup"] == pytest.approx((10 * 2 * 4) ** (1 / 3))
     c = models["model-c"]["recorded"]
-    assert c["pass_rate"] == 0.5 and c["fast_1.5"] == 0.0 and c["geomean_speedup"] == pytest.approx(1.5)
+    assert c["pass_rate"] == pytest.approx(2 / 3) and c["fast_1"] == pytest.approx(2 / 3)
+    assert c["fast_1.5"] == pytest.approx(1 / 3)  # 1.5 is not > 1.5
+    assert c["geomean_speedup"] == pytest.approx((5 * 1.5) ** 0.5)
     allr = models["all runs"]["recorded"]
-    assert allr["pass_rate"] == 0.8 and allr["fast_1.5"] == 0.6 and allr["fast_2"] == 0.5
-    # reproduced: fast x3 pass (> 2x), slow passes (< 1x), wrong/crash/hang/index/syntax fail, noref unknown
+    assert allr["pass_rate"] == pytest.approx(9 / 11) and allr["fast_1.5"] == pytest.approx(7 / 11)
+    assert allr["fast_2"] == pytest.approx(6 / 11)
+    # reproduced: fast x3 and cpp pass (> 2x), slow passes (< 1x), wrong/crash/hang/index/syntax fail,
+    # noref unknown
+    sc = rows["model-c/cpp.jsonl"].speedup
     sf = rows["model-a/fast.jsonl"].speedup
     sb = rows["model-b/fast.jsonl"].speedup
     ss = rows["model-a/slow.jsonl"].speedup
@@ -169,11 +186,13 @@ def test_aggregates_by_hand(local):
     rb = models["model-b"]["reproduced"]
     assert (rb["pass_rate"], rb["fast_2"], rb["geomean_speedup"]) == (0.25, 0.25, pytest.approx(sb))
     rc = models["model-c"]["reproduced"]
-    assert rc["pass_rate"] == 0.0 and rc["geomean_speedup"] is None
+    assert rc["pass_rate"] == pytest.approx(1 / 3) and rc["fast_2"] == pytest.approx(1 / 3)
+    assert rc["geomean_speedup"] == pytest.approx(sc)
     ra_all = models["all runs"]["reproduced"]
-    assert (ra_all["pass_rate"], ra_all["fast_0"], ra_all["fast_1"], ra_all["fast_2"]) == (0.4, 0.4, 0.3, 0.3)
+    assert ra_all["pass_rate"] == pytest.approx(5 / 11) and ra_all["fast_0"] == pytest.approx(5 / 11)
+    assert ra_all["fast_1"] == pytest.approx(4 / 11) and ra_all["fast_2"] == pytest.approx(4 / 11)
     assert ra_all["geomean_speedup"] == pytest.approx(
-        math.exp((2 * math.log(sf) + math.log(sb) + math.log(ss)) / 4))
+        math.exp((2 * math.log(sf) + math.log(sb) + math.log(ss) + math.log(sc)) / 5))
 
 
 def test_claims_worst_first(local):
@@ -185,33 +204,33 @@ def test_claims_worst_first(local):
     assert "model-b/index_error.jsonl" not in paths and "model-c/syntax.jsonl" not in paths
 
 
-def test_resume_rebuilds_and_retimes_nothing(tmp_path):
-    p1, e1, _ = verify(tmp_path, stop_after=3)
+def test_resume_rebuilds_and_retimes_nothing(tmp_path, builds):
+    p1, e1, _ = verify(tmp_path, stop_after=3, build_root=builds)
     assert e1.cancel.is_set()
     done1 = set(e1.results)
-    assert 3 <= len(done1) < 7
-    p2, e2, r2 = verify(tmp_path)
+    assert 3 <= len(done1) < 8
+    p2, e2, r2 = verify(tmp_path, build_root=builds)
     assert set(p2.cached) >= done1
     again = {e.job for e in e2.events if e.kind in (E.BUILD_START, E.TIME_START)}
     assert not (again & done1), "a finished kernel was built or timed again"
     assert set(p2.cached) | set(e2.results) == set(p2.jobs)
     # a third run: everything from the cache (the hang too: same timeout, same outcome)
-    p3, e3, r3 = verify(tmp_path)
+    p3, e3, r3 = verify(tmp_path, build_root=builds)
     assert e3.counts[E.BUILD_START] == 0 and e3.counts[E.TIME_START] == 0
-    assert len(p3.cached) == 7
+    assert len(p3.cached) == 8
     assert [v.verdict for v in r3.rows] == [v.verdict for v in r2.rows]
     # a longer timeout is a reason to try the hang again (and only that)
-    p4, e4, _ = verify(tmp_path, timeout=HANG_TIMEOUT + 1)
+    p4, e4, _ = verify(tmp_path, timeout=HANG_TIMEOUT + 1, build_root=builds)
     hang = next(r.job for r in p4.rows if r.path == "model-b/hang.jsonl")
-    assert {e.job for e in e4.events if e.kind == E.BUILD_START} == {hang}
+    assert {e.job for e in e4.events if e.kind in (E.BUILD_START, E.TIME_START)} == {hang}
 
 
-def test_ray_engine_gives_the_same_report(local, tmp_path):
+def test_ray_engine_gives_the_same_report(local, tmp_path, builds):
     ray = pytest.importorskip("ray")
     _pl, _el, rl = local
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     try:
-        planner, eng, report = verify(tmp_path, engine="ray")
+        planner, eng, report = verify(tmp_path, engine="ray", build_root=builds)
     finally:
         ray.shutdown()
     assert not eng.errors
@@ -222,8 +241,8 @@ def test_ray_engine_gives_the_same_report(local, tmp_path):
         if rv[p].speedup is None:  # timing verdicts of honest kernels depend on the measurement
             assert rv[p].verdict == lv[p].verdict, (p, rv[p].reason)
     starts = [e.job for e in eng.events if e.kind == E.BUILD_START]
-    assert sorted(starts) == sorted(planner.jobs)
-    assert eng.counts[E.TIME_START] == 6
+    assert starts == [rv["model-c/cpp.jsonl"].row.job]
+    assert eng.counts[E.TIME_START] == 8 and eng.counts[E.BUILT] == 1
     assert rv["model-b/crash.jsonl"].result["failure"]["kind"] == "crash"
     assert rv["model-b/hang.jsonl"].result["failure"]["kind"] == "timeout"
 
@@ -235,24 +254,24 @@ def _cli(args, cache_dir):
                           env=env, timeout=600)
 
 
-def test_cli_json_then_csv_from_the_cache(tmp_path):
+def test_cli_json_then_csv_from_the_cache(tmp_path, builds):
     base = ["--device", "cpu", "--trials", "5", "--timeout", str(HANG_TIMEOUT), "--compile-timeout", "180",
-            "-j", "2"]
+            "-j", "2", "--build-cache", str(builds)]
     r = _cli([str(SWEEP), *base, "--json"], tmp_path)
     assert r.returncode == 1, r.stderr
     d = json.loads(r.stdout)
-    assert d["stats"]["kernels"] == 7 and d["stats"]["duplicates"] == 2 and d["stats"]["cached"] == 0
+    assert d["stats"]["kernels"] == 8 and d["stats"]["duplicates"] == 2 and d["stats"]["cached"] == 0
     assert {x["model"] for x in d["models"]} == {"model-a", "model-b", "model-c", "all runs"}
     assert [c["path"] for c in d["claims_not_holding"]][:2] == ["model-b/hang.jsonl", "model-b/crash.jsonl"]
     assert "verify: [" in r.stderr  # quiet progress lines when not on a terminal
     r2 = _cli([str(SWEEP), *base, "--csv"], tmp_path)
     assert r2.returncode == 1
     rows = list(csv.DictReader(io.StringIO(r2.stdout)))
-    assert len(rows) == 10
+    assert len(rows) == 11
     got = {x["path"]: x for x in rows}
     assert got["model-a/wrong.jsonl"]["verdict"] == CORRECTNESS_DISAGREES
     assert got["model-b/hang.jsonl"]["failure"] == "timeout"
-    assert sum(1 for x in rows if x["cached"] == "true") == 9  # all but the run with no reference
+    assert sum(1 for x in rows if x["cached"] == "true") == 10  # all but the run with no reference
     assert "verify: [" not in r2.stderr  # nothing ran: every kernel came from the cache
     r3 = _cli([str(SWEEP), "--device", "cuda:1"], tmp_path)
     assert r3.returncode == 2 and "--gpus" in r3.stderr
@@ -292,7 +311,7 @@ def test_terminal_report_shows_trace_text_as_text():
 def _job(i: int):
     from ktui.repro.verify.plan import Job
 
-    return Job(key=f"{i:040x}", kernel_sha1=f"k{i}", reference_sha1="r", kernel_code="x", reference_source="y",
+    return Job(key=f"{i:040x}", kernel_sha1=f"k{i}", reference_sha1="r", kernel_code="load_inline(...)", reference_source="y",
                reference_origin="test", label=f"v{i}", trace="t", result_key=f"rk{i}")
 
 

@@ -201,9 +201,12 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     if events_out:
         import json
 
+        timings = {k: {"verify": r.get("verify"), "stages": r.get("stages"), "status": r.get("status"),
+                       "kernel_us": ((r.get("timing") or {}).get("kernel") or {}).get("mean_us")}
+                   for k, r in eng.results.items()}
         with open(events_out, "w", encoding="utf-8") as fh:
-            json.dump({"stats": stats, "events": [e.to_dict() for e in eng.events],
-                       "builds": getattr(eng.rec, "builds", {})}, fh)
+            json.dump({"stats": stats, "events": [e.to_dict() for e in eng.events], "builds": eng.rec.builds,
+                       "timings": timings, "cpu_count": os.cpu_count()}, fh, default=str)
     report = build_report(planner.rows, {**planner.cached, **eng.results}, cached=set(planner.cached), stats=stats)
     for issue in planner.issues:
         if issue.severity != "info":

@@ -165,7 +165,8 @@ class LocalEngine:
     def __init__(self, options: ReproOptions, *, slots: list[Slot], jobs: int | None = None,
                  build_root: str | None = None, on_event: Callable[[Event], None] | None = None,
                  build_fn: Callable[..., steps.BuildResult] = steps.build,
-                 judge_fn: Callable[..., dict[str, Any]] = steps.judge, standby: bool = True):
+                 judge_fn: Callable[..., dict[str, Any]] = steps.judge, standby: bool = True,
+                 skip_trivial: bool = True):
         if not slots:
             raise ValueError("no timing slots")
         self.options = options
@@ -176,6 +177,7 @@ class LocalEngine:
         self.build_fn = build_fn
         self.judge_fn = judge_fn
         self.use_standby = standby
+        self.skip_trivial = skip_trivial
         self.cancel = threading.Event()
         self._build_q: queue.Queue[Any] = queue.Queue()
         self._ready_q: queue.Queue[Any] = queue.Queue()
@@ -199,7 +201,7 @@ class LocalEngine:
         self.cancel.set()
 
     def _build_env(self, i: int) -> dict[str, str]:
-        env = {} if os.environ.get("MAX_JOBS") else {"MAX_JOBS": "1"}
+        env = steps.build_env()
         gpu_slots = [s for s in self.slots if s.gpu is not None]
         if gpu_slots:  # the build key names the GPU's arch: builders see one GPU each, spread over them
             env["CUDA_VISIBLE_DEVICES"] = gpu_slots[i % len(gpu_slots)].gpu or ""
@@ -212,7 +214,11 @@ class LocalEngine:
                 if self.cancel.is_set():
                     break
                 self.rec.emit(QUEUED, job)
-                self._build_q.put(job)
+                if self.skip_trivial and not steps.needs_build(job.kernel_code):
+                    self.rec.builds[job.key] = {"seconds": 0.0, "skipped": True, "ok": True}
+                    self._ready_q.put((job, None))  # nothing to compile: straight to a timing slot
+                else:
+                    self._build_q.put(job)
         except Exception:
             self.errors.append("planning failed:\n" + traceback.format_exc())
             self.cancel.set()

@@ -94,8 +94,7 @@ def _has_binary(path: str) -> bool:
 def remote_build(job_wire: dict[str, Any], options_wire: dict[str, Any], build_root: str,
                  pack: bool) -> tuple[dict[str, Any], bytes | None]:
     job = Job.from_wire(job_wire)
-    br = steps.build(job, ReproOptions(**options_wire), build_root=build_root,
-                     env_extra={} if os.environ.get("MAX_JOBS") else {"MAX_JOBS": "1"})
+    br = steps.build(job, ReproOptions(**options_wire), build_root=build_root, env_extra=steps.build_env())
     data = pack_dir((br.build or {}).get("dir", "")) if (pack and br.ok) else None
     wire = br.to_wire()
     wire["node"] = _node()
@@ -257,6 +256,10 @@ class RayEngine:
                         job = self._feed_q.get_nowait()
                     except queue.Empty:
                         break
+                    if not steps.needs_build(job.kernel_code):
+                        self.rec.builds[job.key] = {"seconds": 0.0, "skipped": True, "ok": True}
+                        ready.append((job, None, None))  # nothing to compile: straight to a timing slot
+                        continue
                     self.rec.emit(BUILD_START, job)
                     wire_ref, pack_ref = self._build.options(num_cpus=1, num_returns=2).remote(
                         job.to_wire(), opts, self.build_root, self.pack)

@@ -17,6 +17,7 @@ another kernel. Nothing here imports torch.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,24 @@ from ktui.repro.runner import _failure_result, _Session
 from ktui.repro.verify.plan import Job
 
 BUILD_STOP = ("reference", "no_reference")  # where a build-only request ends when the build worked
+BUILD_NICE = "10"  # build workers run niced: the timing workers' CPU time comes first
+_BUILD_HINTS = ("cpp_extension", "load_inline", "triton", "cupy", "numba", "ctypes.CDLL", "cffi", "nvrtc",
+                "subprocess", "tvm", "tilelang", "cutlass", "jit")
+
+
+def needs_build(code: str) -> bool:
+    """Whether the kernel may compile something when it loads (an extension, a Triton or other JIT
+    kernel). When not, there is nothing to build ahead: the judge step loads it directly. A kernel
+    that hides a compile from this check still works: its judge step compiles it (not overlapped)."""
+    return any(h in code for h in _BUILD_HINTS)
+
+
+def build_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment additions of a build worker: one compiler (unless MAX_JOBS is set), niced."""
+    env = {} if os.environ.get("MAX_JOBS") else {"MAX_JOBS": "1"}
+    env["KTUI_WORKER_NICE"] = BUILD_NICE
+    env.update(extra or {})
+    return env
 
 
 @dataclass
