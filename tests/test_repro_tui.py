@@ -72,7 +72,7 @@ def test_confirm_run_result_then_cached(cache):
         screen = ReproScreen(run, kv, opts)
         app = Host(screen)
         async with app.run_test(size=(140, 50)) as pilot:
-            await pilot.pause()
+            assert await wait_for(pilot, lambda: screen.state != "looking", timeout=20)  # the cache lookup
             assert screen.state == "confirm"
             await pilot.press("y")
             assert await wait_for(pilot, lambda: screen.state == "done")
@@ -92,7 +92,7 @@ def test_confirm_run_result_then_cached(cache):
         screen = ReproScreen(run, kv, opts)
         app = Host(screen)
         async with app.run_test(size=(140, 50)) as pilot:
-            await pilot.pause()
+            assert await wait_for(pilot, lambda: screen.state != "looking", timeout=20)
             assert screen.state == "done" and screen.report.cached  # no confirmation, no run
 
     asyncio.run(reopen())
@@ -126,8 +126,65 @@ def test_r_in_the_replay_app_opens_the_panel(cache):
             assert await wait_for(pilot, lambda: getattr(app.screen, "run", None) is not None, timeout=30)
             await pilot.press("r")
             assert await wait_for(pilot, lambda: isinstance(app.screen, ReproScreen), timeout=10)
+            assert await wait_for(pilot, lambda: app.screen.state != "looking", timeout=20)
             assert app.screen.state == "confirm"  # first run in this app: asks before executing code
             await pilot.press("escape")
             assert await wait_for(pilot, lambda: not isinstance(app.screen, ReproScreen), timeout=10)
+
+    asyncio.run(go())
+
+
+def test_the_cache_lookup_runs_off_the_ui_thread(cache, monkeypatch):
+    """cached_report probes the environment (nvidia-smi, seconds): the panel must not wait on it."""
+    import threading
+
+    import ktui.tui.repro_panel as panel
+
+    run = load("cpu_run")
+    kv = run.kernel("v2")
+    release = threading.Event()
+    threads = []
+
+    def slow_lookup(*a, **kw):
+        threads.append(threading.current_thread())
+        release.wait(10)
+        return None
+
+    monkeypatch.setattr(panel, "cached_report", slow_lookup)
+
+    async def go():
+        screen = ReproScreen(run, kv, ReproOptions(device="cpu"))
+        app = Host(screen)
+        async with app.run_test(size=(140, 50)) as pilot:
+            await pilot.pause(0.2)
+            assert screen.state == "looking"  # drawn and responsive while the lookup is pending
+            assert "looking for a cached result" in str(screen.query_one("#repro-status").render())
+            release.set()
+            assert await wait_for(pilot, lambda: screen.state == "confirm", timeout=10)
+            assert threads and threads[0] is not threading.main_thread()
+
+    asyncio.run(go())
+
+
+def test_a_failing_lookup_is_reported_and_the_panel_still_offers_a_run(cache, monkeypatch):
+    import ktui.tui.repro_panel as panel
+
+    run = load("cpu_run")
+    kv = run.kernel("v2")
+    seen = []
+
+    def broken(*a, **kw):
+        raise RuntimeError("cache index unreadable")
+
+    monkeypatch.setattr(panel, "cached_report", broken)
+
+    async def go():
+        screen = ReproScreen(run, kv, ReproOptions(device="cpu"))
+        app = Host(screen)
+        orig = app.notify
+        app.notify = lambda message, *a, **kw: (seen.append((message, kw.get("severity"))), orig(message, *a, **kw))
+        async with app.run_test(size=(140, 50)) as pilot:
+            assert await wait_for(pilot, lambda: screen.state == "confirm", timeout=10)
+            assert any("cache index unreadable" in m and sev == "error" for m, sev in seen)
 
     asyncio.run(go())

@@ -34,10 +34,12 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, ProgressBar, Static
+from textual.worker import Worker, WorkerState
 
 from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report, history, reproduce
 from ktui.repro.runner import Progress, WarmWorker
 from ktui.trace.model import Run
+from ktui.tui.errors import report as report_error
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 
@@ -59,7 +61,7 @@ def cached_verdict(run: Any, kernel: Any) -> str | None:
     Cheap (reads a few small JSON files): usable to badge the kernels pane."""
     try:
         reports = history(run, kernel)
-    except Exception:
+    except (OSError, ValueError):  # an unreadable cache has no verdict to show
         return None
     return reports[0].verdict if reports else None
 
@@ -104,7 +106,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self.kernel = kernel
         self.options = options or ReproOptions()
         self._confirm = confirm
-        self.state = "idle"  # idle | confirm | running | cancelling | done
+        self.state = "idle"  # idle | looking | confirm | running | cancelling | done
         self.report: ReproReport | None = None
         self._cancel: threading.Event | None = None
 
@@ -123,10 +125,20 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
 
     def on_mount(self) -> None:
         self.query_one(ProgressBar).display = False
-        try:
-            rep = cached_report(self.run_model, self.kernel, self.options)
-        except Exception:
-            rep = None
+        self.state = "looking"
+        self._status("looking for a cached result…")
+        self._lookup()
+
+    @work(thread=True, exclusive=True, group="repro-lookup", exit_on_error=False,
+          description="cached repro result")
+    def _lookup(self) -> None:
+        """The cache lookup probes the environment (nvidia-smi, up to seconds): off the UI thread."""
+        rep = cached_report(self.run_model, self.kernel, self.options)
+        self.app.call_from_thread(self._looked_up, rep)
+
+    def _looked_up(self, rep: ReproReport | None) -> None:
+        if self.state != "looking":
+            return
         if rep is not None:
             self._show(rep)
             return
@@ -135,6 +147,16 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             self._ask()
         else:
             self._start()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state != WorkerState.ERROR or event.worker.error is None:
+            return
+        message = report_error(self, event.worker.group or "repro", event.worker.error)
+        if event.worker.group == "repro-lookup":  # no cached result to show: offer a run
+            self.state = "looking"
+            self._looked_up(None)
+        elif event.worker.group == "repro" and self.state in ("running", "cancelling"):
+            self._error(message)
 
     # ---- states ----------------------------------------------------------------------------------
     def _status(self, text: str) -> None:
@@ -187,13 +209,10 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             rep = reproduce(self.run_model, self.kernel, self.options,
                             on_progress=lambda p: app.call_from_thread(self._progress, p),
                             cancel=cancel, worker=shared_worker(app))
-        except ReproError as exc:
+        except ReproError as exc:  # a usage problem (no reference source): said in the panel
             app.call_from_thread(self._error, str(exc))
             return
-        except Exception as exc:  # never take the app down
-            app.call_from_thread(self._error, f"repro failed: {exc}")
-            return
-        app.call_from_thread(self._finished, rep)
+        app.call_from_thread(self._finished, rep)  # anything else: on_worker_state_changed
 
     def _progress(self, p: Progress) -> None:
         if self.state not in ("running", "cancelling"):
@@ -232,6 +251,10 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             self._start()
 
     def action_back(self) -> None:
+        if self.state == "looking":
+            self.state = "idle"  # the lookup's answer is dropped
+            self.dismiss(self.report)
+            return
         if self.state == "running" and self._cancel is not None:
             self.state = "cancelling"
             self._cancel.set()

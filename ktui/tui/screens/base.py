@@ -6,6 +6,9 @@ The rows every screen shares (``esc`` back, ``?`` help, ``q`` quit) are added af
 screen's own; a screen with panes lists ``pane_keys(PANES)`` and gets pane cycling for free
 (``PANES`` of ``(id, title)``, inside the ``TabbedContent`` named by ``TABS``).
 
+Errors: a worker that fails goes to :meth:`KtuiScreen.worker_failed` and from there to the one
+handler, :func:`ktui.tui.errors.report` (notified and logged).
+
 Focus: it goes to the screen's *content* (``CONTENT``, a selector, or no widget at all so that
 the screen's own bindings get every key) when the screen starts, after ``escape`` leaves an
 input, and whenever a modal or panel above it closes. Textual's default (focus the first
@@ -14,14 +17,18 @@ focusable widget) would hand the keys to whatever input comes first, hidden or n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import ClassVar
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from textual.app import SystemCommand
+from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import TabbedContent, Tabs
+from textual.worker import Worker, WorkerState
 
+from ktui.tui.errors import report
 from ktui.tui.keys import Key, bindings, check_table, help_rows, palette_rows
 
 BASE_KEYS: list[Key] = [
@@ -29,6 +36,15 @@ BASE_KEYS: list[Key] = [
     Key("question_mark", "help", "this help", footer="help", palette=False),
     Key("q", "quit", "quit", footer="quit", palette=False),
 ]
+
+
+@dataclass
+class DocumentBuilt(Message):
+    """A document (list of DocView blocks) built in a worker for the DocView ``target``."""
+
+    target: str
+    key: object
+    blocks: list
 
 
 def _shown(w: Widget) -> bool:
@@ -50,6 +66,10 @@ class KtuiScreen(Screen):
     CONTENT: ClassVar[str] = ""
     AUTO_FOCUS = ""  # never Textual's "first focusable widget"; :meth:`focus_content` decides
 
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._doc_wanted: dict[str, object] = {}  # DocView id -> key of the document it waits for
+
     def __init_subclass__(cls, **kw) -> None:
         if "KEYS" in cls.__dict__:
             table = cls.key_table()
@@ -62,6 +82,49 @@ class KtuiScreen(Screen):
         """The screen's rows, then the shared ones it does not bind itself."""
         own = {n for k in cls.KEYS for n in k.names}
         return [*cls.KEYS, *(k for k in BASE_KEYS if not own & set(k.names))]
+
+    # ---- errors -------------------------------------------------------------------------------
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every failed worker of the screen goes to the one error handler."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.worker_failed(event.worker.group, event.worker.error)
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """Screens add their own reaction (then call this)."""
+        report(self, group or "worker", error)
+
+    # ---- documents built off the UI thread ----------------------------------------------------
+    def build_document(self, target: str, key: object, build: Callable[[], list]) -> None:
+        """Build a document (diffs: tens to hundreds of ms) in a worker; when it is done and still
+        wanted (no newer request or :meth:`drop_document` for ``target``), :meth:`document_built`
+        shows it."""
+        self._doc_wanted[target] = key
+
+        def work() -> None:
+            self.post_message(DocumentBuilt(target, key, build()))
+
+        self.run_worker(work, thread=True, exclusive=True, group=f"doc:{target}", exit_on_error=False,
+                        description=f"build {target}")
+
+    def drop_document(self, target: str) -> None:
+        """A document for ``target`` was shown at once: any pending one is stale."""
+        self._doc_wanted.pop(target, None)
+
+    def document_pending(self, target: str) -> bool:
+        return target in self._doc_wanted
+
+    def on_document_built(self, msg: DocumentBuilt) -> None:
+        if self._doc_wanted.get(msg.target, DocumentBuilt) != msg.key:
+            return
+        del self._doc_wanted[msg.target]
+        self.document_built(msg.target, msg.key, msg.blocks)
+
+    def document_built(self, target: str, key: object, blocks: list) -> None:
+        from ktui.tui.widgets.docview import DocView
+
+        for view in self.query(f"#{target}"):
+            if isinstance(view, DocView):
+                view.set_document(blocks)
 
     # ---- focus ----------------------------------------------------------------------------------
     def on_mount(self) -> None:

@@ -18,7 +18,8 @@ rendering reuses the replay app's documents.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from rich.text import Text
@@ -30,13 +31,12 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from ktui.report.compare import run_title, summary_table
 from ktui.report.render_diff import clean, stats_text
-from ktui.trace import diffing
 from ktui.trace.aggregate import compare_rows, problem_warning, turn_of_version, version_at_turn
 from ktui.trace.model import KernelVersion, Run
 from ktui.tui.keys import Key, pane_keys
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.compare_progress import progress_view
-from ktui.tui.widgets.documents import ViewOptions, diff_blocks, turn_document
+from ktui.tui.widgets.documents import ViewOptions, diff_blocks, kernel_stats, turn_document
 from ktui.tui.widgets.docview import DocView, text_block
 
 
@@ -302,13 +302,19 @@ class CompareScreen(KtuiScreen):
         bar.append("   j/k step · L link · h/l column · a align", "grey50")
         self.query_one("#compare-turns-bar", Static).update(bar)
         for i, r in enumerate(self.runs):
-            title, blocks = self._turn_view(r, i)
-            try:
-                self.query_one(f"#compare-col-title-{i}", Static).update(title)
-                self.query_one(f"#compare-turn-{i}", DocView).set_document(blocks)
-                self.query_one(f"#compare-col-{i}").set_class(i == self.active_col and not self.linked, "active")
-            except Exception:  # noqa: BLE001 - columns not mounted yet
+            views = self.query(f"#compare-turn-{i}")
+            if not views:  # the columns are mounted after the runs arrive: drawn then
                 return
+            title, blocks = self._turn_view(r, i)
+            self.query_one(f"#compare-col-title-{i}", Static).update(title)
+            target = f"compare-turn-{i}"
+            if callable(blocks):  # a diff: built in a worker
+                self.build_document(target, (self.align, self.positions[i], self.turn_opts.diff,
+                                             self.turn_opts.split), blocks)
+            else:
+                self.drop_document(target)
+                views.first(DocView).set_document(blocks)
+            self.query_one(f"#compare-col-{i}").set_class(i == self.active_col and not self.linked, "active")
 
     def _turn_view(self, run: Run, i: int):
         p = self.positions[i]
@@ -329,6 +335,8 @@ class CompareScreen(KtuiScreen):
             what = (f"this run has {len(run.turns)} turn(s)" if self.align == "turn"
                     else f"this run has {len(run.kernels)} kernel version(s)")
             return title, [text_block(Text(f"({what})", style="grey50"))]
+        if self.turn_opts.diff:
+            return title, partial(turn_document, run, run.turns[turn], replace(self.turn_opts))
         return title, turn_document(run, run.turns[turn], self.turn_opts)
 
     # ---- kernels ------------------------------------------------------------------------------
@@ -395,7 +403,8 @@ class CompareScreen(KtuiScreen):
             self.turn_opts.diff = not self.turn_opts.diff
             self._refresh_turns()
 
-    def _refresh_kernels(self) -> None:
+    def _refresh_kernels(self, rebuild: bool = True) -> None:
+        """The kernels bar, and (``rebuild``) the diff of the two chosen kernels, built in a worker."""
         bar = Text(end="")
         view = self.query_one("#compare-diff", DocView)
         if len(self.runs) < 2:
@@ -419,10 +428,10 @@ class CompareScreen(KtuiScreen):
                 bar.append(" (final)" if chosen is None or (r.final_kernel and r.final_kernel.number == k.number)
                            else "", "grey62")
                 bar.append(f" {k.sha1[:10]}", "grey50")
-        if ka is not None and kb is not None and ka.code and kb.code:
-            add, rem = diffing.diff_stats(ka.code, kb.code)
+        stats = kernel_stats(ka, kb, compute=False)  # computed with the diff, in the worker
+        if stats is not None:
             bar.append("   ")
-            bar.append_text(stats_text(add, rem))
+            bar.append_text(stats_text(*stats))
         bar.append("\n")
         bar.append("h/l side · j/k its version · g/G first/last · x finals · s split", "grey50")
         if len(self.runs) > 2:
@@ -430,7 +439,21 @@ class CompareScreen(KtuiScreen):
         self.query_one("#compare-kernels-bar", Static).update(bar)
         if ka is None or kb is None:
             missing = [f"#{i + 1}" for i, k in ((self.left, ka), (self.right, kb)) if k is None]
+            self.drop_document("compare-diff")
             view.set_document([text_block(Text(f"no kernel in {' and '.join(missing)}: nothing to diff",
                                                style="grey50"))])
             return
-        view.set_document(diff_blocks(ka, kb, self.split))
+        if not rebuild:
+            return
+        split = self.split
+
+        def build() -> list:
+            kernel_stats(ka, kb)  # fills the cache the bar reads
+            return diff_blocks(ka, kb, split)
+
+        self.build_document("compare-diff", (ka.sha1, kb.sha1, split), build)
+
+    def document_built(self, target: str, key: object, blocks: list) -> None:
+        super().document_built(target, key, blocks)
+        if target == "compare-diff":  # its diff sizes are known now: the bar again
+            self._refresh_kernels(rebuild=False)

@@ -5,7 +5,7 @@ Turn / Kernels / Metrics / Reference / Events.
 
 All file I/O (loading, following, reading raw event lines, writing a kernel) and the run-wide
 search happen in thread workers; results come back as messages; worker errors are reported in
-one place (:meth:`ReplayScreen.on_worker_state_changed`). Widgets only render.
+one place (:meth:`ReplayScreen.worker_failed`, then :func:`ktui.tui.errors.report`). Widgets only render.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import bisect
 import re
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from rich.text import Text
@@ -23,7 +24,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import get_current_worker
 
 from ktui.trace.model import ERROR, FAILED, MISSING, Event, KernelVersion, Run, Turn
 from ktui.tui.follow import Snapshot, feed
@@ -34,6 +35,7 @@ from ktui.tui.widgets.documents import (
     empty_run_document,
     events_document,
     is_first_use,
+    kernel_document,
     kernel_of,
     kernel_stats,
     metrics_document,
@@ -187,6 +189,8 @@ class ReplayScreen(KtuiScreen):
         self._gen = 0  # bumps whenever the run changes (follow): invalidates cached documents
         self._stats_gen = 0  # bumps when the kernel diff sizes are ready
         self._docs: OrderedDict[tuple, list] = OrderedDict()  # recent turn documents
+        self._turn_keep = False  # keep_scroll of the turn document being built in a worker
+        self._pending_jump: tuple[int, list[int] | None] | None = None  # (direction, turns left) of a search jump
 
     # ---- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -273,16 +277,10 @@ class ReplayScreen(KtuiScreen):
         p.write_text(code, encoding="utf-8")
         self.post_message(Written(str(p), label))
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one place where worker failures are reported."""
-        w = event.worker
-        if event.state != WorkerState.ERROR:
-            return
-        err = w.error
-        group = w.group
+    def worker_failed(self, group: str, error: BaseException) -> None:
         if group == "load":
-            self.query_one(RunHeader).show_message(f"cannot open {self.path}: {err}", "bold red")
-        self.notify(f"{group}: {err}", title="error", severity="error", timeout=6)
+            self.query_one(RunHeader).show_message(f"cannot open {self.path}: {error}", "bold red")
+        super().worker_failed(group, error)
 
     # ---- run display --------------------------------------------------------------------------
     def on_loaded(self, msg: Loaded) -> None:
@@ -371,9 +369,7 @@ class ReplayScreen(KtuiScreen):
         if pane == "turn":
             self._render_turn(keep_scroll)
         elif pane == "kernels":
-            self.query_one(KernelsPane).show(run, self.kernel_number, base=self.base_number,
-                                             diff=self.opts.diff, split=self.opts.split,
-                                             generation=(self._gen, self._stats_gen))
+            self._render_kernels()
         elif pane == "metrics":
             self.query_one("#metrics-doc", DocView).set_document(metrics_document(run), keep_scroll=keep_scroll)
         elif pane == "reference":
@@ -382,28 +378,77 @@ class ReplayScreen(KtuiScreen):
         elif pane == "events":
             self._request_events()
 
-    def _render_turn(self, keep_scroll: bool = False) -> None:
+    def _render_kernels(self) -> None:
+        """The version table at once; the document too, unless it is a diff (built in a worker)."""
+        run = self.run
+        assert run is not None
+        kp = self.query_one(KernelsPane)
+        kp.show_table(run, self.kernel_number, base=self.base_number, generation=(self._gen, self._stats_gen))
+        k = run.kernel(self.kernel_number) if self.kernel_number else None
+        b = run.kernel(self.base_number) if self.base_number else None
+        build = partial(kernel_document, run, k, b, diff=self.opts.diff, split=self.opts.split)
+        if self.opts.diff and k is not None:
+            key = (self._gen, k.number, b.number if b else None, self.opts.split)
+            if not (self.document_pending("kernel-doc") and self._doc_wanted["kernel-doc"] == key):
+                self.build_document("kernel-doc", key, build)
+        else:
+            self.drop_document("kernel-doc")
+            kp.show_document(build())
+
+    def _render_turn(self, keep_scroll: bool = False) -> bool:
+        """Show the selected turn; False when its document (a diff) is being built in a worker."""
         run = self.run
         assert run is not None
         doc = self.query_one("#turn-doc", DocView)
         if not run.turns:
+            self.drop_document("turn-doc")
             doc.set_document(empty_run_document(run), keep_scroll=keep_scroll)
-            return
+            return True
         i = min(self.turn_index, len(run.turns) - 1)
         key = (i, self.opts.diff, self.opts.split, self._gen)
         blocks = self._docs.get(key)
+        if blocks is None and self.opts.diff:  # diffs: off the UI thread
+            self._turn_keep = keep_scroll
+            self.build_document("turn-doc", key, partial(turn_document, run, run.turns[i], replace(self.opts)))
+            return False
         if blocks is None:
             blocks = turn_document(run, run.turns[i], self.opts)
-            self._docs[key] = blocks
-            while len(self._docs) > 32:
-                self._docs.popitem(last=False)
+            self._remember(key, blocks)
         else:
             self._docs.move_to_end(key)
+        self.drop_document("turn-doc")
+        self._show_turn_blocks(blocks, keep_scroll)
+        return True
+
+    def _remember(self, key: tuple, blocks: list) -> None:
+        self._docs[key] = blocks
+        while len(self._docs) > 32:
+            self._docs.popitem(last=False)
+
+    def _show_turn_blocks(self, blocks: list, keep_scroll: bool) -> None:
+        doc = self.query_one("#turn-doc", DocView)
         doc.set_document(blocks, keep_scroll=keep_scroll)
         if self._regex is not None:
             self._doc_matches = doc.find(self._regex)
             self._match_pos = -1
             doc.set_highlight(self._regex)
+        pending, self._pending_jump = self._pending_jump, None
+        if pending is not None and self._regex is not None:  # a search jump waited for this turn
+            direction, order = pending
+            if self._doc_matches:
+                self._match_pos = -1 if direction > 0 else len(self._doc_matches)
+                self._step_match(direction)
+            else:
+                self._jump_turn_match(direction, order)
+
+    def document_built(self, target: str, key: object, blocks: list) -> None:
+        if target == "turn-doc":
+            self._remember(key, blocks)  # type: ignore[arg-type]
+            self._show_turn_blocks(blocks, self._turn_keep)
+        elif target == "kernel-doc":
+            self.query_one(KernelsPane).show_document(blocks)
+        else:
+            super().document_built(target, key, blocks)
 
     def _request_events(self) -> None:
         run = self.run
@@ -481,6 +526,7 @@ class ReplayScreen(KtuiScreen):
         tl.move_cursor(row=i)
 
     def _select_turn(self, i: int) -> None:
+        self._pending_jump = None  # the user moved: a search jump waiting for a document is off
         self.turn_index = i
         self._select_kernel_for_turn()
         self._stale = set(PANE_IDS) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
@@ -647,6 +693,9 @@ class ReplayScreen(KtuiScreen):
             self._doc_matches = []
             return
         self._show_turn_pane()
+        if self.document_pending("turn-doc"):  # the turn's diff is still being built: go on then
+            self._pending_jump = (1, None)
+            return
         doc = self.query_one("#turn-doc", DocView)
         self._doc_matches = doc.find(msg.regex)
         doc.set_highlight(msg.regex)
@@ -695,19 +744,27 @@ class ReplayScreen(KtuiScreen):
             return
         self._jump_turn_match(direction)
 
-    def _jump_turn_match(self, direction: int) -> None:
+    def _jump_turn_match(self, direction: int, order: list[int] | None = None) -> None:
+        """To the first (or last) match of the next (previous) turn with one; a turn whose document
+        is built in a worker resumes the jump when it arrives (:meth:`_show_turn_blocks`)."""
         turns = self._search_turns
         if not turns or self.run is None:
             return
-        cur = self.turn_index
-        order = [i for i in turns if i > cur] + [i for i in turns if i <= cur] if direction > 0 else \
-            [i for i in reversed(turns) if i < cur] + [i for i in reversed(turns) if i >= cur]
-        for i in order:
+        if order is None:
+            cur = self.turn_index
+            order = [i for i in turns if i > cur] + [i for i in turns if i <= cur] if direction > 0 else \
+                [i for i in reversed(turns) if i < cur] + [i for i in reversed(turns) if i >= cur]
+        order = list(order)
+        while order:
+            i = order.pop(0)
             self.turn_index = i
             self._select_kernel_for_turn()
             self.query_one(TurnList).move_cursor(row=i)
-            self._stale = set(PANE_IDS) - {"metrics", "reference"} | (self._stale & {"metrics", "reference"})
-            self._render_pane("turn")
+            self._stale = set(PANE_IDS) - {"metrics", "reference", "turn"} | (self._stale & {"metrics", "reference"})
+            self._pending_jump = None
+            if not self._render_turn():
+                self._pending_jump = (direction, order)
+                return
             if self._doc_matches:
                 self._match_pos = -1 if direction > 0 else len(self._doc_matches)
                 self._step_match(direction)

@@ -32,6 +32,7 @@ from textual.worker import get_current_worker
 from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_line, sort_value
 from ktui.trace.aggregate import aggregate
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
+from ktui.tui.errors import report
 from ktui.tui.keys import Key
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.charts import SweepChartView
@@ -452,8 +453,8 @@ def open_replay(screen: Screen, path: Path) -> None:
             from ktui.tui.screens.replay import ReplayScreen
 
             app.push_screen(ReplayScreen(path))
-    except Exception as exc:  # noqa: BLE001 - a bad trace or a missing screen must not take the app down
-        screen.notify(f"cannot open {one_line(path.name)}: {one_line(exc)}", severity="error", markup=False)
+    except Exception as exc:  # noqa: BLE001 - a bad trace must not take the app down: the one handler reports it
+        report(screen, f"cannot open {one_line(path.name)}", exc)
 
 
 def open_compare(screen: Screen, paths: list[Path]) -> None:

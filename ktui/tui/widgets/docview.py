@@ -31,6 +31,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ktui.tui.errors import report
+
 MATCH_STYLE = Style(bgcolor="#5f5f00", color="bright_white")
 CURRENT_STYLE = Style(bgcolor="#d7af00", color="black", bold=True)
 GUTTER_STYLE = Style(color="grey42")
@@ -326,8 +328,9 @@ class DocView(ScrollView, can_focus=False):
                 lines = []
                 try:
                     seg_lines = console.render_lines(b.renderable, opts, pad=False)
-                except Exception as exc:  # a renderable that fails must not take the app down
-                    seg_lines = [[Segment(f"(cannot render: {exc})")]]
+                except Exception as exc:  # noqa: BLE001 - one block, not the app: reported, shown as such
+                    message = report(self, "render", exc)
+                    seg_lines = [[Segment(f"(cannot render this block: {message})")]]
                 for segs in seg_lines:
                     t = Text(end="")
                     for seg in segs:

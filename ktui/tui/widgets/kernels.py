@@ -81,7 +81,15 @@ class KernelsPane(Vertical):
 
     def show(self, run: Run, number: int | None, *, base: int | None, diff: bool, split: bool,
              refill: bool = False, generation: object = None) -> None:
-        """Show version ``number``; the table is refilled when ``generation`` (the caller's token
+        """The table and the document at once (the document built here: cheap without a diff)."""
+        self.show_table(run, number, base=base, refill=refill, generation=generation)
+        k = run.kernel(number) if number else None
+        b = run.kernel(base) if base else None
+        self.show_document(kernel_document(run, k, b, diff=diff, split=split))
+
+    def show_table(self, run: Run, number: int | None, *, base: int | None, refill: bool = False,
+                   generation: object = None) -> None:
+        """Select version ``number``; the table is refilled when ``generation`` (the caller's token
         for "the run or its diff sizes changed") differs from the last one, or on ``refill``."""
         table = self.query_one(KernelTable)
         k = run.kernel(number) if number else None
@@ -96,5 +104,6 @@ class KernelsPane(Vertical):
                 table.set_run(run, base)
             if k is not None and table.cursor_row != k.number - 1:
                 table.move_cursor(row=k.number - 1, animate=False)
-        b = run.kernel(base) if base else None
-        self.query_one(DocView).set_document(kernel_document(run, k, b, diff=diff, split=split))
+
+    def show_document(self, blocks: list) -> None:
+        self.query_one(DocView).set_document(blocks)
