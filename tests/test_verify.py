@@ -392,3 +392,60 @@ def test_build_pack_cannot_escape_the_build_root(tmp_path):
     with pytest.raises(ValueError):
         unpack_into(buf.getvalue(), str(tmp_path / "node3"))
     assert not (tmp_path / "escaped.txt").exists() and not (tmp_path.parent / "escaped.txt").exists()
+
+
+# ---- the app: `v` in ktui runs ---------------------------------------------------------------------------
+def test_v_in_the_runs_screen_fills_in_reproduced(tmp_path, builds):
+    import asyncio
+
+    pytest.importorskip("textual")
+    asyncio.run(_runs_verify(tmp_path, builds))
+
+
+async def _runs_verify(tmp_path, builds):
+    from textual.widgets import Static
+
+    from ktui.tui.app import KtuiApp
+    from ktui.tui.screens.runs import RunsScreen
+    from ktui.tui.widgets.runs_table import RunsTable
+
+    with CacheDir(tmp_path):
+        app = KtuiApp(lambda: RunsScreen(SWEEP, use_cache=False))
+        async with app.run_test(size=(160, 48)) as pilot:
+            scr = app.screen
+            for _ in range(500):
+                await pilot.pause(0.02)
+                if scr.scan_done:
+                    break
+            scr.verify_options = options()
+            scr.verify_build_root = str(builds)
+            table = scr.query_one(RunsTable)
+            want = {"model-a/fast.jsonl", "model-b/index_error.jsonl"}
+            table.marked = {i for i, s in enumerate(table.rows) if s.path in want}
+            assert len(table.marked) == 2
+            await pilot.press("v")  # the first asks for a second
+            await pilot.pause()
+            assert getattr(scr, "_verification", None) is None and not table.reproduced
+            await pilot.press("v")
+            state = scr._verification
+            for _ in range(3000):
+                await pilot.pause(0.05)
+                if not state.running:
+                    break
+            await pilot.pause(0.2)
+            assert state.error is None and state.report is not None
+            real = {s.path: s.real for s in table.rows}
+            got = {p: table.reproduced.get(real[p]) for p in want}
+            assert got["model-b/index_error.jsonl"] == "same failure"
+            assert got["model-a/fast.jsonl"].split()[0] in ("reproduced", "differs", "unit")
+            assert set(table.reproduced) == {real[p] for p in want}  # only the marked runs
+            assert table.columns()[-1][0] == "reproduced"
+            # the aggregates panel: the recorded table, then recorded -> reproduced
+            from rich.console import Group
+            from rich.text import Text
+
+            from ktui.tui.verify_runs import with_reproduced
+
+            panel = with_reproduced(scr, Text("recorded"))
+            assert isinstance(panel, Group) and str(panel.renderables[1]) == "verified: recorded → reproduced"
+            assert {d["model"] for d in state.report.models()} == {"model-a", "model-b", "all runs"}

@@ -198,18 +198,7 @@ def render(console: Any, report: Report) -> None:
     console.print(t)
     console.print()
     console.print(Text("per model: recorded → reproduced", style="bold"))
-    m = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    m.add_column("model")
-    m.add_column("runs", justify="right")
-    for h in ["pass"] + [f"fast_{p:g}" for p in FAST_P] + ["geomean"]:
-        m.add_column(h, justify="right", no_wrap=True)
-    for d in report.models():
-        a, b = d["recorded"], d["reproduced"]
-        cells = [f"{_pct(a.get('pass_rate'))} → {_pct(b.get('pass_rate'))}"]
-        cells += [f"{_pct(a.get(f'fast_{p:g}'))} → {_pct(b.get(f'fast_{p:g}'))}" for p in FAST_P]
-        cells.append(f"{_x(a.get('geomean_speedup'))} → {_x(b.get('geomean_speedup'))}")
-        m.add_row(Text(one_line(d["model"])), str(d["runs"]), *cells)
-    console.print(m)
+    console.print(models_table(report))
     console.print()
     if report.claims:
         console.print(Text(f"claims that do not hold ({len(report.claims)}), worst first", style="bold"))
@@ -226,6 +215,25 @@ def render(console: Any, report: Report) -> None:
     if s:
         console.print()
         console.print(Text(stats_line(s), style="dim"))
+
+
+def models_table(report: Report) -> Any:
+    """Per model: recorded → reproduced pass rate, fast_p and geomean speedup (a Rich table)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    m = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
+    m.add_column("model")
+    m.add_column("runs", justify="right")
+    for h in ["pass"] + [f"fast_{p:g}" for p in FAST_P] + ["geomean"]:
+        m.add_column(h, justify="right", no_wrap=True)
+    for d in report.models():
+        a, b = d["recorded"], d["reproduced"]
+        cells = [f"{_pct(a.get('pass_rate'))} → {_pct(b.get('pass_rate'))}"]
+        cells += [f"{_pct(a.get(f'fast_{p:g}'))} → {_pct(b.get(f'fast_{p:g}'))}" for p in FAST_P]
+        cells.append(f"{_x(a.get('geomean_speedup'))} → {_x(b.get('geomean_speedup'))}")
+        m.add_row(Text(one_line(d["model"])), str(d["runs"]), *cells)
+    return m
 
 
 def stats_line(s: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ SweepIndex`, served from the index cache when it can) and posts batches to the s
 - ``m`` marks a run, ``c`` compares the marked runs (two or more), ``u`` clears the marks
 - ``enter`` opens the run in the replay screen
 - ``z`` hides or shows the per-model aggregates, ``i`` lists the problems found in the tree
+- ``v`` verifies the marked runs (or all shown): a "reproduced" column fills in (:mod:`ktui.tui.verify_runs`)
 - ``p`` cycles the charts of the filtered runs (fast_p, speedups, model x problem grid, first
   correct kernel) and back to the table; ``enter`` on a grid cell lists its runs (or opens the one)
 
@@ -35,6 +36,8 @@ from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.tui.errors import report
 from ktui.tui.keys import Key
 from ktui.tui.screens.base import KtuiScreen
+from ktui.tui.verify_runs import request_verify, with_reproduced
+from ktui.tui.verify_runs import stop as stop_verify
 from ktui.tui.widgets.charts import SweepChartView
 from ktui.tui.widgets.runs_table import RunsTable
 from ktui.view.charts import CHARTS
@@ -109,6 +112,7 @@ class RunsScreen(KtuiScreen):
         Key("p", "cycle_chart", "cycle the charts: fast_p, speedups, model × problem grid, first correct, table",
             footer="charts"),
         Key("i", "issues", "the problems found in the tree"),
+        Key("v", "verify", "verify the marked runs (or all shown): re-run their kernels, fill in 'reproduced'"),
         Key("escape", "back", "back to the table; from the table, back to the previous screen"),
     ]
 
@@ -350,6 +354,12 @@ class RunsScreen(KtuiScreen):
     def on_runs_table_selected(self, event: RunsTable.Selected) -> None:
         open_replay(self, Path(event.summary.real))
 
+    def action_verify(self) -> None:
+        request_verify(self)
+
+    def on_unmount(self) -> None:
+        stop_verify(self)
+
     # ---- panels ---------------------------------------------------------------------------------
     def action_zen(self) -> None:
         self.toggle_class("no-agg")
@@ -400,7 +410,7 @@ class RunsScreen(KtuiScreen):
     def _update_aggregates(self) -> None:
         table = self.query_one(RunsTable)
         aggs = aggregate(table.rows[i] for i in table.view)
-        self.query_one("#runs-agg", Static).update(aggregates_table(aggs))
+        self.query_one("#runs-agg", Static).update(with_reproduced(self, aggregates_table(aggs)))
         if self.chart is not None:
             self.compute_charts([table.rows[i] for i in table.view])
 

@@ -31,7 +31,9 @@ MARK = "●"
 WIDTH_LIMITS = {
     "path": (10, 60), "problem": (8, 44), "model": (6, 28), "persona": (7, 20), "outcome": (10, 10),
     "turns": (7, 9), "tokens": (8, 10), "wall": (8, 9), "speedup": (9, 9), "flags": (5, 48),
+    "reproduced": (10, 26),
 }
+REPRODUCED = ("reproduced", "reproduced", "left")  # shown once `ktui verify` (key v) has results
 # when the table is wider than the widget: shrink these first, down to these widths
 SHRINK_ORDER = (("problem", 28), ("path", 30), ("flags", 14), ("persona", 10), ("model", 16), ("path", 18),
                 ("problem", 14))
@@ -86,6 +88,22 @@ class RunsTable(ScrollView, can_focus=True):
             self.widths[k] = max(self.widths[k], min(WIDTH_LIMITS[k][1], cell_len(header)))
         self.sort_key: str | None = None
         self.sort_reverse = False
+        self.reproduced: dict[str, str] = {}  # real path -> the reproduced cell (verify's verdict)
+
+    def columns(self) -> list[tuple[str, str, str]]:
+        return COLUMNS + [REPRODUCED] if self.reproduced else COLUMNS
+
+    def _cell(self, s: RunSummary, key: str) -> str:
+        return self.reproduced.get(s.real, "—") if key == "reproduced" else cell(s, key)
+
+    def set_reproduced(self, texts: dict[str, str]) -> None:
+        """Fill in the reproduced column (real path -> plain text, already sanitised)."""
+        self.reproduced.update(texts)
+        lo, hi = WIDTH_LIMITS["reproduced"]
+        self.widths["reproduced"] = min(hi, max([self.widths.get("reproduced", lo)]
+                                                + [cell_len(t) for t in texts.values()]))
+        self._resize()
+        self.refresh()
 
     # ---- data -------------------------------------------------------------------------------
     def add_rows(self, summaries: Iterable[RunSummary]) -> range:
@@ -132,7 +150,7 @@ class RunsTable(ScrollView, can_focus=True):
         return [self.rows[i] for i in sorted(self.marked)]
 
     def _total_width(self) -> int:
-        return 2 + sum(self.widths[k] + 2 for k, _, _ in COLUMNS)
+        return 2 + sum(self.widths[k] + 2 for k, _, _ in self.columns())
 
     def fitted_widths(self) -> dict[str, int]:
         """Column widths that fit the widget when possible (long columns shrink first)."""
@@ -153,7 +171,7 @@ class RunsTable(ScrollView, can_focus=True):
 
     def _resize(self) -> None:
         w = self.fitted_widths()
-        self.virtual_size = Size(2 + sum(w[k] + 2 for k, _, _ in COLUMNS), len(self.view) + 1)
+        self.virtual_size = Size(2 + sum(w[k] + 2 for k, _, _ in self.columns()), len(self.view) + 1)
 
     def on_resize(self) -> None:
         self._resize()
@@ -175,7 +193,7 @@ class RunsTable(ScrollView, can_focus=True):
         style = self.get_component_rich_style("runs-table--header")
         widths = self.fitted_widths()
         segs = [Segment("  ", style)]
-        for k, header, justify in COLUMNS:
+        for k, header, justify in self.columns():
             label = header
             if self.sort_key == k:
                 label += " ▼" if self.sort_reverse else " ▲"
@@ -193,8 +211,8 @@ class RunsTable(ScrollView, can_focus=True):
         segs = [Segment((MARK if marked else " ") + " ", mark_style)]
         dim = self.get_component_rich_style("runs-table--dim", partial=True)
         widths = self.fitted_widths()
-        for k, _, justify in COLUMNS:
-            text = cell(s, k)
+        for k, _, justify in self.columns():
+            text = self._cell(s, k)
             st = base
             if k == "outcome":
                 st = base + OUTCOME_COLORS.get(s.outcome, Style())
@@ -256,10 +274,11 @@ class RunsTable(ScrollView, can_focus=True):
         if y == 0:
             x = event.x + self.scroll_offset.x - 2
             widths = self.fitted_widths()
-            for k, _, _ in COLUMNS:
+            for k, _, _ in self.columns():
                 w = widths[k] + 2
                 if 0 <= x < w:
-                    self.post_message(self.HeaderClicked(k))
+                    if k != "reproduced":  # not a sort column
+                        self.post_message(self.HeaderClicked(k))
                     return
                 x -= w
             return
