@@ -375,7 +375,7 @@ def test_seed_rows_recorded_vs_reproduced(seed_recorded):
     ls = _row(rows, "profile.warp_stalls.long_scoreboard")
     assert ls.recorded == 2856.6 and ls.reproduced == 100.0 and ls.verdict == DIFFERS
     assert "impossible" in ls.note and "100.0 %" in ls.note
-    assert any("2,856.6" in c or "2856.6" in c for c in callouts)
+    assert any("2856.6" in c and "measured here 29.09 -> 2,909 %" in c for c in callouts)
     assert any("add up to 4,560.4 %" in c for c in callouts)
     ss = _row(rows, "profile.warp_stalls.short_scoreboard")
     assert ss.recorded == 1703.8 and ss.reproduced == 0.0 and "impossible" in ss.note
@@ -483,3 +483,60 @@ def test_cli_without_ncu_says_so_in_one_line(tmp_path):
     assert out.stdout == ""
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and NOT_FOUND in lines[0]
+
+
+FAKE_NCU = r'''#!{python}
+"""A stand-in for ncu (tests only): runs the application like ncu does, writes ncu's log lines."""
+import os, subprocess, sys
+a = sys.argv[1:]
+if a == ["--version"]:
+    print("Version 2099.1.0"); sys.exit(0)
+vals = {{"--target-processes", "--profile-from-start", "--clock-control", "--cache-control", "--replay-mode",
+        "--launch-count", "--metrics", "--export", "--log-file"}}
+i, opts = 0, {{}}
+while i < len(a) and a[i].startswith("--"):
+    if a[i] in vals:
+        opts[a[i]] = a[i + 1]; i += 2
+    else:
+        i += 1
+if os.environ.get("FAKE_NCU_MODE") == "perm":
+    open(opts["--log-file"], "w").write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
+                                        "NVIDIA GPU Performance Counters on the target device 0.\n")
+    sys.exit(1)
+rc = subprocess.call(a[i:])
+open(opts["--log-file"], "w").write("==PROF== Connected to process 1\n")
+sys.exit(rc)
+'''
+
+
+def _fake_ncu(tmp_path):
+    exe = tmp_path / "ncu"
+    exe.write_text(FAKE_NCU.format(python=sys.executable))
+    exe.chmod(0o755)
+    return exe
+
+
+def _no_gpu() -> bool:
+    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                         capture_output=True, text=True, timeout=120)
+    return out.returncode == 0 and out.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(not _no_gpu(), reason="needs torch and no CUDA GPU")
+@pytest.mark.parametrize("mode, needle", [("run", "no CUDA GPU here"), ("perm", "ERR_NVGPUCTRPERM")])
+def test_cli_with_ncu_but_no_gpu_or_no_counters(tmp_path, mode, needle):
+    """The real worker under a stand-in ncu: no GPU (or no counter access) is one line and exit 1."""
+    env = dict(os.environ, KTUI_NCU=str(_fake_ncu(tmp_path)), KTUI_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(REPO), FAKE_NCU_MODE=mode)
+    out = subprocess.run([sys.executable, "-m", "ktui", "repro", str(SEED), "--version", "v4", "--profile"],
+                         capture_output=True, text=True, env=env, timeout=180)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ktui: cannot profile: ") and needle in lines[0]
+    # --json carries the same status
+    out = subprocess.run([sys.executable, "-m", "ktui", "repro", str(SEED), "--version", "v4", "--profile", "--json"],
+                         capture_output=True, text=True, env=env, timeout=180)
+    assert out.returncode == 1
+    d = json.loads(out.stdout)
+    assert d["status"] == "unavailable" and needle in d["message"]

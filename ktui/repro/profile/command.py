@@ -27,6 +27,27 @@ def _us(s: Any) -> str:
     return f"{s * 1e6:,.2f} μs" if isinstance(s, (int, float)) else "n/a"
 
 
+def short_name(name: Any, limit: int = 48) -> str:
+    """A kernel's demangled name without its return type, arguments and template arguments."""
+    s = sanitize(str(name or "?"))
+    if s.startswith("void "):
+        s = s[5:]
+    depth, out = 0, []
+    for ch in s:
+        if ch == "(" and depth == 0:
+            break
+        if ch == "<":
+            if depth == 0:
+                out.append("<…>")
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    s = "".join(out).strip() or "?"
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
 def render_profile(console: Any, report: Any) -> None:
     """The profile as `ktui repro --profile` prints it (also the app panel's text)."""
     from rich.table import Table
@@ -52,7 +73,7 @@ def render_profile(console: Any, report: Any) -> None:
         if sp.status != "completed":
             line.append(f"not profiled: {sanitize(sp.message)}")
         else:
-            names = ", ".join(sorted({sanitize(str(k.get('name') or '?'))[:40] for k in sp.launches}))
+            names = ", ".join(sorted({short_name(k.get("name")) for k in sp.launches}))
             line.append(f"{f.get('launches', 0)} launch{'es' if f.get('launches') != 1 else ''} "
                         f"({names or 'none'}), {_us(f.get('duration_s'))} in one forward")
             passes = max(sp.passes.values()) if sp.passes else None
@@ -96,8 +117,12 @@ def render_profile(console: Any, report: Any) -> None:
     chart = (report.roofline or {}).get("chart") or []
     if chart:
         console.print(Text("roofline", style="bold"))
-        for ln in chart:
-            console.print(Text(ln), overflow="crop", no_wrap=True)
+        legend = next((i for i, ln in enumerate(chart) if ln.startswith("roof:")), len(chart))
+        for i, ln in enumerate(chart):
+            if i < legend:
+                console.print(Text(ln), overflow="crop", no_wrap=True)
+            else:
+                console.print(Text(ln))
     for n in report.notes:
         console.print(Text(f"note: {sanitize(n)}", style="dim"))
     v = Text("verdict: ")

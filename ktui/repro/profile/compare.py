@@ -28,7 +28,7 @@ EXTRA = (  # measured figures worth a row even when the page lacks them
     ("roofline", "duration_us", "kernel duration (sum)", "duration_us", "μs"),
     ("roofline", "grid_size", "grid size", "grid_size", ""),
     ("roofline", "fp16_tflops", "fp16 tflops", "fp16_tflops", "TFLOP/s"),
-    ("roofline", "tensor_inst", "tensor-pipe instructions", "tensor_inst", ""),
+    ("roofline", "tensor_tflops", "tensor tflops", "tensor_tflops", "TFLOP/s"),
 )
 
 
@@ -135,11 +135,17 @@ def impossible(rows: list[Row], fwd: dict[str, Any]) -> list[str]:
     """Call out recorded values that cannot be true, with the measured value beside them."""
     callouts: list[str] = []
     stalls = [r for r in rows if r.key.startswith("profile.warp_stalls.") and r.recorded is not None]
+    per_issue = fwd.get("stall_per_issue") or {}
     for r in stalls:
         if r.recorded > 100.0:
-            _call(r, f"impossible: a share of stall samples is at most 100 %, the page says {r.recorded_text} "
-                     f"(stall cycles per issued instruction x 100?); measured share {r.reproduced_text}",
-                  callouts)
+            reason = r.key.rsplit(".", 1)[-1]
+            ratio = per_issue.get(reason, per_issue.get(reason.rstrip("s") if reason.endswith("instructions")
+                                                        else reason + "s"))
+            like = ("it looks like stall cycles per issued instruction x 100 (ncu's "
+                    f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+                    + (f", measured here {ratio:.2f} -> {100 * ratio:,.0f} %)" if ratio is not None else ")"))
+            _call(r, f"impossible: a share of stall samples is at most 100 %, the page says {r.recorded_text}; "
+                     f"{like}; measured share of stall samples {r.reproduced_text}", callouts)
     total = sum(r.recorded for r in stalls)
     if stalls and total > 100.0 + 1e-6:
         callouts.append(f"warp stalls: the page's shares add up to {total:,.1f} % (at most 100 %); measured top "
@@ -189,7 +195,19 @@ def compare_profile(recorded: Any, fwd: dict[str, Any]) -> tuple[list[Row], list
     total = sum(v for v in (fwd.get("stall_counts") or {}).values() if v > 0)
     if total:
         all_shares = {r: 100.0 * v / total for r, v in fwd["stall_counts"].items() if v > 0}
+    def extras() -> None:
+        for g, field, label, key, unit in EXTRA:
+            if f"{g}.{field}" in seen or f"{g}.{field}" in recorded_keys:
+                continue
+            v = _value(fwd, key)
+            rows.append(Row(key=f"profile.{g}.{field}", label=label, unit=unit, reproduced=v,
+                            reproduced_text=_text(v, unit), verdict=NOT_RECORDED))
+            seen.add(f"{g}.{field}")
+
+    recorded_keys = {m.key for ms in by_group.values() for m in ms}
     for g in GROUP_ORDER:
+        if g == "warp_stalls":
+            extras()
         for m in by_group[g]:
             field = m.key.split(".", 1)[1]
             if g == "warp_stalls":
@@ -216,13 +234,13 @@ def compare_profile(recorded: Any, fwd: dict[str, Any]) -> tuple[list[Row], list
                 continue
             rows.append(_row(pm, None, fwd))
             seen.add(f"{pm.group}.{pm.field}")
-    for g, field, label, key, unit in EXTRA:
-        if f"{g}.{field}" in seen:
-            continue
-        v = _value(fwd, key)
-        rows.append(Row(key=f"profile.{g}.{field}", label=label, unit=unit, reproduced=v,
-                        reproduced_text=_text(v, unit), verdict=NOT_RECORDED))
-        seen.add(f"{g}.{field}")
+    if not recorded_keys:
+        rows.sort(key=lambda r: GROUP_ORDER.index(group_of(r)) if group_of(r) in GROUP_ORDER else 9)
+    fp16 = next((r for r in rows if r.key == "profile.roofline.peak_fp16_tflops"), None)
+    if fp16 is not None and fwd.get("peak_tensor_tflops"):
+        fp16.note = (fp16.note + "; " if fp16.note else "") + (
+            f"ktui's is the non-tensor (HFMA2) peak; the dense FP16/BF16 tensor peak here is "
+            f"{fwd['peak_tensor_tflops']:,.0f} TFLOP/s (spec sheets often quote tensor with sparsity)")
     callouts = impossible(rows, fwd)
     return rows, callouts
 

@@ -24,7 +24,7 @@ SM_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 MEM_PCT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 DRAM_PCT = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"  # ncu 2023+; older: dram__throughput
 DRAM_PCT_OLD = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
-DRAM_BYTES = "dram__bytes.sum"
+DRAM_BYTES = "dram__bytes.sum"  # read back when present; ktui asks for read + write
 DRAM_READ = "dram__bytes_read.sum"
 DRAM_WRITE = "dram__bytes_write.sum"
 DRAM_BPS = "dram__bytes.sum.per_second"
@@ -47,16 +47,15 @@ LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 LD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
 ST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
-TENSOR_INST = "sm__inst_executed_pipe_tensor.sum"
 TENSOR_PCT = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 #: tensor-core operations (1 op = 1 FLOP: a 4096^3 bf16 matmul counts 2 x 4096^3) per source type
 TENSOR_OPS = tuple(f"sm__ops_path_tensor_src_{t}.sum" for t in
                    ("fp16", "bf16_dst_fp32", "tf32_dst_fp32", "fp64", "fp8_sparsity_off", "fp8_sparsity_on"))
 #: the dense FP16/BF16 tensor peak (ops/cycle over all SMs), Hopper's warpgroup MMA first
 TENSOR_PEAKS = ("sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained",
-                "sm__ops_path_tensor_op_hgmma_src_fp16_dst_fp32_sparsity_off.sum.peak_sustained",
-                "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32.sum.peak_sustained",
-                "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum.peak_sustained")
+                "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum.peak_sustained",
+                "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained",
+                "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum.peak_sustained")
 
 
 def sass_op(prec: str, op: str) -> str:
@@ -84,17 +83,20 @@ PIPES = {
     "alu": "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
     "lsu": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
     "fp64": "sm__inst_executed_pipe_fp64.avg.pct_of_peak_sustained_active",
-    "fp16": "sm__inst_executed_pipe_fp16.avg.pct_of_peak_sustained_active",
     "xu": "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
     "tensor": TENSOR_PCT,
 }
 
-#: warp-stall reasons, as ncu names them (the suffix of the metrics below)
-STALL_REASONS = (
-    "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle", "long_scoreboard",
-    "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "no_instructions", "short_scoreboard",
-    "sleeping", "tex_throttle", "wait", "warpgroup_arrive",
+#: warp-stall reasons, as ncu 2025.3 names them on sm_90 (the two families spell two of them
+#: differently; gmma / warpgroup_arrive exist on Hopper only)
+PCSAMP_REASONS = (
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
+    "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instructions", "short_scoreboard", "sleeping",
+    "tex_throttle", "wait",
 )
+PER_ISSUE_REASONS = tuple("no_instruction" if r == "no_instructions" else r for r in PCSAMP_REASONS)
+HOPPER_PCSAMP = ("warpgroup_arrive",)
+HOPPER_PER_ISSUE = ("gmma",)
 #: not stalls: the warp issued, or was ready and another one was picked
 NOT_STALLS = ("selected", "not_selected")
 #: the families that carry stall reasons, best first: PC-sampling counts (a share of samples
@@ -104,21 +106,28 @@ STALL_PREFIXES = (
     ("smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"),
     ("smsp__warps_issue_stalled_", ".avg"),
 )
-
+PCSAMP = "smsp__pcsamp_warps_issue_stalled_{}"
 PER_ISSUE = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
-NCU_METRICS: list[str] = [
-    DURATION, SM_PCT, MEM_PCT, DRAM_PCT, DRAM_PCT_OLD, DRAM_BYTES, DRAM_READ, DRAM_WRITE, DRAM_BPS,
-    DRAM_PEAK_PER_CYCLE, DRAM_HZ, SM_HZ, SMSP_CYCLES, OCCUPANCY, THEORETICAL_OCCUPANCY, REGS, SMEM, SMEM_STATIC,
-    SMEM_DYNAMIC, BLOCK, GRID, SM_COUNT, L1_HIT, L2_HIT, LD_SECTORS, LD_REQUESTS, ST_SECTORS, ST_REQUESTS,
-    TENSOR_INST, *TENSOR_OPS, *TENSOR_PEAKS,
-    *[sass_op(p, op) for p in ("f", "h", "d") for op in ("add", "mul", "fma")],
+#: what ktui asks ncu for on every GPU (names that exist since Volta)...
+CORE_METRICS: list[str] = [
+    DURATION, SM_PCT, MEM_PCT, DRAM_PCT, DRAM_READ, DRAM_WRITE, DRAM_BPS, DRAM_PEAK_PER_CYCLE, DRAM_HZ, SM_HZ,
+    SMSP_CYCLES, OCCUPANCY, THEORETICAL_OCCUPANCY, REGS, SMEM, SMEM_STATIC, SMEM_DYNAMIC, BLOCK, GRID, SM_COUNT,
+    L1_HIT, L2_HIT, LD_SECTORS, LD_REQUESTS, ST_SECTORS, ST_REQUESTS,
+    *[sass_op_alternatives(p, op)[2] for p in ("f", "h", "d") for op in ("add", "mul", "fma")],
     *[sass_peak(p) for p in ("f", "h", "d")],
-    *PIPES.values(),
-    *[f"smsp__pcsamp_warps_issue_stalled_{r}" for r in STALL_REASONS + NOT_STALLS],
-    *[PER_ISSUE.format(r) for r in STALL_REASONS],
+    *[m for m in PIPES.values()],
+    *[PCSAMP.format(r) for r in PCSAMP_REASONS + NOT_STALLS],
+    *[PER_ISSUE.format(r) for r in PER_ISSUE_REASONS],
     "smsp__pcsamp_sample_count",
 ]
+#: ...and these on top where they exist (sm_90: tensor-core op counters, warpgroup stalls); when
+#: ncu refuses the full list, the profile is retried with CORE_METRICS
+EXTRA_METRICS: list[str] = [
+    *TENSOR_OPS, *TENSOR_PEAKS,
+    *[PCSAMP.format(r) for r in HOPPER_PCSAMP], *[PER_ISSUE.format(r) for r in HOPPER_PER_ISSUE],
+]
+NCU_METRICS: list[str] = CORE_METRICS + EXTRA_METRICS
 
 # ---- the page's names ------------------------------------------------------------------------
 
@@ -159,19 +168,20 @@ PAGE_METRICS: tuple[PageMetric, ...] = (
     _pm("sol", "dominant_pipe", "dominant pipe", "dominant_pipe",
         "the busiest of sm__inst_executed_pipe_*.avg.pct_of_peak_sustained_active", compare="text"),
     _pm("sol", "arithmetic_intensity", "arithmetic intensity", "ai_fp32",
-        f"FP32 FLOP ({sass_op('f', 'add')} + fmul + 2 x ffma) / {DRAM_BYTES}", "FLOP/B"),
+        f"FP32 FLOP / DRAM bytes ({DRAM_READ} + {DRAM_WRITE})", "FLOP/B"),
     _pm("sol", "ridge_point", "ridge point", "ridge_fp32",
         f"peak FP32 FLOP/s / peak DRAM B/s (2 x {sass_peak('f')} x {SM_HZ} / "
         f"{DRAM_PEAK_PER_CYCLE} x {DRAM_HZ})", "FLOP/B", "peak"),
     _pm("roofline", "dram_bandwidth_gbs", "dram bandwidth", "dram_gbs",
-        f"{DRAM_BYTES} (else dram__bytes_read.sum + dram__bytes_write.sum) / {DURATION}", "GB/s"),
+        f"({DRAM_READ} + {DRAM_WRITE}) / {DURATION}", "GB/s"),
     _pm("roofline", "dram_util_pct", "dram util %", "dram_pct", f"{DRAM_PCT} (older ncu: {DRAM_PCT_OLD})", "%",
         "pct"),
     _pm("roofline", "fp32_tflops", "fp32 tflops", "fp32_tflops",
-        f"(fadd + fmul + 2 x ffma {sass_op('f', 'fma')}) / {DURATION}", "TFLOP/s"),
+        f"FP32 FLOP / {DURATION}; FLOP = fadd + fmul + 2 x ffma thread instructions, each "
+        f"{sass_op_alternatives('f', 'fma')[2]} x {SMSP_CYCLES}", "TFLOP/s"),
     _pm("roofline", "fp32_util_pct", "fp32 util %", "fp32_pct", "fp32 FLOP/s / peak FP32 FLOP/s", "%", "pct"),
     _pm("roofline", "fp16_tflops", "fp16 tflops", "fp16_tflops",
-        f"2 x (hadd + hmul + 2 x hfma {sass_op('h', 'fma')}) / {DURATION} (half2 SASS; tensor cores apart)",
+        f"2 x (hadd + hmul + 2 x hfma) / {DURATION} (half2 SASS instructions, 2 lanes each; tensor cores apart)",
         "TFLOP/s"),
     _pm("roofline", "occupancy_pct", "occupancy %", "occupancy_pct", OCCUPANCY + " (achieved)", "%", "pct"),
     _pm("roofline", "bottleneck", "bottleneck", "bound", "as sol.bottleneck", compare="text"),

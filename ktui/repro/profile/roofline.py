@@ -77,7 +77,7 @@ def classify(fwd: dict[str, Any]) -> dict[str, Any]:
             words += f" ({pipe} pipe {_p(_n(fwd.get('dominant_pipe_pct')))})"
     else:
         bound = "latency"
-        if memory is not None and sm is not None and abs(memory - sm) <= max(0.5, 0.1 * max(memory, sm)):
+        if memory is not None and sm is not None and abs(memory - sm) <= 0.1 * max(memory, sm):
             both = max(memory, sm)
             words = f"latency-bound: {both:.0f} % of both peaks" if both >= 1 else \
                 f"latency-bound: {_p(both)} of both peaks"

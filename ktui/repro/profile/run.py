@@ -15,6 +15,7 @@ back with ``ncu --import``. Nothing here imports torch.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from typing import Any, Callable
 from ktui.repro.profile import ncu as N
 from ktui.repro.profile.chart import roofline_chart
 from ktui.repro.profile.compare import compare_profile
-from ktui.repro.profile.metrics import NCU_METRICS
+from ktui.repro.profile.metrics import CORE_METRICS, NCU_METRICS
 from ktui.repro.profile.parse import NcuParseError, parse_passes, parse_raw_csv
 from ktui.repro.profile.roofline import roofline
 from ktui.repro.profile.summary import summarize
@@ -111,6 +112,8 @@ def read_report(ncu: str, rep: Path, timeout: float = IMPORT_TIMEOUT) -> str:
 
 def _failure_line(res: dict[str, Any]) -> str:
     f = res.get("failure") or {}
+    if f.get("kind") in ("environment", "cancelled"):
+        return str(f.get("message", ""))
     return f"{f.get('kind', 'failed')}: {f.get('message', '')}".strip(": ")
 
 
@@ -150,15 +153,19 @@ def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileO
             rep = out_dir / "profile.ncu-rep"
             if not rep.exists():
                 bad = N.unknown_metrics(log, metrics)
-                if bad and attempt == 0:
-                    metrics = [m for m in metrics if m not in bad]
+                if attempt == 0 and (bad or ("==ERROR==" in log and "metric" in log.lower())):
+                    # an ncu / GPU that lacks some names: drop those it named, else keep the core list
+                    metrics = [m for m in metrics if m not in bad] if bad else \
+                        [m for m in metrics if m in CORE_METRICS]
                     continue
                 why = N.explain_log(log)
                 sp.status = "unavailable" if why == N.PERMISSION else "failed"
                 sp.message = why or "ncu wrote no report (no kernel launched in the profiled forward?)"
                 return sp
             try:
-                launches = parse_raw_csv(read_report(ncu, rep))
+                text = read_report(ncu, rep)
+                _keep(side, text, log)
+                launches = parse_raw_csv(text)
             except (NcuParseError, OSError, subprocess.SubprocessError) as exc:
                 sp.status, sp.message = "failed", f"cannot read the ncu report: {exc}"
                 return sp
@@ -172,6 +179,17 @@ def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileO
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+def _keep(side: str, csv_text: str, log: str) -> None:
+    """With $KTUI_PROFILE_KEEP=DIR, keep each side's raw page and ncu log there (GPU scripts use it
+    to capture the profiler's real output as test fixtures)."""
+    d = os.environ.get("KTUI_PROFILE_KEEP")
+    if not d:
+        return
+    Path(d).mkdir(parents=True, exist_ok=True)
+    (Path(d) / f"{side}_raw.csv").write_text(csv_text, encoding="utf-8")
+    (Path(d) / f"{side}_ncu.log").write_text(log, encoding="utf-8")
+
+
 def _read(p: Path) -> str:
     try:
         return p.read_text(encoding="utf-8", errors="replace")
@@ -183,7 +201,11 @@ def _overall(rows: list[Row]) -> tuple[str, str]:
     compared = [r for r in rows if r.verdict in SEVERITY]
     if not compared:
         return REPRODUCED, "the trace recorded no hardware counters to compare"
-    bad = [r for r in compared if r.verdict == DIFFERS]
+    bad, labels = [], set()
+    for r in compared:
+        if r.verdict == DIFFERS and r.label not in labels:
+            bad.append(r)
+            labels.add(r.label)
     if bad:
         return DIFFERS, "; ".join(f"{r.label}: recorded {r.recorded_text}, measured {r.reproduced_text}"
                                   for r in bad[:6]) + (f" (+{len(bad) - 6} more)" if len(bad) > 6 else "")
@@ -199,7 +221,9 @@ def build_report(trace: str, version: str, sha1: str, sides: dict[str, SideProfi
     r = sides.get("reference")
     first_bad = next((s for s in sides.values() if s.status != "completed"), None)
     if first_bad is not None and (k is None or k.status != "completed"):
-        rep.status, rep.message = first_bad.status, f"{first_bad.side}: {first_bad.message}"
+        rep.status = first_bad.status
+        rep.message = first_bad.message if first_bad.status == "unavailable" else \
+            f"{first_bad.side}: {first_bad.message}"
         rep.reason = rep.message
         rep.verdict = NOT_REPRODUCIBLE if first_bad.status != "cancelled" else "cancelled"
         return rep
