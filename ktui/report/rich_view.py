@@ -15,6 +15,7 @@ from ktui.view.build import is_error_line
 from ktui.view.model import CODE, HEADING, LINES, Block, Line
 
 THEME = "ansi_dark"
+FULL_HINT = "--full shows them"
 
 
 def line_text(line: Line, base: str = "", end: str = "\n") -> Text:
@@ -34,7 +35,7 @@ def block_lines(b: Block, expanded: bool = True, end: str = "\n") -> list[Text]:
         err = R.style(R.OUTPUT_ERROR)
         out = [Text(s, style=err if (b.error_lines and is_error_line(s)) else base, end=end) for s in b.text_lines]
     if not expanded and b.folded_by_default:
-        out = out[: b.fold] + [line_text(b.fold_line(), end=end)]
+        out = out[: b.fold] + [line_text(b.fold_line(FULL_HINT), end=end)]
     return out
 
 
@@ -48,7 +49,7 @@ def renderable(b: Block, expanded: bool = True) -> RenderableType:
             text = "\n".join(b.text_lines[: b.fold])
         body: RenderableType = Syntax(text, b.lang, theme=THEME, line_numbers=b.numbers, word_wrap=True)
         if not expanded and b.folded_by_default:
-            body = Group(body, line_text(b.fold_line()))
+            body = Group(body, line_text(b.fold_line(FULL_HINT)))
     else:
         lines = block_lines(b, expanded)
         body = Group(*lines)

@@ -79,9 +79,14 @@ def cached_stats(a: KernelVersion, b: KernelVersion, *, compute: bool = True) ->
     return got
 
 
+QUICK_DIFF_CHARS = 60_000  # kernels this small (both together) are diffed on the spot
+
+
 def lookup_stats(a: KernelVersion, b: KernelVersion) -> tuple[int, int] | None:
-    """:func:`cached_stats` without computing (for the UI thread)."""
-    return cached_stats(a, b, compute=False)
+    """:func:`cached_stats` for a UI thread: computed only for small kernels (a few ms), else
+    from the cache (a worker fills it)."""
+    small = len(a.code or "") + len(b.code or "") <= QUICK_DIFF_CHARS
+    return cached_stats(a, b, compute=small)
 
 
 # ---- small pieces ---------------------------------------------------------------------------------
@@ -286,8 +291,8 @@ def preamble_blocks(run: Run) -> list[Block]:
             out.append(prose(redact(a.system_prompt), R.PROSE, indent=2))
         if a.tools:
             names = [one_line(t.get("name") if isinstance(t, dict) else t) for t in a.tools]
-            out.append(lines_block((Span("  tools · ", R.LABEL), Span(one_line(a.id), R.ACTOR),
-                                    Span(f" ({len(names)}): ", R.LABEL), Span(", ".join(names), R.VALUE))))
+            out.append(lines_block((Span("tools · ", R.LABEL), Span(one_line(a.id), R.ACTOR),
+                                    Span(f" ({len(names)}): ", R.LABEL), Span(", ".join(names), R.VALUE)), indent=2))
     return out
 
 
@@ -320,7 +325,7 @@ def _args_blocks(run: Run, c: ToolCall, stats: Stats) -> list[Block]:
                       Span(f" (first at turn {first_turn}) · {k.line_count} lines · identical re-submission", R.MUTED)]
         out.append(lines_block(tuple(spans), anchor=f"kernel-{c.index}"))
         if first and k.code:
-            out.append(code(k.code, "python", numbers=True, fold=False, kernel=k.number))
+            out.append(code(k.code, "python", numbers=True, kernel=k.number))
     return out
 
 

@@ -12,8 +12,6 @@ CODE = "code"  # source or JSON: ``text`` with ``lang``, hard-folded (no word wr
 PROSE = "prose"  # reasoning, messages, prompts: ``text``, word-wrapped
 OUTPUT = "output"  # a tool's text output: ``text``, word-wrapped, error lines tagged
 
-FOLD_HINT = "z: unfold"
-
 
 @dataclass(frozen=True, slots=True)
 class Span:
@@ -63,18 +61,20 @@ class Block:
     def folded_by_default(self) -> bool:
         return 0 < self.fold < self.n_lines()
 
-    def fold_line(self) -> Line:
+    def fold_line(self, hint: str = "") -> Line:
+        """The line that stands for the hidden part (``hint``: how to unfold, e.g. ``--full``)."""
         hidden = self.n_lines() - self.fold
-        return (Span(f"… {hidden:,} more line{'s' if hidden != 1 else ''} ({FOLD_HINT})", "fold"),)
+        more = f"… {hidden:,} more line{'s' if hidden != 1 else ''}"
+        return (Span(f"{more} ({hint})" if hint else more, "fold"),)
 
-    def plain_lines(self, expanded: bool = True) -> list[str]:
+    def plain_lines(self, expanded: bool = True, hint: str = "") -> list[str]:
         """The block's lines as displayed: all of them when ``expanded``, else folded."""
         if self.kind in (HEADING, LINES):
             out = [plain(x) for x in self.lines]
         else:
             out = self.text_lines
         if not expanded and self.folded_by_default:
-            out = out[: self.fold] + [plain(self.fold_line())]
+            out = out[: self.fold] + [plain(self.fold_line(hint))]
         return out
 
 

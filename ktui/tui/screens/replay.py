@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -34,14 +34,13 @@ from ktui.tui.widgets.documents import (
     ViewOptions,
     empty_run_document,
     events_document,
-    is_first_use,
     kernel_document,
-    kernel_of,
     kernel_stats,
     metrics_document,
     n_lines,
     reference_document,
     turn_document,
+    turn_view,
 )
 from ktui.tui.widgets.docview import DocView, Match
 from ktui.tui.widgets.header import RunHeader
@@ -96,29 +95,15 @@ class Written(Message):
     label: str
 
 
-# ---- search text of a turn (what the turn view shows) --------------------------------------------
+# ---- search: over exactly what the turn document shows ---------------------------------------------
 def turn_search_text(run: Run, t: Turn) -> Iterator[str]:
-    if t.reasoning:
-        yield t.reasoning
-    if t.text:
-        yield t.text
-    for c in t.calls:
-        yield c.name
-        if isinstance(c.args, dict):
-            other = {k: v for k, v in c.args.items() if k != "kernel_code"}
-            if other:
-                yield repr(other)
-        k = kernel_of(run, c)
-        if k is not None and is_first_use(k, c) and k.code:
-            yield k.code
-        if c.result is not None:
-            yield c.result.summary or ""
-            yield c.result.error_text or ""
-            for v in (c.result.effect or {}).values():
-                if isinstance(v, str):
-                    yield v
-            if c.result.meta:
-                yield repr(c.result.meta)
+    """The lines of turn ``t`` as its document shows them (unfolded): each hit is counted once."""
+    yield from turn_view(run, t).plain_lines(expanded=True)
+
+
+def count_matches(regex: re.Pattern[str], lines: Iterable[str]) -> int:
+    """Non-empty matches per line, as :meth:`DocView.find` counts them."""
+    return sum(1 for s in lines for m in regex.finditer(s) if m.end() > m.start())
 
 
 def compile_search(pattern: str) -> re.Pattern[str]:
@@ -149,6 +134,7 @@ class ReplayScreen(KtuiScreen):
         Key("s", "toggle_split", "unified / side-by-side diff", footer="split"),
         Key("m", "mark", "Kernels: mark the selected version as the diff base (any two versions)"),
         Key("u", "unmark", "Kernels: clear the diff base"),
+        Key("e", "toggle_fold", "expand / fold long blocks (outputs, prompts, code)"),
         Key("slash", "search", "search (regex over the turn's text, code and results)", footer="search"),
         Key("enter", "go", "next / previous match", label="enter / shift+enter", title="next match"),
         Key("shift+enter", "prev_match", "", title="previous match"),
@@ -249,7 +235,7 @@ class ReplayScreen(KtuiScreen):
         turns: list[int] = []
         total = 0
         for t in run.turns:
-            n = sum(len(regex.findall(s)) for s in turn_search_text(run, t) if s)
+            n = count_matches(regex, turn_search_text(run, t))
             if n:
                 turns.append(t.index)
                 total += n
@@ -405,7 +391,7 @@ class ReplayScreen(KtuiScreen):
             doc.set_document(empty_run_document(run), keep_scroll=keep_scroll)
             return True
         i = min(self.turn_index, len(run.turns) - 1)
-        key = (i, self.opts.diff, self.opts.split, self._gen)
+        key = (i, self.opts.key(), self._gen)
         blocks = self._docs.get(key)
         if blocks is None and self.opts.diff:  # diffs: off the UI thread
             self._turn_keep = keep_scroll
@@ -639,6 +625,11 @@ class ReplayScreen(KtuiScreen):
         self._stale |= {"turn", "kernels"}
         self._render_active(keep_scroll=self.active_pane == "turn")
 
+    def action_toggle_fold(self) -> None:
+        self.opts.expand = not self.opts.expand
+        self._stale |= {"turn"}
+        self._render_active(keep_scroll=self.active_pane == "turn")
+
     def action_mark(self) -> None:
         if self.run is None or self.kernel_number is None:
             return
@@ -684,6 +675,7 @@ class ReplayScreen(KtuiScreen):
 
     def on_search_done(self, msg: SearchDone) -> None:
         self._regex = msg.regex
+        self.opts.search = msg.regex  # folded blocks with a hit are shown unfolded
         self._search_turns = msg.turns
         self._search_total = msg.total
         bar = self.query_one(SearchBar)
@@ -693,6 +685,7 @@ class ReplayScreen(KtuiScreen):
             self._doc_matches = []
             return
         self._show_turn_pane()
+        self._render_turn(keep_scroll=True)  # with the search set, folded blocks with a hit open
         if self.document_pending("turn-doc"):  # the turn's diff is still being built: go on then
             self._pending_jump = (1, None)
             return
@@ -707,6 +700,7 @@ class ReplayScreen(KtuiScreen):
 
     def _clear_search(self) -> None:
         self._regex = None
+        self.opts.search = None
         self._search_turns = []
         self._doc_matches = []
         self._match_pos = -1

@@ -1,7 +1,10 @@
-"""Builders from the trace model to DocView documents (lists of blocks). Pure: no I/O.
+"""DocView documents drawn from the view model (:mod:`ktui.view`). Pure: no I/O.
 
-Every string that comes from a trace goes through :func:`clean` (sanitize + tab expansion) and
-into ``rich.text.Text`` or Rich's Markdown parser -- never into console markup.
+The view model holds clean strings and style roles; this module turns its blocks into DocView
+blocks (roles become styles through :data:`ktui.view.roles.ROLE_STYLES`). What a document shows
+is exactly :meth:`ktui.view.Block.plain_lines` of its blocks, which is what search counts.
+Long blocks are folded (``ViewOptions.expand`` unfolds them all; a block with a search match in
+its hidden part is shown unfolded).
 """
 
 from __future__ import annotations
@@ -11,17 +14,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.markdown import Markdown
 from rich.rule import Rule
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from ktui.report import fmt
-from ktui.report.render_diff import clean, split_text_pairs, stats_text, unified_text_lines
-from ktui.trace import diffing
-from ktui.trace.model import ERROR, FAILED, MISSING, OK, Event, KernelVersion, Run, ToolCall, Turn
-from ktui.trace.text import redact
+from ktui.report.render_diff import split_text_pairs, stats_text, unified_text_lines
+from ktui.report.rich_view import line_text
+from ktui.trace import diffing, facts
+from ktui.trace.model import Event, KernelVersion, Run, Turn
 from ktui.tui.widgets.code import JSON, PY, code_lines
 from ktui.tui.widgets.docview import (
     Block,
@@ -33,34 +34,31 @@ from ktui.tui.widgets.docview import (
     blank,
     text_block,
 )
+from ktui.view import build as vb
+from ktui.view import fmt
+from ktui.view import model as vm
+from ktui.view import roles as R
+from ktui.view.build import is_first_use, kernel_of, previous_version  # noqa: F401  (re-exported)
+from ktui.view.text import clean, one_line, pretty_json, redact
 
-try:
-    from ktui.trace.metrics import GROUP_TITLES
-except ImportError:  # pragma: no cover
-    GROUP_TITLES = {}
-
-ERR_LINE = re.compile(r"error|exception|traceback|failed|mismatch|not match|illegal|abort|fatal", re.I)
 S_ERR = Style(color="red", bold=True)
-S_DIM = Style(color="grey62")
-S_HEAD = "bold"
-MARKDOWN_LIMIT = 20_000  # longer reasoning / prompts are shown as plain text (fast)
-BAD = (FAILED, ERROR, MISSING)
+EVENT_PRETTY_LIMIT = 200_000  # raw lines longer than this are shown as they are
+FOLD_HINT = "e: expand all"
 
 
 @dataclass
 class ViewOptions:
     diff: bool = False  # kernel arguments as a diff against the previous version
     split: bool = False  # diffs side by side
+    expand: bool = False  # every long block unfolded
+    search: re.Pattern[str] | None = None  # blocks with a match in their folded part are unfolded
+
+    def key(self) -> tuple:
+        return (self.diff, self.split, self.expand, self.search.pattern if self.search is not None else None)
 
 
 def T(s: object, style: str | Style = "") -> Text:
     return Text(clean(s), style=style, end="")
-
-
-def status_text(status: str) -> Text:
-    icon = fmt.STATUS_ICON.get(status, "?")
-    label = {OK: "ok", FAILED: "failed", ERROR: "error", MISSING: "no result", "none": "no calls"}.get(status, status)
-    return Text(f"{icon} {label}", style=fmt.STATUS_STYLE.get(status, ""), end="")
 
 
 def heading(title: Text | str, style: str = "blue", anchor: str | None = None) -> RenderBlock:
@@ -68,80 +66,61 @@ def heading(title: Text | str, style: str = "blue", anchor: str | None = None) -
     return RenderBlock(Rule(t, align="left", style=style, characters="─"), anchor=anchor)
 
 
-def markdown_block(s: str, anchor: str | None = None) -> Block:
-    s = clean(s)
-    if len(s) > MARKDOWN_LIMIT:
-        return LinesBlock(PlainLines(s), anchor=anchor, wrap=True)
-    return RenderBlock(Markdown(s, hyperlinks=False, code_theme="monokai"), anchor=anchor)
-
-
-def _err_style(line: str) -> Style | None:
-    return S_ERR if ERR_LINE.search(line) else None
-
-
-def output_block(s: str, *, failed: bool, indent: int = 2) -> LinesBlock:
-    """A tool's text output; on failure the error lines stand out."""
-    return LinesBlock(PlainLines(clean(s), style_for=_err_style if failed else None), indent=indent, wrap=True)
-
-
-def kv_table(rows: Sequence[tuple[str, object]], key_style: str = "grey62") -> Table:
-    t = Table(show_header=False, box=None, padding=(0, 1), pad_edge=False)
-    t.add_column(style=key_style, no_wrap=True)
-    t.add_column(overflow="fold")
-    for k, v in rows:
-        t.add_row(T(k), v if isinstance(v, Text) else T(v))
-    return t
-
-
-def _jsonish(v: object, limit: int = 400) -> str:
-    if isinstance(v, str):
-        s = v
-    else:
-        try:
-            s = json.dumps(v, ensure_ascii=False, default=str)
-        except (TypeError, ValueError):
-            s = repr(v)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
-# ---- kernels --------------------------------------------------------------------------------
-def kernel_of(run: Run, call: ToolCall) -> KernelVersion | None:
-    if call.kernel is None:
-        return None
-    return run.kernel(call.kernel)
-
-
-def previous_version(run: Run, k: KernelVersion) -> KernelVersion | None:
-    return run.kernels[k.number - 2] if k.number >= 2 and len(run.kernels) >= k.number - 1 else None
-
-
-_STATS: dict[tuple[str, str], tuple[int, int]] = {}
-
-
 def kernel_stats(a: KernelVersion | None, b: KernelVersion | None, *, compute: bool = True) -> tuple[int, int] | None:
-    """``(added, removed)`` lines from ``a`` to ``b``, cached by sha1 pair; None when unknown.
-
-    ``compute=False`` only looks in the cache (the screen fills it in a worker).
-    """
-    if a is None or b is None or not a.code or not b.code:
+    """``(added, removed)`` lines from ``a`` to ``b`` (cached); ``compute=False`` only looks in the cache."""
+    if a is None or b is None:
         return None
-    key = (a.sha1, b.sha1)
-    got = _STATS.get(key)
-    if got is None and compute:
-        got = _STATS[key] = diffing.diff_stats(a.code, b.code)
-    return got
-
-
-def is_first_use(k: KernelVersion, call: ToolCall) -> bool:
-    if not k.uses:
-        return True
-    return k.uses[0].call_index == call.index
+    return vb.cached_stats(a, b, compute=compute)
 
 
 def n_lines(code: str | None) -> int:
     return len(diffing.split_lines(code))
 
 
+# ---- view blocks -> DocView blocks ----------------------------------------------------------------
+def _unfolded(b: vm.Block, opts: ViewOptions) -> bool:
+    if opts.expand or not b.folded_by_default:
+        return True
+    if opts.search is None:
+        return False
+    hidden = b.plain_lines(expanded=True)[b.fold:]
+    return any(opts.search.search(s) for s in hidden)
+
+
+def _err_style(line: str) -> Style | None:
+    return S_ERR if vb.is_error_line(line) else None
+
+
+def convert(b: vm.Block, opts: ViewOptions) -> list[Block]:
+    """One view block as DocView blocks."""
+    anchor = b.anchor or None
+    if b.kind == vm.HEADING:
+        return [heading(line_text(b.lines[0], end=""), R.RULE_STYLES.get(b.role, "grey50"), anchor=anchor)]
+    full = _unfolded(b, opts)
+    tail = [] if full else [LinesBlock(TextLines([line_text(b.fold_line(FOLD_HINT), end="")]), indent=b.indent)]
+    if b.kind == vm.LINES:
+        lines = b.lines if full else b.lines[: b.fold]
+        return [LinesBlock(TextLines([line_text(x, end="") for x in lines]), indent=b.indent, anchor=anchor,
+                           wrap=True), *tail]
+    text = b.text if full else "\n".join(b.text_lines[: b.fold])
+    if b.kind == vm.CODE:
+        src = code_lines(text, JSON if b.lang == "json" else PY) if b.lang else PlainLines(text)
+        return [LinesBlock(src, numbers=b.numbers, indent=b.indent, anchor=anchor), *tail]
+    if b.kind == vm.OUTPUT:
+        src = PlainLines(text, style_for=_err_style if b.error_lines else None)
+    else:
+        src = PlainLines(text, style=R.style(b.role))
+    return [LinesBlock(src, indent=b.indent, anchor=anchor, wrap=True), *tail]
+
+
+def convert_all(blocks: Sequence[vm.Block], opts: ViewOptions) -> list[Block]:
+    out: list[Block] = []
+    for b in blocks:
+        out += convert(b, opts)
+    return out
+
+
+# ---- kernels --------------------------------------------------------------------------------------
 def diff_blocks(a: KernelVersion, b: KernelVersion, split: bool, context: int | None = 3) -> list[Block]:
     if (a.attachment and not a.code) or (b.attachment and not b.code):
         return [text_block(T("code not in the trace (attachment stub): no diff", "yellow"))]
@@ -174,7 +153,8 @@ def code_block(k: KernelVersion, anchor: str | None = None) -> Block:
 def kernel_version_title(run: Run, k: KernelVersion) -> Text:
     t = Text(end="")
     t.append(f"{k.label}", "bold magenta")
-    t.append(f"  sha1 {k.sha1[:12]}  ·  {n_lines(k.code)} lines  ·  first turn {k.first_turn}", "grey62")
+    first = "—" if k.first_turn is None else k.first_turn
+    t.append(f"  sha1 {k.sha1[:12]}  ·  {n_lines(k.code)} lines  ·  first turn {first}", "grey62")
     prev = previous_version(run, k)
     st = kernel_stats(prev, k)
     if prev is not None and st is not None:
@@ -185,271 +165,126 @@ def kernel_version_title(run: Run, k: KernelVersion) -> Text:
     return t
 
 
-# ---- turn view ------------------------------------------------------------------------------
-def turn_title(run: Run, t: Turn) -> list[Text]:
-    line = Text(end="")
-    line.append(f"turn {t.index}", "bold")
-    line.append("  ")
-    line.append_text(status_text(t.status))
-    line.append("   " + fmt.turn_timing_label(t), "grey62")
-    tok = fmt.tokens_label(t)
-    if tok:
-        line.append("  ·  " + tok, "grey62")
-    if t.is_final:
-        line.append("  ·  FINAL", "bold magenta")
-    if t.actor and len(run.actors) > 1:
-        line.append(f"  ·  {clean(t.actor)}", "cyan")
-    line.append(f"  ·  trace lines {t.first_line}-{t.last_line}", "grey50")
-    out = [line]
-    # one line per call: what happened, the error right here (no scrolling to find it)
-    for c in t.calls:
-        row = Text("  ", end="")
-        st = c.status
-        row.append(fmt.STATUS_ICON.get(st, "?") + " ", fmt.STATUS_STYLE.get(st, ""))
-        row.append(clean(c.name), "bold")
-        k = kernel_of(run, c)
-        if k is not None:
-            row.append(f"  {k.label}", "magenta")
-        if c.duration_ms is not None:
-            row.append(f"  {fmt.secs(c.duration_ms)}", "grey50")
-        if c.result is None:
-            row.append("  no result in the trace (the run ended while it ran)", "yellow")
-        elif st != OK:
-            err = c.result.error_text or c.result.summary
-            first = clean(err).strip().splitlines()[0] if clean(err).strip() else ""
-            row.append("  — ", "grey50")
-            row.append(first[:300], "bold red")
-        else:
-            first = clean(c.result.summary).strip().splitlines()
-            if first:
-                row.append("  — " + first[0][:160], "grey62")
-        out.append(row)
-    return out
+# ---- the turn -------------------------------------------------------------------------------------
+def _first_turn(run: Run) -> Turn | None:
+    return min(run.turns, key=lambda t: t.first_line) if run.turns else None
 
 
-def call_blocks(run: Run, c: ToolCall, opts: ViewOptions) -> list[Block]:
+def turn_view(run: Run, t: Turn) -> vm.TurnView:
+    """The view of one turn, as the app shows it (the run's preamble leads the first turn)."""
+    return vb.turn_view(run, t, stats=vb.lookup_stats, preamble=t is _first_turn(run))
+
+
+def turn_document(run: Run, t: Turn, opts: ViewOptions) -> list[Block]:
+    tv = turn_view(run, t)
     blocks: list[Block] = []
-    head = Text(end="")
-    head.append(" call → ", "grey62")
-    head.append(clean(c.name), "bold cyan")
-    head.append(f"  #{c.index}  line {c.line} ", "grey50")
-    blocks.append(heading(head, "cyan", anchor=f"call-{c.index}"))
-    args = c.args if isinstance(c.args, dict) else {"args": c.args}
-    other = {k: v for k, v in args.items() if k != "kernel_code" or c.kernel_code is None}
-    k = kernel_of(run, c)
-    if other:
-        s = json.dumps(other, indent=2, ensure_ascii=False, default=str)
-        blocks.append(LinesBlock(code_lines(s, JSON), indent=2))
-    elif not args:
-        blocks.append(text_block(Text("  (no arguments)", style="grey50")))
-    if c.kernel_code is not None and k is None:
-        blocks.append(LinesBlock(code_lines(c.kernel_code, PY), numbers=True))
-    if k is not None:
-        prev = previous_version(run, k)
-        first = is_first_use(k, c)
-        info = Text("  kernel_code  ", end="", style="grey62")
-        info.append(k.label, "bold magenta")
-        if first:
-            info.append(f"  new · {n_lines(k.code)} lines", "grey62")
-            st = kernel_stats(prev, k)
-            if prev is not None and st is not None:
-                info.append(f" · vs {prev.label} ", "grey62")
-                info.append_text(stats_text(*st))
-        else:
-            info.append(f"  same as {k.label}", "bold")
-            info.append(f" (first at turn {k.first_turn}) · {n_lines(k.code)} lines · identical re-submission",
-                        "grey62")
-        if first and prev is not None:
-            info.append("   [d] " + ("full code" if opts.diff else f"diff vs {prev.label}"), "grey42")
-        blocks.append(text_block(info))
-        if first:
-            if opts.diff and prev is not None:
+    for b in tv.blocks:
+        if b.kind == vm.CODE and b.kernel is not None and opts.diff:
+            k = run.kernel(b.kernel)
+            prev = previous_version(run, k) if k is not None else None
+            if k is not None and prev is not None:
+                label = Text(f"  diff {prev.label} → {k.label}", style="grey62", end="")
+                label.append("   d: full code", "grey42")
+                blocks.append(text_block(label))
                 blocks.extend(diff_blocks(prev, k, opts.split))
-            else:
-                blocks.append(code_block(k))
-    blocks.extend(result_blocks(c))
-    if c.diffs:
-        blocks.append(text_block(Text("  state_diff", style="grey62")))
-        s = json.dumps(c.diffs if len(c.diffs) > 1 else c.diffs[0], indent=2, ensure_ascii=False, default=str)
-        blocks.append(LinesBlock(code_lines(s, JSON), indent=4))
+                continue
+        blocks += convert(b, opts)
+    if t.index == len(run.turns) - 1:
+        blocks.extend(terminal_blocks(run))
     return blocks
-
-
-_EFFECT_SKIP = {"summary", "ok", "tool", "ref_arch_src", "source_kernel_src", "details"}
-
-
-def result_blocks(c: ToolCall) -> list[Block]:
-    res = c.result
-    head = Text(end="")
-    head.append(" result ← ", "grey62")
-    head.append(clean(c.name), "bold")
-    head.append("  ")
-    head.append_text(status_text(c.status))
-    if c.duration_ms is not None:
-        head.append(f"  {fmt.secs(c.duration_ms)}", "grey50")
-    if res is not None:
-        head.append(f"  line {res.line} ", "grey50")
-    style = {OK: "green", FAILED: "red", ERROR: "red", MISSING: "yellow"}.get(c.status, "grey50")
-    blocks: list[Block] = [heading(head, style, anchor=f"result-{c.index}")]
-    if res is None:
-        blocks.append(text_block(Text("  no result in the trace: the run ended while this call was running",
-                                      style="yellow")))
-        return blocks
-    failed = res.status != OK
-    err = res.error_text if failed else ""
-    if err:
-        et = Text("error: ", style="bold red", end="")
-        et.append(clean(err), "bold red")
-        blocks.append(LinesBlock(TextLines([et]), indent=2, wrap=True))
-    summary = res.summary or ""
-    if summary.strip() and clean(summary).strip() != clean(err).strip():
-        blocks.append(output_block(summary, failed=failed))
-    eff = res.effect or {}
-    rows: list[tuple[str, object]] = []
-    long_fields: list[tuple[str, str]] = []
-    details = eff.get("details") if isinstance(eff.get("details"), dict) else {}
-    for key, v in list(eff.items()) + [(f"details.{k}", v) for k, v in details.items()]:
-        if key in _EFFECT_SKIP or v in (None, "", [], {}):
-            continue
-        if isinstance(v, str) and (len(v) > 200 or "\n" in v):
-            long_fields.append((key, v))
-            continue
-        rows.append((key, _jsonish(v)))
-    if rows:
-        blocks.append(RenderBlock(_indent_table(kv_table(rows))))
-    for key, v in long_fields:
-        blocks.append(text_block(T(f"  {key}", "grey62")))
-        blocks.append(output_block(v, failed=failed, indent=4))
-    if res.meta:
-        blocks.append(text_block(Text("  [meta]", style="grey62")))
-        blocks.append(RenderBlock(_indent_table(kv_table([(k, _jsonish(v)) for k, v in res.meta.items()]))))
-    return blocks
-
-
-def _indent_table(t: Table) -> Table:
-    from rich.padding import Padding
-
-    return Padding(t, (0, 0, 0, 2))  # type: ignore[return-value]
 
 
 def terminal_blocks(run: Run) -> list[Block]:
-    if not run.terminal and not run.problems and not run.incomplete:
+    if not run.terminal and not run.incomplete:
         return []
     blocks: list[Block] = [blank(), heading(Text(" run ended ", style="bold"), "grey50")]
     for term in run.terminal:
-        t = Text(f"  {term.kind}  ", style="bold", end="")
-        t.append(clean(redact(term.text)), "grey70")
-        t.append(f"  (line {term.line})", "grey50")
-        blocks.append(LinesBlock(TextLines([t])))
+        blocks.append(LinesBlock(TextLines([line_text((vm.Span(f"  {one_line(term.kind)}  ", R.STRONG),
+                                                       vm.Span(one_line(redact(term.text)), R.MUTED),
+                                                       vm.Span(f"  (line {term.line})", R.FAINT)), end="")]),
+                                 wrap=True))
     if run.scores:
-        blocks.append(RenderBlock(_indent_table(kv_table([(k, f"{v:g}") for k, v in run.scores.items()]))))
+        rows = [(vm.Span(f"  {one_line(k)}  ", R.LABEL), vm.Span(fmt.score(x))) for k, x in run.scores.items()]
+        blocks.append(LinesBlock(TextLines([line_text(r, end="") for r in rows])))
     if run.incomplete:
         blocks.append(text_block(Text("  … the last line is incomplete: the trace is still being written",
                                       style="yellow")))
     return blocks
 
 
-def turn_document(run: Run, t: Turn, opts: ViewOptions) -> list[Block]:
-    blocks: list[Block] = [text_block(*turn_title(run, t), anchor="top")]
-    if t.reasoning:
-        blocks.append(heading(Text(" reasoning ", style="bold"), "magenta", anchor="reasoning"))
-        blocks.append(markdown_block(t.reasoning))
-    if t.text:
-        blocks.append(heading(Text(" text ", style="bold"), "blue", anchor="text"))
-        blocks.append(markdown_block(t.text))
-    if not t.calls and not t.reasoning and not t.text:
-        blocks.append(text_block(Text("(this turn has no text and no tool calls)", style="grey50")))
-    for c in t.calls:
-        blocks.extend(call_blocks(run, c, opts))
-    if t.index == len(run.turns) - 1:
-        blocks.extend(terminal_blocks(run))
-    return blocks
-
-
-def empty_run_document(run: Run) -> list[Block]:
-    """For traces with no turns: what there is (notes, messages, how it ended, problems)."""
+def empty_run_document(run: Run, opts: ViewOptions | None = None) -> list[Block]:
+    """For traces with no turns: what there is (problems, prompts, messages, notes, how it ended)."""
+    opts = opts or ViewOptions()
     blocks: list[Block] = [text_block(Text("This run has no turns.", style="bold yellow"))]
     if run.problems:
         blocks.append(heading(Text(" problems in the file ", style="bold"), "red"))
         for p in run.problems[:200]:
             blocks.append(text_block(T(f"  line {p.line}: {p.message}", "red")))
-    msgs = [(line, kind, actor, text) for line, kind, actor, text in run.messages]
-    if msgs:
-        blocks.append(heading(Text(" messages ", style="bold"), "blue"))
-        for line, kind, actor, text in msgs[:50]:
-            blocks.append(text_block(T(f"  line {line} · {kind} · {actor or '-'}", "grey62")))
-            blocks.append(output_block(redact(text[:20_000]), failed=False, indent=4))
+    pre = vb.preamble_blocks(run)
+    before, _ = vb.messages_by_turn(run)
+    for m in before[:200]:
+        pre += vb._message_blocks(*m)
+    blocks += convert_all(pre, opts)
     if run.notes:
         blocks.append(heading(Text(" system notes ", style="bold"), "grey50"))
         for line, text in run.notes[:100]:
             blocks.append(text_block(T(f"  line {line}", "grey62")))
-            blocks.append(output_block(redact(text[:20_000]), failed=False, indent=4))
+            blocks += convert(vb.output(redact(text[:20_000]), failed=False, indent=4), opts)
     blocks.extend(terminal_blocks(run))
     return blocks
 
 
-# ---- other panes ----------------------------------------------------------------------------
+# ---- other panes ----------------------------------------------------------------------------------
+def flag_lines(f: vm.FlagView) -> list[Text]:
+    t = Text(end="")
+    t.append("⚑ ", R.style(R.severity_role(f.severity)))
+    t.append(f.code, "bold")
+    t.append(f"  [{f.category}]", "grey50")
+    t.append("  ")
+    t.append(f.message)
+    if f.where:
+        t.append(f"  ({f.where})", "grey50")
+    return [t] + [Text(f"    {ev}", style="grey62", end="") for ev in f.evidence]
+
+
 def metrics_document(run: Run) -> list[Block]:
     blocks: list[Block] = []
-    m = run.metrics
-    flagged: dict[str, list] = {}
-    for f in run.flags:
-        if f.metric:
-            flagged.setdefault(f.metric, []).append(f)
-    if m is None or not m.groups:
+    mv = vb.metrics_view(run)
+    if mv is None:
         blocks.append(text_block(Text("No metrics recorded in this trace (no measured submission).",
                                       style="grey62")))
     else:
-        blocks.append(text_block(T(f"final submission · {m.source}", "bold")))
-        for group, ms in m.groups.items():
-            blocks.append(heading(Text(f" {GROUP_TITLES.get(group, group)} ", style="bold"), "blue",
-                                  anchor=f"group-{group}"))
+        blocks.append(text_block(Text(f"final submission · {mv.source}", style="bold", end="")))
+        for g in mv.groups:
+            blocks.append(heading(Text(f" {g.title} ", style="bold"), "blue", anchor=f"group-{g.key}"))
             tbl = Table(box=None, padding=(0, 2, 0, 0), pad_edge=False, show_header=True, header_style="grey62")
             tbl.add_column("metric", no_wrap=True)
             tbl.add_column("value", justify="right", no_wrap=True)
             tbl.add_column("recorded", style="grey62", no_wrap=True)
             tbl.add_column("flag / note", overflow="fold")
-            for x in ms:
-                fl = flagged.get(x.key, [])
-                val = Text(fmt.metric_value(x), style="bold yellow" if fl else "")
-                rec = ""
-                if x.recorded is not None and x.recorded != x.value:
-                    rec = _jsonish(x.recorded, 60)
-                    if x.recorded_key:
-                        rec += f" ({x.recorded_key})"
+            for x in g.rows:
                 note = Text(end="")
-                for f in fl:
+                for msg in x.flags:
                     note.append("⚑ ", "yellow")
-                    note.append(clean(f.message), "yellow")
+                    note.append(msg, "yellow")
                     note.append("  ")
-                if x.note and not fl:
-                    note.append(clean(x.note), "grey62")
-                tbl.add_row(T(x.label), val, T(rec), note)
+                if x.note and not x.flags:
+                    note.append(x.note, "grey62")
+                tbl.add_row(Text(x.label), Text(x.value_text, style="bold yellow" if x.flags else ""),
+                            Text(x.recorded_text), note)
             blocks.append(RenderBlock(tbl))
     if run.scores or run.final_score is not None:
         blocks.append(heading(Text(" grader scores ", style="bold"), "blue"))
-        rows = [(k, f"{v:g}") for k, v in run.scores.items()]
+        rows = [(one_line(k), fmt.score(x)) for k, x in run.scores.items()]
         if run.final_score is not None:
-            rows.append(("final score", f"{run.final_score:g}"))
-        blocks.append(RenderBlock(kv_table(rows)))
-    blocks.append(heading(Text(f" flags ({len(run.flags)}) ", style="bold"), "yellow", anchor="flags"))
-    if not run.flags:
+            rows.append(("final score", fmt.score(run.final_score)))
+        blocks.append(LinesBlock(TextLines([Text.assemble((f"{k}  ", "grey62"), s, end="") for k, s in rows])))
+    flags = [vb.flag_view(run, f) for f in facts.all_flags(run)]
+    blocks.append(heading(Text(f" flags ({len(flags)}) ", style="bold"), "yellow", anchor="flags"))
+    if not flags:
         blocks.append(text_block(Text("no sanity flags", style="grey62")))
-    sev_style = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-    for f in run.flags:
-        t = Text(end="")
-        t.append("⚑ ", sev_style.get(f.severity, ""))
-        t.append(clean(f.code), "bold")
-        t.append("  ")
-        t.append(clean(f.message))
-        where = []
-        if f.kernel is not None:
-            where.append(f"v{f.kernel}")
-        if f.line is not None:
-            where.append(f"line {f.line}")
-        if where:
-            t.append("  (" + ", ".join(where) + ")", "grey50")
-        blocks.append(LinesBlock(TextLines([t])))
+    for f in flags:
+        blocks.append(LinesBlock(TextLines(flag_lines(f)), wrap=True))
     if run.problems:
         blocks.append(heading(Text(f" problems in the file ({len(run.problems)}) ", style="bold"), "red"))
         for p in run.problems[:500]:
@@ -469,7 +304,7 @@ def reference_document(run: Run) -> list[Block]:
         blocks.append(LinesBlock(code_lines(p.source_kernel, PY), numbers=True))
     if p.prompt:
         blocks.append(heading(Text(" task prompt ", style="bold"), "blue"))
-        blocks.append(markdown_block(p.prompt))
+        blocks.append(LinesBlock(PlainLines(clean(p.prompt)), wrap=True))
     if not blocks:
         blocks.append(text_block(Text("This trace carries no reference source or task prompt.", style="grey62")))
         if p.level is not None and p.problem_id is not None:
@@ -477,6 +312,16 @@ def reference_document(run: Run) -> list[Block]:
                 f"KernelBench level {p.level} problem {p.problem_id}: the reference is in "
                 f"kernelbench/level{p.level}/*/{p.problem_id}_*.py", "grey62")))
     return blocks
+
+
+def event_text(raw: str) -> str:
+    """A raw event line as indented JSON (made safe); as it is when it is not JSON or too long."""
+    if len(raw) > EVENT_PRETTY_LIMIT:
+        return clean(raw)
+    try:
+        return pretty_json(json.loads(raw))
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's limit
+        return clean(raw)
 
 
 def events_document(events: Sequence[Event], raws: Sequence[str], title: str) -> list[Block]:
@@ -497,11 +342,11 @@ def events_document(events: Sequence[Event], raws: Sequence[str], title: str) ->
         bits.append(f"{ev.length:,} bytes @ {ev.offset:,}")
         h.append("  " + " · ".join(bits), "grey50")
         blocks.append(LinesBlock(TextLines([h])))
-        s = clean(raw)
-        if len(s) <= 4000:
-            blocks.append(LinesBlock(code_lines(s, JSON), indent=2))
+        s = event_text(raw)
+        if len(s) <= 40_000:
+            blocks.append(LinesBlock(code_lines(s, JSON), indent=2, wrap=True))
         else:
-            blocks.append(LinesBlock(PlainLines(s), indent=2))
+            blocks.append(LinesBlock(PlainLines(s), indent=2, wrap=True))
     return blocks
 
 
@@ -517,7 +362,7 @@ def kernel_document(run: Run, k: KernelVersion | None, base: KernelVersion | Non
             uses.append("  ")
         uses.append(f"turn {u.turn} " if u.turn is not None else "seed ", "grey70")
         uses.append(clean(u.tool), "bold")
-        uses.append(" " + fmt.STATUS_ICON.get(u.status, "?"), fmt.STATUS_STYLE.get(u.status, ""))
+        uses.append(" " + R.STATUS_ICON.get(u.status, "?"), R.style(R.status_role(u.status)))
         if i:
             uses.append(f" (same as {k.label})", "grey50")
     if not k.uses:

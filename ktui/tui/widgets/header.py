@@ -1,42 +1,22 @@
-"""The run header: what the run was, at a glance (problem, model, outcome, counts, speed, flags)."""
+"""The run header: what the run was, at a glance (problem, model, outcome, counts, speed, flags).
+
+It draws :class:`ktui.view.HeaderView` and the view's flag set: the same facts ``ktui show``,
+``compare`` and ``runs`` print.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 from rich.text import Text
 from textual.widgets import Static
 
-from ktui.report import fmt
-from ktui.report.render_diff import clean
+from ktui.trace import facts
 from ktui.trace.model import Run
-
-SEV_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
-
-
-FLAG_PHRASES = {
-    "unit_ms_as_us": "runtime_us holds ms (corrected)",
-    "runtime_below_1us": "runtime < 1 μs",
-    "median_missing": "median missing",
-    "pct_over_100": "% over 100",
-    "speedup_excessive": "speedup > 10x",
-    "no_gpu_code": "no custom GPU code",
-    "torch_fallback": "falls back to torch ops",
-    "dummy_kernel": "dummy __global__ kernel",
-    "eq_override": "__eq__ override",
-    "side_stream": "own CUDA stream",
-    "harness_identical_failures": "harness failure (same for every case)",
-    "identical_case_failures": "identical case failures",
-    "code_unavailable": "kernel code not in trace",
-}
-
-
-def flag_phrase(code: str, message: str) -> str:
-    if code in FLAG_PHRASES:
-        return FLAG_PHRASES[code]
-    msg = clean(message)
-    return msg if len(msg) <= 50 else msg[:49] + "…"
+from ktui.view import HeaderView
+from ktui.view import roles as R
+from ktui.view.build import flag_view, header_view
+from ktui.view.text import one_line
 
 
 def _sep(t: Text) -> None:
@@ -52,103 +32,93 @@ def _kv(t: Text, key: str, value: str | Text, style: str = "") -> None:
 
 
 def header_text(run: Run, *, following: bool = False, loading: bool = False) -> Text:
-    p = run.problem
+    h: HeaderView = header_view(run)
     t = Text(end="")
     # line 1: identity and outcome
-    t.append(clean(p.title), "bold")
-    variant = p.dataset_variant or ""
-    if variant:
-        t.append(f" · {clean(variant)}", "grey62")
+    t.append(h.title, "bold")
+    if h.dataset_variant:
+        t.append(f" · {h.dataset_variant}", "grey62")
     t.append("   ")
-    t.append(clean(run.model or "unknown model"), "bold cyan")
-    if run.persona:
-        t.append(f" ({clean(run.persona)})", "cyan")
+    t.append(h.model or "unknown model", "bold cyan")
+    if h.persona:
+        t.append(f" ({h.persona})", "cyan")
     t.append("   ")
-    outcome_icon = {"passed": "✓", "failed": "✗", "incomplete": "…"}.get(run.outcome, "")
-    t.append(f"{outcome_icon} {run.outcome}", fmt.OUTCOME_STYLE.get(run.outcome, ""))
-    t.append(f"   {run.variant} · end: {run.terminal_state}", "grey50")
+    t.append(f"{R.OUTCOME_ICON.get(h.outcome, '')} {h.outcome}", R.style(R.outcome_role(h.outcome)))
+    t.append(f"   {h.variant} · end: {h.end}", "grey50")
     if following:
         t.append("   ● following", "bold green")
     if run.incomplete:
         t.append("   … still being written", "yellow")
-    t.append(f"   {clean(Path(run.path).name)}", "grey42")
+    t.append(f"   {h.file}", "grey42")
     t.append("\n")
     # line 2: counts and time
-    _kv(t, "turns", fmt.turns_label(run), "bold")
+    _kv(t, "turns", h.turns_text, "bold")
     _sep(t)
-    calls = run.agent_calls
-    failed = sum(1 for c in calls if c.status != "ok")
-    _kv(t, "tool calls", str(len(calls)), "bold")
-    if failed:
-        t.append(f" ({failed} not ok)", "red")
+    _kv(t, "tool calls", str(h.calls), "bold")
+    if h.failed_calls:
+        t.append(f" ({h.failed_calls} failed)", "red")
     _sep(t)
-    _kv(t, "tokens", fmt.num(run.tokens_total) if run.tokens_total else "—", "bold")
+    _kv(t, "tokens", h.tokens_text, "bold")
     _sep(t)
-    _kv(t, "wall", fmt.wall_label(run), "bold")
-    if run.llm_ms is not None:
+    _kv(t, "wall", h.wall_text, "bold")
+    if h.llm_text:
         _sep(t)
-        _kv(t, "LLM", fmt.secs(run.llm_ms))
-    if run.tool_ms is not None:
+        _kv(t, "LLM", h.llm_text)
+    if h.tools_text:
         _sep(t)
-        _kv(t, "tools", fmt.secs(run.tool_ms))
+        _kv(t, "tools", h.tools_text)
     _sep(t)
-    _kv(t, "kernels", str(len(run.kernels)))
+    _kv(t, "kernels", str(h.kernels))
     if run.started_ms is not None:
         _sep(t)
-        _kv(t, "started", fmt.iso(run.started_ms), "grey70")
+        _kv(t, "started", h.started_text, "grey70")
     t.append("\n")
     # line 3: the measured result
-    m = run.metrics
-    if m is not None and (m.runtime_us is not None or m.speedup is not None):
-        rt = m.get("timing.runtime")
-        val = Text(fmt.us(m.runtime_us), style="bold", end="")
-        if rt is not None and rt.note:
-            val.append(f" (recorded {rt.recorded!s} as \"μs\": really ms)", "yellow")
+    if h.measured:
+        val = Text(h.runtime_text, style="bold", end="")
+        if h.runtime_note:
+            val.append(f" ({h.runtime_note})", "yellow")
         _kv(t, "runtime", val)
         _sep(t)
-        _kv(t, "ref", fmt.us(m.ref_runtime_us), "bold")
+        _kv(t, "ref", h.ref_runtime_text, "bold")
         _sep(t)
-        sp = f"{m.speedup:.2f}x" if m.speedup is not None else "—"
-        _kv(t, "speedup", sp, "bold green" if (m.speedup or 0) > 1 else "bold")
-        if m.correct is not None:
+        _kv(t, "speedup", h.speedup_text, "bold green" if (h.speedup or 0) > 1 else "bold")
+        if h.correct is not None:
             _sep(t)
-            _kv(t, "correct", "yes" if m.correct else "no", "green" if m.correct else "red")
-        fk = run.final_kernel
-        if fk is not None:
+            _kv(t, "correct", "yes" if h.correct else "no", "green" if h.correct else "red")
+        if h.final_kernel:
             _sep(t)
-            _kv(t, "final", fk.label, "magenta")
+            _kv(t, "final", h.final_kernel, "magenta")
     else:
         t.append("no measured submission", "grey62")
-        fk = run.final_kernel
-        if fk is not None:
+        if h.final_kernel:
             _sep(t)
-            _kv(t, "last kernel", fk.label, "magenta")
-    if run.final_score is not None:
+            _kv(t, "last kernel", h.final_kernel, "magenta")
+    if h.final_score_text:
         _sep(t)
-        _kv(t, "final score", f"{run.final_score:g}", "bold")
+        _kv(t, "final score", h.final_score_text, "bold")
     t.append("\n")
-    # line 4: flags, visibly
-    if run.flags or run.problems:
-        counts = Counter(f.code for f in run.flags)
-        worst = {}
-        for f in run.flags:
+    # line 4: the flag set, visibly
+    flags = [flag_view(run, f) for f in facts.all_flags(run)]
+    if flags or run.problems:
+        counts = Counter(f.code for f in flags)
+        worst: dict[str, str] = {}
+        for f in flags:
             if f.code not in worst or f.severity == "error":
                 worst[f.code] = f.severity
-        if run.flags:
-            t.append(f"⚑ {len(run.flags)} flag{'s' if len(run.flags) != 1 else ''}: ", "bold yellow")
+        if flags:
+            t.append(f"⚑ {len(counts)} flag{'s' if len(counts) != 1 else ''}: ", "bold yellow")
         for i, (code, n) in enumerate(counts.items()):
             if i:
                 t.append(" · ", "grey42")
-            sev = SEV_STYLE.get(worst.get(code, "warning"), "yellow")
-            first = next(f for f in run.flags if f.code == code)
-            t.append(flag_phrase(code, first.message), sev)
+            first = next(f for f in flags if f.code == code)
+            t.append(first.phrase, R.style(R.severity_role(worst.get(code, "warning"))) or "yellow")
             if n > 1:
                 t.append(f" ×{n}", "grey62")
-        if run.problems:
-            if run.flags:
+        if run.problems and "bad_lines" not in counts:
+            if flags:
                 t.append("   ")
-            t.append(f"✗ {len(run.problems)} problem(s) in the file (line {run.problems[0].line}: "
-                     f"{clean(run.problems[0].message)[:60]})", "bold red")
+            t.append(f"✗ {len(run.problems)} problem(s) in the file: {one_line(str(run.problems[0]), 60)}", "bold red")
         t.append("   (3: Metrics)", "grey50")
     else:
         t.append("no sanity flags", "grey50")
