@@ -272,5 +272,38 @@ def report(directory: str, output: str, no_cache: bool, jobs: int | None) -> Non
     sys.exit(report_command(p, output, use_cache=not no_cache, jobs=jobs))
 
 
+@main.command()
+@click.argument("target", required=False, type=click.Path())
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--allow-remote", is_flag=True,
+              help="Listen on a non-loopback address (anyone who reaches it can re-execute trace code).")
+def serve(target: str | None, host: str, port: int, allow_remote: bool) -> None:
+    """The app in a browser (textual-serve): `replay TRACE`, `runs DIR`, or the bundled trace."""
+    from ktui.tui.serve import app_command, is_loopback
+    from ktui.tui.serve import serve as run_server
+
+    p = Path(target) if target else None
+    if p is not None and not p.exists():
+        fail(f"{target}: no such file or directory")
+    if p is not None and p.is_file():
+        check_trace_path(target)
+    if not is_loopback(host):
+        if not allow_remote:
+            fail(f"--host {host} is not a loopback address: the served app can re-execute trace code, so "
+                 "anyone who can reach it could run code on this machine. Add --allow-remote to do it anyway.")
+        click.echo(f"ktui: WARNING: serving on {host}:{port}, reachable from other machines; anyone who "
+                   "connects can re-execute trace code here.", err=True)
+    if not 0 < port < 65536:
+        fail(f"--port {port}: not a TCP port")
+    try:
+        import textual_serve  # noqa: F401
+    except ImportError:
+        fail("ktui serve needs textual-serve: pip install 'ktui[serve]'")
+    command = app_command(p, bundled=bundled_trace())
+    click.echo(f"ktui: serving `{command}` on http://{host}:{port} (ctrl+c stops)", err=True)
+    run_server(command, host, port)
+
+
 if __name__ == "__main__":
     main()
