@@ -28,8 +28,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-def report(src: Path, out: Path, env: dict) -> None:
-    subprocess.run([sys.executable, "-m", "ktui", "report", str(src), "-o", str(out)], env=env, check=True)
+def report(src: Path, out: Path, env: dict, cwd: Path | None = None) -> None:
+    subprocess.run([sys.executable, "-m", "ktui", "report", str(src), "-o", str(out)], env=env, check=True, cwd=cwd)
 
 
 def settle(page, timeout: float = 60) -> None:
@@ -53,10 +53,10 @@ def main() -> None:
         env = dict(os.environ, KTUI_CACHE_DIR=str(base / "cache"), PYTHONPATH=str(REPO))
         generate(base, 240, 8.0)
         sweep = base / "sweep"
-        report(sweep, base / "sweep.html", env)
+        report(Path("sweep"), base / "sweep.html", env, cwd=base)  # the page shows the root as given
         fixtures = REPO.parent / "shared" / "fixtures"
         if fixtures.is_dir():
-            report(fixtures, base / "fixtures.html", env)
+            report(Path("../shared/fixtures"), base / "fixtures.html", env, cwd=REPO)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]

@@ -272,3 +272,14 @@ def test_chart_snapshot(snap_compare, sweep, monkeypatch, kind, size):
     n = CHARTS.index(kind) + 1
     keys = ("down", "down", "down", "right", "right") if kind == "grid" else ()
     assert snap_compare(_snap_app(sweep), terminal_size=size, run_before=_press_then_settle(n, *keys))
+
+
+def test_screenshots_match_chart_snapshots():
+    """screenshots/runs_chart_*.svg (shown in the README) are copies of the accepted 160x48 snapshots."""
+    snaps = Path(__file__).resolve().parent / "__snapshots__" / "test_charts"
+    shots = Path(__file__).resolve().parents[1] / "screenshots"
+    for kind in CHARTS:
+        snap = snaps / f"test_chart_snapshot[{kind}-160x48].svg"
+        shot = shots / f"runs_chart_{kind}.svg"
+        assert shot.is_file(), f"{shot} missing: copy {snap.name} there"
+        assert shot.read_bytes() == snap.read_bytes(), f"{shot} differs from {snap.name}"
