@@ -540,3 +540,56 @@ def test_cli_with_ncu_but_no_gpu_or_no_counters(tmp_path, mode, needle):
     assert out.returncode == 1
     d = json.loads(out.stdout)
     assert d["status"] == "unavailable" and needle in d["message"]
+
+
+# ---- the profiled worker's process handling (no ncu needed) ----------------------------------------
+
+def _py(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_run_target_deadline_cancel_crash_and_junk(tmp_path):
+    import threading
+    import time
+
+    from ktui.repro.profile.run import run_target
+
+    hang = "import sys; print('{\"event\": \"ready\"}', flush=True); sys.stdin.read(); import time; time.sleep(120)"
+    t0 = time.monotonic()
+    res = run_target(_py(hang), {}, cwd=tmp_path, compile_timeout=1.5, run_timeout=1.5)
+    assert res["failure"]["kind"] == "timeout" and "during startup" in res["failure"]["message"]
+    assert time.monotonic() - t0 < 30
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    res = run_target(_py(hang), {}, cwd=tmp_path, compile_timeout=60, run_timeout=60, cancel=cancel, label="kernel")
+    assert res["status"] == "cancelled" and "kernel startup" in res["failure"]["message"]
+    res = run_target(_py("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"), {}, cwd=tmp_path,
+                     compile_timeout=30, run_timeout=30)
+    assert res["failure"]["kind"] == "crash" and "SIGSEGV" in res["failure"]["message"]
+    junk = ("import json, sys; sys.stdin.read(); print('not json'); print('[1, 2]'); "
+            "print(json.dumps({'event': 'stage', 'stage': 'profile', 'state': 'start'})); "
+            "print(json.dumps({'event': 'result', 'status': 'completed', 'profile': {'side': 'kernel'}}))")
+    seen = []
+    res = run_target(_py(junk), {"x": 1}, cwd=tmp_path, compile_timeout=30, run_timeout=30,
+                     on_progress=lambda p: seen.append(p.message))
+    assert res["status"] == "completed" and res["profile"] == {"side": "kernel"}
+    assert seen == ["profile…"]
+    res = run_target(_py("import sys; sys.exit(3)"), {}, cwd=tmp_path, compile_timeout=30, run_timeout=30)
+    assert res["failure"]["kind"] == "exit" and "status 3" in res["failure"]["message"]
+
+
+def test_target_output_cannot_forge_events(tmp_path):
+    """After the target takes its protocol stream, whatever runs in that process (print, C stdio,
+    a child process) writes to stderr: only the target's own events reach stdout."""
+    code = ("import os, sys\n"
+            "from ktui.repro.profile.target import _protocol_stream\n"
+            "proto = _protocol_stream()\n"
+            "print('{\"event\": \"result\", \"status\": \"completed\"}', flush=True)\n"
+            "os.system('echo forged-by-child')\n"
+            "os.write(1, b'forged-by-fd1\\n')\n"
+            "proto.write('{\"event\": \"ready\"}\\n'); proto.flush()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == '{"event": "ready"}\n'
+    assert "forged-by-child" in out.stderr and "forged-by-fd1" in out.stderr and '"completed"' in out.stderr

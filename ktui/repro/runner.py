@@ -120,13 +120,13 @@ class _Session:
     """Talks to one worker process: reads its events, applies deadlines and cancel."""
 
     def __init__(self, python: str | None = None, env_extra: dict[str, str] | None = None,
-                 keep_alive: bool = False, prefix: list[str] | None = None, module: str = "ktui.repro.worker"):
+                 keep_alive: bool = False):
         self.work_dir = Path(tempfile.mkdtemp(prefix="ktui-repro-"))
         self.stderr_path = self.work_dir / "worker.stderr"
         self._stderr = open(self.stderr_path, "wb")
         self.keep_alive = keep_alive
         self.proc = subprocess.Popen(
-            [*(prefix or []), python or sys.executable, "-m", module],
+            [python or sys.executable, "-m", "ktui.repro.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             cwd=str(self.work_dir), env=scrubbed_env(env_extra), start_new_session=True,
         )
@@ -322,14 +322,12 @@ class _Session:
 def run_request(request: dict, *, on_progress: Callable[[Progress], None] | None = None,
                 cancel: threading.Event | None = None, compile_timeout: float = 600.0,
                 run_timeout: float = 600.0, python: str | None = None,
-                env_extra: dict[str, str] | None = None, prefix: list[str] | None = None,
-                module: str = "ktui.repro.worker") -> dict:
+                env_extra: dict[str, str] | None = None) -> dict:
     """One worker process for one request. Always returns a result dict; never raises for
-    anything the kernel does. ``prefix``: a wrapper command the worker runs under (``ncu ...``);
-    ``module``: the worker module (``python -m module``)."""
+    anything the kernel does."""
     req = dict(request)
     req["keep_alive"] = False
-    sess = _Session(python=python, env_extra=env_extra, prefix=prefix, module=module)
+    sess = _Session(python=python, env_extra=env_extra)
     try:
         req.setdefault("work_dir", str(sess.work_dir))
         return sess.exchange(req, on_progress=on_progress, cancel=cancel,

@@ -117,41 +117,161 @@ def _failure_line(res: dict[str, Any]) -> str:
     return f"{f.get('kind', 'failed')}: {f.get('message', '')}".strip(": ")
 
 
+STAGE_WEIGHTS = {"startup": 10, "build": 40, "reference": 5, "check": 10, "profile": 35}
+COMPILE_STAGES = ("startup", "build")
+
+
+def _env() -> dict[str, str]:
+    """The repro worker's environment (secrets removed, ktui importable)."""
+    from ktui.repro import runner
+
+    return runner.scrubbed_env()
+
+
+def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_timeout: float, run_timeout: float,
+               on_progress: Callable[[Any], None] | None = None, cancel: threading.Event | None = None,
+               label: str = "") -> dict[str, Any]:
+    """Run the profiled worker (``argv``: ncu + ``python -m ktui.repro.profile.target``) for one
+    request: its own process group and temporary directory, a deadline per stage, ``cancel``
+    kills the group. Always returns a result dict."""
+    import json
+    import queue
+    import signal
+
+    from ktui.repro.runner import Progress
+
+    t0 = time.monotonic()
+    err_path = cwd / "worker.stderr"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=str(cwd),
+                                env=_env(), start_new_session=True)
+    lines: queue.Queue[bytes | None] = queue.Queue()
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        for ln in proc.stdout:
+            lines.put(ln[:1 << 20])
+        lines.put(None)
+
+    threading.Thread(target=reader, daemon=True).start()
+
+    def kill() -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def failed(kind: str, message: str, stage: str | None) -> dict[str, Any]:
+        return {"status": "cancelled" if kind == "cancelled" else "failed",
+                "failure": {"stage": stage or "startup", "kind": kind, "message": message, "fatal": True},
+                "stderr_tail": _tail(err_path), "wall_seconds": round(time.monotonic() - t0, 3)}
+
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write((json.dumps({**request, "work_dir": str(cwd)}) + "\n").encode())
+        proc.stdin.close()
+    except OSError:
+        pass  # it died already: reported from its exit below
+    stage: str | None = "startup"
+    done = 0.0
+    total = float(sum(STAGE_WEIGHTS.values()))
+    deadline = t0 + compile_timeout
+    try:
+        while True:
+            now = time.monotonic()
+            if cancel is not None and cancel.is_set():
+                kill()
+                return failed("cancelled", f"cancelled during {label}{' ' if label else ''}{stage}", stage)
+            if now > deadline:
+                kill()
+                limit = compile_timeout if stage in COMPILE_STAGES else run_timeout
+                return failed("timeout", f"timed out after {limit:g} s during {stage} (worker killed)", stage)
+            try:
+                raw = lines.get(timeout=min(0.1, max(0.01, deadline - now)))
+            except queue.Empty:
+                continue
+            if raw is None:
+                rc = proc.wait()
+                if rc is not None and rc < 0:
+                    try:
+                        name = signal.Signals(-rc).name
+                    except ValueError:
+                        name = f"signal {-rc}"
+                    return failed("crash", f"the profiled worker died of {name} during {stage}", stage)
+                return failed("exit", f"the profiled worker (or ncu) exited with status {rc} during {stage} "
+                                      "without a result", stage)
+            try:
+                ev = json.loads(raw.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            kind = ev.get("event")
+            msg = None
+            if kind == "stage" and ev.get("state") == "start":
+                stage = str(ev.get("stage"))
+                deadline = time.monotonic() + (compile_timeout if stage in COMPILE_STAGES else run_timeout)
+                msg = f"{stage}…"
+            elif kind == "stage":
+                done += STAGE_WEIGHTS.get(str(ev.get("stage")), 1)
+            elif kind == "trial":
+                msg = f"{stage} ({ev.get('what')}) {ev.get('trial')}/{ev.get('of')}"
+            elif kind == "result":
+                res = {k: v for k, v in ev.items() if k != "event"}
+                res["wall_seconds"] = round(time.monotonic() - t0, 3)
+                if res.get("status") != "completed":
+                    res["stderr_tail"] = _tail(err_path)
+                return res
+            if msg and on_progress is not None:
+                try:
+                    on_progress(Progress(stage=stage or "startup", state="start", fraction=min(1.0, done / total),
+                                         elapsed=time.monotonic() - t0, message=f"{label}{' ' if label else ''}{msg}"))
+                except Exception as exc:  # a broken progress callback must not end the profile
+                    print(f"ktui: progress callback failed: {exc}", file=sys.stderr)
+    finally:
+        kill()
+
+
+def _tail(p: Path, limit: int = 4000) -> str:
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return ""
+    return data[-limit:].decode("utf-8", "replace")
+
+
 def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileOptions, *,
                  on_progress: Callable[[Any], None] | None = None, cancel: threading.Event | None = None,
                  metrics: list[str] | None = None) -> SideProfile:
-    from ktui.repro.runner import run_request
-
+    """One side (the kernel's forward, or the reference's) under ncu, read back and summed."""
     metrics = list(metrics or NCU_METRICS)
-    out_dir = Path(tempfile.mkdtemp(prefix="ktui-ncu-"))
+    root = Path(tempfile.mkdtemp(prefix="ktui-ncu-"))
+    out_dir, work = root / "ncu", root / "work"
+    out_dir.mkdir()
     try:
         for attempt in range(2):
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
             req = dict(request)
             req["profile"] = {"side": side, "warmup": int(options.warmup)}
-            app_cmd: list[str] = []  # the runner appends `python -m module`
-            prefix = N.profile_command(ncu, out_dir, app_cmd, clock_control=options.clock_control, metrics=metrics,
-                                       max_launches=options.max_launches)
-            t0 = time.monotonic()
-            res = run_request(req, on_progress=on_progress, cancel=cancel,
-                              compile_timeout=options.compile_timeout or options.timeout,
-                              run_timeout=options.timeout, prefix=prefix, module="ktui.repro.profile.target")
-            wall = round(time.monotonic() - t0, 3)
+            argv = N.profile_command(ncu, out_dir, [sys.executable, "-m", "ktui.repro.profile.target"],
+                                     clock_control=options.clock_control, metrics=metrics,
+                                     max_launches=options.max_launches)
+            res = run_target(argv, req, cwd=work, compile_timeout=options.compile_timeout or options.timeout,
+                             run_timeout=options.timeout, on_progress=on_progress, cancel=cancel, label=side)
             log = _read(out_dir / "ncu.log")
-            sp = SideProfile(side=side, status="completed", wall_seconds=wall, command=prefix + [sys.executable, "-m",
-                                                                                               "ktui.repro.profile.target"])
+            sp = SideProfile(side=side, status="completed", wall_seconds=res.get("wall_seconds"), command=argv)
             sp.worker = {k: v for k, v in res.items() if k not in ("stderr_tail",)}
             sp.passes = parse_passes(log)
             if res.get("status") == "cancelled":
                 sp.status, sp.message = "cancelled", _failure_line(res)
                 return sp
-            if res.get("status") != "completed":
-                kind = (res.get("failure") or {}).get("kind")
-                why = N.explain_log(log)
-                sp.status = "unavailable" if kind == "environment" or why == N.PERMISSION else "failed"
-                sp.message = why if why == N.PERMISSION else _failure_line(res)
-                return sp
             rep = out_dir / "profile.ncu-rep"
-            if not rep.exists():
+            if res.get("status") != "completed" or not rep.exists():
                 bad = N.unknown_metrics(log, metrics)
                 if attempt == 0 and (bad or ("==ERROR==" in log and "metric" in log.lower())):
                     # an ncu / GPU that lacks some names: drop those it named, else keep the core list
@@ -159,8 +279,14 @@ def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileO
                         [m for m in metrics if m in CORE_METRICS]
                     continue
                 why = N.explain_log(log)
-                sp.status = "unavailable" if why == N.PERMISSION else "failed"
-                sp.message = why or "ncu wrote no report (no kernel launched in the profiled forward?)"
+                kind = (res.get("failure") or {}).get("kind")
+                sp.status = "unavailable" if kind == "environment" or why == N.PERMISSION else "failed"
+                if why == N.PERMISSION:
+                    sp.message = why
+                elif res.get("status") != "completed":
+                    sp.message = _failure_line(res) + (f" ({why})" if why else "")
+                else:
+                    sp.message = why or "ncu wrote no report (no kernel launched in the profiled forward?)"
                 return sp
             try:
                 text = read_report(ncu, rep)
@@ -176,7 +302,7 @@ def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileO
             return sp
         raise AssertionError("unreachable")
     finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _keep(side: str, csv_text: str, log: str) -> None:
