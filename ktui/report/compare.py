@@ -21,11 +21,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ktui.report.fmt import OUTCOME_STYLE, num, secs, us
+from ktui.report.fmt import OUTCOME_STYLE
 from ktui.report.render_diff import clean, stats_text, unified_text_lines
 from ktui.trace import diffing
 from ktui.trace.aggregate import CompareRow, compare_rows, problem_warning
 from ktui.trace.model import Run
+from ktui.view.fmt import num, ratio, secs, us
 
 BEST_STYLE = "bold green"
 BEST_MARK = " *"
@@ -51,7 +52,7 @@ def value_text(row: CompareRow, i: int) -> str:
     if f == "us":
         return us(v)
     if f == "x":
-        return f"{v:.2f}x"
+        return ratio(v)
     if f == "turn":
         return f"turn {v}"
     if f == "flags":

@@ -20,22 +20,7 @@ from rich.text import Text
 
 from ktui.trace import diffing
 from ktui.trace.diffing import ADDED, CHANGED, DELETED, HUNK, INSERTED, REMOVED
-from ktui.trace.text import sanitize as _sanitize
-
-TAB = 4
-
-
-def clean(s: object) -> str:
-    """A trace string made safe to show: control characters visible, tabs expanded."""
-    if s is None:
-        return ""
-    if not isinstance(s, str):
-        s = str(s)
-    s = _sanitize(s)
-    if "\t" in s:
-        s = s.expandtabs(TAB)
-    return s
-
+from ktui.view.text import clean  # noqa: F401  (the one sanitizer; re-exported for the renderers)
 
 # ---- styles ---------------------------------------------------------------------------------
 S_GUTTER = Style(color="grey50")

@@ -2,7 +2,7 @@
 
 The cell formatting here is shared with the app's runs screen (:mod:`ktui.tui.screens.runs`):
 both show the same columns with the same text. Trace strings (paths, models, problem names)
-are untrusted: they become ``rich.text.Text`` after :func:`~ktui.trace.text.sanitize`, never
+are untrusted: they become ``rich.text.Text`` after :func:`~ktui.view.text.one_line`, never
 markup.
 
 Exit status: 0 when at least one run was listed, 1 when the tree holds no trace.
@@ -21,10 +21,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ktui.report.fmt import OUTCOME_STYLE, num, secs
+from ktui.report.fmt import OUTCOME_STYLE
 from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
-from ktui.trace.text import sanitize
+from ktui.view.fmt import num, ratio, secs
+from ktui.view.fmt import pct as fmt_pct
+from ktui.view.text import one_line, safe_data
 
 # (key, header, justify) of the runs table, in order
 COLUMNS: list[tuple[str, str, str]] = [
@@ -47,16 +49,8 @@ AGG_COLUMNS: list[tuple[str, str]] = [
 ]
 
 
-def one_line(s: object, limit: int = 0) -> str:
-    """A trace string on one safe line (control characters visible), optionally shortened."""
-    t = sanitize(s).replace("\n", " ")
-    if limit and len(t) > limit:
-        t = t[: limit - 1] + "…"
-    return t
-
-
 def speedup_text(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}x"
+    return ratio(v)
 
 
 def turns_text(s: RunSummary) -> str:
@@ -125,7 +119,7 @@ def sort_value(s: RunSummary, key: str) -> Any:
 
 
 def pct(v: float | None) -> str:
-    return "—" if v is None else f"{v * 100:.0f}%"
+    return fmt_pct(v)
 
 
 def agg_cell(a: ModelAggregate, key: str) -> str:
@@ -141,7 +135,7 @@ def agg_cell(a: ModelAggregate, key: str) -> str:
         return pct(a.fast_p(float(key[5:])))
     if key == "geomean":
         g = a.geomean_speedup
-        return "—" if g is None else f"{g:.2f}x ({len(a.speedups)})"
+        return "—" if g is None else f"{ratio(g)} ({len(a.speedups)})"
     if key == "tokens":
         return num(round(a.tokens_per_run)) if a.tokens_per_run is not None else "—"
     if key == "wall":
@@ -168,9 +162,10 @@ def csv_row(s: RunSummary) -> list[Any]:
         return "" if x is None else x
 
     wall = s.wall_ms
-    return [s.path, s.problem, v(s.model), v(s.persona), s.outcome, s.turns, v(s.max_turns), s.tool_calls,
-            v(s.tokens), "" if wall is None else round(wall / 1000, 3), v(s.speedup), v(s.runtime_us),
-            v(s.ref_runtime_us), s.variant, s.terminal, v(s.scenario), " ".join(s.flags), s.real]
+    row = [s.path, s.problem, v(s.model), v(s.persona), s.outcome, s.turns, v(s.max_turns), s.tool_calls,
+           v(s.tokens), "" if wall is None else round(wall / 1000, 3), v(s.speedup), v(s.runtime_us),
+           v(s.ref_runtime_us), s.variant, s.terminal, v(s.scenario), " ".join(s.flags), s.real]
+    return [one_line(x) if isinstance(x, str) else safe_data(x) for x in row]
 
 
 # ---- rendering ---------------------------------------------------------------------------------
@@ -226,7 +221,7 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
             "charts": _charts_json(runs),
             "issues": [{"path": i.path, "message": i.message, "severity": i.severity} for i in issues],
         }
-        json.dump(body, out, indent=2, ensure_ascii=False)
+        json.dump(safe_data(body), out, indent=2, ensure_ascii=False)
         out.write("\n")
     elif fmt == "csv":
         w = csv.writer(out)

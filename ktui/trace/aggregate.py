@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ktui.trace import facts
 from ktui.trace.model import ERROR, FAILED, OK, OUTCOME_FAILED, PASSED, V2, Run
 
 FAST_P: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0)
@@ -259,8 +260,7 @@ def compare_rows(runs: Sequence[Run]) -> list[CompareRow]:
                 names.append(k)
     for name in names:
         row(f"calls.{name}", name, [d.get(name, 0) for d in by_name], "int", indent=1)
-    row("failed_calls", "failed calls",
-        [sum(1 for c in r.agent_calls if c.status in (FAILED, ERROR)) for r in runs], "int", LOWER, cost=True)
+    row("failed_calls", "failed calls", [facts.failed_calls(r) for r in runs], "int", LOWER, cost=True)
     row("tokens_in", "tokens in", [r.tokens_in if _has_tokens(r) else None for r in runs], "int", LOWER,
         cost=True)
     row("tokens_out", "tokens out", [r.tokens_out if _has_tokens(r) else None for r in runs], "int", LOWER,
@@ -275,19 +275,11 @@ def compare_rows(runs: Sequence[Run]) -> list[CompareRow]:
         fc.best = {i for i, v in enumerate(first) if v == min(x for x in first if x is not None)}
     row("runtime", "runtime (recorded)", [_rt(r) for r in runs], "us", LOWER)
     row("speedup", "speedup", [_sp(r) for r in runs], "x", HIGHER)
-    flag_row = row("flags", "flags", [_flag_codes(r) for r in runs], "flags")
+    flag_row = row("flags", "flags", [facts.flag_codes(r) for r in runs], "flags")
     counts = [len(v) for v in flag_row.values]
     if len(set(counts)) > 1:
         flag_row.best = {i for i, c in enumerate(counts) if c == min(counts)}
     return rows
-
-
-def _flag_codes(run: Run) -> list[str]:
-    out: list[str] = []
-    for f in run.flags:
-        if f.severity != "info" and f.code not in out:
-            out.append(f.code)
-    return out
 
 
 def _has_tokens(run: Run) -> bool:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import selectors
@@ -44,12 +45,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ktui.trace import facts
 from ktui.trace.builder import Builder
 from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.reader import LineParser
 
-SCHEMA = 6  # bump when RunSummary or the skim changes: invalidates cached entries
+SCHEMA = 7  # bump when RunSummary or the skim changes: invalidates cached entries
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
@@ -91,6 +93,7 @@ class RunSummary:
     turns: int = 0
     max_turns: int | None = None
     tool_calls: int = 0  # agent calls (seeded calls excluded)
+    failed_calls: int = 0  # of them, not ok (ktui.trace.facts.is_failed)
     tokens: int | None = None  # tokens in + out + reasoning (None: the trace records none)
     started_ms: int | None = None
     ended_ms: int | None = None
@@ -130,11 +133,53 @@ class RunSummary:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSummary:
-        return cls(**{k: v for k, v in d.items() if k in _FIELD_SET})
+        """A summary from its cached form; ``TypeError`` when a field has the wrong type (a cache
+        entry is data from disk: it is checked, never trusted)."""
+        kw = {k: v for k, v in d.items() if k in _FIELD_SET}
+        for k, v in kw.items():
+            if not _TYPE_OK[k](v):
+                raise TypeError(f"cache entry: {k} has the wrong type ({type(v).__name__})")
+        if "path" not in kw:
+            raise TypeError("cache entry: no path")
+        return cls(**kw)
 
 
 _FIELDS = tuple(f.name for f in fields(RunSummary))
 _FIELD_SET = frozenset(_FIELDS)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and (not isinstance(v, float) or math.isfinite(v))
+
+
+def _opt(check):
+    return lambda v: v is None or check(v)
+
+
+def _str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _scores(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _is_num(x) for k, x in v.items())
+
+
+def _type_check(name: str, annotation: str):
+    if name == "scores":
+        return _scores
+    if name in ("flags", "problems"):
+        return _str_list
+    base = annotation.replace(" | None", "")
+    check = {"str": lambda v: isinstance(v, str), "int": _is_int, "float": _is_num,
+             "bool": lambda v: isinstance(v, bool)}[base]
+    return _opt(check) if "None" in annotation else check
+
+
+_TYPE_OK = {f.name: _type_check(f.name, str(f.type)) for f in fields(RunSummary)}
 
 
 @dataclass(slots=True)
@@ -163,14 +208,6 @@ def problem_key(level: Any, problem_id: Any, name: str | None) -> str:
     if problem_id is not None:
         return str(problem_id)
     return (name or "").strip().lower()
-
-
-def _dedupe(codes: list[str]) -> list[str]:
-    out: list[str] = []
-    for c in codes:
-        if c not in out:
-            out.append(c)
-    return out
 
 
 # ---- the skim --------------------------------------------------------------------------------------
@@ -213,17 +250,8 @@ class _Skim:
             s.ref_runtime_us, s.correct = run.metrics.ref_runtime_us, run.metrics.correct
         s.final_score = run.final_score
         s.scores = dict(run.scores)
-        final = run.final_kernel  # the table shows metric and run-level flags, and the final kernel's
-        codes = [f.code for f in run.flags if f.kernel is None or (final is not None and f.kernel == final.number)]
-        if run.scores.get("excessive_speedup_flagged", 0) >= 1 or run.scores.get("excessive_speedup", 0) >= 1:
-            codes.append("speedup_excessive")
-        if s.terminal in ("backend_error", "dangling_call"):
-            codes.append(s.terminal)
-        if run.incomplete:
-            codes.append("still_writing")
-        if any(pr.line > 0 for pr in run.problems):
-            codes.append("bad_lines")
-        s.flags = _dedupe(codes)
+        s.failed_calls = facts.failed_calls(run)
+        s.flags = facts.flag_codes(run)  # the flag set every view shows
         s.problems = [str(pr) for pr in run.problems[:_MAX_PROBLEMS]]
         if len(run.problems) > _MAX_PROBLEMS:
             s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")

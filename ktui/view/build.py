@@ -211,10 +211,9 @@ def _category(f: Flag) -> str:
     return "harness"
 
 
-def phrase(code: str, message: str) -> str:
-    if code in FLAG_PHRASES:
-        return FLAG_PHRASES[code]
-    return one_line(message, 50)
+def phrase(code: str) -> str:
+    """A few words for a flag code (the same for every flag of that code)."""
+    return FLAG_PHRASES.get(code) or one_line(code, 50).replace("_", " ")
 
 
 def flag_view(run: Run, f: Flag) -> FlagView:
@@ -228,7 +227,7 @@ def flag_view(run: Run, f: Flag) -> FlagView:
     if isinstance(ev, str):
         ev = (ev,)
     return FlagView(code=one_line(f.code), severity=f.severity if f.severity in ("error", "warning", "info") else
-                    "warning", category=_category(f), message=one_line(f.message), phrase=phrase(f.code, f.message),
+                    "warning", category=_category(f), message=one_line(f.message), phrase=phrase(f.code),
                     kernel=f.kernel, line=f.line, turn=turn, evidence=tuple(one_line(x, 300) for x in ev),
                     metric=f.metric)
 
