@@ -267,3 +267,34 @@ def test_fixture_report_numbers_match_runs_json(tmp_path):
         assert cells[0] == str(a["runs"]) and cells[1] == str(a["passed"])
         assert cells[3] == f"{a['fast_0'] * 100:.0f}%"
     assert len(_data(page)["rows"]) == len(body["runs"])
+
+
+@needs_browser
+def test_fixture_report_in_chromium(browser, tmp_path):
+    """The acceptance command: `ktui report ../shared/fixtures -o report.html`, every chart drawn."""
+    out = tmp_path / "report.html"
+    assert CliRunner().invoke(main, ["report", str(FIXTURES), "-o", str(out), "--no-cache"]).exit_code == 0
+    page, errors = _open(browser, out)
+    models = 4  # claude-sonnet-4-5, gpt-5.5, openai/gpt-5.5-priority, rep1-model
+    for chart, n in (("fast-p", models), ("speedup", models), ("grid", models), ("first-correct", 3)):
+        assert page.eval_on_selector_all(f"svg.{chart} g.series", "n => n.length") == n, chart
+    assert page.eval_on_selector_all("svg.grid g.cell", "n => n.length") == 6
+    assert len(_shown_paths(page)) == 6
+    page.click("#runs tbody tr >> nth=0")
+    page.wait_for_selector("#detail[data-state='ready']")
+    assert page.eval_on_selector_all("#detail .turn", "n => n.length") >= 1
+    assert _pwned(page) is None and not errors, errors
+
+
+def test_broken_traces_still_make_a_report(tmp_path):
+    (tmp_path / "garbage.jsonl").write_bytes(b"\xff\xfe\x00 not json\n{\"tick\": 1}\n")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "deep.jsonl").write_text('{"tick":0,"ts_ms":1,"actor":null,"payload":{"kind":"system","note":"'
+                                         + "[" * 3000 + '"}}\n')
+    page, stats = build_report(tmp_path, use_cache=False)
+    assert stats["runs"] == 3
+    details = _details(page)
+    assert len(details) == 3
+    for d in details.values():
+        assert ("error" in d) or ("turns" in d and "problems" in d)
+    assert any(d.get("problems") for d in details.values())  # the reader's problems are shown
