@@ -593,3 +593,28 @@ def test_target_output_cannot_forge_events(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout == '{"event": "ready"}\n'
     assert "forged-by-child" in out.stderr and "forged-by-fd1" in out.stderr and '"completed"' in out.stderr
+
+
+def test_run_target_waits_for_the_profiler_to_write_its_report(tmp_path):
+    """Like ncu: the wrapper writes its report after the worker has exited; run_target waits for it."""
+    from ktui.repro.profile.run import run_target
+
+    wrapper = tmp_path / "wrap.py"
+    wrapper.write_text("import subprocess, sys, time\n"
+                       "rc = subprocess.call(sys.argv[1:])\n"
+                       "time.sleep(1.5)\n"
+                       f"open({str(tmp_path / 'report')!r}, 'w').write('done')\n"
+                       "sys.exit(rc)\n")
+    worker = "import json, sys; print(json.dumps({'event': 'result', 'status': 'completed', 'argv': sys.argv[1:]}))"
+    work = tmp_path / "work"
+    work.mkdir()
+    res = run_target([sys.executable, str(wrapper), sys.executable, "-c", worker], {"a": 1}, cwd=work,
+                     compile_timeout=30, run_timeout=30)
+    assert res["status"] == "completed" and res["returncode"] == 0
+    assert (tmp_path / "report").read_text() == "done"
+    req = json.loads(Path(res["argv"][0]).read_text())
+    assert req["a"] == 1 and req["work_dir"] == str(work)
+    # a worker that closes its output but keeps running is killed at the stage deadline
+    sneaky = "import os, time; os.close(1); time.sleep(60)"
+    res = run_target([sys.executable, "-c", sneaky], {}, cwd=work, compile_timeout=1.5, run_timeout=1.5)
+    assert res["failure"]["kind"] == "timeout"

@@ -130,10 +130,12 @@ def _env() -> dict[str, str]:
 
 def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_timeout: float, run_timeout: float,
                on_progress: Callable[[Any], None] | None = None, cancel: threading.Event | None = None,
-               label: str = "") -> dict[str, Any]:
-    """Run the profiled worker (``argv``: ncu + ``python -m ktui.repro.profile.target``) for one
-    request: its own process group and temporary directory, a deadline per stage, ``cancel``
-    kills the group. Always returns a result dict."""
+               label: str = "", finish_timeout: float = 180.0) -> dict[str, Any]:
+    """Run the profiled worker (``argv``: ncu + ``python -m ktui.repro.profile.target``; the
+    request file's path is appended) for one request: its own process group and temporary
+    directory, a deadline per stage, ``cancel`` kills the group. After the worker's result it waits
+    (up to ``finish_timeout``) for the command to exit: ncu writes its report then. Always
+    returns a result dict."""
     import json
     import queue
     import signal
@@ -142,9 +144,11 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
 
     t0 = time.monotonic()
     err_path = cwd / "worker.stderr"
+    req_path = cwd / "request.json"  # a file, not stdin: ncu sits between ktui and the worker
+    req_path.write_text(json.dumps({**request, "work_dir": str(cwd)}), encoding="utf-8")
     with open(err_path, "wb") as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=str(cwd),
-                                env=_env(), start_new_session=True)
+        proc = subprocess.Popen([*argv, str(req_path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=err, cwd=str(cwd), env=_env(), start_new_session=True)
     lines: queue.Queue[bytes | None] = queue.Queue()
 
     def reader() -> None:
@@ -170,12 +174,6 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
                 "failure": {"stage": stage or "startup", "kind": kind, "message": message, "fatal": True},
                 "stderr_tail": _tail(err_path), "wall_seconds": round(time.monotonic() - t0, 3)}
 
-    try:
-        assert proc.stdin is not None
-        proc.stdin.write((json.dumps({**request, "work_dir": str(cwd)}) + "\n").encode())
-        proc.stdin.close()
-    except OSError:
-        pass  # it died already: reported from its exit below
     stage: str | None = "startup"
     done = 0.0
     total = float(sum(STAGE_WEIGHTS.values()))
@@ -195,7 +193,11 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
             except queue.Empty:
                 continue
             if raw is None:
-                rc = proc.wait()
+                try:  # stdout closed: the process is ending (or hides: the stage deadline still holds)
+                    rc = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    kill()
+                    return failed("timeout", f"closed its output and did not exit during {stage} (killed)", stage)
                 if rc is not None and rc < 0:
                     try:
                         name = signal.Signals(-rc).name
@@ -222,7 +224,14 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
                 msg = f"{stage} ({ev.get('what')}) {ev.get('trial')}/{ev.get('of')}"
             elif kind == "result":
                 res = {k: v for k, v in ev.items() if k != "event"}
+                # the worker is done; ncu (its parent) writes the report after it exits
+                try:
+                    proc.wait(timeout=finish_timeout)
+                except subprocess.TimeoutExpired:
+                    res.setdefault("notes", []).append(f"the profiler had not exited {finish_timeout:g} s after the "
+                                                       "worker's result: killed")
                 res["wall_seconds"] = round(time.monotonic() - t0, 3)
+                res["returncode"] = proc.returncode
                 if res.get("status") != "completed":
                     res["stderr_tail"] = _tail(err_path)
                 return res

@@ -1,6 +1,6 @@
 """The process Nsight Compute profiles: ``ncu ... python -m ktui.repro.profile.target``.
 
-Reads one JSON request on stdin and prints JSON events on the real stdout (file descriptor 1
+Reads one JSON request from the file named by its argument and prints JSON events on the real stdout (file descriptor 1
 is pointed at stderr before any trace code runs, so what the kernel prints cannot forge an
 event)::
 
@@ -231,13 +231,15 @@ def main() -> None:
         proto.flush()
 
     emit({"event": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
-    line = sys.stdin.readline()
     code = 0
     try:
-        req = json.loads(line)
+        if len(sys.argv) < 2:
+            raise ValueError("usage: python -m ktui.repro.profile.target REQUEST.json")
+        with open(sys.argv[1], encoding="utf-8") as fh:
+            req = json.loads(fh.read(64 << 20))
         if not isinstance(req, dict):
             raise ValueError("not an object")
-    except ValueError as exc:
+    except (OSError, ValueError) as exc:
         emit({"event": "result", "status": "failed",
               "failure": {"stage": "startup", "kind": "worker_error", "message": f"bad request: {exc}",
                           "trial": None, "fatal": True}})
