@@ -149,6 +149,13 @@ def test_reproduced_curve_from_the_repro_cache(sweep):
     assert c.fast_p.lo == pytest.approx(0.3)
     text = render_chart("fast_p", c, 100, 28).plain
     assert "grok-4.3 (reproduced)" in text and "╍╍" in text
+    from ktui.report.svg import fast_p_svg
+
+    svg = fast_p_svg(c.fast_p)
+    assert svg.count('<g class="series"') == 8
+    rep_g = svg[svg.index('data-kind="reproduced"'):]
+    assert 'data-model="grok-4.3"' in svg[svg.rindex("<g", 0, svg.index('data-kind="reproduced"')):] and \
+        "stroke-dasharray" in rep_g[: rep_g.index("</g>")]
 
 
 # ---- rendering ------------------------------------------------------------------------------------------

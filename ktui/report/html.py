@@ -21,6 +21,7 @@ import base64
 import gzip
 import html
 import math
+import multiprocessing
 import os
 import secrets
 import sys
@@ -40,6 +41,7 @@ from ktui.view.charts import CHART_TITLES, SweepCharts, sweep_charts
 from ktui.view.text import clean, one_line
 
 PARALLEL_MIN = 64  # runs before the details are built by helper processes
+_MP = multiprocessing.get_context("spawn")  # never fork a process that may hold threads (the app, tests)
 NUMERIC = {"turns", "tokens", "wall", "speedup"}
 
 
@@ -120,7 +122,7 @@ def packed_details(paths: list[str], jobs: int | None = None) -> list[str]:
     n = _workers(len(paths), jobs)
     if n <= 1:
         return _packed_many(paths)
-    with ProcessPoolExecutor(max_workers=n) as ex:
+    with ProcessPoolExecutor(max_workers=n, mp_context=_MP) as ex:
         return [d for part in ex.map(_packed_many, _chunks(paths, n)) for d in part]
 
 
@@ -142,7 +144,7 @@ def scan_and_detail(root: str | os.PathLike[str], *, use_cache: bool = True, job
     if n <= 1:
         runs = list(idx.summaries())
         return idx, runs, _packed_many([s.real or s.path for s in runs])
-    with ProcessPoolExecutor(max_workers=n) as ex:
+    with ProcessPoolExecutor(max_workers=n, mp_context=_MP) as ex:
         parts = ex.map(_packed_many, _chunks(paths, n))
         runs = list(idx.summaries())
         by_path = dict(zip(paths, (d for part in parts for d in part), strict=True))
