@@ -403,8 +403,6 @@ def test_v_in_the_runs_screen_fills_in_reproduced(tmp_path, builds):
 
 
 async def _runs_verify(tmp_path, builds):
-    from textual.widgets import Static
-
     from ktui.tui.app import KtuiApp
     from ktui.tui.screens.runs import RunsScreen
     from ktui.tui.widgets.runs_table import RunsTable

@@ -186,15 +186,21 @@ def render(console: Any, report: Report) -> None:
 
     from ktui.repro.command import VERDICT_STYLE
 
+    # the reason column only where it fits (the claims below give the reason of every claim that fails)
+    wide = (console.width or 80) >= 150
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    for h in ("run", "model", "ver", "recorded", "reproduced", "verdict", "reason"):
+    for h in ("run", "model", "ver", "recorded", "reproduced", "verdict") + (("reason",) if wide else ()):
         t.add_column(h, overflow="fold" if h == "reason" else "ellipsis", no_wrap=h != "reason",
-                     max_width=70 if h == "reason" else (48 if h == "run" else None))
+                     max_width=70 if h == "reason" else (48 if h == "run" else None),
+                     min_width={"run": 16, "model": 8, "verdict": 10}.get(h))
     for v in report.rows:
-        t.add_row(Text(one_line(v.row.path)), Text(one_line(v.row.model or "")), Text(one_line(v.row.version or "—")),
-                  Text(_side(v.row.recorded_outcome, v.row.recorded_speedup)),
-                  Text(_side(v.outcome, v.speedup) + (" (cached)" if v.cached else "")),
-                  Text(v.verdict, style=VERDICT_STYLE.get(v.verdict, "")), Text(one_line(v.reason, 300)))
+        cells = [Text(one_line(v.row.path)), Text(one_line(v.row.model or "")), Text(one_line(v.row.version or "—")),
+                 Text(_side(v.row.recorded_outcome, v.row.recorded_speedup)),
+                 Text(_side(v.outcome, v.speedup) + (" (cached)" if v.cached else "")),
+                 Text(v.verdict, style=VERDICT_STYLE.get(v.verdict, ""))]
+        if wide:
+            cells.append(Text(one_line(v.reason, 300)))
+        t.add_row(*cells)
     console.print(t)
     console.print()
     console.print(Text("per model: recorded → reproduced", style="bold"))
@@ -223,8 +229,8 @@ def models_table(report: Report) -> Any:
     from rich.text import Text
 
     m = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    m.add_column("model")
-    m.add_column("runs", justify="right")
+    m.add_column("model", min_width=10, overflow="ellipsis", no_wrap=True)
+    m.add_column("runs", justify="right", min_width=4)
     for h in ["pass"] + [f"fast_{p:g}" for p in FAST_P] + ["geomean"]:
         m.add_column(h, justify="right", no_wrap=True)
     for d in report.models():

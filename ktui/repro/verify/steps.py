@@ -23,9 +23,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ktui.repro import runner
 from ktui.repro.api import ReproOptions
-from ktui.repro.runner import _failure_result, _Session
+from ktui.repro.runner import _failure_result
 from ktui.repro.verify.plan import Job
+
+# a worker process that can be started before its request is known (the standby); a runner
+# without one (each request starts its own process) makes the standby a no-op
+_Session = getattr(runner, "_Session", None)
 
 BUILD_STOP = ("reference", "no_reference")  # where a build-only request ends when the build worked
 BUILD_NICE = "10"  # build workers run niced: the timing workers' CPU time comes first
@@ -87,14 +92,8 @@ def build(job: Job, options: ReproOptions, *, build_root: str, env_extra: dict[s
     """Compile ``job`` into ``build_root`` in a fresh worker process (never raises for the kernel)."""
     started = time.time()
     ctimeout, rtimeout = _timeouts(options)
-    sess = _Session(env_extra=env_extra)
-    try:
-        req = job.request(options, build_root, with_reference=False)
-        req["keep_alive"] = False
-        req["work_dir"] = str(sess.work_dir)
-        res = sess.exchange(req, on_progress=None, cancel=cancel, compile_timeout=ctimeout, run_timeout=rtimeout)
-    finally:
-        sess.close()
+    req = job.request(options, build_root, with_reference=False)
+    res = runner.run_request(req, cancel=cancel, compile_timeout=ctimeout, run_timeout=rtimeout, env_extra=env_extra)
     return interpret_build(job, res, started)
 
 
@@ -104,14 +103,15 @@ class Standby:
     def __init__(self, env_extra: dict[str, str] | None = None):
         env = dict(env_extra or {})
         env["KTUI_WORKER_PRELOAD"] = "torch"
-        self.session = _Session(env_extra=env)
+        self.session = _Session(env_extra=env) if _Session is not None else None
         self.started = time.time()
 
     def alive(self) -> bool:
-        return self.session.alive()
+        return self.session is not None and self.session.alive()
 
     def close(self) -> None:
-        self.session.close()
+        if self.session is not None:
+            self.session.close()
 
 
 def judge(job: Job, options: ReproOptions, *, build_root: str, standby: Standby | None = None,
@@ -121,6 +121,12 @@ def judge(job: Job, options: ReproOptions, *, build_root: str, standby: Standby 
     if standby is not None and not standby.alive():
         standby.close()
         standby = None
+    if standby is None and _Session is None:
+        t0 = time.monotonic()
+        res = runner.run_request(job.request(options, build_root), cancel=cancel, compile_timeout=ctimeout,
+                                 run_timeout=rtimeout, env_extra=env_extra)
+        res.setdefault("wall_seconds", round(time.monotonic() - t0, 3))
+        return res
     sess = standby.session if standby is not None else _Session(env_extra=env_extra)
     t0 = time.monotonic()
     try:
