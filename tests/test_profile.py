@@ -491,6 +491,8 @@ import os, subprocess, sys
 a = sys.argv[1:]
 if a == ["--version"]:
     print("Version 2099.1.0"); sys.exit(0)
+if "--import" in a:
+    print(open(a[a.index("--import") + 1]).read()); sys.exit(0)
 vals = {{"--target-processes", "--profile-from-start", "--clock-control", "--cache-control", "--replay-mode",
         "--launch-count", "--metrics", "--export", "--log-file"}}
 i, opts = 0, {{}}
@@ -499,6 +501,20 @@ while i < len(a) and a[i].startswith("--"):
         opts[a[i]] = a[i + 1]; i += 2
     else:
         i += 1
+if os.environ.get("FAKE_NCU_MODE") == "report":
+    # stand in for ncu AND a GPU: answer as the profiled worker would, and write a real captured report
+    import json, shutil
+    req = json.load(open(a[-1]))
+    side = req["profile"]["side"]
+    print(json.dumps({{"event": "ready"}}), flush=True)
+    print(json.dumps({{"event": "stage", "stage": "profile", "state": "start"}}), flush=True)
+    print(json.dumps({{"event": "result", "status": "completed", "environment": {{"gpu": "NVIDIA H200"}},
+                      "profile": {{"side": side, "warmup": req["profile"]["warmup"], "forwards_profiled": 1}}}}),
+          flush=True)
+    src = os.path.join(os.environ["FAKE_NCU_FIXTURES"], "raw_seed_v4.csv" if side == "kernel" else "raw_seed_ref.csv")
+    shutil.copy(src, opts["--export"] + ".ncu-rep")
+    open(opts["--log-file"], "w").write('==PROF== Profiling "k" - 0: 0%....50%....100% - 12 passes\n')
+    sys.exit(0)
 if os.environ.get("FAKE_NCU_MODE") == "perm":
     open(opts["--log-file"], "w").write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                                         "NVIDIA GPU Performance Counters on the target device 0.\n")
@@ -618,3 +634,29 @@ def test_run_target_waits_for_the_profiler_to_write_its_report(tmp_path):
     sneaky = "import os, time; os.close(1); time.sleep(60)"
     res = run_target([sys.executable, "-c", sneaky], {}, cwd=work, compile_timeout=1.5, run_timeout=1.5)
     assert res["failure"]["kind"] == "timeout"
+
+
+def test_cli_profile_end_to_end_with_a_stand_in_ncu(tmp_path):
+    """The whole command (both sides, read-back, rows, roofline, text and --json) with a stand-in
+    for ncu + GPU that answers with the real captured H200 reports."""
+    env = dict(os.environ, KTUI_NCU=str(_fake_ncu(tmp_path)), KTUI_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(REPO), FAKE_NCU_MODE="report", FAKE_NCU_FIXTURES=str(FIX))
+    cmd = [sys.executable, "-m", "ktui", "repro", str(SEED), "--version", "v4", "--profile"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
+    assert out.returncode == 1, out.stderr  # rows differ from the page
+    text = out.stdout
+    assert "Nsight Compute profile" in text and "DIFFERS" in text and "ncu 2099.1.0" in text
+    assert "kernel: 1 launch (permute_kernel), 2.72 μs in one forward, 12 ncu passes" in text
+    assert "reference: 1 launch (index_elementwise_kernel<…>)" in text
+    assert "ld sectors / req" in text and "impossible" in text and "FLOP/byte" in text
+    assert "latency-bound" in text and "--clock-control none" in text
+    out = subprocess.run(cmd + ["--json", "--clock-control", "base"], capture_output=True, text=True, env=env,
+                         timeout=180)
+    d = json.loads(out.stdout)
+    assert d["status"] == "completed" and d["clock_control"] == "base" and d["verdict"] == "differs"
+    assert d["sides"]["kernel"]["passes"] == {"0": 12}
+    assert "--clock-control" in d["sides"]["kernel"]["command"]
+    assert d["sides"]["kernel"]["command"][d["sides"]["kernel"]["command"].index("--clock-control") + 1] == "base"
+    assert [p["name"] for p in d["roofline"]["points"]] == ["kernel", "reference"]
+    row = {r["key"]: r for r in d["rows"]}
+    assert row["profile.roofline.ld_sectors_per_req"]["verdict"] == "reproduced"

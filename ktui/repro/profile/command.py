@@ -61,7 +61,7 @@ def render_profile(console: Any, report: Any) -> None:
     head.append(f" {report.verdict.upper()} ", style=VERDICT_STYLE.get(report.verdict, "bold"))
     console.print(head)
     env = report.environment or {}
-    bits = [str(env.get("gpu") or "?"), f"ncu {report.ncu_version or '?'}",
+    bits = [sanitize(str(env.get("gpu") or "GPU unknown")), f"ncu {report.ncu_version or '?'}",
             f"--clock-control {report.clock_control}", f"--cache-control {report.cache_control}"]
     console.print(Text(" · ".join(bits), style="dim"))
     for side in ("kernel", "reference"):
@@ -83,6 +83,13 @@ def render_profile(console: Any, report: Any) -> None:
                 line.append(f", {sp.wall_seconds:.1f} s under ncu", style="dim")
         console.print(line)
 
+    if not report.rows:
+        v = Text("verdict: ")
+        v.append(report.verdict, style=VERDICT_STYLE.get(report.verdict, "bold"))
+        v.append(f" — {sanitize(report.reason or report.message)}")
+        console.print(v)
+        console.print()
+        return
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
     table.add_column("metric", no_wrap=True)
     table.add_column("recorded", overflow="fold", max_width=24)
