@@ -193,8 +193,21 @@ async def _settled(pilot) -> None:
     await pilot.pause(0.05)
 
 
-def test_chart_key_cycles_follows_the_filter_and_grid_enter_opens_runs(sweep):
+def test_chart_key_cycles_follows_the_filter_and_grid_enter_opens_runs(sweep, monkeypatch):
+    import threading
+
+    import ktui.view.charts as vc
+
+    threads = []
+    real = vc.sweep_charts
+
+    def spy(*a, **k):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(*a, **k)
+
+    monkeypatch.setattr(vc, "sweep_charts", spy)
     asyncio.run(_screen_flow(sweep))
+    assert threads and not any(threads)  # computed in workers, never on the UI thread
 
 
 async def _screen_flow(sweep):

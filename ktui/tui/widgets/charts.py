@@ -473,6 +473,7 @@ class SweepChartView(Widget, can_focus=True):
         self.kind = "fast_p"
         self.cursor = (0, 0)
         self.pending = False
+        self._drawn: tuple[tuple, Text] | None = None
 
     def show(self, kind: str) -> None:
         self.kind = kind
@@ -488,7 +489,10 @@ class SweepChartView(Widget, can_focus=True):
         w, h = self.content_region.width or self.size.width, self.content_region.height or self.size.height
         if self.charts is None:
             return Text("computing the charts…", style="dim")
-        return render_chart(self.kind, self.charts, max(20, w), max(6, h), self.cursor)
+        key = (id(self.charts), self.kind, w, h, self.cursor if self.kind == "grid" else None)
+        if self._drawn is None or self._drawn[0] != key:  # redraws (focus, hover) reuse the layout
+            self._drawn = (key, render_chart(self.kind, self.charts, max(20, w), max(6, h), self.cursor))
+        return self._drawn[1]
 
     def action_move(self, dy: int, dx: int) -> None:
         if self.kind != "grid" or self.charts is None:
