@@ -443,6 +443,25 @@ def test_report_render_and_json(seed_recorded):
     assert d["callouts"]
 
 
+def test_several_launches_are_listed_one_per_line(seed_recorded):
+    from rich.console import Console
+
+    from ktui.repro.profile.command import render_profile
+
+    rep = _report(seed_recorded)
+    k = rep.sides["kernel"]
+    k.launches = [kernel_summary(launches("mem_scale")[0]), kernel_summary(launches("mm_fp32")[0])]
+    k.forward = forward_summary(k.launches)
+    buf = io.StringIO()
+    render_profile(Console(file=buf, width=150, color_system=None), rep)
+    out = buf.getvalue()
+    assert "kernel: 2 launches" in out
+    assert "#0 vectorized_elementwise_kernel<…>: 31.10 μs, SM 6.6 %, DRAM 73.5 %, occupancy 81.8 %, grid 16384 x " \
+           "block 128" in out
+    assert "#0 sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize2…: 2,692.48 μs" in \
+        " ".join(out.split())
+
+
 def test_untrusted_kernel_names_are_sanitized(seed_recorded):
     from rich.console import Console
 

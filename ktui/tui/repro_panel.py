@@ -199,7 +199,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self._status(f"verdict: {report.verdict}{when}")
         width = max(60, (self.size.width or 110) - 6)
         self.query_one("#repro-report", Static).update(render_report_text(report, width))
-        self._hint("r: re-run  ·  esc: close")
+        self._hint("r: re-run  ·  p: profile (ncu)  ·  esc: close")
 
     # ---- the run (thread) -----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="repro", exit_on_error=False)

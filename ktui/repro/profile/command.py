@@ -23,6 +23,14 @@ def _err(msg: str) -> None:
     print(f"ktui: {msg}", file=sys.stderr)
 
 
+def _pct(v: Any) -> str:
+    return f"{v:.1f} %" if isinstance(v, (int, float)) else "n/a"
+
+
+def _int(v: Any) -> str:
+    return f"{int(v)}" if isinstance(v, (int, float)) else "n/a"
+
+
 def _us(s: Any) -> str:
     return f"{s * 1e6:,.2f} μs" if isinstance(s, (int, float)) else "n/a"
 
@@ -82,6 +90,12 @@ def render_profile(console: Any, report: Any) -> None:
             if sp.wall_seconds is not None:
                 line.append(f", {sp.wall_seconds:.1f} s under ncu", style="dim")
         console.print(line)
+        if sp.status == "completed" and len(sp.launches) > 1:
+            for k in sp.launches:
+                console.print(Text(f"  #{k.get('id')} {short_name(k.get('name'))}: {_us(k.get('duration_s'))}, "
+                                   f"SM {_pct(k.get('sm_pct'))}, DRAM {_pct(k.get('dram_pct'))}, "
+                                   f"occupancy {_pct(k.get('occupancy_pct'))}, grid {_int(k.get('grid_size'))} x "
+                                   f"block {_int(k.get('block_size'))}", style="dim"))
 
     if not report.rows:
         v = Text("verdict: ")
