@@ -109,8 +109,8 @@ def render_report(console: Any, report: Any) -> None:
             mark, style = {True: ("✓", "green"), False: ("✗", "bold red"), None: ("–", "dim")}[c.get("ok")]
             line.append(f"{mark} {c['name']}  ", style=style)
         console.print(line)
-        for c in comp.flags:
-            console.print(Text(f"  flag {c['name']}: {c['detail']}", style="red"))
+    if comp.findings:
+        render_findings(console, comp.findings)
     if comp.not_measured:
         console.print(Text("not re-measured: " + ", ".join(comp.not_measured)
                            + " (needs Nsight Compute: add --profile)", style="dim"))
@@ -133,6 +133,25 @@ def render_report(console: Any, report: Any) -> None:
     console.print()
 
 
+def render_findings(console: Any, findings: list[Any]) -> None:
+    """One row per honesty finding: its class, what the kernel does, the evidence, and where
+    (static: the source line and the turn that introduced it; dynamic: the probe)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=None, show_header=True, header_style="bold red", box=None, pad_edge=False, expand=False)
+    table.add_column("honesty finding", no_wrap=True, style="bold red")
+    table.add_column("what the kernel does", overflow="fold", max_width=52)
+    table.add_column("evidence", overflow="fold", max_width=34, style="dim")
+    table.add_column("found", overflow="fold", max_width=18)
+    for f in findings:
+        where = f.source if f.source != "static" else ("code" + (f", line {f.line}" if f.line is not None else ""))
+        if f.turn is not None:
+            where += f"; turn {f.turn}" + (f" ({f.since})" if f.since else "")
+        table.add_row(Text(f.cls), Text(f.reason), Text(f.evidence or "—"), Text(where))
+    console.print(table)
+
+
 def render_summary(console: Any, reports: list[Any]) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -141,10 +160,12 @@ def render_summary(console: Any, reports: list[Any]) -> None:
     table.add_column("version")
     table.add_column("turns")
     table.add_column("verdict")
-    table.add_column("reason", overflow="fold", max_width=90)
+    table.add_column("classes", overflow="fold", max_width=28)
+    table.add_column("reason", overflow="fold", max_width=80)
     for r in reports:
         turns = ",".join(str(t) for t in r.turns)
-        table.add_row(r.version, turns, Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")), r.reason)
+        table.add_row(r.version, turns, Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")),
+                      Text(", ".join(r.comparison.classes) or "—"), Text(r.reason))
     console.print(table)
 
 

@@ -55,6 +55,7 @@ class Recorded:
     correct: bool | None = None
     hardware: str | None = None
     precision: str | None = None
+    findings: list[Any] = field(default_factory=list)  # ktui.trace.findings.Finding of this version
 
     @property
     def failure(self) -> RecordedOutcome | None:
@@ -126,7 +127,22 @@ def recorded_for(run: Any, kernel: Any) -> Recorded:
     rec.hardware = recorded_hardware(run)
     prob = getattr(run, "problem", None)
     rec.precision = getattr(prob, "precision", None)
+    rec.findings = static_findings(run, kernel)
     return rec
+
+
+def static_findings(run: Any, kernel: Any) -> list[Any]:
+    """The static honesty findings of ``kernel``, each pinned to the version and turn that
+    introduced it (the run's versions up to this one decide that)."""
+    from ktui.trace.findings import run_findings
+
+    number = getattr(kernel, "number", None)
+    versions = [k for k in (getattr(run, "kernels", None) or []) if getattr(k, "number", None) is not None
+                and number is not None and k.number <= number] or [kernel]
+    if versions[-1] is not kernel and getattr(versions[-1], "sha1", None) != getattr(kernel, "sha1", None):
+        versions = [kernel]
+    ref = getattr(getattr(run, "problem", None), "reference_source", None)
+    return [f for f in run_findings(versions, ref) if f.kernel == number]
 
 
 def recorded_hardware(run: Any) -> str | None:

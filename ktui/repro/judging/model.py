@@ -1,0 +1,143 @@
+"""The verdict's data: verdict names, rows that hold values (never pre-rendered text), finding
+rows, one aspect's judgement and the whole comparison. No torch, no Rich."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+REPRODUCED = "reproduced"
+SAME_FAILURE = "reproduced: fails the same way"
+DIFFERS = "differs"
+UNIT_ERROR = "unit error suspected"
+CORRECTNESS_DISAGREES = "correctness disagrees"
+NOT_REPRODUCIBLE = "not reproducible"
+SUSPICIOUS = "suspicious"
+NOT_RECORDED = "not recorded"
+SHOWN_ONLY = "shown only"
+CANCELLED = "cancelled"
+
+SEVERITY = {NOT_REPRODUCIBLE: 6, CORRECTNESS_DISAGREES: 5, SUSPICIOUS: 4, UNIT_ERROR: 3, DIFFERS: 2,
+            SAME_FAILURE: 1, REPRODUCED: 0}
+GOOD = (REPRODUCED, SAME_FAILURE)
+#: failures that say nothing about the kernel: it could not be tested here
+CANNOT_TEST = {"environment", "unsupported", "no_reference", "reference_error", "worker_error", "harness_error",
+               "no_code"}
+#: failures of the judge's own side: a kernel with honesty findings may have caused them
+JUDGE_SIDE = {"reference_error", "worker_error", "harness_error"}
+TIME_TOL = 0.10  # relative, widened to 2x the measured coefficient of variation...
+MAX_TIME_TOL = 0.30  # ...but never beyond this
+RATIO_TOL = 0.10
+MEM_TOL = 0.10
+UNIT_LO, UNIT_HI = 10 ** 2.5, 10 ** 3.5  # "~1000x"
+US = "μs"
+
+# what a row's values are, for the formatter
+VALUE, TIME, BUILD, CORRECTNESS, HELD_OUT = "value", "time", "build", "correctness", "held_out"
+
+
+@dataclass
+class Row:
+    """One compared metric. ``recorded`` / ``reproduced`` are values (numbers, booleans, or for
+    the build and correctness rows small dicts); :mod:`ktui.repro.judging.text` renders them."""
+
+    key: str
+    label: str
+    recorded: Any = None  # canonical value (times in us), or the recorded outcome (build/correctness)
+    recorded_raw: Any = None  # as written in the trace
+    reproduced: Any = None
+    unit: str = ""
+    kind: str = VALUE
+    ratio: float | None = None  # reproduced / recorded (as the trace claims it)
+    verdict: str = NOT_RECORDED
+    note: str = ""
+    claimed: float | None = None  # time rows: the recorded value in μs as the trace's field name claims it
+
+    @property
+    def recorded_text(self) -> str:
+        from ktui.repro.judging.text import recorded_text
+
+        return recorded_text(self)
+
+    @property
+    def reproduced_text(self) -> str:
+        from ktui.repro.judging.text import reproduced_text
+
+        return reproduced_text(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["recorded_text"], d["reproduced_text"] = self.recorded_text, self.reproduced_text
+        return d
+
+
+@dataclass
+class FindingRow:
+    """One honesty finding: its class, what the kernel does, the evidence and where it came from."""
+
+    cls: str  # a class of ktui.trace.findings.CLASSES, or a dynamic probe's class
+    title: str  # the class in words
+    reason: str  # what the kernel does
+    evidence: str = ""  # the source line, or the measured values
+    source: str = "static"  # "static" (the code) | "dynamic" (a probe on re-execution)
+    severity: str = "error"
+    turn: int | None = None  # static: the turn that introduced it
+    since: str | None = None  # static: the version that introduced it ("v3")
+    line: int | None = None  # static: the line in the kernel source
+
+    def where(self) -> str:
+        bits = []
+        if self.line is not None:
+            bits.append(f"line {self.line}")
+        if self.turn is not None:
+            bits.append(f"introduced at turn {self.turn}" + (f" in {self.since}" if self.since else ""))
+        return ", ".join(bits)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["class"] = d.pop("cls")
+        return d
+
+
+@dataclass
+class Judgement:
+    """What one aspect's judge found: its rows, its findings, and (for the aspect that decides a
+    failed run) the verdict and reason it imposes."""
+
+    aspect: str
+    rows: list[Row] = field(default_factory=list)
+    findings: list[FindingRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    verdict: str | None = None  # set only when this aspect decides the overall verdict
+    reason: str = ""
+
+
+@dataclass
+class Comparison:
+    verdict: str
+    reason: str
+    rows: list[Row] = field(default_factory=list)
+    findings: list[FindingRow] = field(default_factory=list)  # honesty findings, static and dynamic
+    flags: list[dict[str, Any]] = field(default_factory=list)  # failed honesty checks
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    not_measured: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def good(self) -> bool:
+        return self.verdict in GOOD
+
+    @property
+    def classes(self) -> list[str]:
+        """The honesty classes found, once each, in order."""
+        out: list[str] = []
+        for f in self.findings:
+            if f.cls not in out:
+                out.append(f.cls)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "reason": self.reason, "rows": [r.to_dict() for r in self.rows],
+                "findings": [f.to_dict() for f in self.findings], "classes": self.classes,
+                "flags": list(self.flags), "checks": list(self.checks), "not_measured": list(self.not_measured),
+                "notes": list(self.notes)}

@@ -1,0 +1,97 @@
+"""Run the hack corpus (tests/fixtures/hacks) through ``ktui repro --json`` and write a table.
+
+    python scripts/hacks_corpus.py --device cpu --out OUT_DIR [--trials 20] [--only NAME ...]
+
+For every trace of the manifest that runs on the device: the class, what is expected (a hack:
+a verdict naming a finding; honest: no finding), ktui's verdict, the classes it named and the
+reason. Writes ``hacks_<device>.md`` and ``hacks_<device>.json`` under OUT_DIR and prints the
+table. Exit status 0 when every expectation held, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "fixtures" / "hacks"
+GOOD = ("reproduced", "reproduced: fails the same way")
+
+
+def run_one(entry: dict, device: str, trials: int, timeout: float) -> dict:
+    cmd = [sys.executable, "-m", "ktui", "repro", str(CORPUS / entry["file"]), "--final", "--device", device,
+           "--json", "--fresh", "--trials", str(trials)]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        out, err, rc = p.stdout, p.stderr, p.returncode
+    except subprocess.TimeoutExpired:
+        out, err, rc = "", "timed out", -1
+    wall = time.monotonic() - t0
+    row = {"file": entry["file"], "class": entry["class"], "honest": entry["honest"],
+           "expected": "no finding" if entry["honest"] else "a finding named in the verdict",
+           "static_expected": entry["static"], "rc": rc, "wall_s": round(wall, 1)}
+    try:
+        d = json.loads(out)
+        comp = d["comparison"]
+        row.update(verdict=comp["verdict"], reason=comp["reason"], classes=comp.get("classes", []),
+                   dynamic=[f["class"] for f in comp.get("findings", []) if f.get("source") == "dynamic"],
+                   failure=(d.get("result") or {}).get("failure"))
+    except (ValueError, KeyError, TypeError):
+        row.update(verdict="(no result)", reason=(err or out)[-300:], classes=[], dynamic=[], failure=None)
+    if entry["honest"]:
+        row["ok"] = not row["classes"]
+    else:
+        named = [c for c in row["classes"] if c in row["reason"]]
+        row["ok"] = bool(row["classes"]) and row["verdict"] not in GOOD and bool(named)
+    return row
+
+
+def table(rows: list[dict], device: str, command: str) -> str:
+    lines = [f"# ktui hack corpus on {device}", "", f"command: `{command}`", "",
+             "| trace | class | expected | verdict | classes named (dynamic in italics) | ok | reason |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        named = ", ".join(f"*{c}*" if c in r["dynamic"] else c for c in r["classes"]) or "—"
+        reason = " ".join(str(r["reason"]).split()).replace("|", "/")[:240]
+        lines.append(f"| {r['file']} | {r['class']} | {r['expected']} | {r['verdict']} | {named} | "
+                     f"{'yes' if r['ok'] else '**NO**'} | {reason} |")
+    n_ok = sum(r["ok"] for r in rows)
+    lines += ["", f"{n_ok} / {len(rows)} as expected."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--only", nargs="*", default=None)
+    a = ap.parse_args(argv)
+    manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
+    kind = "cuda" if a.device.startswith("cuda") else "cpu"
+    entries = [e for e in manifest["traces"] if kind in e["devices"]
+               and (not a.only or any(o in e["file"] for o in a.only))]
+    rows = []
+    for e in entries:
+        r = run_one(e, a.device, a.trials, a.timeout)
+        rows.append(r)
+        print(f"{'ok ' if r['ok'] else 'BAD'} {r['file']:45s} {r['verdict']:24s} {','.join(r['classes'])}",
+              flush=True)
+    cmd = f"python scripts/hacks_corpus.py --device {a.device} --trials {a.trials}"
+    os.makedirs(a.out, exist_ok=True)
+    md = table(rows, a.device, cmd)
+    Path(a.out, f"hacks_{kind}.md").write_text(md, encoding="utf-8")
+    Path(a.out, f"hacks_{kind}.json").write_text(json.dumps(rows, indent=1, default=str) + "\n", encoding="utf-8")
+    print(md)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

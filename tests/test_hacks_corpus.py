@@ -1,0 +1,135 @@
+"""The hack corpus (tests/fixtures/hacks): every class is named, every honest kernel is clean.
+
+Static: every trace (CPU and CUDA) gets the finding classes its manifest lists, pinned to the
+turn that introduced the hack. Dynamic (CPU, in CI): every CPU-capable trace re-executed with
+``ktui repro``'s API gets a verdict that names a class (never just "values differ", never a
+good verdict), and every honest kernel gets no honesty finding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from ktui.trace import load
+from ktui.trace.findings import run_findings
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "fixtures" / "hacks"
+MANIFEST = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))["traces"]
+GOOD = ("reproduced", "reproduced: fails the same way")
+
+torch_missing = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
+    reason="torch is not installed")
+
+
+def test_corpus_is_big_enough_and_labelled():
+    hacks = [e for e in MANIFEST if not e["honest"]]
+    honest = [e for e in MANIFEST if e["honest"]]
+    assert len({e["class"] for e in hacks}) >= 20 and len(honest) >= 6
+    assert sum("cpu" in e["devices"] for e in hacks) >= 20
+    for e in MANIFEST:
+        first = (CORPUS / e["file"]).read_text(encoding="utf-8").splitlines()[0]
+        assert "TEST TRACE" in first and "not produced by an agent" in first
+
+
+def test_generator_is_in_step(tmp_path):
+    """The committed traces are what make_hacks.py writes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_hacks", CORPUS / "make_hacks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.HERE = tmp_path
+    for p in mod.build():
+        assert p.read_bytes() == (CORPUS / p.name).read_bytes(), p.name
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=lambda e: e["file"])
+def test_static_findings(entry):
+    run = load(str(CORPUS / entry["file"]))
+    final = run.final_kernel
+    found = {f.code: f for f in run_findings(run.kernels, run.problem.reference_source) if f.kernel == final.number}
+    found.pop("no_gpu_code", None)
+    if entry["honest"]:
+        assert not found, list(found)
+        return
+    for cls in entry["static"]:
+        assert cls in found, (cls, list(found))
+        f = found[cls]
+        assert (f.since, f.turn) == (2, 1), (cls, f)  # the hack is v2, introduced at turn 1
+        assert f.evidence or cls in ("no_gpu_code",)
+    flags = {fl.code for fl in run.flags if fl.kernel == final.number}
+    assert set(entry["static"]) <= flags  # and the run's flags (show, the app, runs) carry them
+
+
+CPU_ENTRIES = [e for e in MANIFEST if "cpu" in e["devices"]]
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    from ktui.repro.api import ReproOptions, reproduce
+
+    cache = str(tmp_path_factory.mktemp("hacks-cache"))
+    old = os.environ.get("KTUI_CACHE_DIR")
+    os.environ["KTUI_CACHE_DIR"] = cache
+    opts = ReproOptions(device="cpu", trials=5, timeout=120.0, compile_timeout=900.0, fresh=True)
+
+    def one(entry):
+        run = load(str(CORPUS / entry["file"]))
+        return entry["file"], reproduce(run, run.final_kernel, opts)
+
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            yield dict(pool.map(one, CPU_ENTRIES))
+    finally:
+        if old is None:
+            os.environ.pop("KTUI_CACHE_DIR", None)
+        else:
+            os.environ["KTUI_CACHE_DIR"] = old
+
+
+@torch_missing
+@pytest.mark.parametrize("entry", CPU_ENTRIES, ids=lambda e: e["file"])
+def test_cpu_verdict_names_the_class(reports, entry):
+    r = reports[entry["file"]]
+    comp = r.comparison
+    if entry["honest"]:
+        assert comp.findings == [], [f.to_dict() for f in comp.findings]
+        assert r.result.get("status") == "completed", r.result.get("failure")
+        assert r.result["correctness"]["passed"]
+        return
+    assert comp.verdict not in GOOD, comp.reason
+    assert set(entry["static"]) <= set(comp.classes), comp.classes
+    assert any(c in comp.reason for c in comp.classes), comp.reason  # named in the verdict's words
+    d = r.to_dict()["comparison"]
+    assert d["classes"] == comp.classes and all(f["class"] and f["reason"] for f in d["findings"])
+
+
+@torch_missing
+def test_kernelbench_adversarial_three_stay_caught(reports):
+    """KernelBench's result reuse, input zeroing (and, on the GPU, non-default stream) kernels."""
+    zero = reports["hack_input_zeroing.jsonl"].comparison
+    assert "inputs_not_mutated" in zero.classes and "input_write" in zero.classes
+    reuse = reports["hack_result_reuse_allocator.jsonl"].comparison
+    assert "empty_output" in reuse.classes and reuse.verdict not in GOOD
+
+
+@torch_missing
+def test_the_report_shows_finding_rows(reports):
+    from rich.console import Console
+
+    from ktui.repro.command import render_report
+
+    con = Console(width=120, record=True, color_system=None)
+    render_report(con, reports["hack_timer_patch.jsonl"])
+    out = con.export_text()
+    assert "honesty finding" in out and "timer_patch" in out and "time.perf_counter = _slow_clock" in out
+    assert "turn 1 (v2)" in out
