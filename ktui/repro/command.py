@@ -98,7 +98,8 @@ def render_report(console: Any, report: Any) -> None:
         if r.note and r.verdict not in (NOT_RECORDED, SHOWN_ONLY):
             noted.append(r)
             verdict.append(f" [{len(noted)}]", style="dim")
-        table.add_row(r.label, r.recorded_text, r.reproduced_text, ratio, verdict)
+        rec_text, rep_text = r.texts()
+        table.add_row(r.label, rec_text, rep_text, ratio, verdict)
     console.print(table)
     for i, r in enumerate(noted, 1):
         console.print(Text(f"  [{i}] {r.label}: {r.note}", style="dim"))

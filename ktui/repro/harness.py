@@ -1269,7 +1269,7 @@ class Pipeline:
             if timing.get("kernel") is None:
                 add("repeat_vs_fresh_inputs", None, "no timing")
                 return
-            k = max(3, min(10, int(self.req.get("trials", 100))))
+            k = max(5, min(10, int(self.req.get("trials", 100))))
             sets = [inputs_for(probe_seed + 100 + i) for i in range(2 * k + 1)]
 
             def round_(r):
@@ -1280,17 +1280,20 @@ class Pipeline:
                     pair = [(same, sets[0]), (fresh, sets[1 + r * k + i])]
                     for bucket, args in (pair if i % 2 == 0 else pair[::-1]):
                         bucket.append(self._time_once(timer, model_new, args))
-                return stats_us(same)["median_us"], stats_us(fresh)["median_us"]
+                # the fastest call of each kind: a busy machine only ever adds time, a cache
+                # makes every repeated call fast
+                return min(same), min(fresh), stats_us(same)["median_us"], stats_us(fresh)["median_us"]
 
             with torch.no_grad():
                 guarded("checks", model_new, *sets[0])
                 rounds = [round_(0)]
                 if rounds[0][0] * 3 < rounds[0][1]:
                     rounds.append(round_(1))  # confirm before calling it a cache
-            s_med, f_med = rounds[-1]
-            cached = all(s * 3 < f and f - s > 5.0 for s, f in rounds)
+            s_min, f_min, s_med, f_med = rounds[-1]
+            cached = all(s * 3 < f and f - s > 5.0 and sm * 3 < fm for s, f, sm, fm in rounds)
             add("repeat_vs_fresh_inputs", not cached,
-                f"median {s_med:.1f} us on repeated inputs vs {f_med:.1f} us on fresh ones"
+                f"median {s_med:.1f} us (fastest {s_min:.1f}) on repeated inputs vs {f_med:.1f} us "
+                f"(fastest {f_min:.1f}) on fresh ones"
                 + (": the kernel reuses earlier results" if cached else ""))
 
         run_check("inputs_not_mutated", c_mutation)

@@ -52,22 +52,19 @@ class Row:
     verdict: str = NOT_RECORDED
     note: str = ""
     claimed: float | None = None  # time rows: the recorded value in μs as the trace's field name claims it
+    # words for a value the formatter cannot render (left None by the judges; the profile sets them)
+    recorded_text: str | None = None
+    reproduced_text: str | None = None
 
-    @property
-    def recorded_text(self) -> str:
-        from ktui.repro.judging.text import recorded_text
+    def texts(self) -> tuple[str, str]:
+        """(recorded, reproduced) in words."""
+        from ktui.repro.judging.text import recorded_text, reproduced_text
 
-        return recorded_text(self)
-
-    @property
-    def reproduced_text(self) -> str:
-        from ktui.repro.judging.text import reproduced_text
-
-        return reproduced_text(self)
+        return recorded_text(self), reproduced_text(self)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["recorded_text"], d["reproduced_text"] = self.recorded_text, self.reproduced_text
+        d["recorded_text"], d["reproduced_text"] = self.texts()
         return d
 
 

@@ -80,6 +80,8 @@ def correctness_text(c: dict[str, Any] | None) -> str:
 
 
 def recorded_text(row: Row) -> str:
+    if row.recorded_text is not None:
+        return row.recorded_text
     if row.kind in (BUILD, CORRECTNESS):
         return outcome_text(row.recorded)
     if row.kind == TIME:
@@ -94,6 +96,8 @@ def recorded_text(row: Row) -> str:
 
 
 def reproduced_text(row: Row) -> str:
+    if row.reproduced_text is not None:
+        return row.reproduced_text
     v = row.reproduced
     if row.kind == BUILD:
         if not v:
@@ -141,7 +145,7 @@ def reason(verdict: str, judgements: list[Judgement], findings: list[FindingRow]
     elif verdict == CORRECTNESS_DISAGREES:
         text = "; ".join(r.note for r in hits if r.note) or "correctness differs from the record"
     elif verdict == DIFFERS:
-        text = "; ".join(f"{r.label}: recorded {r.recorded_text}, measured {r.reproduced_text}"
+        text = "; ".join(f"{r.label}: recorded {recorded_text(r)}, measured {reproduced_text(r)}"
                          + (f" ({r.note})" if r.note else "") for r in hits)
     elif verdict == SAME_FAILURE:
         text = "; ".join(r.note for r in hits if r.note) or "fails the same way as recorded"

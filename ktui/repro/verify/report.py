@@ -92,6 +92,7 @@ class Verified:
             "reproduced_outcome": self.outcome, "reproduced_speedup": self.speedup,
             "kernel_us": (t.get("kernel") or {}).get("mean_us"), "reference_us": (t.get("reference") or {}).get("mean_us"),
             "verdict": self.verdict, "reason": self.reason, "cached": self.cached,
+            "classes": self.comparison.classes if self.comparison is not None else [],
             "failure": f.get("kind"), "job": self.row.job,
             "slot": (r.get("verify") or {}).get("slot"),
         }
