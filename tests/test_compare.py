@@ -201,9 +201,9 @@ async def _turns_step_together_then_apart():
         assert scr.pane == "turns" and scr.positions == [2, 2]
         await pilot.press("G")
         assert scr.positions == [8, 8]  # the longer run's last turn; the other shows "no turn 8"
-        await pilot.press("g", "L", "l", "j")
+        await pilot.press("g", "t", "l", "j")
         assert not scr.linked and scr.active_col == 1 and scr.positions == [0, 1]
-        await pilot.press("L")
+        await pilot.press("t")
         assert scr.linked and scr.positions == [1, 1]
         await pilot.press("a")  # align by kernel version: both at v1
         assert scr.align == "version" and scr.positions == [1, 1]

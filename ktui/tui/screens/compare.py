@@ -6,8 +6,8 @@ Panes (``1``-``4`` or ``tab``):
    (and marked ``*``), with a warning on top when the runs are not on the same problem;
 2. Kernels: the final (or any chosen) kernels of two runs diffed against each other (``h`` /
    ``l`` choose a side, ``j`` / ``k`` step its version, ``x`` back to the finals);
-3. Turns: the turns of the runs side by side, stepped together with ``j`` / ``k``; ``L``
-   unlinks them (then ``j`` / ``k`` move the active column, ``h`` / ``l`` pick it); ``a``
+3. Turns: the turns of the runs side by side, stepped together with ``j`` / ``k``; ``t``
+   unties them (then ``j`` / ``k`` move the active column, ``h`` / ``l`` pick it); ``a``
    aligns them by turn index or by kernel version;
 4. Progress: per run, each kernel version's compiled / correct / runtime over the turns.
 
@@ -76,8 +76,8 @@ class CompareScreen(KtuiScreen):
         Key("h,left", "column(-1)", "previous / next column (Turns: the active run; Kernels: the side)",
             label="h l / ← →", title="previous column"),
         Key("l,right", "column(1)", "", title="next column"),
-        Key("L", "toggle_link", "Turns: link / unlink the runs (unlinked: j / k move the active column)",
-            footer="link"),
+        Key("t", "toggle_link", "Turns: tie / untie the runs (untied: j / k move the active column)",
+            footer="tie"),
         Key("a", "toggle_align", "Turns: align by turn index / by kernel version", footer="align"),
         Key("left_square_bracket", "pair(-1)", "Kernels: which two runs are diffed (three or more)",
             label="[ / ]", title="previous pair of runs"),
@@ -89,6 +89,10 @@ class CompareScreen(KtuiScreen):
         Key("b,pageup", "scroll_page(-1)", "", title="page up"),
         Key("J", "scroll_lines(3)", "scroll down / up by lines", label="J / K"),
         Key("K", "scroll_lines(-3)", "", title="scroll up"),
+        Key("H", "scroll_sideways(-8)", "code and diffs: scroll left / right (lines are cut, not folded)",
+            label="H / L", title="scroll left"),
+        Key("L", "scroll_sideways(8)", "", title="scroll right"),
+        Key("W", "toggle_wrap", "code and diffs: fold long lines at the edge / cut them", footer="wrap"),
         Key("escape", "back", "back to the previous screen"),
     ]
 
@@ -254,6 +258,15 @@ class CompareScreen(KtuiScreen):
         if w is not None:
             w.scroll_relative(y=n, animate=False)
 
+    def action_scroll_sideways(self, n: int) -> None:
+        w = self._scroller()
+        if isinstance(w, DocView):
+            w.scroll_sideways(n)
+
+    def action_toggle_wrap(self) -> None:
+        for view in self.query(DocView):
+            view.set_wrap(not view.wrap_code)
+
     def action_scroll_page(self, direction: int) -> None:
         w = self._scroller()
         if w is not None:
@@ -265,8 +278,8 @@ class CompareScreen(KtuiScreen):
             p = self.positions[self.active_col] if self.positions else 0
             self.positions = [p] * len(self.runs)
         self._refresh_turns()
-        self.notify("runs linked: j / k move every run" if self.linked
-                    else "runs unlinked: j / k move the active column (h / l picks it)")
+        self.notify("runs tied: j / k move every run" if self.linked
+                    else "runs untied: j / k move the active column (h / l picks it)")
 
     def action_column(self, delta: int) -> None:
         if self.pane == "kernels":
@@ -298,8 +311,8 @@ class CompareScreen(KtuiScreen):
         bar.append("aligned by ", "grey62")
         bar.append("turn index" if self.align == "turn" else "kernel version", "bold")
         bar.append("   ")
-        bar.append("linked" if self.linked else "unlinked", "bold green" if self.linked else "bold yellow")
-        bar.append("   j/k step · L link · h/l column · a align", "grey50")
+        bar.append("tied" if self.linked else "untied", "bold green" if self.linked else "bold yellow")
+        bar.append("   j/k step · t tie · h/l column · a align", "grey50")
         self.query_one("#compare-turns-bar", Static).update(bar)
         for i, r in enumerate(self.runs):
             views = self.query(f"#compare-turn-{i}")

@@ -53,7 +53,9 @@ PANE_IDS = ("turn", "kernels", "metrics", "reference", "events")
 BAD = (FAILED, ERROR, MISSING)
 FOLLOW_INTERVAL = 0.25  # seconds between polls of a followed trace
 EVENTS_LIMIT = 2000  # raw events shown at once for traces without turns
-SIDE_WIDTH, SIDE_MIN, SIDE_MAX = 46, 16, 90  # the turn list's width (columns): default, bounds of - / +
+SIDE_WIDTH, SIDE_NARROW, SIDE_MIN, SIDE_MAX = 46, 30, 16, 90  # the turn list's width: default, on
+# terminals under 130 columns, bounds of - / +
+SPLIT_MIN_WIDTH = 90  # a side-by-side diff below this pane width falls back to unified
 
 
 # ---- messages from workers --------------------------------------------------------------------
@@ -138,7 +140,7 @@ class ReplayScreen(KtuiScreen):
         Key("slash", "search", "search (regex over the turn's text, code and results)", footer="search"),
         Key("enter", "go", "next / previous match", label="enter / shift+enter", title="next match"),
         Key("shift+enter", "prev_match", "", title="previous match"),
-        Key("f", "toggle_follow", "follow mode (the trace is still being written)", footer="follow"),
+        Key("f", "toggle_follow", "follow mode (the trace is still being written)"),
         Key("y", "copy_kernel", "copy the selected kernel to the clipboard (OSC 52)"),
         Key("w", "write_kernel", "write the selected kernel to a file"),
         Key("r", "repro", "re-execute the selected kernel (repro panel)"),
@@ -146,6 +148,10 @@ class ReplayScreen(KtuiScreen):
         Key("b,pageup", "scroll_page(-1)", "", title="page up"),
         Key("J", "scroll_lines(3)", "scroll down / up by lines", label="J / K"),
         Key("K", "scroll_lines(-3)", "", title="scroll up"),
+        Key("H", "scroll_sideways(-8)", "code and diffs: scroll left / right (lines are cut, not folded)",
+            label="H / L", title="scroll left"),
+        Key("L", "scroll_sideways(8)", "", title="scroll right"),
+        Key("W", "toggle_wrap", "code and diffs: fold long lines at the edge / cut them", footer="wrap"),
         Key("z", "zen", "zen: hide / show the turn list", footer="zen"),
         Key("minus", "side_width(-4)", "narrower / wider turn list", label="- / +"),
         Key("plus,equals_sign", "side_width(4)", "", title="wider turn list"),
@@ -175,6 +181,8 @@ class ReplayScreen(KtuiScreen):
         self._gen = 0  # bumps whenever the run changes (follow): invalidates cached documents
         self._stats_gen = 0  # bumps when the kernel diff sizes are ready
         self._docs: OrderedDict[tuple, list] = OrderedDict()  # recent turn documents
+        self._split_shown = False  # whether the last diff was drawn side by side
+        self._side_set = False  # the user chose the turn list's width (- / +)
         self._turn_keep = False  # keep_scroll of the turn document being built in a worker
         self._pending_jump: tuple[int, list[int] | None] | None = None  # (direction, turns left) of a search jump
 
@@ -199,6 +207,7 @@ class ReplayScreen(KtuiScreen):
 
     def on_mount(self) -> None:
         self.sub_title = str(self.path)
+        self._fit_side()
         if self.follow:
             self._start_follow()
         else:
@@ -364,6 +373,39 @@ class ReplayScreen(KtuiScreen):
         elif pane == "events":
             self._request_events()
 
+    def _pane_width(self) -> int:
+        w = self.query_one("#panes").size.width
+        if w:
+            return w
+        side = 0 if self.has_class("-zen") else self.query_one(TurnList).outer_size.width or SIDE_WIDTH
+        return max(0, self.size.width - side)
+
+    def _split(self) -> bool:
+        """Side by side when asked and there is room for it (else unified: two halves of 25
+        columns read worse than one diff)."""
+        return self.opts.split and self._pane_width() >= SPLIT_MIN_WIDTH
+
+    def on_resize(self) -> None:
+        self._fit_side()
+        self.call_after_refresh(self._layout_changed)
+
+    def _fit_side(self) -> None:
+        """The turn list's default width: narrower on small terminals (until - / + set one)."""
+        if self._side_set:
+            return
+        width = SIDE_WIDTH if self.size.width >= 130 else SIDE_NARROW
+        self.query_one(TurnList).styles.width = width
+
+    def _layout_changed(self) -> None:
+        """The panes' width changed (terminal, zen, - / +): a split diff may no longer fit."""
+        if not self.opts.split or self.run is None:
+            return
+        split = self._split()
+        if split != self._split_shown:
+            self._split_shown = split
+            self._stale |= {"turn", "kernels"}
+            self.call_after_refresh(self._render_active, True)
+
     def _render_kernels(self) -> None:
         """The version table at once; the document too, unless it is a diff (built in a worker)."""
         run = self.run
@@ -372,9 +414,10 @@ class ReplayScreen(KtuiScreen):
         kp.show_table(run, self.kernel_number, base=self.base_number, generation=(self._gen, self._stats_gen))
         k = run.kernel(self.kernel_number) if self.kernel_number else None
         b = run.kernel(self.base_number) if self.base_number else None
-        build = partial(kernel_document, run, k, b, diff=self.opts.diff, split=self.opts.split)
+        split = self._split()
+        build = partial(kernel_document, run, k, b, diff=self.opts.diff, split=split)
         if self.opts.diff and k is not None:
-            key = (self._gen, k.number, b.number if b else None, self.opts.split)
+            key = (self._gen, k.number, b.number if b else None, split)
             if not (self.document_pending("kernel-doc") and self._doc_wanted["kernel-doc"] == key):
                 self.build_document("kernel-doc", key, build)
         else:
@@ -391,14 +434,15 @@ class ReplayScreen(KtuiScreen):
             doc.set_document(empty_run_document(run), keep_scroll=keep_scroll)
             return True
         i = min(self.turn_index, len(run.turns) - 1)
-        key = (i, self.opts.key(), self._gen)
+        opts = replace(self.opts, split=self._split())
+        key = (i, opts.key(), self._gen)
         blocks = self._docs.get(key)
-        if blocks is None and self.opts.diff:  # diffs: off the UI thread
+        if blocks is None and opts.diff:  # diffs: off the UI thread
             self._turn_keep = keep_scroll
-            self.build_document("turn-doc", key, partial(turn_document, run, run.turns[i], replace(self.opts)))
+            self.build_document("turn-doc", key, partial(turn_document, run, run.turns[i], opts))
             return False
         if blocks is None:
-            blocks = turn_document(run, run.turns[i], self.opts)
+            blocks = turn_document(run, run.turns[i], opts)
             self._remember(key, blocks)
         else:
             self._docs.move_to_end(key)
@@ -589,13 +633,16 @@ class ReplayScreen(KtuiScreen):
     def action_zen(self) -> None:
         """Hide / show the turn list (the panes take the whole width)."""
         self.toggle_class("-zen")
+        self.call_after_refresh(self._layout_changed)
 
     def action_side_width(self, delta: int) -> None:
         tl = self.query_one(TurnList)
         if self.has_class("-zen"):
             self.remove_class("-zen")
         width = tl.outer_size.width or SIDE_WIDTH
+        self._side_set = True
         tl.styles.width = max(SIDE_MIN, min(SIDE_MAX, width + delta, max(SIDE_MIN, self.size.width - 40)))
+        self.call_after_refresh(self._layout_changed)
 
     def _active_doc(self) -> DocView:
         pane = self.active_pane
@@ -607,6 +654,16 @@ class ReplayScreen(KtuiScreen):
         doc = self._active_doc()
         h = max(1, doc.scrollable_content_region.height - 2)
         doc.scroll_to(y=doc.scroll_y + direction * h, animate=False)
+
+    def action_scroll_sideways(self, n: int) -> None:
+        self._active_doc().scroll_sideways(n)
+
+    def action_toggle_wrap(self) -> None:
+        wrap = not self._active_doc().wrap_code
+        for view in self.query(DocView):
+            view.set_wrap(wrap)
+        self.notify("long lines of code and diffs: " + ("folded" if wrap else "cut (H / L scroll sideways)"),
+                    timeout=2)
 
     def action_scroll_lines(self, n: int) -> None:
         doc = self._active_doc()
@@ -622,6 +679,10 @@ class ReplayScreen(KtuiScreen):
         self.opts.split = not self.opts.split
         if not self.opts.diff:
             self.opts.diff = True
+        self._split_shown = self._split()
+        if self.opts.split and not self._split_shown:
+            self.notify(f"side by side needs {SPLIT_MIN_WIDTH} columns for the diff: unified shown "
+                        "(z hides the turn list, - narrows it)", timeout=4)
         self._stale |= {"turn", "kernels"}
         self._render_active(keep_scroll=self.active_pane == "turn")
 

@@ -25,7 +25,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
@@ -82,11 +82,15 @@ class RunsScreen(KtuiScreen):
     #runs-filter:focus { border: none; background: $boost; }
     #runs-filter-state { width: auto; height: 1; padding: 0 1; color: $text-muted; }
     #runs-agg-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
-    #runs-agg { height: auto; max-height: 12; padding: 0 1; }
-    RunsScreen.no-agg #runs-agg, RunsScreen.no-agg #runs-agg-title { display: none; }
+    #runs-agg-scroll { height: auto; max-height: 12; overflow-x: auto; overflow-y: auto;
+                       scrollbar-size-horizontal: 1; }
+    #runs-agg { width: auto; height: auto; padding: 0 1; }
+    RunsScreen.no-agg #runs-agg-scroll, RunsScreen.no-agg #runs-agg-title { display: none; }
     #runs-charts { display: none; }
     RunsScreen.charts #runs-charts { display: block; }
-    RunsScreen.charts #runs-table, RunsScreen.charts #runs-agg, RunsScreen.charts #runs-agg-title { display: none; }
+    RunsScreen.charts #runs-table, RunsScreen.charts #runs-agg-scroll, RunsScreen.charts #runs-agg-title {
+        display: none;
+    }
     """
     HELP_TITLE = "ktui runs · keys"
     KEYS = [
@@ -109,6 +113,9 @@ class RunsScreen(KtuiScreen):
         Key("less_than_sign", "sort(-1)", "", title="sort by the previous column"),
         Key("I", "reverse", "invert the sort order"),
         Key("z", "zen", "zen: hide / show the per-model aggregates"),
+        Key("H", "scroll_sideways(-8)", "scroll the table and the aggregates left / right", label="H / L",
+            title="scroll left"),
+        Key("L", "scroll_sideways(8)", "", title="scroll right"),
         Key("p", "cycle_chart", "cycle the charts: fast_p, speedups, model × problem grid, first correct, table",
             footer="charts"),
         Key("i", "issues", "the problems found in the tree"),
@@ -144,8 +151,9 @@ class RunsScreen(KtuiScreen):
             yield Input(placeholder="/ filter: path, problem, model, persona, outcome, flags", id="runs-filter")
             yield Static(id="runs-filter-state")
         yield RunsTable(id="runs-table")
-        yield Static("per model", id="runs-agg-title")
-        yield Static(id="runs-agg")
+        yield Static("per model  · H / L scroll sideways", id="runs-agg-title")
+        with ScrollableContainer(id="runs-agg-scroll", can_focus=False):
+            yield Static(id="runs-agg")  # at the table's own width: narrow screens scroll, never squeeze
         yield SweepChartView(id="runs-charts")
         yield Footer()
 
@@ -285,6 +293,10 @@ class RunsScreen(KtuiScreen):
 
     def action_mark(self) -> None:
         self.query_one(RunsTable).action_mark()
+
+    def action_scroll_sideways(self, n: int) -> None:
+        for w in (self.query_one(RunsTable), self.query_one("#runs-agg-scroll")):
+            w.scroll_relative(x=n, animate=False)
 
     def action_cycle_outcome(self) -> None:
         i = OUTCOMES.index(self.outcome_filter)

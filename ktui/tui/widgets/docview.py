@@ -9,6 +9,11 @@ A document is a list of blocks:
 - :class:`RenderBlock` -- any Rich renderable (Markdown, tables), rendered at the view's width
   when the layout is computed.
 
+Code, tool output and diffs (blocks that would be hard-folded: ``LinesBlock(wrap=False)`` and
+:class:`PairsBlock`) are not folded unless ``wrap_code`` is set: one row per line, cut at the
+right edge (marked ``›``) and scrolled sideways with :meth:`DocView.scroll_sideways` (a line's
+first ``hang`` cells, its line numbers, stay put). Prose always wraps.
+
 The view keeps only arithmetic per line (fold counts), so moving to a new document is cheap.
 A regex can be highlighted over every block; :meth:`DocView.find` lists the matches and
 :meth:`DocView.scroll_to_match` brings one into view. Pure rendering: no I/O here.
@@ -22,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rich._wrap import divide_line
-from rich.cells import get_character_cell_size
+from rich.cells import cell_len, get_character_cell_size
 from rich.console import RenderableType
 from rich.segment import Segment
 from rich.style import Style
@@ -204,7 +209,7 @@ class Match:
 
 
 class _Layout:
-    __slots__ = ("width", "starts", "prefixes", "rendered", "total")
+    __slots__ = ("width", "starts", "prefixes", "rendered", "total", "hmax")
 
     def __init__(self, width: int):
         self.width = width
@@ -212,6 +217,71 @@ class _Layout:
         self.prefixes: list[list[int] | None] = []  # per LinesBlock: cumulative rows per line
         self.rendered: list[list[Text] | None] = []  # per RenderBlock: its lines at this width
         self.total = 0
+        self.hmax = 0  # how far the uncut lines reach past the right edge (sideways scroll limit)
+
+
+class _Identity(Sequence[int]):
+    """``prefix[i] == i``: one row per line, without a list of n + 1 ints."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n + 1
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return list(range(self.n + 1))[i]
+        if i < 0:
+            i += self.n + 1
+        if not 0 <= i <= self.n:
+            raise IndexError(i)
+        return i
+
+
+def widest(lines: Sequence[str]) -> int:
+    """The widest line, in cells."""
+    best = 0
+    for s in lines:
+        n = len(s) if s.isascii() else cell_len(s)
+        if n > best:
+            best = n
+    return best
+
+
+def _source_widest(src: LineSource) -> int:
+    got = getattr(src, "_widest_cache", None)
+    if got is None:
+        got = widest([src.plain(i) for i in range(len(src))])
+        try:
+            src._widest_cache = got  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+    return got
+
+
+def crop_cells(t: Text, start: int, width: int) -> Text:
+    """Cells ``start`` .. ``start + width`` of ``t`` (styles kept)."""
+    if width <= 0:
+        return Text(end="")
+    plain = t.plain
+    if plain.isascii():
+        return t[start:start + width]
+    # wide characters: walk the cells
+    i, cells = 0, 0
+    while i < len(plain) and cells + get_character_cell_size(plain[i]) <= start:
+        cells += get_character_cell_size(plain[i])
+        i += 1
+    j, used = i, 0
+    while j < len(plain) and used + get_character_cell_size(plain[j]) <= width:
+        used += get_character_cell_size(plain[j])
+        j += 1
+    return t[i:j]
+
+
+MORE = Style(color="grey50", bold=True)
 
 
 class DocView(ScrollView, can_focus=False):
@@ -236,6 +306,8 @@ class DocView(ScrollView, can_focus=False):
         self._regex: re.Pattern[str] | None = None
         self._current: Match | None = None
         self.generation = 0  # bumps with every new document (lets tests/benches wait for it)
+        self.wrap_code = False  # fold code, output and diffs at the width (else: cut, scroll sideways)
+        self.hscroll = 0  # cells scrolled sideways (uncut lines only)
 
     # ---- document ---------------------------------------------------------------------------
     @property
@@ -257,6 +329,43 @@ class DocView(ScrollView, can_focus=False):
         self._pieces.clear()
         self._strips.clear()
         self.refresh()
+
+    def set_wrap(self, wrap: bool) -> None:
+        """Fold code and diffs at the width (True) or cut them and scroll sideways (False)."""
+        if wrap == self.wrap_code:
+            return
+        top = self.locate(round(self.scroll_y))
+        self.wrap_code = wrap
+        self.hscroll = 0
+        self._relayout()
+        if top is not None:  # keep the line at the top in view
+            row = self.row_of(top[0], top[1])
+            if row is not None:
+                self.scroll_to(y=row, animate=False, immediate=True)
+        self.refresh()
+
+    def scroll_sideways(self, delta: int) -> None:
+        lay = self._layout
+        limit = lay.hmax if lay is not None else 0
+        new = max(0, min(limit, self.hscroll + delta))
+        if new != self.hscroll:
+            self.hscroll = new
+            self._strips.clear()
+            self.refresh()
+
+    def on_mouse_scroll_right(self, event) -> None:
+        self.scroll_sideways(4)
+        event.stop()
+
+    def on_mouse_scroll_left(self, event) -> None:
+        self.scroll_sideways(-4)
+        event.stop()
+
+    def _cut(self, b: Block) -> bool:
+        """Lines of ``b`` are cut at the edge (one row each) rather than folded."""
+        if self.wrap_code:
+            return False
+        return isinstance(b, PairsBlock) or (isinstance(b, LinesBlock) and not b.wrap)
 
     def notify_style_update(self) -> None:
         self._base_style = None
@@ -301,7 +410,22 @@ class DocView(ScrollView, can_focus=False):
         console = self.app.console
         for b in self._blocks:
             lay.starts.append(row)
-            if isinstance(b, LinesBlock):
+            if isinstance(b, LinesBlock) and self._cut(b):
+                avail = max(1, width - self._gutter(b) - b.indent)
+                prefix = _Identity(len(b.source))
+                lay.prefixes.append(prefix)  # type: ignore[arg-type]
+                lay.rendered.append(None)
+                lay.hmax = max(lay.hmax, _source_widest(b.source) - avail + 1)
+                row += len(b.source)
+            elif isinstance(b, PairsBlock) and self._cut(b):
+                lw, rw = self._halves(width)
+                lay.prefixes.append(_Identity(len(b.pairs)))  # type: ignore[arg-type]
+                lay.rendered.append(None)
+                if b.pairs:
+                    lay.hmax = max(lay.hmax, widest([lt.plain for lt, _ in b.pairs]) - lw + 1,
+                                   widest([rt.plain for _, rt in b.pairs]) - rw + 1)
+                row += len(b.pairs)
+            elif isinstance(b, LinesBlock):
                 avail = max(1, width - self._gutter(b) - b.indent)
                 prefix = line_prefix(b, avail)
                 lay.prefixes.append(prefix)
@@ -349,6 +473,9 @@ class DocView(ScrollView, can_focus=False):
                 lay.prefixes.append(None)
                 lay.rendered.append([])
         lay.total = row
+        lay.hmax = max(0, lay.hmax)
+        if self.hscroll > lay.hmax:
+            self.hscroll = lay.hmax
         return lay
 
     @staticmethod
@@ -396,7 +523,9 @@ class DocView(ScrollView, can_focus=False):
         assert lay is not None
         b = self._blocks[bi]
         t = self._line_text(bi, li)
-        if isinstance(b, LinesBlock):
+        if isinstance(b, LinesBlock) and self._cut(b):
+            pieces = [t]
+        elif isinstance(b, LinesBlock):
             avail = max(1, lay.width - self._gutter(b) - b.indent)
             offs = break_offsets(t.plain, avail, b.wrap, b.hang)
             pieces = list(t.divide(offs)) if offs else [t]
@@ -417,6 +546,10 @@ class DocView(ScrollView, can_focus=False):
             b = self._blocks[bi]
             assert isinstance(b, PairsBlock)
             left, right = b.pairs[li]
+            if self._cut(b):
+                got = [left, None, right]  # type: ignore[list-item]
+                self._pieces[key] = got
+                return [left], [right]
             lo, ro = fold_offsets(left.plain, lw, b.hang), fold_offsets(right.plain, rw, b.hang)
             lp = list(left.divide(lo)) if lo else [left]
             rp = list(right.divide(ro)) if ro else [right]
@@ -481,18 +614,40 @@ class DocView(ScrollView, can_focus=False):
             lw, rw = self._halves(self._layout.width)
             left, right = self._pair_pieces(bi, li, lw, rw)
             lp = left[k].copy() if k < len(left) else Text()
+            if self._cut(b):
+                lp = self._cut_line(lp, b.hang, lw)
             lp.pad_right(lw - lp.cell_len)
             row.append_text(lp)
             row.append("│", SEPARATOR)
             if k < len(right):
-                row.append_text(right[k])
+                row.append_text(self._cut_line(right[k], b.hang, rw) if self._cut(b) else right[k])
         else:
             pieces = self._line_pieces(bi, li)
             if k < len(pieces):
-                row.append_text(pieces[k])
+                if self._cut(b):
+                    avail = max(1, self._layout.width - self._gutter(b) - b.indent)  # type: ignore[union-attr]
+                    row.append_text(self._cut_line(pieces[k], getattr(b, "hang", 0), avail))
+                else:
+                    row.append_text(pieces[k])
         # Text.render drops the Text's own style when it has no spans: apply the base underneath
         strip = Strip(row.render(self.app.console)).apply_style(base)
         return strip.crop_extend(0, width, base)
+
+    def _cut_line(self, t: Text, hang: int, width: int) -> Text:
+        """The visible part of an uncut line: its first ``hang`` cells, then the rest scrolled by
+        ``hscroll``; a ``›`` in the last cell when more follows."""
+        hang = min(hang, max(0, width - 1))
+        total = t.cell_len
+        if total <= width and self.hscroll == 0:
+            return t
+        head = crop_cells(t, 0, hang) if hang else Text(end="")
+        room = width - hang
+        body = crop_cells(t, hang + self.hscroll, room) if total > hang else Text(end="")
+        out = head + body
+        if hang + self.hscroll + room < total:  # cut at the right edge
+            out = crop_cells(out, 0, width - 1)
+            out.append("›", MORE)
+        return out
 
     # ---- search -----------------------------------------------------------------------------
     def find(self, regex: re.Pattern[str]) -> list[Match]:
@@ -523,7 +678,7 @@ class DocView(ScrollView, can_focus=False):
         if prefix is None:
             return start + li
         b = self._blocks[bi]
-        if not isinstance(b, LinesBlock):
+        if not isinstance(b, LinesBlock) or self._cut(b):
             return start + prefix[li]
         avail = max(1, lay.width - self._gutter(b) - b.indent)
         sub = sum(1 for o in break_offsets(b.source.plain(li), avail, b.wrap, b.hang) if o <= offset)
@@ -538,6 +693,15 @@ class DocView(ScrollView, can_focus=False):
         row = self.row_of(m.block, m.line, m.start)
         if row is not None:
             self.scroll_to_row(row)
+        b = self._blocks[m.block] if m.block < len(self._blocks) else None
+        lay = self._layout
+        if b is not None and lay is not None and isinstance(b, LinesBlock) and self._cut(b):
+            avail = max(1, lay.width - self._gutter(b) - b.indent) - b.hang
+            start, end = m.start - b.hang, m.end - b.hang
+            if start < self.hscroll or end > self.hscroll + avail - 1:  # bring the match into view
+                self.hscroll = max(0, min(lay.hmax, start - avail // 3))
+                self._strips.clear()
+                self.refresh()
 
     def scroll_to_anchor(self, anchor: str) -> bool:
         for bi, b in enumerate(self._blocks):

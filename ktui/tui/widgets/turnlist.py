@@ -1,7 +1,8 @@
 """The turn list: one row per turn (index, status, tools, duration, tokens).
 
-A Line-API ScrollView: only the rows on screen are rendered, and adding rows costs one small
-``Text`` each (no per-cell measuring), so 500 or 50,000 turns cost the same to draw. Failed turns
+A Line-API ScrollView: only the rows on screen are rendered (each drawn once, when it first
+comes into view), so 500 or 50,000 turns cost the same to draw. Narrower than its 46 columns it
+drops the tokens column, then the time, then shortens the tools. Failed turns
 stand out (red, ✗). Rows are updated in place when a followed trace grows. A click posts
 :class:`TurnList.Clicked`; keys are handled by the screen.
 """
@@ -60,28 +61,46 @@ def _pad(s: str, width: int, justify: str) -> str:
     return s.rjust(width) if justify == "right" else s.ljust(width)
 
 
-def row_text(t: Turn) -> Text:
+def fit_columns(width: int) -> tuple[tuple[str, int, str], ...]:
+    """The columns that fit ``width`` cells: tokens go first, then time, then tools narrows."""
+    full = sum(w + 1 for _, w, _ in COLUMNS) + 1
+    cols = list(COLUMNS)
+    if width >= full or width <= 0:
+        return COLUMNS
+    for drop in ("tokens", "time"):
+        if sum(w + 1 for _, w, _ in cols) + 1 <= width:
+            break
+        cols = [c for c in cols if c[0] != drop]
+    used = sum(w + 1 for name, w, _ in cols if name != "tools") + 1
+    tools = max(6, min(18, width - used - 1))
+    return tuple((name, tools if name == "tools" else w, j) for name, w, j in cols)
+
+
+def row_text(t: Turn, columns: tuple[tuple[str, int, str], ...] = COLUMNS) -> Text:
     st = t.status
     bad = st in BAD
     base = "red" if bad else ""
     ms = t.wall_ms
-    cells = (
-        (str(t.index), "bold red" if bad else "grey62"),
-        (fmt.STATUS_ICON.get(st, "?"), fmt.STATUS_STYLE.get(st, "")),
-        (tools_label(t), base or ("bold magenta" if t.is_final else "")),
-        (fmt.secs(ms) if ms is not None else "—", base or "grey70"),
-        (short_tokens(t.tokens_total), base or "grey70"),
-    )
+    cells = {
+        "#": (str(t.index), "bold red" if bad else "grey62"),
+        "": (fmt.STATUS_ICON.get(st, "?"), fmt.STATUS_STYLE.get(st, "")),
+        "tools": (None, base or ("bold magenta" if t.is_final else "")),
+        "time": (fmt.secs(ms) if ms is not None else "—", base or "grey70"),
+        "tokens": (short_tokens(t.tokens_total), base or "grey70"),
+    }
     row = Text(" ", end="")
-    for (value, style), (_, width, justify) in zip(cells, COLUMNS, strict=True):
+    for name, width, justify in columns:
+        value, style = cells[name]
+        if value is None:
+            value = tools_label(t, width)
         row.append(_pad(value, width, justify), style or None)
         row.append(" ")
     return row
 
 
-def header_text() -> Text:
+def header_text(columns: tuple[tuple[str, int, str], ...] = COLUMNS) -> Text:
     row = Text(" ", end="")
-    for title, width, justify in COLUMNS:
+    for title, width, justify in columns:
         row.append(_pad(title, width, justify) + " ")
     return row
 
@@ -102,39 +121,42 @@ class TurnList(ScrollView, can_focus=False):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
-        self._rows: list[Text] = []
+        self._turns: list[Turn] = []
         self._bad: list[bool] = []
         self._sig: list[tuple] = []
+        self._texts: dict[int, Text] = {}  # rows drawn so far at the current columns
+        self._columns = COLUMNS
         self._header = header_text()
         self.cursor_row = 0
 
     # ---- data -----------------------------------------------------------------------------------
     @property
     def row_count(self) -> int:
-        return len(self._rows)
+        return len(self._turns)
 
     @staticmethod
     def _signature(t: Turn) -> tuple:
         return (t.status, len(t.calls), t.wall_ms, t.tokens_total, t.is_final, bool(t.text or t.reasoning))
 
     def set_turns(self, turns: list[Turn], *, reset: bool = False) -> None:
-        """Show ``turns``: adds new rows and rebuilds changed ones (cheap when little changed).
+        """Show ``turns``: rows are drawn when they come into view; changed ones are drawn again.
         ``reset``: a different run (the followed file was replaced): start over."""
         changed = False
-        if reset or len(turns) < len(self._rows):
-            self._rows, self._bad, self._sig = [], [], []
+        if reset or len(turns) < len(self._turns):
+            self._turns, self._bad, self._sig, self._texts = [], [], [], {}
             self.cursor_row = 0
             self.scroll_to(y=0, animate=False, immediate=True)
             changed = True
-        for t in turns[: len(self._rows)]:
+        old = len(self._turns)
+        for t in turns[:old]:
             sig = self._signature(t)
             if sig != self._sig[t.index]:
-                self._rows[t.index] = row_text(t)
                 self._bad[t.index] = t.status in BAD
                 self._sig[t.index] = sig
+                self._texts.pop(t.index, None)
                 changed = True
-        for t in turns[len(self._rows):]:
-            self._rows.append(row_text(t))
+        self._turns = list(turns)
+        for t in turns[old:]:
             self._bad.append(t.status in BAD)
             self._sig.append(self._signature(t))
             changed = True
@@ -142,19 +164,32 @@ class TurnList(ScrollView, can_focus=False):
             self._update_virtual_size()
             self.refresh()
 
+    def _row(self, i: int) -> Text:
+        got = self._texts.get(i)
+        if got is None:
+            if len(self._texts) > 4000:
+                self._texts.clear()
+            got = self._texts[i] = row_text(self._turns[i], self._columns)
+        return got
+
     def _update_virtual_size(self) -> None:
-        size = Size(self.size.width, len(self._rows) + 1)
+        size = Size(self.size.width, len(self._turns) + 1)
         if size != self.virtual_size:
             self.virtual_size = size
 
     def on_resize(self) -> None:
+        cols = fit_columns(self.scrollable_content_region.width or self.size.width)
+        if cols != self._columns:
+            self._columns, self._texts = cols, {}
+            self._header = header_text(cols)
+            self.refresh()
         self._update_virtual_size()
 
     # ---- cursor ---------------------------------------------------------------------------------
     def move_cursor(self, *, row: int, animate: bool = False) -> None:
-        if not self._rows:
+        if not self._turns:
             return
-        row = max(0, min(row, len(self._rows) - 1))
+        row = max(0, min(row, len(self._turns) - 1))
         old = self.cursor_row
         self.cursor_row = row
         self._refresh_row(old)
@@ -184,9 +219,9 @@ class TurnList(ScrollView, can_focus=False):
             strip = Strip(self._header.render(self.app.console)).apply_style(base + HEADER_STYLE)
             return strip.crop_extend(0, width, base)
         row = round(self.scroll_y) + y - 1
-        if row < 0 or row >= len(self._rows):
+        if row < 0 or row >= len(self._turns):
             return Strip.blank(width, base)
-        text = self._rows[row]
+        text = self._row(row)
         if row == self.cursor_row:
             text = text.copy()
             text.stylize_before(CURSOR_BAD_STYLE if self._bad[row] else CURSOR_STYLE)
@@ -196,5 +231,5 @@ class TurnList(ScrollView, can_focus=False):
 
     def on_click(self, event: events.Click) -> None:
         row = round(self.scroll_y) + event.y - 1
-        if event.y >= 1 and 0 <= row < len(self._rows):
+        if event.y >= 1 and 0 <= row < len(self._turns):
             self.post_message(self.Clicked(self, row))
