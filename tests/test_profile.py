@@ -435,6 +435,8 @@ def test_report_render_and_json(seed_recorded):
     assert "values the page cannot have" in out and "impossible" in out
     assert "roofline" in out and "FLOP/byte" in out and "K kernel" in out and "R reference" in out
     assert "latency-bound" in out
+    assert "measured warp stalls (share of 2 stall samples — too few samples to mean much): long_scoreboard 100.0 %" \
+        in " ".join(out.split())
     assert "recorded on NVIDIA H100 80GB HBM3, profiled on NVIDIA H200" in out
     d = json.loads(json.dumps(rep.to_dict(), default=str))
     assert d["clock_control"] == "none" and d["roofline"]["chart"] and d["roofline"]["points"][0]["name"] == "kernel"

@@ -131,9 +131,15 @@ def render_profile(console: Any, report: Any) -> None:
         console.print(Text("values the page cannot have:", style="bold magenta"))
         for c in report.callouts:
             console.print(Text(f"  ! {sanitize(c)}", style="magenta"))
-    top = ((report.sides.get("kernel") or None) and report.sides["kernel"].forward.get("stalls_top")) or []
+    kf = report.sides["kernel"].forward if report.sides.get("kernel") else {}
+    top = kf.get("stalls_top") or []
     if top:
-        console.print(Text("measured warp stalls (share of stall samples): "
+        fam = kf.get("stall_family") or ""
+        total = sum(v for v in (kf.get("stall_counts") or {}).values() if v > 0)
+        what = (f"share of {total:,.0f} stall samples" if fam.startswith("smsp__pcsamp") else
+                "share of stall cycles per issued instruction (no PC samples)")
+        few = " — too few samples to mean much" if fam.startswith("smsp__pcsamp") and total < 100 else ""
+        console.print(Text(f"measured warp stalls ({what}{few}): "
                            + ", ".join(f"{s['reason']} {s['share_pct']:.1f} %" for s in top), style="dim"))
     chart = (report.roofline or {}).get("chart") or []
     if chart:
