@@ -536,6 +536,11 @@ if os.environ.get("FAKE_NCU_MODE") == "report":
     shutil.copy(src, opts["--export"] + ".ncu-rep")
     open(opts["--log-file"], "w").write('==PROF== Profiling "k" - 0: 0%....50%....100% - 12 passes\n')
     sys.exit(0)
+if os.environ.get("FAKE_NCU_MODE") == "hang":
+    open(os.environ["FAKE_NCU_PIDFILE"], "w").write(str(os.getpid()))
+    print('{{"event": "ready"}}', flush=True)
+    import time
+    time.sleep(300)
 if os.environ.get("FAKE_NCU_MODE") == "perm":
     open(opts["--log-file"], "w").write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                                         "NVIDIA GPU Performance Counters on the target device 0.\n")
@@ -681,3 +686,31 @@ def test_cli_profile_end_to_end_with_a_stand_in_ncu(tmp_path):
     assert [p["name"] for p in d["roofline"]["points"]] == ["kernel", "reference"]
     row = {r["key"]: r for r in d["rows"]}
     assert row["profile.roofline.ld_sectors_per_req"]["verdict"] == "reproduced"
+
+
+def test_sigterm_ends_ncu_and_the_worker(tmp_path):
+    import signal
+    import time
+
+    pidfile = tmp_path / "pid"
+    env = dict(os.environ, KTUI_NCU=str(_fake_ncu(tmp_path)), KTUI_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(REPO), FAKE_NCU_MODE="hang", FAKE_NCU_PIDFILE=str(pidfile))
+    proc = subprocess.Popen([sys.executable, "-m", "ktui", "repro", str(SEED), "--version", "v4", "--profile"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    end = time.monotonic() + 60
+    while not pidfile.exists() and time.monotonic() < end:
+        time.sleep(0.1)
+    assert pidfile.exists()
+    child = int(pidfile.read_text())
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "profile cancelled" in err
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the stand-in ncu outlived ktui")

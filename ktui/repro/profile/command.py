@@ -9,6 +9,7 @@ Needs rich and click only (the profiled worker imports torch).
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -181,6 +182,12 @@ def profile_command(path: Path | str, *, turn: int | None = None, version: str |
     options = ProfileOptions(device=device, timeout=timeout, compile_timeout=compile_timeout,
                              clock_control=clock_control, reference_path=reference)
     cancel = threading.Event()
+    # SIGTERM / SIGHUP (a `timeout`, a closed terminal): kill ncu and the worker (their own process
+    # group) before exiting, instead of leaving them profiling on the GPU
+    old_handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            old_handlers[sig] = signal.signal(sig, lambda *_: cancel.set())
     try:
         report = profile(run, kernels[0], options, cancel=cancel)
     except ReproError as exc:
@@ -190,6 +197,12 @@ def profile_command(path: Path | str, *, turn: int | None = None, version: str |
         cancel.set()
         _err("interrupted")
         return 130
+    finally:
+        for sig, h in old_handlers.items():
+            signal.signal(sig, h)
+    if report.status == "cancelled":
+        _err(f"profile cancelled: {report.message}")
+        return 1
     if report.status == "unavailable":
         _err(f"cannot profile: {report.message}")
         if as_json:
