@@ -30,18 +30,40 @@ def fail(msg: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+def _shown(path: str) -> str:
+    from ktui.view.text import one_line
+
+    return one_line(path)
+
+
 def check_trace_path(path: str) -> Path:
+    """The path of a trace every command can read, or one line on stderr and exit 2: missing,
+    a directory, not a regular file (FIFO, device), unreadable, or not a trace at all (the same
+    line ``show`` prints)."""
+    import os
+    import stat
+
     p = Path(path)
-    if not p.exists():
-        fail(f"{path}: no such file")
-    if p.is_dir():
-        fail(f"{path}: is a directory (use `ktui runs {path}` or `ktui validate {path}`)")
     try:
-        with open(p, "rb"):
-            pass
+        st = os.stat(p)
+    except FileNotFoundError:
+        fail(f"{_shown(path)}: no such file")
     except OSError as exc:
-        fail(f"{path}: cannot read: {exc.strerror or exc}")
+        fail(f"{_shown(path)}: cannot read: {exc.strerror or exc}")
+    if stat.S_ISDIR(st.st_mode):
+        fail(f"{_shown(path)}: is a directory (use `ktui runs {_shown(path)}` or `ktui validate {_shown(path)}`)")
+    from ktui.trace.facts import not_a_trace
+    from ktui.trace.reader import sniff
+
+    why = not_a_trace(sniff(p))
+    if why:
+        fail(f"{_shown(path)}: {_shown(why)}")
     return p
+
+
+def _interactive() -> bool:
+    """The full-screen app only on a terminal: piped, the commands print instead."""
+    return sys.stdout.isatty() and sys.stdin.isatty()
 
 
 class _DefaultReplayGroup(click.Group):
@@ -49,6 +71,12 @@ class _DefaultReplayGroup(click.Group):
 
     def resolve_command(self, ctx, args):
         if args and args[0] not in self.commands and not args[0].startswith("-"):
+            import difflib
+            import os
+
+            near = difflib.get_close_matches(args[0], list(self.commands), n=3, cutoff=0.6)
+            if near and not os.path.lexists(args[0]):  # a typo of a command, not a file
+                return super().resolve_command(ctx, args)  # click: "No such command ... Did you mean ..."
             args = ["replay", *args]
         return super().resolve_command(ctx, args)
 
@@ -107,11 +135,15 @@ def validate(paths: tuple[str, ...], as_json: bool) -> None:
 @click.argument("trace", type=click.Path(), required=False)
 @click.option("--follow", "-f", is_flag=True, help="Follow a trace that is still being written.")
 def replay(trace: str | None, follow: bool) -> None:
-    """Step through a run turn by turn (the interactive app)."""
+    """Step through a run turn by turn (the interactive app; ``show`` when not on a terminal)."""
     path = check_trace_path(trace) if trace else bundled_trace()
+    if not _interactive():
+        from ktui.report.show import show_command
+
+        sys.exit(show_command(path))
     from ktui.tui.app import run_replay
 
-    run_replay(path, follow=follow)
+    sys.exit(run_replay(path, follow=follow))
 
 
 @main.command()
@@ -173,11 +205,16 @@ def repro(trace, turn, version, final, all_, reference, device, trials, method, 
 @click.option("--version", "version", default="final", show_default=True, help="Kernel version (vK).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True)
 @click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None)
-def export(trace, version, output, reference):
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+def export(trace, version, output, reference, force):
     """Write a standalone script that reproduces a kernel's measurement anywhere."""
+    import os
+
     from ktui.repro.export import export_command
 
     path = check_trace_path(trace)
+    if os.path.lexists(output) and not force:
+        fail(f"{_shown(output)}: exists (use --force to overwrite)")
     sys.exit(export_command(path, version=version, output=output, reference=reference))
 
 
@@ -189,13 +226,13 @@ def compare(traces: tuple[str, ...], print_: bool) -> None:
     if len(traces) < 2:
         fail("compare needs at least two traces")
     paths = [check_trace_path(t) for t in traces]
-    if print_:
+    if print_ or not _interactive():
         from ktui.report.compare import compare_print
 
         sys.exit(compare_print(paths))
     from ktui.tui.app import run_compare
 
-    run_compare(paths)
+    sys.exit(run_compare(paths))
 
 
 @main.command()
@@ -205,16 +242,18 @@ def compare(traces: tuple[str, ...], print_: bool) -> None:
 @click.option("--no-cache", is_flag=True, help="Do not read or write the index cache.")
 def runs(directory: str, print_: bool, fmt: str | None, no_cache: bool) -> None:
     """Browse a sweep directory: every run, per-model aggregates."""
+    import os
+
     p = Path(directory)
-    if not p.exists():
-        fail(f"{directory}: no such directory")
-    if print_ or fmt:
+    if not os.path.lexists(p):
+        fail(f"{_shown(directory)}: no such directory")
+    if print_ or fmt or not _interactive():
         from ktui.report.runs import runs_print
 
         sys.exit(runs_print(p, fmt=fmt or "table", use_cache=not no_cache))
     from ktui.tui.app import run_runs
 
-    run_runs(p, use_cache=not no_cache)
+    sys.exit(run_runs(p, use_cache=not no_cache))
 
 
 @main.command()

@@ -111,6 +111,10 @@ def test_missing_file_and_no_kernels(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
     r = run(str(empty))
+    assert r.exit_code == 2 and "empty file: no events" in r.output  # not a trace: the line `show` prints
+    note = tmp_path / "note.jsonl"
+    note.write_text('{"tick": 0, "ts_ms": 1, "actor": null, "payload": {"kind": "system", "note": "hi"}}\n')
+    r = run(str(note))
     assert r.exit_code == 0 and "no kernel versions" in r.output
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ROOT, SEED_TRACE
 
+import ktui.trace.index as index_mod
 from ktui.trace import load
 from ktui.trace.index import RunSummary, SweepIndex, TraceFile, _progress, discover, scan, summarize
 
@@ -299,16 +300,16 @@ def test_broken_traces_are_summarised_not_fatal(tmp_path):
     (d / "longline.jsonl").write_text(_ev(0, 1, None, {"kind": "system", "note": "x" * 3_000_000}) + "\n" + good)
     idx = SweepIndex(d, use_cache=False)
     runs = {r.path: r for r in idx.summaries()}
-    assert set(runs) == {"empty.jsonl", "garbage.jsonl", "invalid_utf8.jsonl", "truncated.jsonl",
-                         "wrong_types.jsonl", "deep.jsonl", "longline.jsonl"}
-    assert runs["empty.jsonl"].problems == ["empty file: no events"]
-    assert "bad_lines" in runs["garbage.jsonl"].flags
-    assert runs["garbage.jsonl"].problems[0].startswith("line 1:")
+    # files without a single event are not traces: one line each, not counted
+    assert set(runs) == {"invalid_utf8.jsonl", "truncated.jsonl", "longline.jsonl"}
+    not_traces = {i.path: i.message for i in idx.issues if i.severity == "error"}
+    assert not_traces["empty.jsonl"] == "empty file: no events"
+    for name in ("garbage.jsonl", "wrong_types.jsonl", "deep.jsonl"):
+        assert not_traces[name].startswith("not a trace: no readable events"), name
+    assert "line 1:" in not_traces["garbage.jsonl"]
     assert runs["truncated.jsonl"].incomplete and "still_writing" in runs["truncated.jsonl"].flags
     # the grader note was cut off: the outcome falls back to the last submission, as in the reader
     assert runs["truncated.jsonl"].outcome == load(d / "truncated.jsonl").outcome == "passed"
-    assert "bad_lines" in runs["wrong_types.jsonl"].flags
-    assert "bad_lines" in runs["deep.jsonl"].flags
     assert runs["longline.jsonl"].outcome == "passed" and runs["longline.jsonl"].speedup == 1.5
     msgs = [str(i) for i in idx.issues]
     assert any(m.startswith("empty.jsonl: empty file") for m in msgs)
@@ -319,7 +320,7 @@ def test_unreadable_file_and_directory(tmp_path, monkeypatch):
     (d / "locked").mkdir(parents=True)
     (d / "a.jsonl").write_text(mini_trace("m", passed=True, speedup=1.0, tokens_in=1, tokens_out=1, wall_ms=100))
     (d / "locked" / "b.jsonl").write_text("{}\n")
-    real_open, real_scandir = open, os.scandir
+    real_open, real_scandir = index_mod.open_regular, os.scandir
 
     def fake_open(path, *a, **kw):  # root can read anything: simulate permissions
         if str(path).endswith("a.jsonl"):
@@ -331,7 +332,7 @@ def test_unreadable_file_and_directory(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied")
         return real_scandir(path)
 
-    monkeypatch.setattr("builtins.open", fake_open)
+    monkeypatch.setattr("ktui.trace.index.open_regular", fake_open)
     monkeypatch.setattr("ktui.trace.index.os.scandir", fake_scandir)
     idx = SweepIndex(d, use_cache=False)
     runs = list(idx.summaries())

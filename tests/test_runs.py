@@ -85,8 +85,8 @@ def test_bad_tree_is_reported_not_fatal(tmp_path):
     res = CliRunner().invoke(main, ["runs", str(sw), "--print", "--no-cache"])
     assert res.exit_code == 0 and "Traceback" not in res.output
     out = res.output
-    assert "11 run(s) in" in out
-    assert "warning: hand/garbage.jsonl: line 1: not valid JSON" in out
+    assert "9 run(s) in" in out  # the garbage and the empty file are not traces: not counted
+    assert "error: hand/garbage.jsonl: not a trace: no readable events" in out
     assert "error: hand/empty.jsonl: empty file: no events" in out
     assert "broken symlink" in out and "already scanned" in out and "same content as" in out
     assert "l1_p28_grok-4.3_normal (status failed) has no trace file" in out

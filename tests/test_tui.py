@@ -499,11 +499,17 @@ def test_missing_file_is_reported_not_raised(tmp_path):
 
     async def go():
         app = replay_app(p)
+        errors = collect_errors(app)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_ready(app, pilot)
+            s = await wait_ready(app, pilot)
             p.unlink()
             await pilot.press("f", "j", "5")
             await pilot.pause(0.5)
+            assert app.is_running and app.return_code is None  # no crash
+            assert s.run is not None and any("empty file" in x.message or "cannot read" in x.message
+                                             for x in s.run.problems)
+            assert "problem(s) in the file" in screen_text(app) and not errors  # said in the header, not raised
+        assert app.return_code in (0, None)
 
     asyncio.run(go())
 

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ktui.report.console import table_console
 from ktui.report.fmt import OUTCOME_STYLE
 from ktui.report.render_diff import clean, stats_text, unified_text_lines
 from ktui.trace import diffing
@@ -109,7 +110,7 @@ def compare_print(paths: Sequence[str | Path], out=None) -> int:
 
     out = out or sys.stdout
     term = out.isatty() if hasattr(out, "isatty") else False
-    con = Console(file=out, highlight=False, soft_wrap=False, width=None if term else 160)
+    con = table_console(out, term)
     err = Console(stderr=True, highlight=False)
     runs: list[Run] = []
     for p in paths:

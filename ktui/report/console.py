@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-import os
-
 from rich.console import Console
 
-PIPE_WIDTH = 120
+PIPE_WIDTH = 120  # the least width of piped output
+MAX_PIPE_WIDTH = 4000
+TABLE_PIPE_WIDTH = 10_000  # tables size to their content: piped, they get all the room they need
 
 
-def out_console() -> Console:
-    """stdout; a fixed, readable width when piped (unless COLUMNS says otherwise)."""
+def out_console(content_width: int = 0) -> Console:
+    """stdout. Piped, it is as wide as the widest line of the content (``content_width``, at least
+    :data:`PIPE_WIDTH`): piped output never wraps."""
     c = Console(highlight=False)
-    if not c.is_terminal and "COLUMNS" not in os.environ:
-        c = Console(highlight=False, width=PIPE_WIDTH)
+    if not c.is_terminal:
+        c = Console(highlight=False, width=min(MAX_PIPE_WIDTH, max(PIPE_WIDTH, content_width)))
     return c
+
+
+def table_console(file, term: bool) -> Console:
+    """A console for tables (``runs``, ``compare``): the terminal's width, or unbounded when piped."""
+    return Console(file=file, highlight=False, soft_wrap=not term, width=None if term else TABLE_PIPE_WIDTH)
 
 
 def err_console() -> Console:

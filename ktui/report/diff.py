@@ -67,6 +67,10 @@ def diff_command(path, version_a: str | None = None, version_b: str | None = Non
         out.print(Text(msg, style="dim"))
         return 0
     plain = not out.is_terminal
+    if plain and split and console is None:  # piped side by side: wide enough that nothing wraps
+        widest = max((len(line) for ka, kb in pairs for k in (ka, kb) for line in clean(k.code).splitlines()),
+                     default=40)
+        out = Console(highlight=False, soft_wrap=False, width=min(4000, max(100, 2 * widest + 24)))
     context = max(0, context)
     for i, (ka, kb) in enumerate(pairs):
         if i:
@@ -98,7 +102,8 @@ def _print_pair(out: Console, run, ka, kb, *, split: bool, context: int, plain: 
     title.append(f"   {ka.sha1[:10]} → {kb.sha1[:10]}", style="dim")
     out.print(title)
     if split:
-        out.print(render_split(a, b, context=context, title_a=_label(run, ka), title_b=_label(run, kb)))
+        out.print(render_split(a, b, context=context, title_a=_label(run, ka), title_b=_label(run, kb),
+                               markers=plain))
         return
     lines = unified_text_lines(a, b, context=context)
     if not lines:

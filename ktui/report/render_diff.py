@@ -154,11 +154,21 @@ def render_unified(a: str | None, b: str | None, context: int | None = 3) -> Ren
 
 
 def render_split(a: str | None, b: str | None, context: int | None = 3,
-                 title_a: str = "", title_b: str = "") -> RenderableType:
+                 title_a: str = "", title_b: str = "", markers: bool = False) -> RenderableType:
+    """Side by side. ``markers``: ``-`` / ``+`` before changed lines (they survive a pipe, colour does not)."""
     rows = diffing.split_rows(clean(a), clean(b), context=context)
     if not rows:
         return Text("(identical)", style="dim")
     pairs = split_rows_to_text(rows, numbers=False)
+    if markers:
+        marked = []
+        for r, (left, right) in zip(rows, pairs, strict=True):
+            lm = "-" if r.kind in (CHANGED, DELETED) else " "
+            rm = "+" if r.kind in (CHANGED, INSERTED) else " "
+            if r.kind == HUNK:
+                lm = rm = ""
+            marked.append((Text(lm, style=S_DEL, end="") + left, Text(rm, style=S_ADD, end="") + right))
+        pairs = marked
     table = Table(box=None, show_header=bool(title_a or title_b), pad_edge=False, expand=True,
                   padding=(0, 1, 0, 0), show_edge=False)
     table.add_column("", justify="right", style=S_GUTTER, no_wrap=True)

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ktui.report.console import table_console
 from ktui.report.fmt import OUTCOME_STYLE
 from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
@@ -198,15 +199,6 @@ def issues_text(issues: Iterable[ScanIssue]) -> list[Text]:
     return out
 
 
-def _width(runs: list[RunSummary]) -> int:
-    """A console width that fits the widest row, so piped output never wraps."""
-    widths = [len(h) for _, h, _ in COLUMNS]
-    for s in runs:
-        for i, (k, _, _) in enumerate(COLUMNS):
-            widths[i] = max(widths[i], len(cell(s, k)))
-    return max(100, sum(widths) + 2 * len(widths) + 4)
-
-
 def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out=None) -> int:
     out = out or sys.stdout
     idx = SweepIndex(path, use_cache=use_cache)
@@ -231,8 +223,7 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
         _issues_to_stderr(issues)
     else:
         term = out.isatty() if hasattr(out, "isatty") else False
-        con = Console(file=out, highlight=False, soft_wrap=False,
-                      width=None if term else _width(runs))
+        con = table_console(out, term)
         if runs:
             con.print(runs_table(runs))
             con.print()

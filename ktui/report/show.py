@@ -20,7 +20,7 @@ from rich.text import Text
 
 from ktui.report.console import err_console, out_console
 from ktui.report.rich_view import THEME, line_text, renderable
-from ktui.trace import load
+from ktui.trace import facts, load
 from ktui.trace.model import Run
 from ktui.trace.serialize import run_to_dict
 from ktui.view import RunView, TurnView, build_view
@@ -163,26 +163,25 @@ def render(run: Run, *, turn: int | None = None, full: bool = False, view: RunVi
     return out
 
 
-def not_a_trace(run: Run) -> str | None:
-    """Why ``run`` is not a trace at all (one line), or None when it has events."""
-    if run.events:
-        return None
-    first = run.problems[0] if run.problems else None
-    if first and first.line == 0:
-        return one_line(first.message)
-    if first:
-        return one_line(f"not a trace: no readable events ({len(run.problems)} bad lines; first: line "
-                        f"{first.line}: {first.message})")
-    return "not a trace: no events"
+def content_width(v: RunView, run: Run) -> int:
+    """The widest line ``show`` prints (panel borders and indents included), for piped output."""
+    widest = max((len(f.label) + len(f.text) for f in v.header.facts), default=0) * 3
+    for blocks in [v.preamble, *(t.blocks for t in v.turns)]:
+        for b in blocks:
+            widest = max(widest, b.indent + max((len(s) for s in b.plain_lines()), default=0) + 8)
+    fk = run.final_kernel
+    code = (fk.code or "") if fk is not None else ""
+    widest = max([widest, *(len(s) + 8 for s in code.splitlines())])
+    widest = max([widest, *(len(f.message) + len(f.code) + 12 for f in v.flags)])
+    return widest
 
 
 def show_command(path: Path, *, turn: int | None = None, as_json: bool = False, full: bool = False) -> int:
-    console = out_console()
     err = err_console()
     run = load(path)
-    why = not_a_trace(run)
+    why = facts.not_a_trace(run)
     if why:
-        err.print(Text(f"ktui: {one_line(path)}: {why}"))
+        err.print(Text(f"ktui: {one_line(path)}: {one_line(why)}"))
         return 2
     if as_json:
         print(json.dumps(safe_data(run_to_dict(run, turn=turn)), indent=2, ensure_ascii=False))
@@ -191,6 +190,8 @@ def show_command(path: Path, *, turn: int | None = None, as_json: bool = False, 
         err.print(Text(f"ktui: {one_line(path)}: no turn {turn} (the run has {len(run.turns)} turns"
                        + (f", 0-{len(run.turns) - 1})" if run.turns else ")")))
         return 2
-    for r in render(run, turn=turn, full=full):
+    view = build_view(run)
+    console = out_console(content_width(view, run))
+    for r in render(run, turn=turn, full=full, view=view):
         console.print(r)
     return 0

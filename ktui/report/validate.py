@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 from rich.text import Text
 
 from ktui.report.console import err_console, out_console
 from ktui.trace import load
-from ktui.trace.text import sanitize
+from ktui.view.text import one_line, safe_data, sanitize
 
 
 def trace_files(paths: list[str], err) -> list[Path]:
@@ -19,7 +20,15 @@ def trace_files(paths: list[str], err) -> list[Path]:
     seen: set[str] = set()
     for p in paths:
         path = Path(p)
-        if path.is_dir():
+        try:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+        except FileNotFoundError:
+            err.print(Text(f"ktui: {one_line(p)}: no such file or directory"))
+            out.append(path)
+            continue
+        except OSError:
+            is_dir = False  # load() reports it as one problem line
+        if is_dir:
             for root, dirs, files in os.walk(path, followlinks=True, onerror=None):
                 real = os.path.realpath(root)
                 if real in seen:  # symlink loop or duplicate
@@ -34,10 +43,7 @@ def trace_files(paths: list[str], err) -> list[Path]:
                         if rp not in seen:
                             seen.add(rp)
                             out.append(fp)
-        elif path.exists():
-            out.append(path)
         else:
-            err.print(Text(f"ktui: {p}: no such file or directory"))
             out.append(path)
     return out
 
@@ -66,6 +72,7 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
         if as_json:
             continue
         mark = Text("✗ ", "red") if probs else Text("✓ ", "green")
+        f = one_line(str(f))
         line = Text.assemble(mark, (sanitize(str(f)), "bold"),
                              f"  {run.variant}  events={len(run.events)} turns={len(run.turns)} "
                              f"calls={len(run.agent_calls)} kernels={len(run.kernels)} end={run.terminal_state}")
@@ -77,7 +84,7 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
                                                                  else "yellow"),
                                         (f"  [{sanitize(p.excerpt)}]" if p.excerpt else "", "dim")))
     if as_json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json.dumps(safe_data(report), indent=2, ensure_ascii=False))
     else:
         console.print(Text(f"{len(files)} file(s), {bad} with problems", "bold"))
     return 1 if bad else 0

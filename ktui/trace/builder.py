@@ -477,7 +477,12 @@ class Builder:
         derive.metrics_and_outcome(run)
         derive.terminal_state(run, final)
         derive.flags(run)
+        run.n_events = self.n_events
         if final and not self.n_events and not run.problems:
-            run.problems.append(TraceProblem(0, "empty file: no events", "", "error"))
+            if run.incomplete:  # one line, no newline yet, not JSON yet
+                run.problems.append(TraceProblem(0, "incomplete: the only line is still being written", "",
+                                                 "error"))
+            else:
+                run.problems.append(TraceProblem(0, "empty file: no events", "", "error"))
         return run
 

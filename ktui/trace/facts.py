@@ -17,6 +17,20 @@ from __future__ import annotations
 
 from ktui.trace.model import OK, Flag, Run, ToolCall
 
+
+def not_a_trace(run: Run) -> str | None:
+    """Why ``run`` is not a trace at all (one line, the same in every command), or None when it
+    has events."""
+    if len(run.events) or run.n_events:
+        return None
+    first = run.problems[0] if run.problems else None
+    if first and first.line == 0:
+        return first.message
+    if first:
+        return (f"not a trace: no readable events ({len(run.problems)} bad lines; first: line {first.line}: "
+                f"{first.message})")
+    return "not a trace: no events"
+
 STATE_FLAG_MESSAGES = {
     "backend_error": "the model backend failed and ended the run",
     "dangling_call": "the run ended while a tool call was running (no result recorded)",

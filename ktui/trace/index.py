@@ -49,9 +49,9 @@ from ktui.trace import facts
 from ktui.trace.builder import Builder
 from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
-from ktui.trace.reader import LineParser
+from ktui.trace.reader import LineParser, file_problem, line_separator, open_regular
 
-SCHEMA = 7  # bump when RunSummary or the skim changes: invalidates cached entries
+SCHEMA = 8  # bump when RunSummary or the skim changes: invalidates cached entries
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
@@ -94,6 +94,7 @@ class RunSummary:
     max_turns: int | None = None
     tool_calls: int = 0  # agent calls (seeded calls excluded)
     failed_calls: int = 0  # of them, not ok (ktui.trace.facts.is_failed)
+    not_trace: str = ""  # why the file is not a trace at all (ktui.trace.facts.not_a_trace); not listed then
     tokens: int | None = None  # tokens in + out + reasoning (None: the trace records none)
     started_ms: int | None = None
     ended_ms: int | None = None
@@ -251,6 +252,7 @@ class _Skim:
         s.final_score = run.final_score
         s.scores = dict(run.scores)
         s.failed_calls = facts.failed_calls(run)
+        s.not_trace = facts.not_a_trace(run) or ""
         s.flags = facts.flag_codes(run)  # the flag set every view shows
         s.problems = [str(pr) for pr in run.problems[:_MAX_PROBLEMS]]
         if len(run.problems) > _MAX_PROBLEMS:
@@ -358,21 +360,23 @@ def summarize(tf: TraceFile | str) -> RunSummary:
     head = hashlib.sha1()
     tail = b""
     try:
-        with open(tf.real or tf.path, "rb") as f:
+        with open_regular(tf.real or tf.path) as f:
             carry = b""
             first = True
+            sep = b"\n"
             while True:
                 chunk = f.read(CHUNK)
                 if not chunk:
                     break
                 if first:
                     head.update(chunk[:4096])
+                    sep = line_separator(chunk)
                     first = False
                 tail = (tail + chunk)[-4096:]
                 buf = carry + chunk if carry else chunk
                 pos, end = 0, len(buf)
                 while True:
-                    nl = buf.find(b"\n", pos)
+                    nl = buf.find(sep, pos)
                     if nl < 0:
                         break
                     sk.line(buf, pos, nl)
@@ -620,6 +624,10 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
                 if e.is_dir():
                     if not name.startswith(".") and name != "__pycache__":
                         subdirs.append((e.path, None if is_link else os.path.join(real_dir, name)))
+                    continue
+                if not e.is_file() and name.endswith(".jsonl") and not is_link:
+                    issues.append(ScanIssue(_display(e.path, root), file_problem(e.path) or "not a regular file",
+                                            "warning"))
                     continue
                 if not e.is_file():
                     if is_link and (name.endswith(".jsonl") or "." not in name):
@@ -947,6 +955,9 @@ class SweepIndex:
                         continue
                     if s.fingerprint:
                         seen_fp[s.fingerprint] = tf.path
+                    if s.not_trace:  # not a trace (an empty file, a binary): one line, not counted
+                        self.issues.append(ScanIssue(tf.path, s.not_trace, "error"))
+                        continue
                     if s.problems:
                         sev = "error" if "unreadable" in s.flags or s.problems[0].startswith("empty") else "warning"
                         more = f" (+{len(s.problems) - 1} more)" if len(s.problems) > 1 else ""

@@ -405,6 +405,7 @@ class Run:
     notes: list[tuple[int, str]] = field(default_factory=list)  # (line, redacted text) of system notes
     messages: list[tuple[int, str, str | None, str]] = field(default_factory=list)  # (line, kind, actor, text)
     events: EventLog = field(default_factory=EventLog)
+    n_events: int = 0  # events read (also when they are not kept: the sweep index's skim)
     problems: list[TraceProblem] = field(default_factory=list)
     incomplete: bool = False  # ends in a partial line (still being written)
     size_bytes: int = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import stat
 from pathlib import Path
 
 from ktui.trace.builder import Builder
@@ -19,6 +20,53 @@ from ktui.trace.notes import JSONError, loads
 
 CHUNK = 8 << 20
 _EXCERPT = 60
+BOM = b"\xef\xbb\xbf"
+SNIFF = 1 << 20  # bytes :func:`sniff` reads to tell a trace from anything else
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as a trace (one line), or None for a regular file.
+
+    Only regular files are opened: a FIFO would block ``open()`` and a device (``/dev/zero``)
+    never ends. ``stat`` itself never blocks.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot read file: {exc.strerror or exc}"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a trace file"
+    if not stat.S_ISREG(st.st_mode):
+        return f"not a regular file ({_kind(st.st_mode)}): not read"
+    return None
+
+
+class NotRegularFile(OSError):
+    """Raised by :func:`open_regular` for FIFOs, devices and sockets."""
+
+
+def open_regular(path: str | os.PathLike[str]):
+    """Open a regular file for binary reading, never blocking: a FIFO or device that replaced the
+    file since it was checked is refused (:class:`NotRegularFile`) instead of hanging."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"not a regular file ({_kind(mode)}): not read")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _excerpt(raw: bytes) -> str:
@@ -41,6 +89,8 @@ class LineParser:
         line_no, offset, n = self.line_no, self.offset, len(raw)
         self.offset = offset + n + (1 if terminated else 0)
         body = raw[:-1] if raw[-1:] == b"\r" else raw
+        if offset == 0 and body[:3] == BOM:  # a UTF-8 byte order mark: not part of the JSON
+            body = body[3:]
         if n < 16 and not body.strip():
             return
         b = self.b
@@ -164,7 +214,7 @@ class Follower:
         if st.st_size <= self._pos + len(self._tail):
             return False
         try:
-            with open(self.path, "rb") as f:
+            with open_regular(self.path) as f:
                 f.seek(self._pos + len(self._tail))
                 data = f.read()
         except OSError as exc:
@@ -190,13 +240,21 @@ class Follower:
         return True
 
 
+def line_separator(first_chunk: bytes) -> bytes:
+    """``\n``, or ``\r`` for a file with classic-Mac (CR-only) line endings."""
+    return b"\r" if b"\n" not in first_chunk and b"\r" in first_chunk.rstrip(b"\r") else b"\n"
+
+
 def _feed_chunks(parser: LineParser, chunks) -> int:
     """Feed every line of a byte stream to ``parser``; the last, unterminated one as partial."""
     tail = b""
     size = 0
+    sep = None
     for chunk in chunks:
         size += len(chunk)
-        lines = (tail + chunk if tail else chunk).split(b"\n")
+        if sep is None:
+            sep = line_separator(chunk)
+        lines = (tail + chunk if tail else chunk).split(sep)
         tail = lines.pop()
         for raw in lines:
             parser.feed_line(raw)
@@ -225,19 +283,47 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
     ``format`` forces one."""
     from ktui.trace.importers import load_other
 
+    b = Builder(str(path), keep_events=keep_events)
+    why = file_problem(path)
+    if why is not None:
+        b.problem(0, why)
+        return b.finish(final=True)
     other = load_other(path, format)
     if other is not None:
         return other
-    b = Builder(str(path), keep_events=keep_events)
     with _no_gc():
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 b.run.size_bytes = _feed_chunks(LineParser(b), _iter_chunks(f))
         except IsADirectoryError:
             b.problem(0, "is a directory, not a trace file")
+        except NotRegularFile as exc:
+            b.problem(0, str(exc))
         except OSError as exc:
             b.problem(0, f"cannot read file: {exc.strerror or exc}")
         return b.finish(final=True)
+
+
+def sniff(path: str | os.PathLike[str]) -> Run:
+    """A quick look: the run of the first :data:`SNIFF` bytes (the whole file when it is small,
+    else ``load`` when the start holds no event), enough to tell whether it is a trace at all."""
+    why = file_problem(path)
+    if why is not None:
+        b = Builder(str(path))
+        b.problem(0, why)
+        return b.finish(final=True)
+    try:
+        with open_regular(path) as f:
+            head = f.read(SNIFF + 1)
+    except OSError as exc:
+        b = Builder(str(path))
+        b.problem(0, str(exc) if isinstance(exc, NotRegularFile) else f"cannot read file: {exc.strerror or exc}")
+        return b.finish(final=True)
+    if len(head) <= SNIFF:
+        return load_bytes(head, str(path))
+    cut = head.rfind(b"\n")
+    run = load_bytes(head[: cut + 1] if cut >= 0 else head, str(path))
+    return run if len(run.events) else load(path, keep_events=False)
 
 
 def load_bytes(data: bytes, path: str = "<bytes>", format: str | None = None) -> Run:
@@ -255,7 +341,7 @@ def load_bytes(data: bytes, path: str = "<bytes>", format: str | None = None) ->
 def read_raw_line(path: str | os.PathLike[str], event: Event, limit: int = 1 << 20) -> str:
     """The raw text of one event's line, read by offset (at most ``limit`` bytes)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             f.seek(event.offset)
             raw = f.read(min(event.length, limit))
     except OSError as exc:

@@ -63,20 +63,26 @@ def replay_app(path: str | Path, *, follow: bool = False) -> KtuiApp:
     return KtuiApp(lambda: ReplayScreen(path, follow=follow))
 
 
-def run_replay(path: str | Path, follow: bool = False) -> None:
+def _exit_code(app: KtuiApp) -> int:
+    """The app's exit status: non-zero when it crashed (Textual prints the error once)."""
+    app.run()
+    return app.return_code or 0
+
+
+def run_replay(path: str | Path, follow: bool = False) -> int:
     """`ktui replay TRACE [--follow]`."""
-    replay_app(path, follow=follow).run()
+    return _exit_code(replay_app(path, follow=follow))
 
 
-def run_compare(paths: Sequence[str | Path]) -> None:
+def run_compare(paths: Sequence[str | Path]) -> int:
     """`ktui compare A B ...` (the screen is ktui.tui.screens.compare.CompareScreen)."""
     from ktui.tui.screens.compare import CompareScreen
 
-    KtuiApp(lambda: CompareScreen([Path(p) for p in paths])).run()
+    return _exit_code(KtuiApp(lambda: CompareScreen([Path(p) for p in paths])))
 
 
-def run_runs(directory: str | Path, use_cache: bool = True) -> None:
+def run_runs(directory: str | Path, use_cache: bool = True) -> int:
     """`ktui runs DIR` (the screen is ktui.tui.screens.runs.RunsScreen)."""
     from ktui.tui.screens.runs import RunsScreen
 
-    KtuiApp(lambda: RunsScreen(Path(directory), use_cache=use_cache)).run()
+    return _exit_code(KtuiApp(lambda: RunsScreen(Path(directory), use_cache=use_cache)))

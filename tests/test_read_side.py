@@ -1,0 +1,150 @@
+"""The read side refuses what is not a trace, in one line, and never blocks or reads forever."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SEED_TRACE
+
+from ktui.trace import load
+from ktui.trace.index import SweepIndex
+from ktui.trace.reader import load_bytes
+
+EV = {"tick": 0, "ts_ms": 1000, "actor": None, "payload": {"kind": "system", "note": "ensemble: backend=mock"}}
+MSG = {"tick": 1, "ts_ms": 1001, "actor": "harness", "payload": {"kind": "user_message", "text": "Begin."}}
+LS = shutil.which("ls") or "/bin/ls"
+
+
+def ktui(*args, timeout=60, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "ktui", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def one_line_error(r, needle: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ktui: ") and needle in lines[0], r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    p = tmp_path / "live.jsonl"
+    os.mkfifo(p)
+    return p
+
+
+def test_fifo_and_device_one_line_each(fifo):
+    for cmd in ("show", "diff", "replay", "repro", "export"):
+        args = [cmd, str(fifo)] + (["-o", str(fifo.parent / "x.py")] if cmd == "export" else [])
+        one_line_error(ktui(*args, timeout=30), "not a regular file (a FIFO)")
+    one_line_error(ktui("show", "/dev/zero", timeout=30), "not a regular file (a character device)")
+    run = load(fifo)
+    assert [p.message for p in run.problems] == ["not a regular file (a FIFO): not read"]
+
+
+def test_directory_scans_refuse_fifos_and_devices(tmp_path, fifo):
+    shutil.copy(SEED_TRACE, tmp_path / "seed.jsonl")
+    (tmp_path / "zero.jsonl").symlink_to("/dev/zero")
+    r = ktui("validate", str(tmp_path), timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "not a regular file (a FIFO)" in r.stdout and "not a regular file (a character device)" in r.stdout
+    idx = SweepIndex(tmp_path, use_cache=False)
+    runs = list(idx.summaries())
+    assert [s.path for s in runs] == ["seed.jsonl"]
+    msgs = [str(i) for i in idx.issues]
+    assert any("live.jsonl" in m and "FIFO" in m for m in msgs), msgs
+    assert any("zero.jsonl" in m for m in msgs), msgs
+
+
+def test_non_traces_rejected_by_every_command_with_the_same_line(tmp_path):
+    shown = ktui("show", LS)
+    one_line_error(shown, "not a trace")
+    line = shown.stderr.strip()
+    for args in (["diff", LS], ["repro", LS], ["replay", LS], ["export", LS, "-o", str(tmp_path / "x.py")],
+                 ["compare", LS, str(SEED_TRACE)], ["compare", str(SEED_TRACE), LS, "--print"]):
+        r = ktui(*args)
+        assert r.returncode == 2 and r.stderr.strip() == line, (args, r.stderr)
+    for i in range(3):  # three different files (identical copies would be listed once)
+        (tmp_path / f"ls{i}.jsonl").write_bytes(Path(LS).read_bytes() + bytes([i]))
+    shutil.copy(SEED_TRACE, tmp_path / "seed.jsonl")
+    r = ktui("runs", str(tmp_path), "--print", "--no-cache")
+    assert r.returncode == 0 and "1 run(s)" in r.stdout
+    bad = [ln for ln in r.stdout.splitlines() if ln.startswith("error: ls")]
+    assert len(bad) == 3 and all("not a trace" in ln for ln in bad)
+    r = ktui("runs", str(tmp_path), "--format", "json", "--no-cache")
+    assert [x["path"] for x in json.loads(r.stdout)["runs"]] == ["seed.jsonl"]
+
+
+def test_bom_cr_only_and_single_partial_line():
+    line = json.dumps(EV).encode()
+    run = load_bytes(b"\xef\xbb\xbf" + line + b"\n" + json.dumps(MSG).encode() + b"\n")
+    assert run.problems == [] and len(run.events) == 2  # the BOM does not cost the first event
+    run = load_bytes(line + b"\r" + json.dumps(MSG).encode() + b"\r")
+    assert run.problems == [] and len(run.events) == 2  # classic-Mac line endings
+    run = load_bytes(line[:30])
+    assert [p.message for p in run.problems] == ["incomplete: the only line is still being written"]
+    assert load_bytes(b"").problems[0].message == "empty file: no events"
+
+
+def test_file_in_a_directory_without_execute_permission(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root reads through any permission")
+    d = tmp_path / "locked"
+    d.mkdir()
+    shutil.copy(SEED_TRACE, d / "t.jsonl")
+    d.chmod(0o600)
+    try:
+        one_line_error(ktui("show", str(d / "t.jsonl")), "Permission denied")
+    finally:
+        d.chmod(0o700)
+
+
+def test_unknown_command_suggests_close_ones():
+    r = ktui("shwo", "x")
+    assert r.returncode == 2 and "Did you mean 'show'" in r.stderr and "Traceback" not in r.stderr
+    r = ktui("compre", "a", "b")
+    assert "Did you mean 'compare'" in r.stderr
+
+
+def test_export_refuses_to_overwrite(tmp_path):
+    out = tmp_path / "repro.py"
+    out.write_text("mine\n")
+    r = ktui("export", str(SEED_TRACE), "--version", "v4", "-o", str(out))
+    one_line_error(r, "exists (use --force to overwrite)")
+    assert out.read_text() == "mine\n"
+    r = ktui("export", str(SEED_TRACE), "--version", "v4", "-o", str(out), "--force")
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() != "mine\n"
+
+
+def test_apps_print_when_not_on_a_terminal(tmp_path):
+    other = ROOT / "tests" / "fixtures" / "compare" / "popcorn_l1_p27_test-agent-b.jsonl"
+    r = ktui("compare", str(SEED_TRACE), str(other), timeout=60)
+    assert r.returncode == 0 and "failed calls" in r.stdout and "\x1b" not in r.stdout
+    shutil.copy(SEED_TRACE, tmp_path / "seed.jsonl")
+    r = ktui("runs", str(tmp_path), "--no-cache", timeout=60)
+    assert r.returncode == 0 and "1 run(s)" in r.stdout and "per model" in r.stdout
+    r = ktui("replay", str(SEED_TRACE), timeout=60)
+    assert r.returncode == 0 and "L1 P27 27_permutation_all_to_all.py" in r.stdout and "turn 8" in r.stdout
+
+
+def test_split_diff_keeps_markers_and_piped_output_never_wraps():
+    r = ktui("diff", str(SEED_TRACE), "v3", "v4", "--split")
+    assert r.returncode == 0
+    rows = r.stdout.splitlines()
+    assert any(" -__global__ void permute_kernel" in ln and "+__global__ void permute_kernel" in ln for ln in rows)
+    # the longest kernel line is whole on one row, and so is every flag of `show`
+    longest = max(load(SEED_TRACE).kernel("v4").code.splitlines(), key=len)
+    assert any(longest.strip() in ln for ln in rows)
+    r = ktui("show", str(SEED_TRACE), "--full")
+    out = r.stdout
+    for f in load(SEED_TRACE).flags:
+        assert f.message in out, f.message  # not broken across rows
+    assert "Expected a 'cuda' device type for generator but found 'cpu'" in out
