@@ -62,7 +62,12 @@ def check_trace_path(path: str) -> Path:
 
 
 def _interactive() -> bool:
-    """The full-screen app only on a terminal: piped, the commands print instead."""
+    """The full-screen app only on a terminal (or under a Textual driver such as textual-serve's
+    web driver): piped, the commands print instead."""
+    import os
+
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return True
     return sys.stdout.isatty() and sys.stdin.isatty()
 
 

@@ -287,14 +287,15 @@ def test_fixture_report_in_chromium(browser, tmp_path):
 
 
 def test_broken_traces_still_make_a_report(tmp_path):
-    (tmp_path / "garbage.jsonl").write_bytes(b"\xff\xfe\x00 not json\n{\"tick\": 1}\n")
-    (tmp_path / "empty.jsonl").write_bytes(b"")
+    note = b'{"tick":0,"ts_ms":1,"actor":null,"payload":{"kind":"system","note":"x"}}\n'
+    (tmp_path / "garbage.jsonl").write_bytes(b"\xff\xfe\x00 not json\n{\"tick\": 1}\n" + note)
+    (tmp_path / "empty.jsonl").write_bytes(b"")  # not a trace: not counted
     (tmp_path / "deep.jsonl").write_text('{"tick":0,"ts_ms":1,"actor":null,"payload":{"kind":"system","note":"'
                                          + "[" * 3000 + '"}}\n')
     page, stats = build_report(tmp_path, use_cache=False)
-    assert stats["runs"] == 3
+    assert stats["runs"] == 2
     details = _details(page)
-    assert len(details) == 3
+    assert len(details) == 2
     for d in details.values():
         assert ("error" in d) or ("turns" in d and "problems" in d)
     assert any(d.get("problems") for d in details.values())  # the reader's problems are shown
