@@ -447,3 +447,49 @@ async def _runs_verify(tmp_path, builds):
             panel = with_reproduced(scr, Text("recorded"))
             assert isinstance(panel, Group) and str(panel.renderables[1]) == "verified: recorded → reproduced"
             assert {d["model"] for d in state.report.models()} == {"model-a", "model-b", "all runs"}
+
+
+def _workers_of(cache_dir: Path) -> list[int]:
+    """Processes of ``python -m ktui.repro.worker`` started for this cache directory."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes()
+            env = (d / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"ktui.repro.worker" in cmd and f"KTUI_CACHE_DIR={cache_dir}".encode() in env.split(b"\0"):
+            out.append(int(d.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_sigterm_stops_the_sweep_and_its_workers(tmp_path):
+    import signal
+
+    env = dict(os.environ, KTUI_CACHE_DIR=str(tmp_path), PYTHONPATH=str(REPO))
+    p = subprocess.Popen([sys.executable, "-m", "ktui", "verify", str(SWEEP / "model-b" / "hang.jsonl"), "--device",
+                          "cpu", "--trials", "5", "--timeout", "300"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not _workers_of(tmp_path):
+            time.sleep(0.2)
+        assert _workers_of(tmp_path), "the worker never started"
+        time.sleep(3)  # inside the kernel's endless loop by now
+        p.send_signal(signal.SIGTERM)
+        _out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "interrupted" in err
+    left = []
+    for _ in range(20):  # killed processes may take a moment to be reaped
+        left = _workers_of(tmp_path)
+        if not left:
+            break
+        time.sleep(0.25)
+    assert left == [], [(pid, (Path("/proc") / str(pid) / "stat").read_text()[:120]) for pid in left]

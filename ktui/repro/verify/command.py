@@ -104,6 +104,32 @@ class ProgressDisplay:
             self._progress = None
 
 
+def _interrupt_on_terminate() -> dict[int, Any]:
+    """SIGTERM / SIGHUP (a closed terminal) stop the sweep like Ctrl-C: every worker process is
+    killed and what finished stays cached (the default action would leave the workers running)."""
+    import signal
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    saved: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return saved
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            saved[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
+    return saved
+
+
+def _restore(saved: dict[int, Any]) -> None:
+    import signal
+
+    for sig, old in saved.items():
+        signal.signal(sig, old)
+
+
 def parse_gpus(text: str | None) -> list[str] | None:
     if text is None:
         return None
@@ -174,19 +200,23 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     live = sys.stderr.isatty() if progress is None else progress
     display = ProgressDisplay(planner, live=live)
     try:
-        eng = make_engine(engine, options, slots=slots, jobs=njobs, build_root=build_cache, on_event=display,
+        # Ray without --jobs: the cluster's CPUs (less one per timing slot), not this machine's
+        eng = make_engine(engine, options, slots=slots, jobs=njobs if engine == "local" else jobs,
+                          build_root=build_cache, on_event=display,
                           address=address, gpus=gpu_ids, cpu_slots=cpu_slots)
     except (ImportError, RuntimeError, ValueError) as exc:
         _err(str(exc))
         return 2
     t0 = time.monotonic()
     interrupted = False
+    saved = _interrupt_on_terminate()
     display.start()
     try:
         eng.run(iter(planner))
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        _restore(saved)
         display.stop()
         close = getattr(eng, "close", None)
         if close is not None:
@@ -196,7 +226,8 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     stats = {"runs": len(planner.rows), "kernels": len(planner.jobs), "duplicates": planner.duplicates,
              "cached": len(planner.cached), "built": c.get(BUILT, 0), "timed": c.get(TIMED, 0),
              "failed": c.get(FAILED, 0), "cancelled": c.get(CANCELLED, 0), "wall_s": round(wall, 3),
-             "engine": engine, "slots": getattr(eng, "slot_count", len(slots)), "jobs": njobs,
+             "engine": engine, "slots": getattr(eng, "slot_count", len(slots)),
+             "jobs": getattr(eng, "max_builds", njobs),
              "interrupted": interrupted}
     if events_out:
         import json

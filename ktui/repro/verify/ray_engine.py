@@ -197,7 +197,7 @@ class RayEngine:
         self.gpu_slots = n_gpu
         self.slot_count = n_gpu or max(1, cpu_slots)
         cpus = int(res.get("CPU", 1))
-        self.max_builds = max(1, jobs) if jobs else max(1, cpus - (0 if n_gpu else self.slot_count))
+        self.max_builds = max(1, jobs) if jobs else max(1, cpus - self.slot_count)
         self._slot_cls = ray.remote(TimingSlot)
         self._build = ray.remote(remote_build)
         self._feed_q: queue.Queue[Any] = queue.Queue()
