@@ -69,10 +69,12 @@ def main() -> None:
                 page.goto((base / "sweep.html").as_uri())
                 page.wait_for_selector("body[data-ready='1']")
                 page.screenshot(path=str(SHOTS / "report.png"))
+                page.fill("#f-text", "bench_problem")  # the seed-derived runs (not the fixture copies)
                 page.click("#runs thead th[data-col='speedup']")
                 page.click("#runs thead th[data-col='speedup']")
                 page.click("#runs tbody tr >> nth=2")
                 page.wait_for_selector("#detail[data-state='ready']")
+                page.eval_on_selector(".tablewrap", "e => { e.scrollLeft = 0; }")
                 page.eval_on_selector("#runs-section", "e => e.scrollIntoView()")
                 page.screenshot(path=str(SHOTS / "report_runs.png"))
                 if fixtures.is_dir():

@@ -40,8 +40,8 @@ td.num, th.num { text-align:right; font-variant-numeric: tabular-nums; }
 th { position:sticky; top:0; background:var(--panel); cursor:pointer; user-select:none; }
 th.sorted-asc::after { content:" ▲"; } th.sorted-desc::after { content:" ▼"; }
 #runs tbody tr { cursor:pointer; } #runs tbody tr:hover { background:#262b35; } #runs tbody tr.sel { background:#2d3646; }
-td.trace { max-width:360px; overflow:hidden; text-overflow:ellipsis; }
-td.problem { max-width:320px; overflow:hidden; text-overflow:ellipsis; }
+td.trace { max-width:300px; overflow:hidden; text-overflow:ellipsis; }
+td.problem { max-width:260px; overflow:hidden; text-overflow:ellipsis; }
 .o-passed { color:var(--ok); font-weight:600; } .o-failed { color:var(--bad); font-weight:600; } .o-incomplete { color:var(--warn); }
 .flags { color:var(--warn); }
 .controls { display:flex; gap:10px; align-items:center; flex-wrap:wrap; margin:8px 0; }
