@@ -105,7 +105,7 @@ def test_report_data_is_the_runs_table_and_the_view_model(report, sweep):
     data = _data(page)
     paths = [r["c"][0] for r in data["rows"]]
     assert len(paths) == 14 and "hand/injection.jsonl" in paths
-    assert [c["key"] for c in data["columns"]][:3] == ["path", "problem", "model"]
+    assert [c["key"] for c in data["columns"]][:4] == ["path", "format", "problem", "model"]
     details = _details(page)
     assert sorted(details) == list(range(14))
     seed_i = paths.index("project/seed.jsonl")
@@ -190,11 +190,11 @@ def test_report_in_chromium(browser, report):
     assert len(_shown_paths(page)) == 14
     # sorting: click "speedup" (ascending, unknown first), again (descending)
     page.click("#runs thead th[data-col='speedup']")
-    sp = page.eval_on_selector_all("#runs tbody tr td:nth-child(9)", "tds => tds.map(td => td.textContent)")
+    sp = page.eval_on_selector_all("#runs tbody tr td:nth-child(10)", "tds => tds.map(td => td.textContent)")
     known = [float(x[:-1]) for x in sp if x != "—"]
     assert known == sorted(known) and sp[0] == "—"
     page.click("#runs thead th[data-col='speedup']")
-    sp = page.eval_on_selector_all("#runs tbody tr td:nth-child(9)", "tds => tds.map(td => td.textContent)")
+    sp = page.eval_on_selector_all("#runs tbody tr td:nth-child(10)", "tds => tds.map(td => td.textContent)")
     assert [float(x[:-1]) for x in sp[:3]] == [3.0, 2.4, 2.0]
     # filtering: text (every word), outcome, model, and a grid cell
     page.fill("#f-text", "hand p28")

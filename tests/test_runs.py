@@ -138,8 +138,8 @@ async def _screen_flow():
         await pilot.press("M")  # the first model in order
         assert {table.rows[i].model for i in table.view} == {"claude-sonnet-4-5"}
         await pilot.press("x")
-        # sort by turns (> cycles columns: trace, problem, model, persona, outcome, turns)
-        await pilot.press(*[">"] * 7, "<")
+        # sort by turns (> cycles columns: trace, format, problem, model, persona, outcome, turns)
+        await pilot.press(*[">"] * 8, "<")
         assert table.sort_key == "turns"
         turns = [table.rows[i].turns for i in table.view]
         assert turns == sorted(turns)

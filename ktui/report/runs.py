@@ -32,6 +32,7 @@ from ktui.view.text import one_line, safe_data
 # (key, header, justify) of the runs table, in order
 COLUMNS: list[tuple[str, str, str]] = [
     ("path", "trace", "left"),
+    ("format", "format", "left"),
     ("problem", "problem", "left"),
     ("model", "model", "left"),
     ("persona", "persona", "left"),
@@ -68,6 +69,8 @@ def cell(s: RunSummary, key: str) -> str:
     """The plain text of one cell of the runs table."""
     if key == "path":
         return one_line(s.path)
+    if key == "format":
+        return f"ensemble {s.variant}" if s.format == "ensemble" else one_line(s.format)
     if key == "problem":
         return one_line(s.problem) or "—"
     if key == "model":
@@ -155,7 +158,7 @@ def summary_dict(s: RunSummary) -> dict[str, Any]:
 
 CSV_FIELDS = ["path", "problem", "model", "persona", "outcome", "turns", "max_turns", "tool_calls", "tokens",
               "wall_s", "speedup", "runtime_us", "ref_runtime_us", "variant", "terminal", "scenario", "flags",
-              "real"]
+              "real", "format"]
 
 
 def csv_row(s: RunSummary) -> list[Any]:
@@ -165,7 +168,7 @@ def csv_row(s: RunSummary) -> list[Any]:
     wall = s.wall_ms
     row = [s.path, s.problem, v(s.model), v(s.persona), s.outcome, s.turns, v(s.max_turns), s.tool_calls,
            v(s.tokens), "" if wall is None else round(wall / 1000, 3), v(s.speedup), v(s.runtime_us),
-           v(s.ref_runtime_us), s.variant, s.terminal, v(s.scenario), " ".join(s.flags), s.real]
+           v(s.ref_runtime_us), s.variant, s.terminal, v(s.scenario), " ".join(s.flags), s.real, s.format]
     return [one_line(x) if isinstance(x, str) else safe_data(x) for x in row]
 
 

@@ -204,6 +204,11 @@ def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,
     kernel does (compile error, crash, hang) comes back as a report.
     """
     options = options or ReproOptions()
+    from ktui.trace.platform import repro_precheck
+
+    why = repro_precheck(kv, options.device)  # e.g. a HIP kernel on an NVIDIA GPU: say so, build nothing
+    if why:
+        raise ReproError(why)
     ref, origin = resolve_reference(run, options.reference_path)
     if not ref:
         raise ReproError("the trace has no reference source (no fetch_problem ref_arch_src); "

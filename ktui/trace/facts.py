@@ -63,7 +63,8 @@ def state_flags(run: Run) -> list[Flag]:
                         line=line))
     if run.incomplete:
         out.append(Flag("still_writing", STATE_FLAG_MESSAGES["still_writing"], "info"))
-    bad = [p for p in run.problems if p.line > 0]
+    # imported formats: their warnings (an unpaired result, a second rollout) are not bad lines
+    bad = [p for p in run.problems if (p.line > 0 or p.where) and (run.format == "ensemble" or p.severity == "error")]
     if bad:
         out.append(Flag("bad_lines", f"{len(bad)} line(s) with problems (first: line {bad[0].line})", "warning",
                         line=bad[0].line))

@@ -55,6 +55,8 @@ SCHEMA = 8  # bump when RunSummary or the skim changes: invalidates cached entri
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
+# files looked at as traces (which format a file is comes from its content, never its name)
+TRACE_EXTS = (".jsonl", ".json", ".traj")
 # tool events read in full (their results carry the problem or the final metrics)
 FULL_TOOLS = frozenset({"fetch_problem", "fetch_translation_problem", "submit_kernel"})
 # tool results read in full (their status says whether a kernel compiled / was first correct)
@@ -83,6 +85,7 @@ class RunSummary:
     size: int = 0
     mtime_ns: int = 0
     variant: str = UNKNOWN
+    format: str = "ensemble"  # the importer that reads it; "none": a .json file that is not a trace
     problem: str = ""  # display title ("L1 P27 27_permutation_all_to_all.py")
     problem_key: str = ""  # what "same problem" compares
     model: str | None = None
@@ -235,31 +238,36 @@ class _Skim:
         self.parser.feed_line(buf[s:e], terminated)
 
     def summary(self, tf: TraceFile) -> RunSummary:
-        run: Run = self.b.finish(final=True)
-        s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
-        s.variant = run.variant
-        p = run.problem
-        s.problem = p.title if (p.level is not None or p.problem_id is not None or p.name) else ""
-        s.problem_key = problem_key(p.level, p.problem_id, p.name)
-        s.model, s.persona, s.scenario = run.model, run.persona, run.scenario
-        s.outcome, s.terminal = run.outcome, run.terminal_state
-        s.turns, s.max_turns, s.tool_calls = len(run.turns), run.max_turns, len(run.agent_calls)
-        s.tokens = run.tokens_total or None
-        s.started_ms, s.ended_ms = run.started_ms, run.ended_ms
-        if run.metrics is not None:
-            s.speedup, s.runtime_us = run.metrics.speedup, run.metrics.runtime_us
-            s.ref_runtime_us, s.correct = run.metrics.ref_runtime_us, run.metrics.correct
-        s.final_score = run.final_score
-        s.scores = dict(run.scores)
-        s.failed_calls = facts.failed_calls(run)
-        s.not_trace = facts.not_a_trace(run) or ""
-        s.flags = facts.flag_codes(run)  # the flag set every view shows
-        s.problems = [str(pr) for pr in run.problems[:_MAX_PROBLEMS]]
-        if len(run.problems) > _MAX_PROBLEMS:
-            s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")
-        s.incomplete = run.incomplete
-        _progress(run, s)
-        return s
+        return summary_of_run(self.b.finish(final=True), tf)
+
+
+def summary_of_run(run: Run, tf: TraceFile) -> RunSummary:
+    """The runs-table row of a loaded (or skimmed) run."""
+    s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
+    s.variant = run.variant
+    s.format = run.format
+    p = run.problem
+    s.problem = p.title if (p.level is not None or p.problem_id is not None or p.name) else ""
+    s.problem_key = problem_key(p.level, p.problem_id, p.name)
+    s.model, s.persona, s.scenario = run.model, run.persona, run.scenario
+    s.outcome, s.terminal = run.outcome, run.terminal_state
+    s.turns, s.max_turns, s.tool_calls = len(run.turns), run.max_turns, len(run.agent_calls)
+    s.tokens = run.tokens_total or None
+    s.started_ms, s.ended_ms = run.started_ms, run.ended_ms
+    if run.metrics is not None:
+        s.speedup, s.runtime_us = run.metrics.speedup, run.metrics.runtime_us
+        s.ref_runtime_us, s.correct = run.metrics.ref_runtime_us, run.metrics.correct
+    s.final_score = run.final_score
+    s.scores = dict(run.scores)
+    s.failed_calls = facts.failed_calls(run)
+    s.not_trace = facts.not_a_trace(run) or ""
+    s.flags = facts.flag_codes(run)  # the flag set every view shows
+    s.problems = [str(pr) for pr in run.problems[:_MAX_PROBLEMS]]
+    if len(run.problems) > _MAX_PROBLEMS:
+        s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")
+    s.incomplete = run.incomplete
+    _progress(run, s)
+    return s
 
 
 _COMPILE_TOOLS = frozenset({"compile_kernel"})
@@ -356,6 +364,9 @@ def summarize(tf: TraceFile | str) -> RunSummary:
     if isinstance(tf, str):
         st = os.stat(tf)
         tf = TraceFile(path=tf, real=os.path.realpath(tf), size=st.st_size, mtime_ns=st.st_mtime_ns)
+    other = _imported(tf)
+    if other is not None:
+        return other
     sk = _Skim(tf.path)
     head = hashlib.sha1()
     tail = b""
@@ -397,6 +408,42 @@ def summarize(tf: TraceFile | str) -> RunSummary:
     s = sk.summary(tf)
     head.update(b"|" + tail + b"|" + str(tf.size).encode())
     s.fingerprint = head.hexdigest()
+    return s
+
+
+def _imported(tf: TraceFile) -> RunSummary | None:
+    """A trace of another format (ktui.trace.importers), loaded whole and summarised; None for an
+    ensemble trace (skimmed as above). A ``.json`` file that is not a trace gets format "none"."""
+    from ktui.trace import importers
+
+    path = tf.real or tf.path
+    try:
+        det = importers.choose(path)
+        if det.name == "ensemble":
+            return None
+        if det.name == "unknown" and not path.endswith(".jsonl"):
+            s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns, format="none")
+            s.problems = [f"not a trace (looks like {det.hint})"]
+            return s
+        run = importers.load_as(path, det, keep_events=False)
+    except Exception as exc:  # noqa: BLE001 - the index never raises on data
+        s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
+        s.problems = [f"could not summarise ({type(exc).__name__}: {exc})"]
+        s.flags = ["unreadable"]
+        return s
+    s = summary_of_run(run, tf)
+    if det.name == "unknown":
+        s.flags = s.flags + ["unreadable"] if "unreadable" not in s.flags else s.flags
+    h = hashlib.sha1()
+    try:
+        with open(path, "rb") as f:
+            h.update(f.read(4096))
+            if tf.size > 8192:
+                f.seek(tf.size - 4096)
+            h.update(b"|" + f.read(4096) + b"|" + str(tf.size).encode())
+    except OSError:
+        pass
+    s.fingerprint = h.hexdigest()
     return s
 
 
@@ -642,7 +689,7 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
                     if records is not None:
                         records.read(e.path, issues, _display(e.path, root))
                     continue
-                if not name.endswith(".jsonl"):
+                if not name.endswith(TRACE_EXTS):
                     continue
                 fst = e.stat()
                 # the real path of a link is resolved only if it is not a duplicate (see above)
@@ -824,6 +871,7 @@ class SweepIndex:
         self.cache_hits = 0
         self.done = 0
         self.duplicates = 0
+        self.not_traces = 0  # .json files skipped: not traces
         self.helpers_used = 0
 
     def discover(self) -> list[TraceFile]:
@@ -948,6 +996,9 @@ class SweepIndex:
                     ent = hits.pop(next_out - 1, None)
                     fresh[tf.real] = ent if ent is not None else s.to_dict()  # a hit is stored as it was
                     self.done += 1
+                    if s.format == "none":  # a .json file that is not a trace: not a run
+                        self.not_traces += 1
+                        continue
                     if s.fingerprint and s.fingerprint in seen_fp:
                         self.duplicates += 1
                         self.issues.append(ScanIssue(tf.path, f"same content as {seen_fp[s.fingerprint]}; "
@@ -979,8 +1030,10 @@ class SweepIndex:
                 if err:
                     self.issues.append(ScanIssue(self.root, err, "info"))
         self._report_records()
-        if not self.files:
-            self.issues.append(ScanIssue(self.root, "no trace files (*.jsonl) found", "warning"))
+        if self.not_traces:
+            self.issues.append(ScanIssue(self.root, f"{self.not_traces} .json file(s) are not traces; skipped", "info"))
+        if not self.files or self.not_traces == len(self.files):
+            self.issues.append(ScanIssue(self.root, "no trace files (*.jsonl, *.json) found", "warning"))
 
     def _report_records(self) -> None:
         for rec in self.records.unmatched():

@@ -282,6 +282,7 @@ class KernelUse:
     tool: str
     status: str
     summary: str = ""
+    verdict: bool = False  # imported formats: a verifier's report on this version (PASS / FAIL, timings)
 
 
 @dataclass(slots=True, eq=False)
@@ -460,7 +461,8 @@ class Run:
         for c in self.calls:
             if c.name in ("run_correctness", "submit_kernel") and c.status == OK and c.turn is not None:
                 return c.turn
-        return None
+        turns = [u.turn for k in self.kernels for u in k.uses if u.verdict and u.status == OK and u.turn is not None]
+        return min(turns) if turns else None
 
     def kernel(self, ref: str | int) -> KernelVersion | None:
         """Look up a kernel version by number, 'vN', 'final' or a sha1 prefix."""

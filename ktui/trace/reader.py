@@ -192,10 +192,17 @@ class Follower:
         self._tail = b""
         self._inode: tuple[int, int] | None = None
         self.run: Run = self.builder.run
+        from ktui.trace.importers import ImportFollower
+
+        self._other = ImportFollower.of(self.path)  # another format: re-imported when the file changes
         self.poll()
 
     def poll(self) -> bool:
         """Read what was appended; rebuild derived state. True if anything changed."""
+        if self._other is not None:
+            changed = self._other.poll()
+            self.run = self._other.run
+            return changed
         try:
             st = os.stat(self.path)
         except OSError as exc:

@@ -44,8 +44,9 @@ FORMATS: list[tuple[str, ModuleType]] = [
 ]
 BY_NAME = dict(FORMATS)
 ENV = "KTUI_FORMAT"
+INTERNAL = "could not interpret this trace"  # an importer met a shape it did not expect
 HEAD_LINES = 8
-_HEAD = 64 << 10
+_HEAD_BYTES = 1 << 20
 
 
 @dataclass(slots=True)
@@ -65,33 +66,49 @@ def forced() -> str | None:
 
 
 # ---- detection ------------------------------------------------------------------------------------
-def _head_lines(path: str | None, data: bytes | None, limit: int = MAX_OBJECT_BYTES) -> tuple[list[bytes], bool]:
-    """The first non-empty lines (at most HEAD_LINES), and whether the file has more."""
+def _head_lines(path: str | None, data: bytes | None) -> tuple[list[bytes], bool]:
+    """The first non-empty lines (at most HEAD_LINES, from the first MiB; the first line whole,
+    up to MAX_OBJECT_BYTES), and whether the file has more."""
     if data is not None:
-        buf, more_data = data, False
+        buf, more = data[:_HEAD_BYTES], len(data) > _HEAD_BYTES
+        if more and b"\n" not in buf:
+            nl = data.find(b"\n")
+            buf = data[: nl + 1] if nl >= 0 else data
+            more = nl >= 0 and nl + 1 < len(data)
     else:
-        buf = b""
         with open(path, "rb") as f:
-            while True:
-                c = f.read(_HEAD if len(buf) < _HEAD else len(buf))
-                if not c:
-                    more_data = False
-                    break
-                buf += c
-                if buf.count(b"\n") > HEAD_LINES + 1 or len(buf) > limit:
-                    more_data = True
-                    break
+            buf = f.read(_HEAD_BYTES)
+            more = bool(f.peek(1)) if hasattr(f, "peek") else False
+            if more and not buf.lstrip(b"\xef\xbb\xbf \t\r\n").count(b"\n"):
+                # the first line is longer than the head: read on to its end (bounded)
+                parts = [buf]
+                total = len(buf)
+                while total <= MAX_OBJECT_BYTES:
+                    c = f.read(8 << 20)
+                    if not c:
+                        more = False
+                        break
+                    nl = c.find(b"\n")
+                    if nl >= 0:
+                        parts.append(c[: nl + 1])
+                        more = nl + 1 < len(c) or bool(f.peek(1))
+                        break
+                    parts.append(c)
+                    total += len(c)
+                buf = b"".join(parts)
     if buf.startswith(b"\xef\xbb\xbf"):
         buf = buf[3:]
-    out: list[bytes] = []
     parts = buf.split(b"\n")
-    complete = parts if not more_data else parts[:-1]
-    for i, raw in enumerate(complete):
+    last_complete = buf.endswith(b"\n") or not more
+    complete = parts if last_complete else parts[:-1]
+    out: list[bytes] = []
+    for raw in complete:
         if raw.strip():
             out.append(raw.rstrip(b"\r"))
             if len(out) >= HEAD_LINES:
                 return out, True
-    return out, more_data or len([p for p in parts if p.strip()]) > len(out)
+    rest = not last_complete and bool(parts[-1].strip())
+    return out, more or rest
 
 
 def detect(path: str | None = None, data: bytes | None = None) -> Detection:
@@ -248,6 +265,10 @@ def load_as(path: str, det: Detection, *, data: bytes | None = None, keep_events
         run = Run(path=path)
         run.format = run.variant = det.name
         run.problems.append(TraceProblem(0, "JSON nested too deeply to read"))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # never raise on data
+        run = Run(path=path)
+        run.format = run.variant = det.name
+        run.problems.append(TraceProblem(0, f"{INTERNAL} ({type(exc).__name__}: {str(exc)[:120]})"))
     return run
 
 
@@ -260,5 +281,42 @@ def load_other(path: str | os.PathLike[str], fmt: str | None = None, *, data: by
     return load_as(path, det, data=data)
 
 
-__all__ = ["BY_NAME", "FORMATS", "Detection", "choose", "describe", "detect", "forced", "load", "load_as", "load_other",
+class ImportFollower:
+    """Follow mode for the imported formats: the whole file is read again when its size or mtime
+    changes (they are small next to ensemble sweeps, and single-object formats can only be read
+    whole)."""
+
+    def __init__(self, path: str, det: Detection) -> None:
+        self.path = path
+        self.det = det
+        self._sig: tuple[int, int, int] | None = None
+        self.run: Run = Run(path=path)
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str]) -> ImportFollower | None:
+        p = os.fspath(path)
+        if not os.path.isfile(p):
+            return None
+        det = choose(p)
+        return None if det.name == "ensemble" else cls(p, Detection(det.name, det.hint))
+
+    def poll(self) -> bool:
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            if self._sig is not None or not self.run.problems:
+                self._sig = None
+                self.run = Run(path=self.path)
+                self.run.problems.append(TraceProblem(0, f"cannot read file: {exc.strerror or exc}"))
+                return True
+            return False
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if sig == self._sig:
+            return False
+        self._sig = sig
+        self.run = load_as(self.path, self.det)
+        return True
+
+
+__all__ = ["BY_NAME", "FORMATS", "Detection", "ImportFollower", "choose", "describe", "detect", "forced", "load", "load_as", "load_other",
            "names", "not_a_trace"]

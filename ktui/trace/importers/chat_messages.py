@@ -24,6 +24,7 @@ from ktui.trace.importers.common import (
     Assembler,
     JSONError,
     as_int,
+    as_list,
     as_num,
     as_str,
     excerpt,
@@ -78,6 +79,7 @@ def load(path: str, data: bytes | None = None) -> Run:
         except JSONError as exc:
             if no == 1:
                 first_bad = True
+                asm.run.incomplete = not term  # one unterminated line: still being written (or cut)
                 break
             if not term:
                 asm.run.incomplete = True
@@ -100,7 +102,8 @@ def load(path: str, data: bytes | None = None) -> Run:
             whole = data if data is not None else read_bounded(path)
             obj = parse_json(whole)
         except JSONError as exc:
-            asm.problem(1, f"not valid JSON ({str(exc)[:80]})")
+            if not asm.run.incomplete:
+                asm.problem(1, f"not valid JSON ({str(exc)[:80]})")
             return asm.finish()
         run = load_object(obj, path)
         run.size_bytes = len(whole)
@@ -142,7 +145,7 @@ def _rollout(asm: Assembler, obj: dict, line_of, where_of) -> None:
     for k in ("model", "model_name"):
         if isinstance(obj.get(k), str) and obj[k]:
             run.model = obj[k]
-    turns = _conversation(asm, obj["messages"], line_of, where_of)
+    turns = _conversation(asm, as_list(obj.get("messages")), line_of, where_of)
     _completions(asm, turns, comps, where_of)
     reward = obj.get("rewards", obj.get("reward"))
     if isinstance(reward, list):
@@ -175,12 +178,12 @@ def _completions(asm: Assembler, turns: list[Turn], comps: list, where_of) -> No
             continue
         t = None
         ids = []
-        for ch in comp.get("choices") or []:
+        for ch in as_list(comp.get("choices")):
             msg = ch.get("message") if isinstance(ch, dict) else None
             if isinstance(msg, dict):
-                ids += [b.get("id") for b in msg.get("content") or [] if isinstance(b, dict) and b.get("id")]
-                ids += [tc.get("id") for tc in msg.get("tool_calls") or [] if isinstance(tc, dict)]
-        for cid in ids:
+                ids += [b.get("id") for b in as_list(msg.get("content")) if isinstance(b, dict)]
+                ids += [tc.get("id") for tc in as_list(msg.get("tool_calls")) if isinstance(tc, dict)]
+        for cid in (x for x in ids if isinstance(x, str)):
             if cid in by_call and by_call[cid].index not in used:
                 t = by_call[cid]
                 break
@@ -216,7 +219,7 @@ def _completions(asm: Assembler, turns: list[Turn], comps: list, where_of) -> No
             run.model = comp["model"]
     # only the start of each model call is known: a turn lasts until the next call starts
     timed = [t for t in turns if t.start_ms is not None]
-    for a, b in zip(timed, timed[1:]):
+    for a, b in zip(timed, timed[1:], strict=False):
         if a.end_ms == a.start_ms and b.start_ms >= a.start_ms:
             a.wall_ms = b.start_ms - a.start_ms
 
@@ -312,11 +315,12 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
                 c = asm.call(t, b.get("name"), args, line, ts, b.get("id") or b.get("call_id"))
                 asm.track_call(c)
                 pending.append(c)
-        for tc in m.get("tool_calls") or []:
+        for tc in as_list(m.get("tool_calls")):
             if not isinstance(tc, dict):
                 continue
             fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
-            name = fn.get("name") or tc.get("name")
+            name = fn.get("name") or tc.get("name") or (tc.get("function") if isinstance(tc.get("function"), str)
+                                                         else None)
             args = _args(fn.get("arguments", tc.get("arguments")))
             c = asm.call(t, name, args, line, ts, tc.get("id"))
             asm.track_call(c)

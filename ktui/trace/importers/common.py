@@ -148,6 +148,14 @@ def as_str(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def as_list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def as_dict(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
 def text_of(content: Any, types: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
     """The text of a message content: a string, or a list of blocks with text."""
     if isinstance(content, str):
@@ -488,6 +496,6 @@ def excerpt(raw: bytes, n: int = 60) -> str:
     return s + ("…" if len(raw) > n else "")
 
 
-__all__ = ["Assembler", "JSONError", "TooBig", "as_int", "as_num", "as_str", "excerpt", "iso_ms", "iter_lines",
+__all__ = ["Assembler", "JSONError", "TooBig", "as_dict", "as_int", "as_list", "as_num", "as_str", "excerpt", "iso_ms", "iter_lines",
            "kernelbench_problem", "parse_json", "read_bounded", "shell_status", "text_of", "exit_code",
            "ERROR", "FAILED", "OK"]

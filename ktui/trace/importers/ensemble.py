@@ -16,10 +16,12 @@ LINE_BASED = True
 
 
 def detect_line(obj: Any) -> bool:
-    """An event envelope: a ``payload`` object with a string ``kind``."""
-    p = obj.get("payload")
-    return isinstance(p, dict) and isinstance(p.get("kind"), str) and \
-        ("tick" in obj or "ts_ms" in obj or "actor" in obj or "kind" in p)
+    """An event envelope: a ``payload`` object with a ``kind`` (of any type: a broken ensemble
+    line is still an ensemble line, reported by the reader), or ``tick`` / ``ts_ms`` beside a payload."""
+    if "payload" not in obj:
+        return False
+    p = obj["payload"]
+    return (isinstance(p, dict) and "kind" in p) or "tick" in obj or "ts_ms" in obj
 
 
 def load(path: str, data: bytes | None = None, keep_events: bool = True) -> Run:

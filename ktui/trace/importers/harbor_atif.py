@@ -36,6 +36,9 @@ def detect_object(obj: Any) -> bool:
 def load_object(obj: Any, path: str) -> Run:
     asm = Assembler(path, NAME)
     run = asm.run
+    if not isinstance(obj, dict) or not isinstance(obj.get("steps"), list):
+        asm.problem(0, "not an ATIF trajectory: expected an object with a 'steps' list", "", "error", "$.steps")
+        return asm.finish()
     agent = obj.get("agent") if isinstance(obj.get("agent"), dict) else {}
     run.model = as_str(agent.get("model_name"))
     run.persona = as_str(agent.get("name"))
@@ -114,7 +117,7 @@ def load_object(obj: Any, path: str) -> Run:
             asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))
     # each step is timestamped once: a turn lasts until the next step starts
     timed = [t for t in turns if t.start_ms is not None]
-    for a, b in zip(timed, timed[1:]):
+    for a, b in zip(timed, timed[1:], strict=False):
         if b.start_ms >= a.start_ms:
             a.wall_ms = b.start_ms - a.start_ms
     fm = obj.get("final_metrics") if isinstance(obj.get("final_metrics"), dict) else {}

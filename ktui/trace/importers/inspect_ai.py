@@ -63,8 +63,8 @@ def score_value(v: Any) -> float | None:
 def load_object(obj: Any, path: str) -> Run:
     asm = Assembler(path, NAME)
     run = asm.run
-    if not isinstance(obj, dict):
-        asm.problem(0, f"expected an object, got a JSON {type(obj).__name__}")
+    if not isinstance(obj, dict) or not isinstance(obj.get("eval"), dict):
+        asm.problem(0, "not an Inspect log: expected an object with an 'eval' object", "", "error", "$.eval")
         return asm.finish()
     ev = obj["eval"]
     run.model = as_str(ev.get("model"))
@@ -165,7 +165,7 @@ def _events(asm: Assembler, s: dict, turns: list, where: str) -> None:
         return
     calls: dict[str, ToolCall] = {c.id: c for t in turns for c in t.calls if c.id}
     model_events = [e for e in events if isinstance(e, dict) and e.get("event") == "model"]
-    for t, e in zip(turns, model_events):
+    for t, e in zip(turns, model_events, strict=False):
         out = e.get("output") if isinstance(e.get("output"), dict) else {}
         u = out.get("usage") if isinstance(out.get("usage"), dict) else {}
         tin = as_int(u.get("input_tokens"))

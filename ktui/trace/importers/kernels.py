@@ -87,7 +87,7 @@ _RESULT = re.compile(r"^[^\w\n]*(?:result|status|verdict|overall)\s*[:=]\s*\**\s
 _CORRECT = re.compile(r"^[^\n]*?\bcorrect(?:ness)?\b\s*[:=]\s*(True|False|PASS(?:ED)?|FAIL(?:ED)?|yes|no|"
                       r"(\d+)\s*/\s*(\d+))", re.I | re.M)
 _CORRECT_FAILED = re.compile(r"^.*\bcorrectness (?:check )?failed\b.*$", re.I | re.M)
-_SPEEDUP = re.compile(r"\bspeed[- ]?up\b\s*[:=]?\s*([0-9]*\.?[0-9]+)\s*x?", re.I)
+_SPEEDUP = re.compile(r"\bspeed[- ]?up\b\s*[:=]\s*([0-9]*\.?[0-9]+)\s*x?", re.I)
 _NEW_REF = re.compile(r"\bNew:\s*([0-9.]+)\s*ms,\s*Ref:\s*([0-9.]+)\s*ms", re.I)
 _COMPILE_ERR = re.compile(r"^.*(?:CompilationError|Error building extension|ptxas (?:fatal|error)|"
                           r"triton\.compiler\.errors|nvcc fatal|hipcc.*error|error: identifier|"
@@ -109,17 +109,17 @@ def evidence(text: str) -> Evidence | None:
         return None
     if len(text) > (4 << 20):  # a huge output: its head and tail carry the verdict
         text = text[: 2 << 20] + "\n" + text[-(2 << 20):]
-    lines: list[str] = []
+    groups: dict[str, list[str]] = {"verdict": [], "speedup": [], "correct": [], "error": []}
 
-    def add(s: str) -> None:
+    def add(group: str, s: str) -> None:
         s = _short(s)
-        if s and s not in lines:
-            lines.append(s)
+        if s and all(s not in g for g in groups.values()):
+            groups[group].append(s)
 
     verdict = None
     for m in _RESULT.finditer(text):
         verdict = m.group(1).upper()
-        add(m.group(0))
+        add("verdict", m.group(0))
     correct = None
     for m in _CORRECT.finditer(text):
         v = m.group(1).lower()
@@ -127,10 +127,10 @@ def evidence(text: str) -> Evidence | None:
             correct = int(m.group(2)) == int(m.group(3)) and int(m.group(3)) > 0
         else:
             correct = v in ("true", "pass", "passed", "yes")
-        add(m.group(0))
+        add("correct", m.group(0))
     for m in _CORRECT_FAILED.finditer(text):
         correct = False
-        add(m.group(0))
+        add("correct", m.group(0))
     speedup = None
     for m in _SPEEDUP.finditer(text):
         try:
@@ -139,7 +139,7 @@ def evidence(text: str) -> Evidence | None:
             continue
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
-        add(text[start: end if end >= 0 else len(text)])
+        add("speedup", text[start: end if end >= 0 else len(text)])
     new = ref = None
     m = _NEW_REF.search(text)
     if m:
@@ -148,7 +148,8 @@ def evidence(text: str) -> Evidence | None:
     runtime_err = [mm.group(0) for mm in _RUNTIME_ERR.finditer(text)][:2]
     infra_err = [mm.group(0) for mm in _INFRA_ERR.finditer(text)][:1]
     for s in compile_err + runtime_err + infra_err:
-        add(s)
+        add("error", s)
+    lines = [x for g in ("verdict", "speedup", "correct", "error") for x in groups[g]]
     if not lines:
         return None
     if verdict in ("PASS", "PASSED", "CORRECT"):
@@ -430,11 +431,16 @@ class FileTracker:
                     num = max(named)[1]
                 kv = run.kernels[num - 1]
                 a.call.kernel = num
-                kv.uses.append(KernelUse(a.call.turn, a.call.index, a.call.name, a.ev.status, a.ev.summary))
+                kv.uses.append(KernelUse(a.call.turn, a.call.index, a.call.name, a.ev.status, a.ev.summary, True))
                 if a.ev.correct is not None or a.ev.status != ERROR or last_ev is None:
                     last_ev = (a.ev, a.call, num)  # an infrastructure error does not hide a verdict
-        final = latest_model if latest_model is not None else latest
-        run.final_kernel_number = final
+        final = latest_model
+        if final is None and latest_by_path:  # no ModelNew: the file the task names, else the last whole version
+            prompt = run.problem.prompt or ""
+            named = [n for p, n in latest_by_path.items() if posixpath.basename(p) and posixpath.basename(p) in prompt]
+            whole = [k.number for k in run.kernels if not k.partial]
+            final = max(named) if named else (whole[-1] if whole else None)
+        run.final_kernel_number = final if final is not None else latest
         if last_ev is not None:
             ev, call, num = last_ev
             m = Metrics(source=f"{call.name} result (line {call.result.line if call.result else call.line}) "

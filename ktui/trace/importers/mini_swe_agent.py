@@ -35,6 +35,10 @@ def detect_object(obj: Any) -> bool:
 def load_object(obj: Any, path: str) -> Run:
     asm = Assembler(path, NAME)
     run = asm.run
+    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+        asm.problem(0, "not a mini-swe-agent trajectory: expected an object with a 'messages' list", "", "error",
+                    "$.messages")
+        return asm.finish()
     info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
     cfg = info.get("config") if isinstance(info.get("config"), dict) else {}
     mcfg = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
@@ -88,7 +92,7 @@ def load_object(obj: Any, path: str) -> Run:
         elif len(acts) > 1:
             asm.warn(line, f"{len(acts)} bash blocks in one response (mini-swe-agent runs none of them)", where)
     turns = [t for t in run.turns if t.start_ms is not None]
-    for a, b in zip(turns, turns[1:]):
+    for a, b in zip(turns, turns[1:], strict=False):
         if b.start_ms >= a.start_ms:
             a.wall_ms = b.start_ms - a.start_ms
     status = as_str(info.get("exit_status"))

@@ -29,7 +29,7 @@ from ktui.trace.index import RunSummary
 MARK = "●"
 # (key, min width, max width)
 WIDTH_LIMITS = {
-    "path": (10, 60), "problem": (8, 44), "model": (6, 28), "persona": (7, 20), "outcome": (10, 10),
+    "path": (10, 60), "format": (6, 16), "problem": (8, 44), "model": (6, 28), "persona": (7, 20), "outcome": (10, 10),
     "turns": (7, 9), "tokens": (8, 10), "wall": (8, 9), "speedup": (9, 9), "flags": (5, 48),
     "reproduced": (10, 26),
 }
