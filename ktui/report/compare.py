@@ -28,6 +28,7 @@ from ktui.trace import diffing
 from ktui.trace.aggregate import CompareRow, compare_rows, problem_warning
 from ktui.trace.model import Run
 from ktui.view.fmt import num, ratio, secs, us
+from ktui.view.text import one_line
 
 BEST_STYLE = "bold green"
 BEST_MARK = " *"
@@ -91,7 +92,7 @@ def summary_table(runs: Sequence[Run], rows: list[CompareRow] | None = None, mar
     for i, r in enumerate(runs):
         t.add_column(Text(run_title(r, i)), no_wrap=False, overflow="fold")
     for row in rows:
-        label = Text(("  " * row.indent) + row.label, style="dim" if row.indent else "bold")
+        label = Text(("  " * row.indent) + one_line(row.label), style="dim" if row.indent else "bold")
         t.add_row(label, *[cell(row, i, mark) for i in range(len(runs))])
     return t
 

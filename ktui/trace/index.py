@@ -839,6 +839,8 @@ def _save_cache(path: str, root: str, entries: dict[str, dict[str, Any]]) -> str
             data = orjson.dumps(body)
         except ImportError:  # pragma: no cover
             data = json.dumps(body).encode()
+        except TypeError:  # numbers orjson cannot hold (ints over 64 bits): the json module can
+            data = json.dumps(body).encode()
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)

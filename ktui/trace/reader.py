@@ -23,6 +23,20 @@ _EXCERPT = 60
 BOM = b"\xef\xbb\xbf"
 SNIFF = 1 << 20  # bytes :func:`sniff` reads to tell a trace from anything else
 
+MAX_DEPTH = 64  # nesting kept in the model; deeper values become DEEP (renderers recurse over it)
+DEEP = "… (nested deeper than 64 levels)"
+
+
+def cap_depth(v, limit: int = MAX_DEPTH):
+    """``v`` with everything nested deeper than ``limit`` replaced by :data:`DEEP` (recursion is
+    bounded by ``limit``)."""
+    if isinstance(v, dict):
+        return {k: cap_depth(x, limit - 1) for k, x in v.items()} if limit > 0 else DEEP
+    if isinstance(v, list):
+        return [cap_depth(x, limit - 1) for x in v] if limit > 0 else DEEP
+    return v
+
+
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISSOCK, "a socket"))
 
@@ -96,6 +110,8 @@ class LineParser:
         b = self.b
         try:
             obj = loads(body)
+            if n > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+                obj = cap_depth(obj, MAX_DEPTH)
         except JSONError as exc:
             if not terminated:
                 b.run.incomplete = True
