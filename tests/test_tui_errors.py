@@ -82,3 +82,19 @@ def test_a_block_that_cannot_render_is_reported_and_the_rest_shows(tmp_path, mon
     asyncio.run(go())
     assert any("renderable exploded" in m and sev == "error" for m, sev in shown)
     assert "renderable exploded" in log_path().read_text(encoding="utf-8")
+
+
+def test_a_crash_exits_non_zero_and_is_logged(tmp_path, monkeypatch, capsys):
+    from textual.screen import Screen
+
+    from ktui.tui.app import KtuiApp, _exit_code
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path))
+
+    class Crashes(Screen):
+        def on_mount(self) -> None:
+            raise RuntimeError("crash on purpose")
+
+    assert _exit_code(KtuiApp(lambda: Crashes()), headless=True) == 1
+    assert "crash on purpose" in log_path().read_text(encoding="utf-8")
+    assert str(log_path()) in capsys.readouterr().err

@@ -9,6 +9,7 @@ The app adds each screen's ``palette_commands()`` to the command palette.
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -49,6 +50,15 @@ class KtuiApp(App):
         pause redraws for tens of milliseconds."""
         gc.freeze()
 
+    # ---- a crash -------------------------------------------------------------------------------
+    def _handle_exception(self, error: Exception) -> None:
+        """An unhandled exception ends the app (Textual prints the traceback); it is logged too,
+        and :func:`run_app` exits non-zero."""
+        from ktui.tui.errors import describe, write_log
+
+        write_log(f"the app stopped: {describe(error)}", error)
+        super()._handle_exception(error)
+
     # ---- command palette -------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -63,10 +73,16 @@ def replay_app(path: str | Path, *, follow: bool = False) -> KtuiApp:
     return KtuiApp(lambda: ReplayScreen(path, follow=follow))
 
 
-def _exit_code(app: KtuiApp) -> int:
-    """The app's exit status: non-zero when it crashed (Textual prints the error once)."""
-    app.run()
-    return app.return_code or 0
+def _exit_code(app: App, **kw) -> int:
+    """The app's exit status: non-zero when it crashed (Textual prints the error once; it is in
+    the log too, and this says where)."""
+    app.run(**kw)
+    code = app.return_code or 0
+    if code:
+        from ktui.tui.errors import log_path
+
+        print(f"ktui: the app stopped on an error (also logged in {log_path()})", file=sys.stderr)
+    return code
 
 
 def run_replay(path: str | Path, follow: bool = False) -> int:
