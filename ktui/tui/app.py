@@ -53,7 +53,7 @@ class KtuiApp(App):
     # ---- a crash -------------------------------------------------------------------------------
     def _handle_exception(self, error: Exception) -> None:
         """An unhandled exception ends the app (Textual prints the traceback); it is logged too,
-        and :func:`run_app` exits non-zero."""
+        and the command exits non-zero (:func:`_exit_code`)."""
         from ktui.tui.errors import describe, write_log
 
         write_log(f"the app stopped: {describe(error)}", error)
