@@ -40,7 +40,7 @@ if [ "$NGPU" -lt 1 ]; then
     exit 1
 fi
 
-timeout -s INT 465 python benchmarks/bench_verify.py --out "$OUT" --gpus "$GPUS" --honest 10 \
+timeout -s INT 465 python benchmarks/bench_verify.py --out "$OUT" --gpus "$GPUS" --honest 8 \
     --budget 430 --serial-budget 60 --identity 4 > "$OUT/bench_verify.log" 2>&1
 rc=$?
 tail -60 "$OUT/bench_verify.log"
