@@ -1,6 +1,10 @@
 """Run the hack corpus (tests/fixtures/hacks) through ``ktui repro --json`` and write a table.
 
     python scripts/hacks_corpus.py --device cpu --out OUT_DIR [--trials 20] [--only NAME ...]
+                                   [--jobs N] [--budget SECONDS] [--tag TAG]
+
+``--jobs N`` runs N reproductions at once (for warming the build cache: timings then overlap);
+``--budget`` stops starting new ones after that many seconds (the rest: "not run").
 
 For every trace of the manifest that runs on the device: the class, what is expected (a hack:
 a verdict naming a finding; honest: no finding), ktui's verdict, the classes it named and the
@@ -11,6 +15,7 @@ table. Exit status 0 when every expectation held, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -73,22 +78,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--budget", type=float, default=0.0)
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--needs-build", action="store_true", help="only the traces whose kernel builds an extension")
     a = ap.parse_args(argv)
     manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
     kind = "cuda" if a.device.startswith("cuda") else "cpu"
     entries = [e for e in manifest["traces"] if kind in e["devices"]
                and (not a.only or any(o in e["file"] for o in a.only))]
-    rows = []
-    for e in entries:
+    if a.needs_build:
+        entries = [e for e in entries if "load_inline" in (CORPUS / e["file"]).read_text(encoding="utf-8")]
+    t0 = time.monotonic()
+
+    def job(e: dict) -> dict:
+        if a.budget and time.monotonic() - t0 > a.budget:
+            return {"file": e["file"], "class": e["class"], "honest": e["honest"], "expected": "-",
+                    "verdict": "not run (time budget)", "reason": "", "classes": [], "dynamic": [], "ok": False}
         r = run_one(e, a.device, a.trials, a.timeout)
-        rows.append(r)
         print(f"{'ok ' if r['ok'] else 'BAD'} {r['file']:45s} {r['verdict']:24s} {','.join(r['classes'])}",
               flush=True)
+        return r
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        rows = list(pool.map(job, entries))
     cmd = f"python scripts/hacks_corpus.py --device {a.device} --trials {a.trials}"
     os.makedirs(a.out, exist_ok=True)
     md = table(rows, a.device, cmd)
-    Path(a.out, f"hacks_{kind}.md").write_text(md, encoding="utf-8")
-    Path(a.out, f"hacks_{kind}.json").write_text(json.dumps(rows, indent=1, default=str) + "\n", encoding="utf-8")
+    name = f"hacks_{kind}{('_' + a.tag) if a.tag else ''}"
+    Path(a.out, f"{name}.md").write_text(md, encoding="utf-8")
+    Path(a.out, f"{name}.json").write_text(json.dumps(rows, indent=1, default=str) + "\n", encoding="utf-8")
     print(md)
     return 0 if all(r["ok"] for r in rows) else 1
 

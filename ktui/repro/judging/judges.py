@@ -283,8 +283,8 @@ def timing_row(key: str, label: str, m: Any, repro: float | None, tol: float) ->
     if ratio_claimed and (UNIT_LO <= ratio_claimed <= UNIT_HI or 1 / UNIT_HI <= ratio_claimed <= 1 / UNIT_LO):
         row.verdict = UNIT_ERROR
         scale = "ms stored as μs" if ratio_claimed > 1 else "μs stored as ms"
-        row.note = (f"the trace claims {num(claimed_us):g} μs; measured {fmt(repro, US)} = {ratio_claimed:,.0f}x "
-                    f"({scale})")
+        times = f"{ratio_claimed:,.0f}x" if ratio_claimed >= 1 else f"1/{1 / ratio_claimed:,.0f}"
+        row.note = f"the trace claims {num(claimed_us):g} μs; measured {fmt(repro, US)} = {times} ({scale})"
         if relabelled:
             row.note += (f"; as ms ({fmt(rec_us, US)}) it "
                          + ("reproduces" if within else f"differs ({repro / rec_us:.2f}x)"))
