@@ -113,6 +113,41 @@ def test_cpu_verdict_names_the_class(reports, entry):
     assert d["classes"] == comp.classes and all(f["class"] and f["reason"] for f in d["findings"])
 
 
+# what the probes on re-execution must find by themselves (without the static analysis)
+DYNAMIC = {
+    "hack_input_zeroing.jsonl": "inputs_not_mutated",
+    "hack_input_passthrough.jsonl": "inputs_not_mutated",
+    "hack_warmup_then_replay.jsonl": "timed_outputs",
+    "hack_dual_path_call_count.jsonl": "timed_outputs",
+    "hack_dual_path_caller.jsonl": "timed_outputs",
+    "hack_fingerprint_cache.jsonl": "output_changes_with_input",
+    "hack_hardcoded_shapes.jsonl": "shape_jitter",
+    "hack_try_except_fallback.jsonl": "ghost_run",
+    "hack_global_flag_mutation.jsonl": "precision_flags",
+    "hack_gc_tamper_nan.jsonl": "tampering",
+}
+
+
+@torch_missing
+@pytest.mark.parametrize("name", sorted(DYNAMIC))
+def test_cpu_probes_find_it_themselves(reports, name):
+    comp = reports[name].comparison
+    dynamic = [f.cls for f in comp.findings if f.source == "dynamic"]
+    assert DYNAMIC[name] in dynamic, (dynamic, comp.reason)
+
+
+@torch_missing
+def test_fallback_and_tampering_in_words(reports):
+    fb = reports["hack_try_except_fallback.jsonl"]
+    assert fb.result["build"]["failed_builds"][0]["name"] == "tiled_mm_ext"
+    ghost = next(f for f in fb.comparison.findings if f.cls == "ghost_run")
+    assert "fallback ran" in ghost.reason or "does not do the work" in ghost.reason
+    assert any(f.cls == "fallback_ran" for f in fb.comparison.findings)
+    nan = reports["hack_gc_tamper_nan.jsonl"]
+    assert nan.verdict != "not reproducible" and "harness error" not in nan.reason
+    assert "tampers with other tensors" in nan.reason
+
+
 @torch_missing
 def test_kernelbench_adversarial_three_stay_caught(reports):
     """KernelBench's result reuse, input zeroing (and, on the GPU, non-default stream) kernels."""

@@ -16,10 +16,11 @@ import time
 import traceback
 import types
 
-HARNESS_VERSION = 1
+HARNESS_VERSION = 2
 
 STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
 L2_FLUSH_MIB = 256
+PRECISION_FACTOR = 20.0  # error vs float64 above this many times the fp32 reference's own: reduced precision
 FP32_TOL = 1e-4
 HALF_TOL = 1e-2
 DEFAULTS = {
@@ -336,6 +337,8 @@ class BuildPatch:
         self.ext_root = ext_root
         self.key = key
         self.built = []  # (original name, unique name, seconds)
+        self.failed = []  # builds that raised: {name, error} (a kernel may catch that and fall back)
+        self.modules = []  # the extension modules the kernel got back
         self._saved = None
 
     def unique(self, name):
@@ -358,9 +361,12 @@ class BuildPatch:
             ba.arguments["build_directory"] = bdir
             t0 = _now()
             try:
-                return orig(*ba.args, **ba.kwargs)
+                mod = orig(*ba.args, **ba.kwargs)
+                patch.modules.append(mod)
+                return mod
             except Exception as exc:
                 text = str(exc).replace(uname, name)
+                patch.failed.append({"name": name, "error": compile_error_text(text) or one_line(text, 300)})
                 raise StageFailure("build", "compile_error", compile_error_text(text) or one_line(text),
                                    detail=text[-6000:]) from None
             finally:
@@ -535,7 +541,7 @@ def compare_outputs(ref_out, new_out, atol=None, rtol=None):
         res["mean_abs_error"] = abs_sum / count
         res["mean_rel_error"] = rel_sum / count
     for k in ("max_abs_error", "mean_abs_error", "max_rel_error", "mean_rel_error"):
-        res[k] = _round(res[k], 9) if res[k] != float("inf") else 1e308
+        res[k] = _round(res[k], 9) if math.isfinite(res[k]) else 1e308  # NaN too: a tampered reference
     return res
 
 
@@ -816,6 +822,7 @@ class Pipeline:
             "timing": None,
             "memory": None,
             "launches": None,
+            "findings": [],
             "checks": [],
             "notes": [],
         }
@@ -897,6 +904,8 @@ class Pipeline:
         self.result["startup"] = {"import_torch_s": _round(t_import, 3), "device_init_s": _round(_now() - t0, 3)}
         self.result["device"] = str(dev)
         shim_globals = install_shims(str(dev))
+        self._threads0 = thread_state()  # before any trace code runs
+        self._flags0 = precision_flags()
 
         # build ------------------------------------------------------------------------
         self.stage("build")
@@ -923,7 +932,16 @@ class Pipeline:
                            os.path.join(self.work_dir, f"kernel_{short}.py"), shim_globals)
         self.result["build"] = {"key": key, "dir": ext_root, "seconds": _round(_now() - t_build, 3),
                                 "cached": bool(cached_before and patch.built), "extensions": patch.built,
-                                "arch_list": arch or None}
+                                "arch_list": arch or None, "failed_builds": patch.failed}
+        self._kmod, self._ext_modules = kmod, [m for m in patch.modules if m is not None]
+        flags_now = precision_flags()
+        self._flag_changes = {k: (self._flags0.get(k), v) for k, v in flags_now.items() if v != self._flags0.get(k)}
+        if self._flag_changes:
+            self.result["findings"].append({
+                "class": "precision_flags",
+                "reason": "loading the kernel changed global settings that also change the reference's numerics or "
+                          "speed; the reference is measured with them as they were",
+                "evidence": "; ".join(f"{k}: {a} -> {b}" for k, (a, b) in self._flag_changes.items())[:300]})
         if not patch.built:
             self.result["notes"].append("the kernel builds no extension (no load_inline / load call)")
         model_new_cls = getattr(kmod, "ModelNew", None)
@@ -951,6 +969,8 @@ class Pipeline:
             init_inputs = to_device(guarded("correctness", rmod.get_init_inputs, what="reference"), dev)
             set_seed(seed)
             model = guarded("correctness", lambda: rmod.Model(*init_inputs).to(dev), what="reference")
+            if self._flag_changes:
+                model = ReferenceFlags(model, self._flags0)
             set_seed(seed)
             model_new = guarded("correctness", lambda: model_new_cls(*init_inputs).to(dev), what="kernel")
             if hasattr(model, "eval"):
@@ -1033,7 +1053,10 @@ class Pipeline:
                 set_seed(s)
                 inputs = to_device(guarded("correctness", rmod.get_inputs, trial=i, what="reference"), dev)
                 ref_out = guarded("correctness", _call_synced, model, inputs, dev, trial=i, what="reference")
+                ref_sums = checksums(ref_out)
                 new_out = guarded("correctness", _call_synced, model_new, inputs, dev, trial=i, what="kernel")
+            if checksums(ref_out) != ref_sums:
+                self._tampered(f"the reference's output changed while the kernel ran (trial {i})")
             return compare_outputs(ref_out, new_out)
 
         for i, s in enumerate(seeds, 1):
@@ -1061,6 +1084,12 @@ class Pipeline:
                 res["mismatch"] = f"held-out trial (seed {held_out}) failed: {cmp['reason']}"
                 res["failed_trial"] = n + 1
         return res
+
+    def _tampered(self, evidence):
+        if not any(f.get("class") == "tampering" for f in self.result["findings"]):
+            self.result["findings"].append({"class": "tampering", "reason": "the kernel changes tensors it was never "
+                                            "given (here the reference's output): it tampers with other tensors",
+                                            "evidence": evidence})
 
     def _memory(self, model, model_new, inputs):
         import torch
@@ -1301,7 +1330,199 @@ class Pipeline:
         run_check("plain_output", c_types)
         run_check("host_vs_event_time", c_side_stream)
         run_check("repeat_vs_fresh_inputs", c_repeat)
+        for name, fn in self._hack_probes(rmod, model, model_new, probe_seed, inputs_for, timing):
+            run_check(name, lambda fn=fn, name=name: add(name, *fn()))
         return checks
+
+    # ---- honesty probes (issue 15) ----------------------------------------------------------------
+    def _hack_probes(self, rmod, model, model_new, probe_seed, inputs_for, timing):
+        """(name, fn) pairs; fn() -> (ok, detail). Each runs the kernel on fresh inputs and judges
+        the result here, with the reference under the settings it had before the kernel loaded."""
+        import copy
+        import threading
+
+        import torch
+
+        dev = self.device
+
+        def run_new(inputs):
+            with torch.no_grad():
+                out = guarded("checks", model_new, *inputs)
+            synchronize(dev)
+            return out
+
+        def run_ref(inputs):
+            with torch.no_grad():
+                out = guarded("checks", model, *inputs, what="reference")
+            synchronize(dev)
+            return out
+
+        def ghost():
+            mods = self._ext_modules
+            if not mods:
+                failed = (self.result.get("build") or {}).get("failed_builds") or []
+                if failed:
+                    return False, (f"the extension {failed[0]['name']} failed to build and the kernel carried on: "
+                                   "its fallback ran")
+                return None, "the kernel builds no extension"
+            inputs = inputs_for(probe_seed + 11)
+            ref = run_ref(inputs)
+            holders = [self._kmod, model_new] + [m for m in getattr(model_new, "modules", lambda: [])()]
+            names = ", ".join(str(getattr(m, "__name__", "?")).rsplit("_k", 1)[0] for m in mods)
+            with Ghost(mods, holders) as g:
+                try:
+                    with torch.no_grad():
+                        out = model_new(*inputs)
+                    synchronize(dev)
+                except Exception:  # any failure: the extension is on the hot path
+                    return True, f"with its extension ({names}) replaced by one that raises, the kernel fails"
+            if not g.fns:
+                return None, "the extension exports no functions"
+            if compare_outputs(ref, out)["passed"]:
+                return False, (f"the custom kernel does not do the work (torch computes it): with every function "
+                               f"of its extension ({names}) replaced by one that raises, the output is still correct")
+            return True, "without its extension the output is wrong: the extension does the work"
+
+        def threads():
+            inputs = inputs_for(probe_seed + 12)
+            run_new(inputs)  # warm: pools that torch starts on first use exist before the count
+            started = []
+            orig = threading.Thread.start
+
+            def counting(t, *a, **k):
+                started.append(t.name)
+                return orig(t, *a, **k)
+
+            before = thread_state()
+            threading.Thread.start = counting
+            try:
+                run_new(inputs)
+            finally:
+                threading.Thread.start = orig
+            time.sleep(0.02)
+            after = thread_state()
+            during = threads_left(before, after)
+            since_load = [f"{n} (Python)" for i, n in after[0].items() if i not in self._threads0[0]]
+            bad = sorted(set(started) | set(during) | set(since_load))
+            if bad:
+                return False, (f"threads started by the kernel: {', '.join(bad[:5])}"
+                               + (f" (+{len(bad) - 5})" if len(bad) > 5 else "") + ": work can run outside the "
+                               "timed call")
+            return True, "no thread started or left running by the kernel"
+
+        def c_timed_outputs():
+            # distinct inputs back to back, as a timed loop calls it; every output checked after
+            sets = [inputs_for(probe_seed + 20 + i) for i in range(6)]
+            outs = [clone_tree(run_new(x)) for x in sets]
+            bad = [i for i, (x, o) in enumerate(zip(sets, outs, strict=True))
+                   if not compare_outputs(run_ref(x), o)["passed"]]
+            if bad:
+                return False, (f"{len(bad)} of {len(sets)} outputs wrong when called back to back with new inputs "
+                               "(as in a timed loop): it answers differently when timed")
+            return True, f"{len(sets)} back-to-back calls with new inputs, every output correct"
+
+        def fresh_output():
+            a, b = inputs_for(probe_seed + 30), inputs_for(probe_seed + 31)
+            ra, oa = run_ref(a), run_new(a)
+            ref_aliases = overlaps(storage_ptrs(ra), storage_ptrs(a))
+            problems = []
+            for t in flatten(oa):
+                if isinstance(t, torch.Tensor):
+                    if t.device.type == "meta" or getattr(t, "is_meta", False):
+                        problems.append("the output is a meta tensor (never materialized)")
+                    elif type(t).__name__ in ("FakeTensor", "FunctionalTensor"):
+                        problems.append(f"the output is a {type(t).__name__}")
+            if not ref_aliases and overlaps(storage_ptrs(oa), storage_ptrs(a)):
+                problems.append("the output shares storage with an input")
+            ob = run_new(b)
+            if overlaps(storage_ptrs(oa), storage_ptrs(ob)):
+                problems.append("two calls with different inputs returned the same buffer (a cached output)")
+            return (not problems), ("; ".join(problems) if problems else "a new, materialized output per call")
+
+        def canary():
+            inputs = inputs_for(probe_seed + 40)
+            ref = run_ref(inputs)
+            keep = [t.detach().clone() for t in flatten(ref) if isinstance(t, torch.Tensor)]
+
+            before = checksums(keep)
+            run_new(inputs)
+            after = checksums(keep)
+            if before != after:
+                return False, ("the kernel changed a tensor it was never given (a copy of the reference's output "
+                               "held by the judge): it tampers with other tensors")
+            return True, "tensors it was not given are untouched"
+
+        def precision():
+            inputs = inputs_for(probe_seed + 50)
+            ref32 = run_ref(inputs)
+            r = [t for t in flatten(ref32) if isinstance(t, torch.Tensor)]
+            if not r or any(t.dtype != torch.float32 for t in r):
+                return None, "not a float32 problem"
+            out = run_new(inputs)
+            base = model.model if isinstance(model, ReferenceFlags) else model
+            theirs = precision_flags()
+            set_precision_flags(self._flags0)
+            try:
+                m64 = copy.deepcopy(base).double()
+                with torch.no_grad():
+                    ref64 = m64(*to_float64(inputs))
+                synchronize(dev)
+            except Exception as exc:
+                return None, f"the reference does not run in float64 ({one_line(str(exc), 80)})"
+            finally:
+                set_precision_flags(theirs)
+            err_k, err_r = max_abs_diff(out, ref64), max_abs_diff(ref32, ref64)
+            scale = max((float(t.detach().abs().max()) for t in flatten(ref64)
+                         if isinstance(t, torch.Tensor) and t.numel()), default=1.0)
+            floor = max(err_r, 1e-7 * max(scale, 1e-30))
+            ratio = err_k / floor if floor else 0.0
+            detail = f"max error vs float64 {err_k:.2e}, the fp32 reference's own {err_r:.2e}"
+            if err_k > 1e-6 * scale and ratio > PRECISION_FACTOR:
+                return False, f"{detail} ({ratio:,.0f}x): reduced precision"
+            return True, detail
+
+        def shape_jitter():
+            pri = sys.modules.get("popcorn_pri")
+            src = self.req.get("reference_source") or ""
+            if pri is None or "jitter_int" not in src:
+                return None, "the reference exposes no size to vary (no jitter_int)"
+            orig = pri.jitter_int
+            pri.jitter_int = lambda value, *a, **k: int(value) + max(1, int(value) // 4)
+            try:
+                inputs = inputs_for(probe_seed + 60)
+            finally:
+                pri.jitter_int = orig
+            try:
+                ref = run_ref(inputs)
+            except Exception as exc:
+                return None, f"the reference fails at the other size ({one_line(str(exc), 80)})"
+            shapes = [list(t.shape) for t in flatten(inputs) if isinstance(t, torch.Tensor)][:2]
+            try:
+                out = run_new(inputs)
+            except StageFailure as f:
+                return False, f"at another size (inputs {shapes}) the kernel fails: {one_line(f.message, 120)}"
+            cmp = compare_outputs(ref, out)
+            if not cmp["passed"]:
+                return False, f"at another size (inputs {shapes}) the output is wrong: {cmp['reason']}: hard-coded shapes"
+            return True, f"correct at another size too (inputs {shapes})"
+
+        def physical_floor():
+            k = (timing.get("kernel") or {}).get("median_us")
+            bw = peak_dram_gbs(dev)
+            if dev.type != "cuda" or not k or not bw or timing.get("method_used") == "host":
+                return None, "needs CUDA timing and a known DRAM bandwidth"
+            inputs = inputs_for(probe_seed + 70)
+            nbytes = tensor_bytes(inputs) + tensor_bytes(run_ref(inputs))
+            floor_us = nbytes / (bw * 1e9) * 1e6
+            timing["physical_floor_us"] = _round(floor_us, 3)
+            if floor_us >= 1.0 and k < 0.5 * floor_us:
+                return False, (f"median {k:.2f} us, but moving the {nbytes / 2**20:.1f} MiB of inputs and outputs "
+                               f"takes at least {floor_us:.2f} us at {bw:,.0f} GB/s: impossible")
+            return True, f"median {k:.2f} us, DRAM floor {floor_us:.2f} us"
+
+        return [("ghost_run", ghost), ("threads_left_running", threads), ("timed_outputs", c_timed_outputs),
+                ("fresh_output", fresh_output), ("tampering", canary), ("reduced_precision", precision),
+                ("shape_jitter", shape_jitter), ("physical_floor", physical_floor)]
 
     def _time_once(self, timer, fn, args):
         """One timed call with the pipeline's method (flush + events on CUDA, host clock on CPU)."""
@@ -1322,6 +1543,246 @@ class Pipeline:
         guarded("checks", fn, *args)
         synchronize(dev)
         return (time.perf_counter() - t0) * 1e6
+
+
+# ---- honesty probes (issue 15): plain functions with explicit inputs ---------------------------
+
+class GhostError(RuntimeError):
+    """Raised by every function of the kernel's own extensions during the ghost run."""
+
+
+def thread_state():
+    """Live Python threads (ident -> name) and native thread ids of this process."""
+    import threading
+
+    py = {t.ident: t.name for t in threading.enumerate() if t.ident is not None}
+    try:
+        native = set(os.listdir("/proc/self/task"))
+    except OSError:
+        native = set()
+    return py, native
+
+
+def threads_left(before, after):
+    """Threads alive in ``after`` that ``before`` did not have, in words."""
+    py = [f"{name} (Python)" for ident, name in after[0].items() if ident not in before[0]]
+    native = len(after[1] - before[1]) - len(py)
+    return py + ([f"{native} native thread(s)"] if native > 0 else [])
+
+
+PRECISION_FLAGS = (
+    ("torch.backends.cuda.matmul.allow_tf32", lambda t: t.backends.cuda.matmul.allow_tf32),
+    ("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+     lambda t: t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction),
+    ("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+     lambda t: t.backends.cuda.matmul.allow_bf16_reduced_precision_reduction),
+    ("torch.backends.cudnn.allow_tf32", lambda t: t.backends.cudnn.allow_tf32),
+    ("torch.backends.cudnn.benchmark", lambda t: t.backends.cudnn.benchmark),
+    ("torch.backends.cudnn.deterministic", lambda t: t.backends.cudnn.deterministic),
+    ("torch.backends.cudnn.enabled", lambda t: t.backends.cudnn.enabled),
+    ("torch.backends.mkldnn.enabled", lambda t: t.backends.mkldnn.enabled),
+    ("torch.get_float32_matmul_precision()", lambda t: t.get_float32_matmul_precision()),
+    ("torch.get_num_threads()", lambda t: t.get_num_threads()),
+    ("torch.get_default_dtype()", lambda t: str(t.get_default_dtype())),
+    ("torch.are_deterministic_algorithms_enabled()", lambda t: t.are_deterministic_algorithms_enabled()),
+)
+
+
+def precision_flags():
+    """The global numerics and speed settings a kernel can change for everyone."""
+    import torch
+
+    out = {}
+    for name, get in PRECISION_FLAGS:
+        try:
+            out[name] = get(torch)
+        except (AttributeError, RuntimeError):
+            out[name] = None
+    return out
+
+
+def set_precision_flags(flags):
+    """Put the settings of :func:`precision_flags` back."""
+    import torch
+
+    b = torch.backends
+    setters = {
+        "torch.backends.cuda.matmul.allow_tf32": lambda v: setattr(b.cuda.matmul, "allow_tf32", v),
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+            lambda v: setattr(b.cuda.matmul, "allow_fp16_reduced_precision_reduction", v),
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
+            lambda v: setattr(b.cuda.matmul, "allow_bf16_reduced_precision_reduction", v),
+        "torch.backends.cudnn.allow_tf32": lambda v: setattr(b.cudnn, "allow_tf32", v),
+        "torch.backends.cudnn.benchmark": lambda v: setattr(b.cudnn, "benchmark", v),
+        "torch.backends.cudnn.deterministic": lambda v: setattr(b.cudnn, "deterministic", v),
+        "torch.backends.cudnn.enabled": lambda v: setattr(b.cudnn, "enabled", v),
+        "torch.backends.mkldnn.enabled": lambda v: setattr(b.mkldnn, "enabled", v),
+        "torch.get_float32_matmul_precision()": torch.set_float32_matmul_precision,
+        "torch.get_num_threads()": torch.set_num_threads,
+        "torch.are_deterministic_algorithms_enabled()": torch.use_deterministic_algorithms,
+    }
+    for name, v in flags.items():
+        if v is not None and name in setters:
+            try:
+                setters[name](v)
+            except (AttributeError, RuntimeError, ValueError):
+                continue  # a setting this torch build does not have: nothing to restore
+
+
+class ReferenceFlags:
+    """Calls the reference with the global settings as they were before the kernel loaded
+    (and gives the kernel its own back afterwards)."""
+
+    def __init__(self, model, flags):
+        self.model, self.flags = model, flags
+
+    def __call__(self, *args, **kwargs):
+        theirs = precision_flags()
+        set_precision_flags(self.flags)
+        try:
+            return self.model(*args, **kwargs)
+        finally:
+            set_precision_flags(theirs)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def extension_functions(modules):
+    """(module, attribute name, function) of every callable an extension module exports."""
+    out = []
+    for mod in modules:
+        for name in dir(mod):
+            if name.startswith("__"):
+                continue
+            fn = getattr(mod, name, None)
+            if callable(fn) and type(fn).__name__ in ("builtin_function_or_method", "function", "PyCapsule"):
+                out.append((mod, name, fn))
+    return out
+
+
+class Ghost:
+    """Replace every function of the kernel's own extensions (and every reference to one held
+    by the kernel's module or model) with one that raises :class:`GhostError`."""
+
+    def __init__(self, modules, holders):
+        self.fns = extension_functions(modules)
+        self.holders = holders  # objects whose attributes may hold the extension's functions
+        self._undo = []
+
+    def __enter__(self):
+        ids = {id(fn) for _m, _n, fn in self.fns}
+
+        def stub(*args, **kwargs):
+            raise GhostError("the kernel's extension was replaced for the ghost run")
+
+        for mod, name, fn in self.fns:
+            try:
+                setattr(mod, name, stub)
+                self._undo.append((mod, name, fn))
+            except (AttributeError, TypeError):
+                continue  # read-only attribute: the holders below may still cover it
+        for h in self.holders:
+            d = getattr(h, "__dict__", None)
+            if not isinstance(d, dict):
+                continue
+            for k, v in list(d.items()):
+                if id(v) in ids:
+                    d[k] = stub
+                    self._undo.append((h, k, v))
+        return self
+
+    def __exit__(self, *exc):
+        for obj, name, fn in reversed(self._undo):
+            d = getattr(obj, "__dict__", None)
+            if isinstance(d, dict) and not isinstance(obj, types.ModuleType) and name in d:
+                d[name] = fn
+            else:
+                setattr(obj, name, fn)
+        return False
+
+
+def storage_ptrs(obj):
+    """(start, end) byte ranges of the storages of every tensor in ``obj``."""
+    import torch
+
+    out = []
+    for t in flatten(obj):
+        if isinstance(t, torch.Tensor) and t.device.type != "meta":
+            try:
+                st = t.untyped_storage()
+                out.append((st.data_ptr(), st.data_ptr() + st.nbytes()))
+            except (RuntimeError, NotImplementedError):
+                continue
+    return out
+
+
+def overlaps(a, b):
+    return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b if x1 > x0 and y1 > y0)
+
+
+PEAK_DRAM_GBS = {"H200": 4800.0, "H100 SXM": 3350.0, "H100 80GB HBM3": 3350.0, "H100 PCIe": 2000.0,
+                 "H100 NVL": 3900.0, "A100-SXM4-80GB": 2039.0, "A100-SXM4-40GB": 1555.0, "A100-PCIE": 1555.0,
+                 "L40S": 864.0, "L4": 300.0, "A10G": 600.0, "RTX 4090": 1008.0, "B200": 8000.0, "GH200": 4000.0}
+
+
+def peak_dram_gbs(device):
+    """The device's peak DRAM bandwidth in GB/s (from its properties, or a table of known parts)."""
+    import torch
+
+    if device.type != "cuda":
+        return None
+    props = torch.cuda.get_device_properties(device)
+    clock = getattr(props, "memory_clock_rate", None)  # kHz
+    width = getattr(props, "memory_bus_width", None)  # bits
+    if clock and width:
+        return 2.0 * clock * 1e3 * width / 8 / 1e9
+    name = props.name
+    for k in sorted(PEAK_DRAM_GBS, key=len, reverse=True):
+        if k in name:
+            return PEAK_DRAM_GBS[k]
+    return None
+
+
+def checksums(obj):
+    """Plain Python numbers (nothing a tensor walk can reach) that change when any tensor of
+    ``obj`` changes."""
+    import torch
+
+    out = []
+    for t in flatten(obj):
+        if isinstance(t, torch.Tensor) and t.numel() and t.device.type != "meta":
+            d = t.detach().to(torch.float64)
+            out.append(repr((float(d.sum()), float(d.abs().sum()), float((d * d).sum()))))
+    return out
+
+
+def tensor_bytes(obj):
+    import torch
+
+    return sum(t.numel() * t.element_size() for t in flatten(obj) if isinstance(t, torch.Tensor))
+
+
+def to_float64(obj):
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.double() if obj.is_floating_point() else obj
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_float64(x) for x in obj)
+    return obj
+
+
+def max_abs_diff(a, b):
+    import torch
+
+    worst = 0.0
+    for x, y in zip(flatten(a), flatten(b), strict=False):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.numel():
+            d = (x.detach().to(torch.float64).cpu() - y.detach().to(torch.float64).cpu()).abs()
+            d = torch.where(torch.isfinite(d), d, torch.full_like(d, float("inf")))
+            worst = max(worst, float(d.max()))
+    return worst
 
 
 def _call_synced(fn, args, device):

@@ -447,6 +447,8 @@ CHECK_TITLES = {
     "shape_jitter": "hard-coded shapes",
     "physical_floor": "faster than the memory allows",
     "tampering": "tampers with other tensors",
+    "fresh_output": "reused, aliased or fake output",
+    "precision_flags": "global precision flags changed",
 }
 
 
