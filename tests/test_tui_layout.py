@@ -180,3 +180,21 @@ def test_code_lines_are_cut_and_scroll_sideways_and_W_folds_them():
             assert not screen_line("__global__ void permute_kernel").rstrip().endswith("›")
 
     asyncio.run(go())
+
+
+@pytest.mark.skipif(not OTHER.is_file(), reason="compare fixture missing")
+def test_compare_split_diff_needs_room():
+    async def go():
+        app = KtuiApp(lambda: CompareScreen([SEED, OTHER]))
+        async with app.run_test(size=(80, 24)) as pilot:  # under 90 columns: halves of 40 would not read
+            await compare_ready(pilot)
+            s = app.screen
+            await pilot.press("s")
+            await settle(pilot)
+            view = s.query_one("#compare-diff", DocView)
+            assert s.split and not any(isinstance(b, PairsBlock) for b in view.blocks)
+            await pilot.resize_terminal(160, 48)
+            await settle(pilot)
+            assert any(isinstance(b, PairsBlock) for b in view.blocks)
+
+    asyncio.run(go())

@@ -39,6 +39,8 @@ from ktui.tui.widgets.compare_progress import progress_view
 from ktui.tui.widgets.documents import ViewOptions, diff_blocks, kernel_stats, turn_document
 from ktui.tui.widgets.docview import DocView, text_block
 
+SPLIT_MIN_WIDTH = 90  # a side-by-side diff narrower than this is drawn unified (as in replay)
+
 
 @dataclass
 class RunsLoaded(Message):
@@ -322,8 +324,8 @@ class CompareScreen(KtuiScreen):
             self.query_one(f"#compare-col-title-{i}", Static).update(title)
             target = f"compare-turn-{i}"
             if callable(blocks):  # a diff: built in a worker
-                self.build_document(target, (self.align, self.positions[i], self.turn_opts.diff,
-                                             self.turn_opts.split), blocks)
+                self.build_document(target, (self.align, self.positions[i], self.turn_opts.key(),
+                                             self._turn_split()), blocks)
             else:
                 self.drop_document(target)
                 views.first(DocView).set_document(blocks)
@@ -348,9 +350,15 @@ class CompareScreen(KtuiScreen):
             what = (f"this run has {len(run.turns)} turn(s)" if self.align == "turn"
                     else f"this run has {len(run.kernels)} kernel version(s)")
             return title, [text_block(Text(f"({what})", style="grey50"))]
-        if self.turn_opts.diff:
-            return title, partial(turn_document, run, run.turns[turn], replace(self.turn_opts))
-        return title, turn_document(run, run.turns[turn], self.turn_opts)
+        opts = replace(self.turn_opts, split=self._turn_split())
+        if opts.diff:
+            return title, partial(turn_document, run, run.turns[turn], opts)
+        return title, turn_document(run, run.turns[turn], opts)
+
+    def _turn_split(self) -> bool:
+        """Side by side inside a run's column only when the column is wide enough."""
+        cols = max(1, len(self.runs))
+        return self.turn_opts.split and (self.size.width or 160) // cols >= SPLIT_MIN_WIDTH
 
     # ---- kernels ------------------------------------------------------------------------------
     def _kernel(self, run_index: int, number: int | None) -> KernelVersion | None:
@@ -458,13 +466,18 @@ class CompareScreen(KtuiScreen):
             return
         if not rebuild:
             return
-        split = self.split
+        split = self.split and (self.size.width or 160) >= SPLIT_MIN_WIDTH  # else unified: halves too narrow
 
         def build() -> list:
             kernel_stats(ka, kb)  # fills the cache the bar reads
             return diff_blocks(ka, kb, split)
 
         self.build_document("compare-diff", (ka.sha1, kb.sha1, split), build)
+
+    def on_resize(self) -> None:
+        if self.loaded and (self.split or self.turn_opts.split):
+            self.call_after_refresh(self._refresh_kernels)
+            self.call_after_refresh(self._refresh_turns)
 
     def document_built(self, target: str, key: object, blocks: list) -> None:
         super().document_built(target, key, blocks)
