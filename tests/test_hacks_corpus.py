@@ -168,3 +168,19 @@ def test_the_report_shows_finding_rows(reports):
     out = con.export_text()
     assert "honesty finding" in out and "timer_patch" in out and "time.perf_counter = _slow_clock" in out
     assert "turn 1 (v2)" in out
+
+
+def test_runs_and_compare_show_the_classes(tmp_path):
+    from ktui.report.runs import CSV_FIELDS, csv_row
+    from ktui.trace.aggregate import compare_rows
+    from ktui.trace.index import RunSummary, summarize as summarize_path
+
+    hack = CORPUS / "hack_pointer_cache.jsonl"
+    honest = CORPUS / "honest_matmul_torch.jsonl"
+    s = summarize_path(str(hack))
+    assert s.hacks == ["ptr_cache"]
+    assert RunSummary.from_dict(s.to_dict()).hacks == ["ptr_cache"]
+    assert csv_row(s)[CSV_FIELDS.index("hacks")] == "ptr_cache"
+    assert summarize_path(str(honest)).hacks == []
+    rows = {r.key: r for r in compare_rows([load(str(hack)), load(str(honest))])}
+    assert rows["hacks"].values == [["ptr_cache"], []] and rows["hacks"].best == {1}

@@ -158,7 +158,7 @@ def summary_dict(s: RunSummary) -> dict[str, Any]:
 
 CSV_FIELDS = ["path", "problem", "model", "persona", "outcome", "turns", "max_turns", "tool_calls", "tokens",
               "wall_s", "speedup", "runtime_us", "ref_runtime_us", "variant", "terminal", "scenario", "flags",
-              "real", "format"]
+              "real", "format", "hacks"]
 
 
 def csv_row(s: RunSummary) -> list[Any]:
@@ -168,7 +168,8 @@ def csv_row(s: RunSummary) -> list[Any]:
     wall = s.wall_ms
     row = [s.path, s.problem, v(s.model), v(s.persona), s.outcome, s.turns, v(s.max_turns), s.tool_calls,
            v(s.tokens), "" if wall is None else round(wall / 1000, 3), v(s.speedup), v(s.runtime_us),
-           v(s.ref_runtime_us), s.variant, s.terminal, v(s.scenario), " ".join(s.flags), s.real, s.format]
+           v(s.ref_runtime_us), s.variant, s.terminal, v(s.scenario), " ".join(s.flags), s.real, s.format,
+           " ".join(s.hacks)]
     return [one_line(x) if isinstance(x, str) else safe_data(x) for x in row]
 
 

@@ -275,6 +275,10 @@ def compare_rows(runs: Sequence[Run]) -> list[CompareRow]:
         fc.best = {i for i, v in enumerate(first) if v == min(x for x in first if x is not None)}
     row("runtime", "runtime (recorded)", [_rt(r) for r in runs], "us", LOWER)
     row("speedup", "speedup", [_sp(r) for r in runs], "x", HIGHER)
+    hacks = [facts.hack_classes(r) for r in runs]
+    if any(hacks):  # the honesty classes of each run's final kernel (only when some run has one)
+        hrow = row("hacks", "hack classes", hacks, "flags")
+        hrow.best = {i for i, h in enumerate(hacks) if not h}
     flag_row = row("flags", "flags", [facts.flag_codes(r) for r in runs], "flags")
     counts = [len(v) for v in flag_row.values]
     if len(set(counts)) > 1:

@@ -71,6 +71,20 @@ def state_flags(run: Run) -> list[Flag]:
     return out
 
 
+def hack_classes(run: Run) -> list[str]:
+    """The honesty classes (:data:`ktui.trace.findings.CLASSES`) statically found in the run's
+    final kernel, once each, in order ("no custom GPU code" is not one)."""
+    from ktui.trace.findings import CLASSES
+
+    final = run.final_kernel
+    out: list[str] = []
+    for f in run.flags:
+        if final is not None and f.kernel == final.number and f.code in CLASSES and f.code != "no_gpu_code" \
+                and f.code not in out:
+            out.append(f.code)
+    return out
+
+
 def _at_least_one(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1
 

@@ -51,7 +51,7 @@ from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.reader import LineParser, file_problem, line_separator, open_regular
 
-SCHEMA = 9  # bump when RunSummary or the skim changes: invalidates cached entries
+SCHEMA = 10  # bump when RunSummary or the skim changes: invalidates cached entries
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
@@ -108,6 +108,7 @@ class RunSummary:
     final_score: float | None = None
     scores: dict[str, float] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)  # flag codes (see ktui.trace.flags), deduplicated
+    hacks: list[str] = field(default_factory=list)  # honesty classes of the final kernel (ktui.trace.findings)
     problems: list[str] = field(default_factory=list)  # "line N: message" for lines that did not parse
     incomplete: bool = False  # ends in a partial line (still being written)
     record: str | None = None  # status of a runs.jsonl record for this run ("ok", "failed", ...)
@@ -133,6 +134,7 @@ class RunSummary:
     def to_dict(self) -> dict[str, Any]:
         d = {name: getattr(self, name) for name in _FIELDS}
         d["scores"], d["flags"], d["problems"] = dict(self.scores), list(self.flags), list(self.problems)
+        d["hacks"] = list(self.hacks)
         return d
 
     @classmethod
@@ -175,7 +177,7 @@ def _scores(v: Any) -> bool:
 def _type_check(name: str, annotation: str):
     if name == "scores":
         return _scores
-    if name in ("flags", "problems"):
+    if name in ("flags", "problems", "hacks"):
         return _str_list
     base = annotation.replace(" | None", "")
     check = {"str": lambda v: isinstance(v, str), "int": _is_int, "float": _is_num,
@@ -262,6 +264,7 @@ def summary_of_run(run: Run, tf: TraceFile) -> RunSummary:
     s.failed_calls = facts.failed_calls(run)
     s.not_trace = facts.not_a_trace(run) or ""
     s.flags = facts.flag_codes(run)  # the flag set every view shows
+    s.hacks = facts.hack_classes(run)
     s.problems = [str(pr) for pr in run.problems[:_MAX_PROBLEMS]]
     if len(run.problems) > _MAX_PROBLEMS:
         s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")
