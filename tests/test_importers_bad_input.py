@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from conftest import SHARED
@@ -20,6 +21,8 @@ SAMPLES = {
     "inspect": F / "inspect" / "vitals_arithmetic_with_tool_claude35_v0.3.77.json",
     "harbor-atif": F / "swe-agent" / "harbor_atif_terminus2_opus48_fused_silu_fp8_triton.trajectory.json",
     "mini-swe-agent": F / "swe-agent" / "mini_swe_agent_v1.15_gemini3pro_django16255.traj.json",
+    # SYNTHETIC (tests/fixtures/formats): the shared samples have no classic SWE-agent .traj
+    "swe-agent": Path(__file__).resolve().parent / "fixtures" / "formats" / "synthetic_swe_agent.traj",
 }
 LINE_BASED = {"chat-messages", "claude-code", "codex-cli"}
 pytestmark = pytest.mark.skipif(not F.is_dir(), reason="../shared/formats not present")

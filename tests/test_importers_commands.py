@@ -169,3 +169,16 @@ def test_replay_every_sample_and_search():
 
     for p in SAMPLES:
         asyncio.run(go(p, "ModelNew" if p in (WAFER, HARBOR) else None))
+
+
+def test_problems_match_by_level_id_or_reference_hash():
+    from ktui.trace.aggregate import problem_warning
+
+    a, b = load(WAFER), load(WAFER)
+    assert problem_warning([a, b]) is None  # L1/P9 both
+    b.problem.level = b.problem.problem_id = None
+    b.problem.name = "tall skinny matmul (another harness's name)"
+    b.problem.reference_source = a.problem.reference_source.rstrip() + "\n\n"  # same source, other edges
+    assert problem_warning([a, b]) is None  # the same reference source
+    b.problem.reference_source += "# changed\n"
+    assert "not on the same problem" in problem_warning([a, b])

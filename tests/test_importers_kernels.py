@@ -162,6 +162,7 @@ def test_claude_code_write_then_two_edits_of_a_cuda_file():
     assert [(u.tool, u.status, u.summary) for u in bash] == [("Bash", OK, "speedup: 1.07x · correctness: PASS")]
     v4 = run.kernel("v4")
     assert v4.partial and v4.path == "/work/k/other.cu"
+    assert any(t.startswith("v4 (/work/k/other.cu) is a partial version: Edit (partial") for _, t in run.notes)
     assert run.final_kernel.label == "v3"  # the task names add.cu; other.cu is only a fragment
     assert run.backend == "cuda" and run.outcome == "passed"
     # usage per message id: (10+100) + (5+110) + (5+150) + (5+180) + (5+200) + (5+220)
@@ -202,3 +203,18 @@ def test_hip_kernels_are_refused_before_building():
     assert "cannot run on a CPU" in repro_precheck(hip, "cpu")
     cuda = KernelVersion(2, "1" * 40, "#include <cuda_runtime.h>\n__global__ void k(){}\n", 0, 1)
     assert repro_precheck(cuda) is None
+
+
+def test_swe_agent_trajectory():
+    """SYNTHETIC fixture (hand-written): SWE-agent .traj with a heredoc, a check and a submission."""
+    p = SYN / "synthetic_swe_agent.traj"
+    raw = json.loads(p.read_text())
+    run = load(p)
+    assert run.format == "swe-agent" and len(run.turns) == 3 and [c.name for c in run.calls] == ["bash"] * 3
+    heredoc = raw["trajectory"][0]["action"]
+    assert run.kernels[0].code == heredoc.split("\n", 1)[1].rsplit("EOF", 1)[0]
+    assert [(u.status, u.summary) for u in run.kernels[0].uses if u.verdict] == [
+        (OK, "Speedup: 1.01x · Correctness: True")]
+    assert run.model == "synthetic/model-x" and run.turns[1].tool_ms == 12500
+    assert run.terminal[0].text == "exit status submitted; submitted a diff of 2 lines"
+    assert run.problem.prompt == "SYNTHETIC: write solution.py with ModelNew"

@@ -11,6 +11,7 @@ why fast_0 can be below the pass rate.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -193,10 +194,25 @@ def same_problem_key(run: Run) -> str:
     return (p.name or "").strip().lower()
 
 
+def reference_hash(run: Run) -> str | None:
+    """The problem's reference source, hashed with trailing spaces and blank edges ignored: runs of
+    different harnesses (a Wafer rollout, an ensemble trace) name a problem differently but carry the
+    same KernelBench reference."""
+    src = run.problem.reference_source
+    if not isinstance(src, str) or not src.strip():
+        return None
+    norm = "\n".join(ln.rstrip() for ln in src.strip().splitlines())
+    return hashlib.sha1(norm.encode("utf-8", "replace")).hexdigest()
+
+
 def problem_warning(runs: Sequence[Run]) -> str | None:
-    """A one-line warning when the runs are not all on the same problem, else None."""
+    """A one-line warning when the runs are not all on the same problem (by level / id or name, or
+    else by reference hash), else None."""
     keys = [same_problem_key(r) for r in runs]
     if len(set(keys)) <= 1 and keys and keys[0]:
+        return None
+    refs = [reference_hash(r) for r in runs]
+    if refs and all(refs) and len(set(refs)) == 1:
         return None
     if len(set(keys)) <= 1:
         return "the problem of these runs is unknown: they may not be comparable"

@@ -26,6 +26,7 @@ from ktui.trace.importers import (
     harbor_atif,
     inspect_ai,
     mini_swe_agent,
+    swe_agent,
 )
 from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded
 from ktui.trace.model import Run, TraceProblem
@@ -40,6 +41,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("inspect", inspect_ai),
     ("harbor-atif", harbor_atif),
     ("mini-swe-agent", mini_swe_agent),
+    ("swe-agent", swe_agent),
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
 BY_NAME = dict(FORMATS)

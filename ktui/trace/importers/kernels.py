@@ -407,6 +407,9 @@ class FileTracker:
                                        origin=c.origin, partial=c.partial)
                     by_sha[sha] = kv
                     run.kernels.append(kv)
+                    if kv.partial:
+                        self.notes.append((c.line, f"{kv.label} ({c.path or 'fenced block'}) is a partial version: "
+                                                   f"{c.origin}"))
                 call = c.call
                 if call is not None:
                     call.kernel = kv.number
