@@ -16,12 +16,11 @@ BUNDLED_TRACE = "popcorn_l1_p27_grok-4.3.jsonl"
 
 
 def bundled_trace() -> Path:
-    """The seed trace: in the repo's traces/ (source checkout) or packaged under ktui/data."""
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent / "traces" / BUNDLED_TRACE, here / "data" / BUNDLED_TRACE):
-        if cand.is_file():
-            return cand
-    raise click.ClickException(f"bundled trace {BUNDLED_TRACE} not found")
+    """The seed trace, packaged under ktui/data (``traces/`` in a checkout links to it)."""
+    cand = Path(__file__).resolve().parent / "data" / BUNDLED_TRACE
+    if not cand.is_file():
+        fail(f"bundled trace {BUNDLED_TRACE} not found (a broken install: ktui/data is missing)")
+    return cand
 
 
 def fail(msg: str, code: int = 2) -> None:
