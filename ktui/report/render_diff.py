@@ -31,7 +31,6 @@ S_ADD_BG = Style(color="green", bgcolor="#0f2d16")
 S_DEL_BG = Style(color="red", bgcolor="#3a1216")
 S_ADD_SPAN = Style(color="bright_white", bgcolor="#1f6f33", bold=True)
 S_DEL_SPAN = Style(color="bright_white", bgcolor="#8b1f2a", bold=True)
-S_CONTEXT = Style()
 S_EMPTY = Style(color="grey23")
 
 
