@@ -181,7 +181,12 @@ _BLOCKED = re.compile(r"require(?:s)? approval|not allowed to run|command was bl
 def exit_code(text: str) -> int | None:
     if not isinstance(text, str):
         return None
-    m = _EXIT.search(text[:4096]) or _EXIT.search(text[-4096:])
+    head, tail = text[:4096], text[-4096:]
+    m = None
+    for part in (head, tail):
+        low = part.lower()
+        if ("exit" in low or "returncode" in low) and m is None:
+            m = _EXIT.search(part)
     if m is None:
         return None
     for g in m.groups():
@@ -190,14 +195,19 @@ def exit_code(text: str) -> int | None:
     return None
 
 
-def shell_status(text: str, is_error: bool = False, code: int | None = None) -> str:
-    """A shell-like tool's status from its output: error flag, blocked, exit code, verifier."""
+def shell_status(text: str, is_error: bool = False, code: int | None = None, ev=False) -> str:
+    """A shell-like tool's status from its output: error flag, blocked, exit code, verifier
+    (``ev``: the output's evidence when already computed)."""
     if is_error:
         return ERROR
-    if isinstance(text, str) and _BLOCKED.search(text[:2000]):
-        return ERROR
+    if isinstance(text, str):
+        low = text[:2000].lower()
+        if ("approval" in low or "not allowed" in low or "blocked" in low or "permission to run" in low) \
+                and _BLOCKED.search(text[:2000]):
+            return ERROR
     code = code if code is not None else exit_code(text)
-    ev = evidence(text) if isinstance(text, str) else None
+    if ev is False:
+        ev = evidence(text) if isinstance(text, str) else None
     if ev is not None and ev.status != OK:
         return ev.status
     if code is not None and code != 0:
@@ -355,7 +365,8 @@ class Assembler:
                is_error: bool = False, effect: dict[str, Any] | None = None) -> ToolResult:
         if not isinstance(text, str):
             text = text_of(text) if isinstance(text, list) else ("" if text is None else str(text))
-        st = status or shell_status(text, is_error)
+        ev = evidence(text)
+        st = status or shell_status(text, is_error, ev=ev)
         r = ToolResult(line=line, ts_ms=ts_ms, status=st, summary=text, effect=effect, is_error=is_error)
         if c.result is not None:
             self.warn(line, f"a second result for call #{c.index} ({c.name}); the first is kept")
@@ -365,7 +376,6 @@ class Assembler:
             self.touch(self.run.turns[c.turn], line, ts_ms)
         else:
             self.ts(ts_ms)
-        ev = evidence(text)
         if ev is not None and not self._is_write(c):
             self.files.tested(c, ev, self.command_of(c))
         return r

@@ -84,17 +84,26 @@ class Evidence:
 # ---- verifier outputs --------------------------------------------------------------------------
 _RESULT = re.compile(r"^[^\w\n]*(?:result|status|verdict|overall)\s*[:=]\s*\**\s*"
                      r"(PASS(?:ED)?|FAIL(?:ED)?|ERROR|CORRECT|INCORRECT)\b", re.I | re.M)
-_CORRECT = re.compile(r"^[^\n]*?\bcorrect(?:ness)?\b\s*[:=]\s*(True|False|PASS(?:ED)?|FAIL(?:ED)?|yes|no|"
+_CORRECT = re.compile(r"\bcorrect(?:ness)?\b\s*[:=]\s*(True|False|PASS(?:ED)?|FAIL(?:ED)?|yes|no|"
                       r"(\d+)\s*/\s*(\d+))", re.I | re.M)
-_CORRECT_FAILED = re.compile(r"^.*\bcorrectness (?:check )?failed\b.*$", re.I | re.M)
+_CORRECT_FAILED = re.compile(r"\bcorrectness (?:check )?failed\b", re.I)
 _SPEEDUP = re.compile(r"\bspeed[- ]?up\b\s*[:=]\s*([0-9]*\.?[0-9]+)\s*x?", re.I)
 _NEW_REF = re.compile(r"\bNew:\s*([0-9.]+)\s*ms,\s*Ref:\s*([0-9.]+)\s*ms", re.I)
-_COMPILE_ERR = re.compile(r"^.*(?:CompilationError|Error building extension|ptxas (?:fatal|error)|"
-                          r"triton\.compiler\.errors|nvcc fatal|hipcc.*error|error: identifier|"
-                          r"\berror: expected\b|undefined symbol).*$", re.M)
-_RUNTIME_ERR = re.compile(r"^.*(?:CUDA error|HIP Error|hipError|illegal memory access|"
-                          r"invalid configuration argument|CUDA out of memory|misaligned address).*$", re.M)
-_INFRA_ERR = re.compile(r"^.*(?:No space left on device|Connection refused|Evaluation failed).*$", re.M)
+_COMPILE_ERR = re.compile(r"CompilationError|Error building extension|ptxas (?:fatal|error)|"
+                          r"triton\.compiler\.errors|nvcc fatal|error: identifier|\berror: expected\b|"
+                          r"undefined symbol|hipcc[^\n]*error")
+_RUNTIME_ERR = re.compile(r"CUDA error|HIP Error|hipError|illegal memory access|invalid configuration argument|"
+                          r"CUDA out of memory|misaligned address")
+_INFRA_ERR = re.compile(r"No space left on device|Connection refused|Evaluation failed")
+_COMPILE_HINTS = ("compilationerror", "error building extension", "ptxas", "triton.compiler.errors", "nvcc fatal",
+                  "error: identifier", "error: expected", "undefined symbol", "hipcc")
+_RUNTIME_HINTS = ("cuda error", "hip error", "hiperror", "illegal memory", "invalid configuration", "out of memory",
+                  "misaligned")
+_INFRA_HINTS = ("no space left", "connection refused", "evaluation failed")
+# cheap substring tests first: most tool outputs have none of these words
+_HINTS = ("result", "status", "verdict", "overall", "correct", "speed", "error", "compil", "ptxas", "nvcc",
+          "undefined symbol", "illegal memory", "misaligned", "no space left", "connection refused",
+          "evaluation failed", "new:")
 _LINE_LIMIT = 200
 
 
@@ -103,12 +112,21 @@ def _short(line: str) -> str:
     return s if len(s) <= _LINE_LIMIT else s[: _LINE_LIMIT - 1] + "…"
 
 
+def _line_of(text: str, start: int, end: int) -> str:
+    a = text.rfind("\n", 0, start) + 1
+    b = text.find("\n", end)
+    return text[a: b if b >= 0 else len(text)]
+
+
 def evidence(text: str) -> Evidence | None:
     """Verifier results in a tool output, with the lines that say so; None when there are none."""
     if not text or not isinstance(text, str):
         return None
     if len(text) > (4 << 20):  # a huge output: its head and tail carry the verdict
         text = text[: 2 << 20] + "\n" + text[-(2 << 20):]
+    low = text.lower()
+    if not any(h in low for h in _HINTS):
+        return None
     groups: dict[str, list[str]] = {"verdict": [], "speedup": [], "correct": [], "error": []}
 
     def add(group: str, s: str) -> None:
@@ -117,22 +135,24 @@ def evidence(text: str) -> Evidence | None:
             groups[group].append(s)
 
     verdict = None
-    for m in _RESULT.finditer(text):
+    for m in (_RESULT.finditer(text) if any(h in low for h in ("result", "status", "verdict", "overall"))
+              else ()):
         verdict = m.group(1).upper()
         add("verdict", m.group(0))
     correct = None
-    for m in _CORRECT.finditer(text):
+    has_correct = "correct" in low
+    for m in (_CORRECT.finditer(text) if has_correct else ()):
         v = m.group(1).lower()
         if m.group(2) is not None:
             correct = int(m.group(2)) == int(m.group(3)) and int(m.group(3)) > 0
         else:
             correct = v in ("true", "pass", "passed", "yes")
-        add("correct", m.group(0))
-    for m in _CORRECT_FAILED.finditer(text):
+        add("correct", text[text.rfind("\n", 0, m.start()) + 1: m.end()])
+    for m in (_CORRECT_FAILED.finditer(text) if has_correct else ()):
         correct = False
-        add("correct", m.group(0))
+        add("correct", _line_of(text, m.start(), m.end()))
     speedup = None
-    for m in _SPEEDUP.finditer(text):
+    for m in (_SPEEDUP.finditer(text) if "speed" in low else ()):
         try:
             speedup = float(m.group(1))
         except ValueError:
@@ -144,9 +164,19 @@ def evidence(text: str) -> Evidence | None:
     m = _NEW_REF.search(text)
     if m:
         new, ref = float(m.group(1)), float(m.group(2))
-    compile_err = [mm.group(0) for mm in _COMPILE_ERR.finditer(text)][:2]
-    runtime_err = [mm.group(0) for mm in _RUNTIME_ERR.finditer(text)][:2]
-    infra_err = [mm.group(0) for mm in _INFRA_ERR.finditer(text)][:1]
+    def lines_of(rx: re.Pattern, n: int) -> list[str]:
+        out: list[str] = []
+        for mm in rx.finditer(text):
+            ln = _line_of(text, mm.start(), mm.end())
+            if ln not in out:
+                out.append(ln)
+                if len(out) >= n:
+                    break
+        return out
+
+    compile_err = lines_of(_COMPILE_ERR, 2) if any(h in low for h in _COMPILE_HINTS) else []
+    runtime_err = lines_of(_RUNTIME_ERR, 2) if any(h in low for h in _RUNTIME_HINTS) else []
+    infra_err = lines_of(_INFRA_ERR, 1) if any(h in low for h in _INFRA_HINTS) else []
     for s in compile_err + runtime_err + infra_err:
         add("error", s)
     lines = [x for g in ("verdict", "speedup", "correct", "error") for x in groups[g]]
