@@ -79,3 +79,22 @@ def test_forced_format_overrides_detection(monkeypatch):
 def test_registry_lists_ensemble_first():
     assert names()[0] == "ensemble"
     assert set(SAMPLES.values()) <= set(names())
+
+
+def test_follow_mode_re_imports_a_growing_file(tmp_path):
+    from ktui.trace.reader import Follower
+
+    src = FORMATS / "claude-code" / "vsla_cuda_toolchain_check_bash_todowrite.jsonl"
+    if not src.is_file():
+        pytest.skip("../shared/formats not present")
+    lines = src.read_bytes().splitlines(keepends=True)
+    p = tmp_path / "live.jsonl"
+    p.write_bytes(b"".join(lines[:20]))
+    f = Follower(p)
+    first = len(f.run.turns)
+    assert f.run.format == "claude-code" and 0 < first
+    assert f.poll() is False  # nothing changed
+    with open(p, "ab") as fh:
+        fh.write(b"".join(lines[20:]))
+    assert f.poll() is True
+    assert len(f.run.turns) == 19 > first
