@@ -114,3 +114,23 @@ def test_issue_examples(name):
         assert v.header.failed_calls == 1 and "dangling_call" in v.flag_codes
     else:
         assert len(v.flag_codes) >= 4  # runs listed 2 of replay's 4
+
+
+def test_findings_are_flags_with_their_class_line_and_turn():
+    hacks = sorted((ROOT / "tests" / "fixtures" / "hacks").glob("*.jsonl"))
+    if not hacks:
+        pytest.skip("no static-finding fixtures")
+    seen = 0
+    for p in hacks:
+        v = build_view(load(p))
+        for f in v.flags:
+            if f.category != "finding":
+                continue
+            seen += 1
+            assert f.turn is not None and f.since is not None, (p, f.code)
+            text = f.message + " " + f.where
+            assert f"introduced at turn {f.turn}" in text and text.count("introduced at turn") == 1, (p, f.code)
+        out = show_text(load(p))
+        for code in v.flag_codes:
+            assert f"⚑ {code}: " in out
+    assert seen

@@ -201,9 +201,8 @@ def header_view(run: Run) -> HeaderView:
 def _category(f: Flag) -> str:
     if f.code in facts.STATE_FLAG_MESSAGES or (f.code == "speedup_excessive" and f.metric is None):
         return "state"
-    cat = getattr(f, "category", None)
-    if isinstance(cat, str) and cat:
-        return cat
+    if f.src_line is not None or f.since is not None:
+        return "finding"
     if f.metric:
         return "metric"
     if f.kernel is not None:
@@ -217,19 +216,19 @@ def phrase(code: str) -> str:
 
 
 def flag_view(run: Run, f: Flag) -> FlagView:
-    turn = getattr(f, "turn", None)
-    if turn is None and f.kernel is not None:
-        k = run.kernel(f.kernel)
+    turn = f.turn
+    if turn is None and (f.since or f.kernel) is not None:
+        k = run.kernel(f.since or f.kernel)
         turn = k.first_turn if k is not None else None
     if turn is None and f.line is not None:
         turn = run.turn_of_line(f.line)
-    ev = getattr(f, "evidence", None) or ()
-    if isinstance(ev, str):
-        ev = (ev,)
+    ev = ((f"line {f.src_line}: " if f.src_line is not None else "") + f.evidence,) if f.evidence else ()
+    if ev and f.evidence.strip() in f.message:  # the message already quotes it
+        ev = ()
     return FlagView(code=one_line(f.code), severity=f.severity if f.severity in ("error", "warning", "info") else
                     "warning", category=_category(f), message=one_line(f.message), phrase=phrase(f.code),
                     kernel=f.kernel, line=f.line, turn=turn, evidence=tuple(one_line(x, 300) for x in ev),
-                    metric=f.metric)
+                    metric=f.metric, since=f.since, src_line=f.src_line)
 
 
 # ---- metrics --------------------------------------------------------------------------------------

@@ -138,17 +138,19 @@ class FlagView:
     kernel: int | None = None
     line: int | None = None
     turn: int | None = None  # introduced at this turn
-    evidence: tuple[str, ...] = ()  # source lines that show it
+    evidence: tuple[str, ...] = ()  # source lines that show it ("line 12: ...")
     metric: str | None = None
+    since: int | None = None  # a static finding: the kernel version that introduced it
+    src_line: int | None = None  # ... and its line in that version's source
 
     @property
     def where(self) -> str:
         bits = []
-        if self.turn is not None:
-            bits.append(f"introduced at turn {self.turn}")
-        if self.kernel is not None:
+        if self.turn is not None and "introduced at turn" not in self.message:
+            bits.append(f"introduced at turn {self.turn}" + (f" (v{self.since})" if self.since is not None else ""))
+        if self.kernel is not None and self.kernel != self.since and not self.message.startswith(f"v{self.kernel}:"):
             bits.append(f"v{self.kernel}")
-        if self.line is not None:
+        if self.line is not None and f"line {self.line}" not in self.message:
             bits.append(f"line {self.line}")
         return ", ".join(bits)
 
