@@ -156,6 +156,31 @@ def test_passes_and_errors_from_logs():
         ["sm__nope.sum"]
 
 
+
+def test_passes_with_launch_count_and_library_kernel_names():
+    # what `ktui repro --profile` really writes (--launch-count N adds " (K/N)" after the ID; H200 run 1)
+    real = (FIX / "log_seed_v4_launch_count.txt").read_text(encoding="utf-8")
+    assert parse_passes(real) == {"0": 22}
+    log = "\n".join([
+        "==PROF== Connected to process 77 (/usr/bin/python3.12)",
+        '==PROF== Profiling "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_'
+        'alignc4_execute_kernel__5x_cublas" - 0 (1/64): 0%....50%....100% - 31 passes',
+        '==PROF== Profiling "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNN" - 1 (2/64): 0%....50%....100% - 27 passes',
+        '==PROF== Profiling "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, '
+        'float, at::native::binary_internal::MulFunctor<float>>, std::array<char*, 2>>(int, T2, T3)" - 2 (3/64): '
+        '0%....50%....100% - 22 passes',
+        '==PROF== Profiling "weird \\"quoted\\" name: - 9 passes" - 3 (4/64): 0%....50%....100% - 1 pass',
+        '==PROF== Profiling "split_progress" - 4 (5/64): 0%....50%....',
+        "100% - 18 passes",
+        '==PROF== Profiling "no_id": 0%....50%....100% - 5 passes',
+        '==PROF== Profiling "failed_kernel" - 6 (7/64): 0%....',
+        "==ERROR== Failed to profile \"failed_kernel\" in process 77",
+        "==PROF== Disconnected from process 77",
+    ])
+    p = parse_passes(log)
+    assert p == {"0": 31, "1": 27, "2": 22, "3": 1, "4": 18, "5": 5}
+    assert parse_passes("") == {} and parse_passes('==PROF== Profiling "k" - 0 (1/1): 0%....') == {}
+
 # ---- figures against ncu's own details page -------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ("seed_v4", "mem_scale", "mm_fp32", "mm_bf16"))
@@ -534,7 +559,9 @@ if os.environ.get("FAKE_NCU_MODE") == "report":
           flush=True)
     src = os.path.join(os.environ["FAKE_NCU_FIXTURES"], "raw_seed_v4.csv" if side == "kernel" else "raw_seed_ref.csv")
     shutil.copy(src, opts["--export"] + ".ncu-rep")
-    open(opts["--log-file"], "w").write('==PROF== Profiling "k" - 0: 0%....50%....100% - 12 passes\n')
+    # the real line's shape under --launch-count N (H200 run 1)
+    open(opts["--log-file"], "w").write('==PROF== Profiling "k" - 0 (1/' + opts["--launch-count"] +
+                                        '): 0%....50%....100% - 12 passes\n')
     sys.exit(0)
 if os.environ.get("FAKE_NCU_MODE") == "hang":
     open(os.environ["FAKE_NCU_PIDFILE"], "w").write(str(os.getpid()))

@@ -176,13 +176,40 @@ def _looks_like_units(header: list[str], row: list[str]) -> bool:
     return True
 
 
+_PROF_START = "==PROF== Profiling \""
+# the tail of a launch's line: `" - ID[ (K/N)]: <progress> - P passes`; the name before it may hold
+# anything (templates, commas, parentheses, quotes), so the tail is matched from the right
+_PASS_TAIL = re.compile(r"\"\s*(?:-\s*(\d+)\s*)?(?:\(\s*\d+\s*/\s*\d+\s*\)\s*)?:.*?-\s*(\d+)\s+pass(?:es)?\b[^\"]*$")
+_PASS_ONLY = re.compile(r"-\s*(\d+)\s+pass(?:es)?\b")
+
+
 def parse_passes(log: str) -> dict[str, int]:
-    """Replay passes per launch from ncu's log lines
-    (``==PROF== Profiling "name" - 0: 0%....50%....100% - 9 passes``), keyed by launch index."""
+    """Replay passes per launch from ncu's log lines, keyed by launch index (ncu's ID, else the
+    order seen). ncu writes ``==PROF== Profiling "name" - 0: 0%....50%....100% - 9 passes``, and
+    with ``--launch-count N`` ``... "name" - 0 (1/N): ...``; a name may hold templates, commas,
+    parentheses or quotes, and the pass count may land on a later line when the progress is split."""
     out: dict[str, int] = {}
-    for m in re.finditer(r"==PROF== Profiling \"(.{0,400}?)\"(?: - (\d+))?:.*?- (\d+) pass(?:es)?", log or ""):
-        key = m.group(2) if m.group(2) is not None else str(len(out))
-        out[key] = int(m.group(3))
+    pending: str | None = None  # a launch whose line had no pass count yet
+    for line in (log or "").splitlines():
+        at = line.find(_PROF_START)
+        if at < 0:
+            if pending is not None:
+                m = _PASS_ONLY.search(line)
+                if m:
+                    out[pending] = int(m.group(1))
+                    pending = None
+                elif line.startswith("=="):
+                    pending = None
+            continue
+        pending = None
+        rest = line[at + len(_PROF_START):]
+        m = _PASS_TAIL.search(rest)
+        if m:
+            key = m.group(1) if m.group(1) is not None else str(len(out))
+            out[key] = int(m.group(2))
+            continue
+        ids = re.findall(r"\"\s*-\s*(\d+)\s*(?:\(\s*\d+\s*/\s*\d+\s*\)\s*)?:", rest)
+        pending = ids[-1] if ids else str(len(out))
     return out
 
 
