@@ -148,3 +148,35 @@ def test_split_diff_keeps_markers_and_piped_output_never_wraps():
     for f in load(SEED_TRACE).flags:
         assert f.message in out, f.message  # not broken across rows
     assert "Expected a 'cuda' device type for generator but found 'cpu'" in out
+
+
+def test_pager_key_hands_safe_raw_lines(tmp_path):
+    import asyncio
+
+    from ktui.trace.model import Event
+    from ktui.tui.app import replay_app
+    from ktui.tui.widgets.documents import raw_lines_text
+
+    ev = Event(line=7, offset=0, length=10, kind="system")
+    text = raw_lines_text([ev], ['{"note": "\x1b]0;x\x07\x9b\u202e"}'])
+    assert text.startswith("line 7\t") and not any(c in text for c in "\x1b\x07\x9b\u202e")
+
+    async def go():
+        app = replay_app(SEED_TRACE)
+        said = []
+        orig = app.notify
+        app.notify = lambda m, *a, **kw: (said.append(str(m)), orig(m, *a, **kw))[1]
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if getattr(app.screen, "run", None) is not None:
+                    break
+            await pilot.press("t")
+            for _ in range(40):
+                await pilot.pause(0.05)
+                if said:
+                    break
+            assert any("$PAGER" in m for m in said), said  # headless: no terminal to hand over, said so
+            assert app.return_code is None
+
+    asyncio.run(go())

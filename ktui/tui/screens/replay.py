@@ -38,6 +38,7 @@ from ktui.tui.widgets.documents import (
     kernel_stats,
     metrics_document,
     n_lines,
+    raw_lines_text,
     reference_document,
     turn_document,
     turn_view,
@@ -84,6 +85,11 @@ class SearchDone(Message):
     regex: re.Pattern[str]
     turns: list[int]  # turns with at least one match, in order
     total: int
+
+
+@dataclass
+class PagerText(Message):
+    text: str  # the turn's raw lines, made safe
 
 
 @dataclass
@@ -137,6 +143,7 @@ class ReplayScreen(KtuiScreen):
         Key("m", "mark", "Kernels: mark the selected version as the diff base (any two versions)"),
         Key("u", "unmark", "Kernels: clear the diff base"),
         Key("e", "toggle_fold", "expand / fold long blocks (outputs, prompts, code)"),
+        Key("t", "pager", "the turn's raw trace lines in $PAGER"),
         Key("slash", "search", "search (regex over the turn's text, code and results)", footer="search"),
         Key("enter", "go", "next / previous match", label="enter / shift+enter", title="next match"),
         Key("shift+enter", "prev_match", "", title="previous match"),
@@ -479,6 +486,40 @@ class ReplayScreen(KtuiScreen):
             self.query_one(KernelsPane).show_document(blocks)
         else:
             super().document_built(target, key, blocks)
+
+    def _turn_events(self, run: Run) -> tuple[int | None, list[Event]]:
+        """The current turn's events (all events, up to a limit, for a run without turns)."""
+        if not run.turns:
+            return None, run.events[:EVENTS_LIMIT]
+        t = run.turns[min(self.turn_index, len(run.turns) - 1)]
+        lines = run.events.lines
+        return t.index, run.events[bisect.bisect_left(lines, t.first_line):bisect.bisect_right(lines, t.last_line)]
+
+    def action_pager(self) -> None:
+        if self.run is not None:
+            self._read_for_pager(self._turn_events(self.run)[1])
+
+    @work(thread=True, exclusive=True, group="pager", exit_on_error=False, description="read raw lines")
+    def _read_for_pager(self, events: list[Event]) -> None:
+        from ktui.trace.reader import read_raw_line
+
+        self.post_message(PagerText(raw_lines_text(events, [read_raw_line(self.path, ev) for ev in events])))
+
+    def on_pager_text(self, msg: PagerText) -> None:
+        import os
+        import shlex
+        import subprocess
+
+        from textual.app import SuspendNotSupported
+
+        cmd = shlex.split(os.environ.get("PAGER") or "less")
+        try:
+            with self.app.suspend():
+                subprocess.run(cmd, input=msg.text.encode("utf-8", "replace"), check=False)
+        except SuspendNotSupported:
+            self.notify("no terminal to hand over to $PAGER here", severity="warning", timeout=3)
+        except OSError as exc:
+            self.notify(f"$PAGER ({cmd[0] if cmd else ''}): {exc.strerror or exc}", severity="error", timeout=4)
 
     def _request_events(self) -> None:
         run = self.run

@@ -324,6 +324,12 @@ def event_text(raw: str) -> str:
         return clean(raw)
 
 
+def raw_lines_text(events: Sequence[Event], raws: Sequence[str]) -> str:
+    """The raw lines of ``events`` as a pager shows them: ``line N`` and the line, made safe (a
+    pager such as ``less -R`` would act on escape sequences)."""
+    return "".join(f"line {ev.line}\t{one_line(raw)}\n" for ev, raw in zip(events, raws, strict=False))
+
+
 def events_document(events: Sequence[Event], raws: Sequence[str], title: str) -> list[Block]:
     blocks: list[Block] = [text_block(T(title, "bold"))]
     if not events:
