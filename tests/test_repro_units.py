@@ -3,7 +3,6 @@ worker protocol and the runner's isolation with Python-level kernels (CPU, a few
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -251,7 +250,7 @@ class ModelNew(ModelNew):
     res = run_request(_req(kernel, tmp_path), on_progress=events.append, run_timeout=60, compile_timeout=120)
     assert res["status"] == "completed", res.get("failure")
     assert res["correctness"]["passed"] and res["correctness"]["held_out"]["passed"]
-    assert res["timing"]["method_used"] == "host" and res["timing"]["kernel"]["n"] == 3
+    assert res["timing"]["method_used"] == "host" and res["timing"]["kernel"]["n"] >= 3
     assert {c["name"] for c in res["checks"]} >= {"inputs_not_mutated", "output_changes_with_input",
                                                     "plain_output", "no_eq_override"}
     assert all(c["ok"] is not False for c in res["checks"])
@@ -297,8 +296,13 @@ class ModelNew(nn.Module):
     assert "timed out after 3 s during correctness trial 1" in res["failure"]["message"]
     assert time.monotonic() - t0 < 60
     cancel = threading.Event()
-    threading.Timer(4.0, cancel.set).start()
-    res = run_request(_req(hang, tmp_path), cancel=cancel, run_timeout=120, compile_timeout=120)
+
+    def on_progress(p):  # cancel once the kernel is running (and hanging)
+        if p.stage == "correctness" and p.state == "trial":
+            threading.Timer(1.0, cancel.set).start()
+
+    res = run_request(_req(hang, tmp_path), cancel=cancel, on_progress=on_progress, run_timeout=120,
+                      compile_timeout=120)
     assert res["status"] == "cancelled" and "correctness" in res["failure"]["message"]
 
 
@@ -310,27 +314,27 @@ def test_cpu_device_refuses_cuda_kernels(tmp_path):
 
 
 @torch_missing
-def test_warm_worker_reuse_and_replacement(tmp_path):
+def test_every_request_gets_fresh_processes(tmp_path):
+    # a kernel's patches never reach the next kernel: no warm process runs two kernels' code
+    patcher = OK + """
+import torch
+torch._ktui_patched_by_an_earlier_kernel = True
+"""
+    checker = OK + """
+import torch
+if hasattr(torch, "_ktui_patched_by_an_earlier_kernel"):
+    raise RuntimeError("an earlier kernel's patch is still here")
+"""
     bad = OK.replace("torch.clamp(x, min=0) * 2.0", "1 / 0")
     with WarmWorker() as w:
-        r1 = w.run(_req(OK, tmp_path), run_timeout=60, compile_timeout=120)
-        pid1 = w._session.proc.pid
-        r2 = w.run(_req(OK, tmp_path), run_timeout=60, compile_timeout=120)
-        assert r1["status"] == r2["status"] == "completed"
-        assert w._session.proc.pid == pid1 and r2["warm"] and not r1["warm"]
+        r1 = w.run(_req(patcher, tmp_path), run_timeout=60, compile_timeout=120)
+        r2 = w.run(_req(checker, tmp_path), run_timeout=60, compile_timeout=120)
+        assert r1["status"] == r2["status"] == "completed", (r1.get("failure"), r2.get("failure"))
+        assert not r1["warm"] and not r2["warm"] and w.requests == 2
         r3 = w.run(_req(bad, tmp_path), run_timeout=60, compile_timeout=120)
         assert r3["failure"]["kind"] == "runtime_error" and "division by zero" in r3["failure"]["message"]
-        assert not w.alive  # replaced after a failure
         r4 = w.run(_req(OK, tmp_path), run_timeout=60, compile_timeout=120)
-        assert r4["status"] == "completed" and w._session.proc.pid != pid1
-
-
-def test_worker_bad_request_is_reported():
-    out = subprocess.run([sys.executable, "-m", "ktui.repro.worker"], input="not json\n", capture_output=True,
-                         text=True, cwd=REPO, timeout=60)
-    lines = [json.loads(x) for x in out.stdout.splitlines()]
-    assert lines[0]["event"] == "ready"
-    assert lines[-1]["event"] == "result" and lines[-1]["failure"]["kind"] == "worker_error"
+        assert r4["status"] == "completed"
 
 
 @torch_missing

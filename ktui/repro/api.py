@@ -25,11 +25,10 @@ from typing import Any, Callable
 
 from ktui.repro import cache
 from ktui.repro.harness import sha1_text
+from ktui.repro.harness.defaults import CORRECTNESS_TRIALS, METHOD, METHODS, STAGE_TIMEOUT_S, TRIALS
 from ktui.repro.recorded import Recorded, find_reference, recorded_for
 from ktui.repro.runner import Progress, WarmWorker, run_request
 from ktui.repro.verdict import CANCELLED, Comparison, compare
-
-METHODS = ("cuda_event", "do_bench", "cuda_graph", "host")
 
 
 class ReproError(Exception):
@@ -39,11 +38,11 @@ class ReproError(Exception):
 @dataclass
 class ReproOptions:
     device: str | None = None  # None: cuda if available, else cpu
-    trials: int = 100
-    method: str = "cuda_event"
-    timeout: float = 600.0  # seconds per run stage (reference, correctness, timing, ...)
+    trials: int = TRIALS
+    method: str = METHOD
+    timeout: float = STAGE_TIMEOUT_S  # seconds per run stage (reference, correctness, timing, ...)
     compile_timeout: float | None = None  # seconds for startup and build; default: timeout
-    correctness_trials: int = 5
+    correctness_trials: int = CORRECTNESS_TRIALS
     fresh: bool = False  # ignore (but refresh) the result cache
     reference_path: str | None = None  # a reference file when the trace has none
 
@@ -157,6 +156,7 @@ def make_request(kv: Any, options: ReproOptions, reference: str | None, referenc
         "trials": options.trials,
         "correctness_trials": options.correctness_trials,
         "build_root": str(cache.build_root()),
+        "lock_dir": str(cache.lock_dir()),
     }
 
 

@@ -2,9 +2,18 @@
 
 Root: ``$KTUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/ktui/repro``, else ``~/.cache/ktui/repro``::
 
-    <root>/build/<build key>/<extension>_k<key>/     load_inline builds (key: code sha1 + torch +
-                                                     CUDA + arch, computed in the worker)
+    <root>/.hmac-key                                 32 random bytes (0600): the integrity key
+    <root>/build/<build key>/<extension>_k<key>/     load_inline builds; one folder per kernel
+                                                     (key: code sha1 + torch + Python + device + GPU)
+    <root>/locks/gpu-<index>.lock                    the per-GPU timing lock
     <root>/results/<kernel sha1>/<result key>.json   one file per reproduction
+
+Only the judge side (ktui's own code) writes here; the sandbox hides the whole root from trace
+code (an empty tmpfs over it) except, during that kernel's own run, its own build folder. Every
+entry carries an HMAC-SHA256 over its content with the key above: an entry that fails the
+check, or whose shape is not what a result looks like, is ignored (the kernel is re-run).
+Failures caused from outside the kernel (a SIGKILL from someone else, the host's OOM killer,
+timeouts, cancels, resource limits, a missing reference) are never cached.
 
 A result key covers: kernel sha1, reference sha1, requested device, timing method, trials,
 correctness trials, harness version and this machine's environment fingerprint (torch version,
@@ -14,9 +23,11 @@ GPUs and driver, Python). Nothing here imports torch.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import platform
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -26,6 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from ktui.repro.harness import HARNESS_VERSION, default_cache_root
+
+KEY_FILE = ".hmac-key"
+ENTRY_VERSION = 2
 
 
 def cache_root() -> Path:
@@ -40,6 +54,10 @@ def results_dir() -> Path:
     return cache_root() / "results"
 
 
+def lock_dir() -> Path:
+    return cache_root() / "locks"
+
+
 @lru_cache(maxsize=1)
 def env_fingerprint() -> dict[str, Any]:
     """What makes a result machine-specific, found without importing torch."""
@@ -48,7 +66,7 @@ def env_fingerprint() -> dict[str, Any]:
         from importlib.metadata import version
 
         fp["torch"] = version("torch")
-    except Exception:
+    except Exception:  # noqa: BLE001 - no metadata: part of the fingerprint all the same
         fp["torch"] = None
     gpus: list[str] = []
     try:
@@ -82,31 +100,137 @@ def result_key(*, kernel_sha1: str, reference_sha1: str | None, device: str | No
     return hashlib.sha1(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
+# ---- integrity --------------------------------------------------------------------------------
+
+def _key() -> bytes | None:
+    """The HMAC key (created on first use, 0600). None when the cache is not writable."""
+    root = cache_root()
+    p = root / KEY_FILE
+    try:
+        data = p.read_bytes()
+        if len(data) >= 32:
+            return data
+    except OSError:
+        pass
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(str(p), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(32))
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return None
+    return data if len(data) >= 32 else None
+
+
+def _mac(key: bytes, entry: dict[str, Any]) -> str:
+    body = json.dumps(entry, sort_keys=True, default=str, separators=(",", ":")).encode("utf-8")
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def _valid_shape(entry: Any) -> bool:
+    """What ktui reads from an entry is there, with the right types (else: re-run)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("kernel_sha1"), str) \
+            or not isinstance(entry.get("key"), str):
+        return False
+    res = entry.get("result")
+    if not isinstance(res, dict) or res.get("status") not in ("completed", "failed"):
+        return False
+    for k in ("request", "options"):
+        if k in entry and not isinstance(entry[k], dict):
+            return False
+    for k, t in (("checks", list), ("notes", list), ("findings", list), ("stages", dict)):
+        if k in res and not isinstance(res[k], t):
+            return False
+    if any(not isinstance(c, dict) or not isinstance(c.get("name"), str) for c in res.get("checks") or []):
+        return False
+    if any(not isinstance(n, str) for n in res.get("notes") or []):
+        return False
+    for k in ("environment", "build", "timing", "memory", "launches", "failure", "correctness"):
+        if res.get(k) is not None and not isinstance(res[k], dict):
+            return False
+    f = res.get("failure")
+    if res["status"] == "failed":
+        if not isinstance(f, dict) or not isinstance(f.get("kind"), str) or not isinstance(f.get("message"), str) \
+                or not isinstance(f.get("stage", ""), str):
+            return False
+    c = res.get("correctness")
+    if c is not None:
+        if not isinstance(c.get("passed"), bool) or not all(isinstance(c.get(k), int) and not isinstance(c.get(k), bool)
+                                                            for k in ("trials", "trials_passed")):
+            return False
+        for k in ("max_abs_error", "max_rel_error"):
+            if not isinstance(c.get(k), (int, float)) or isinstance(c.get(k), bool):
+                return False
+        h = c.get("held_out")
+        if h is not None and (not isinstance(h, dict) or not isinstance(h.get("passed"), bool)):
+            return False
+    t = res.get("timing")
+    if t is not None:
+        for side in ("kernel", "reference"):
+            st = t.get(side)
+            if st is not None and (not isinstance(st, dict) or not all(
+                    isinstance(st.get(k), (int, float)) and not isinstance(st.get(k), bool)
+                    for k in ("mean_us", "median_us", "min_us", "max_us", "std_us"))):
+                return False
+    b = res.get("build")
+    if b is not None and not isinstance(b.get("extensions", []), list):
+        return False
+    return True
+
+
+def _read(p: Path) -> dict[str, Any] | None:
+    try:
+        if p.stat().st_size > 64 << 20:
+            return None
+        with open(p, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("v") != ENTRY_VERSION:
+        return None
+    entry, mac = data.get("entry"), data.get("mac")
+    key = _key()
+    if key is None or not isinstance(mac, str) or not isinstance(entry, dict):
+        return None
+    if not hmac.compare_digest(mac, _mac(key, entry)):
+        return None
+    return entry if _valid_shape(entry) else None
+
+
 def _path(kernel_sha1: str, key: str) -> Path:
-    return results_dir() / kernel_sha1 / f"{key}.json"
+    safe = "".join(ch for ch in kernel_sha1 if ch in "0123456789abcdef")[:40] or "unknown"
+    return results_dir() / safe / f"{''.join(ch for ch in key if ch.isalnum())[:40]}.json"
 
 
 def load(kernel_sha1: str, key: str) -> dict[str, Any] | None:
-    p = _path(kernel_sha1, key)
-    try:
-        with open(p, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
+    """The verified entry for this kernel and key, or None (missing, forged, wrong shape)."""
+    e = _read(_path(kernel_sha1, key))
+    if e is None or e.get("kernel_sha1") != kernel_sha1 or e.get("key") != key:
         return None
-    return data if isinstance(data, dict) and data.get("result") else None
+    return e
 
 
 def store(entry: dict[str, Any]) -> Path | None:
-    """Write one cache entry atomically ({kernel_sha1, key, request, result, ...})."""
+    """Write one cache entry atomically ({kernel_sha1, key, request, result, ...}), signed."""
     p = _path(entry["kernel_sha1"], entry["key"])
+    key = _key()
+    if key is None:
+        print("ktui: could not write the repro cache (no integrity key)", file=sys.stderr)
+        return None
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        entry = dict(entry)
+        entry = json.loads(json.dumps(entry, default=str))
         entry.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         entry.setdefault("created_ts", time.time())
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=str(p.parent))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(entry, fh, default=str)
+            json.dump({"v": ENTRY_VERSION, "mac": _mac(key, entry), "entry": entry}, fh, default=str)
         os.replace(tmp, p)
         return p
     except OSError as exc:
@@ -115,32 +239,29 @@ def store(entry: dict[str, Any]) -> Path | None:
 
 
 def entries_for(kernel_sha1: str) -> list[dict[str, Any]]:
-    """Every cached reproduction of one kernel (any settings), newest first."""
-    d = results_dir() / kernel_sha1
+    """Every verified cached reproduction of one kernel (any settings), newest first."""
+    d = _path(kernel_sha1, "x").parent
     out = []
     try:
         files = list(d.glob("*.json"))
     except OSError:
         return []
     for f in files:
-        try:
-            with open(f, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("result"):
-            out.append(data)
-    out.sort(key=lambda e: e.get("created_ts") or 0, reverse=True)
+        e = _read(f)
+        if e is not None and e.get("kernel_sha1") == kernel_sha1:
+            out.append(e)
+    out.sort(key=lambda e: e.get("created_ts") if isinstance(e.get("created_ts"), (int, float)) else 0, reverse=True)
     return out
 
 
 CACHEABLE_FAILURES = {"compile_error", "import_error", "no_model", "runtime_error", "cuda_error", "oom", "exit",
-                      "crash"}
+                      "crash", "protocol_error", "no_code"}
 
 
 def cacheable(result: dict[str, Any]) -> bool:
     """Completed runs and failures caused by the kernel itself; not timeouts (a longer timeout may
-    pass), cancels, missing references or a broken environment."""
+    pass), cancels, SIGKILLs from outside or the host's OOM killer, resource limits, missing
+    references or a broken environment."""
     if result.get("status") == "completed":
         return True
     f = result.get("failure") or {}

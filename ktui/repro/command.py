@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ktui.repro.harness.defaults import METHOD, STAGE_TIMEOUT_S, TRIALS
 from ktui.repro.verdict import (
     CANCELLED,
     CORRECTNESS_DISAGREES,
@@ -35,7 +36,26 @@ VERDICT_STYLE = {
 
 
 def _err(msg: str) -> None:
-    print(f"ktui: {msg}", file=sys.stderr)
+    from ktui.trace.text import sanitize
+
+    print(f"ktui: {sanitize(msg)}", file=sys.stderr)
+
+
+def plain(text: Any, style: str = "") -> Any:
+    """Untrusted text as a Rich Text: never parsed as markup, escapes and controls made visible."""
+    from rich.text import Text
+
+    from ktui.trace.text import sanitize
+
+    return Text(sanitize("" if text is None else str(text)), style=style)
+
+
+def sandbox_line(result: dict[str, Any]) -> str:
+    sb = result.get("sandbox") or {}
+    words = sb.get("candidate") or []
+    if not words:
+        return ""
+    return "sandbox (in force for the kernel): " + ", ".join(str(w) for w in words)
 
 
 def environment_line(result: dict[str, Any]) -> str:
@@ -71,7 +91,7 @@ def render_report(console: Any, report: Any) -> None:
     comp = report.comparison
     res = report.result
     head = Text()
-    head.append(f"{report.version}", style="bold")
+    head.append_text(plain(report.version, "bold"))
     head.append(f" · sha1 {report.sha1[:12]}")
     if report.turns:
         t = report.turns
@@ -82,8 +102,11 @@ def render_report(console: Any, report: Any) -> None:
     head.append(f" {comp.verdict.upper()} ", style=VERDICT_STYLE.get(comp.verdict, "bold"))
     console.print(head)
     if report.reference_origin:
-        console.print(Text(f"reference: {report.reference_origin}", style="dim"))
-    console.print(Text(environment_line(res), style="dim"))
+        console.print(plain(f"reference: {report.reference_origin}", "dim"))
+    console.print(plain(environment_line(res), "dim"))
+    sbl = sandbox_line(res)
+    if sbl:
+        console.print(plain(sbl, "dim"))
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
     table.add_column("metric", no_wrap=True)
@@ -94,41 +117,44 @@ def render_report(console: Any, report: Any) -> None:
     noted = []
     for r in comp.rows:
         ratio = "" if r.ratio is None else (f"{r.ratio:,.0f}x" if abs(r.ratio) >= 100 else f"{r.ratio:.2f}x")
-        verdict = Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, ""))
+        verdict = plain(r.verdict, VERDICT_STYLE.get(r.verdict, ""))
         if r.note and r.verdict not in (NOT_RECORDED, SHOWN_ONLY):
             noted.append(r)
             verdict.append(f" [{len(noted)}]", style="dim")
         rec_text, rep_text = r.texts()
-        table.add_row(r.label, rec_text, rep_text, ratio, verdict)
+        table.add_row(plain(r.label), plain(rec_text), plain(rep_text), plain(ratio), verdict)
     console.print(table)
     for i, r in enumerate(noted, 1):
-        console.print(Text(f"  [{i}] {r.label}: {r.note}", style="dim"))
+        console.print(plain(f"  [{i}] {r.label}: {r.note}", "dim"))
 
     if comp.checks:
         line = Text("checks: ")
         for c in comp.checks:
             mark, style = {True: ("✓", "green"), False: ("✗", "bold red"), None: ("–", "dim")}[c.get("ok")]
-            line.append(f"{mark} {c['name']}  ", style=style)
+            line.append_text(plain(f"{mark} {c['name']}  ", style))
         console.print(line)
     if comp.findings:
         render_findings(console, comp.findings)
+    tm = res.get("timing") or {}
+    if isinstance(tm.get("host_bound"), dict):
+        console.print(plain(tm["host_bound"].get("reason", "host-bound"), "magenta"))
     if comp.not_measured:
         console.print(Text("not re-measured: " + ", ".join(comp.not_measured)
                            + " (needs Nsight Compute: add --profile)", style="dim"))
     for n in comp.notes:
-        console.print(Text(f"note: {n}", style="dim"))
+        console.print(plain(f"note: {n}", "dim"))
     f = res.get("failure")
     if f and f.get("detail") and f.get("kind") in ("compile_error", "import_error", "runtime_error", "cuda_error"):
         tail = "\n".join(str(f["detail"]).strip().splitlines()[-6:])
-        console.print(Text(tail, style="dim red"))
+        console.print(plain(tail, "dim red"))
     v = Text("verdict: ")
-    v.append(comp.verdict, style=VERDICT_STYLE.get(comp.verdict, "bold"))
-    v.append(f" — {comp.reason}")
+    v.append_text(plain(comp.verdict, VERDICT_STYLE.get(comp.verdict, "bold")))
+    v.append_text(plain(f" — {comp.reason}"))
     console.print(v)
     wall = res.get("wall_seconds")
     if report.cached:
-        console.print(Text(f"(cached result from {report.created or 'an earlier run'}; --fresh re-runs it)",
-                           style="dim"))
+        console.print(plain(f"(cached result from {report.created or 'an earlier run'}; --fresh re-runs it)",
+                            "dim"))
     elif wall is not None:
         console.print(Text(f"(ran in {wall:.1f} s)", style="dim"))
     console.print()
@@ -138,7 +164,6 @@ def render_findings(console: Any, findings: list[Any]) -> None:
     """One row per honesty finding: its class, what the kernel does, the evidence, and where
     (static: the source line and the turn that introduced it; dynamic: the probe)."""
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(title=None, show_header=True, header_style="bold red", box=None, pad_edge=False, expand=False)
     table.add_column("honesty finding", no_wrap=True, style="bold red")
@@ -149,13 +174,12 @@ def render_findings(console: Any, findings: list[Any]) -> None:
         where = f.source if f.source != "static" else ("code" + (f", line {f.line}" if f.line is not None else ""))
         if f.turn is not None:
             where += f"; turn {f.turn}" + (f" ({f.since})" if f.since else "")
-        table.add_row(Text(f.cls), Text(f.reason), Text(f.evidence or "—"), Text(where))
+        table.add_row(plain(f.cls), plain(f.reason), plain(f.evidence or "—"), plain(where))
     console.print(table)
 
 
 def render_summary(console: Any, reports: list[Any]) -> None:
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(title="summary", box=None, header_style="bold")
     table.add_column("version")
@@ -165,8 +189,8 @@ def render_summary(console: Any, reports: list[Any]) -> None:
     table.add_column("reason", overflow="fold", max_width=80)
     for r in reports:
         turns = ",".join(str(t) for t in r.turns)
-        table.add_row(r.version, turns, Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")),
-                      Text(", ".join(r.comparison.classes) or "—"), Text(r.reason))
+        table.add_row(plain(r.version), plain(turns), plain(r.verdict, VERDICT_STYLE.get(r.verdict, "")),
+                      plain(", ".join(r.comparison.classes) or "—"), plain(r.reason))
     console.print(table)
 
 
@@ -188,11 +212,17 @@ class _ProgressDisplay:
                                   TextColumn("{task.description}"), TimeElapsedColumn(),
                                   console=Console(stderr=True), transient=True)
         self._progress.start()
-        self._task = self._progress.add_task("starting…", total=1.0, label=label)
+        from rich.markup import escape
+
+        self._task = self._progress.add_task("starting…", total=1.0, label=escape(label))
 
     def update(self, p: Any) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, completed=p.fraction, description=p.message)
+            from rich.markup import escape
+
+            from ktui.trace.text import sanitize
+
+            self._progress.update(self._task, completed=p.fraction, description=escape(sanitize(p.message)))
 
     def stop(self) -> None:
         if self._progress is not None:
@@ -201,12 +231,14 @@ class _ProgressDisplay:
 
 
 def repro_command(path: Path | str, *, turn: int | None = None, version: str | None = None, final: bool = False,
-                  all_: bool = False, reference: str | None = None, device: str | None = None, trials: int = 100,
-                  method: str = "cuda_event", timeout: float = 600.0, fresh: bool = False,
+                  all_: bool = False, reference: str | None = None, device: str | None = None, trials: int = TRIALS,
+                  method: str = METHOD, timeout: float = STAGE_TIMEOUT_S, fresh: bool = False,
                   as_json: bool = False, compile_timeout: float | None = None) -> int:
     from ktui.repro.api import ReproError, ReproOptions, reproduce, select_kernels
+    from ktui.repro.runner import install_signal_handlers
     from ktui.trace import load
 
+    install_signal_handlers()
     run = load(str(path))
     try:
         kernels = select_kernels(run, turn=turn, version=version, final=final, all_=all_)

@@ -1,60 +1,100 @@
 """``ktui export TRACE --version vK -o repro.py``: a standalone reproduction script.
 
-The script holds the reference source, the kernel source, what the trace recorded, and the
-whole timing / correctness harness (``ktui/repro/harness.py``, copied verbatim), so it runs
-anywhere torch runs, without ktui::
+The script holds the reference source, the kernel source, what the trace recorded, and ktui's
+whole re-execution engine (the ``ktui/repro/harness`` and ``ktui/repro/probes`` packages,
+embedded as module sources and installed under a private package name at start), so it runs
+anywhere torch runs, without ktui, with the same judge and the same sandboxed workers as
+``ktui repro`` (the workers are this script again, with ``--ktui-worker``)::
 
     python repro.py [--device cuda|cuda:N|cpu] [--trials N] [--method M] [--json] [--build-dir DIR]
+
+Every string that comes from the trace (title, labels, origin, sources, recorded values) is
+written as a Python literal built by ``repr``: nothing in a trace can end a string early.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+PKG = "ktui_standalone"
+
 SCRIPT_HEAD = '''#!/usr/bin/env python3
-"""Standalone reproduction of kernel {label} (sha1 {sha1}) from {trace}.
-
-Written by `ktui export` (ktui {ktui_version}) on {date}. Problem: {problem}.
-The reference ({origin}) and the kernel are below, with the harness ktui uses: KernelBench-style
-correctness (5 seeded trials + a held-out one, allclose at 1e-4 fp32 / 1e-2 fp16-bf16), timing
-(cuda_event: 3 warmups, N trials, 256 MiB L2 flush before each), memory peak, launches per
-forward and honesty checks. It does not import ktui. It RUNS MODEL-WRITTEN CODE: read it first.
-
-    python {script} [--device cuda|cuda:N|cpu] [--trials N] [--method cuda_event|do_bench|cuda_graph|host]
-                    [--json] [--build-dir DIR]
-
-Needs torch (and ninja plus a C++/CUDA compiler when the kernel uses load_inline).
-Exit status: 0 when the kernel is correct here, 1 otherwise.
-"""
+# Standalone reproduction of one kernel snapshot, written by `ktui export` (ktui {ktui_version}) on {date}.
+# It RUNS MODEL-WRITTEN CODE (in sandboxed worker processes where this machine allows): read it first.
+#
+#   python {script} [--device cuda|cuda:N|cpu] [--trials N] [--method cuda_event|do_bench|cuda_graph|host]
+#                   [--json] [--build-dir DIR]
+#
+# KernelBench-style correctness (seeded trials + a held-out one, allclose at 1e-4 fp32 / 1e-2
+# fp16-bf16), timing (cuda_event: warmups, batches until the median is stable, 256 MiB L2 flush
+# before each trial, cross-checked by the judge's own clock), memory peak, launches per forward
+# and honesty checks. Needs torch (and ninja plus a C++/CUDA compiler when the kernel uses
+# load_inline). It does not import ktui. Exit status: 0 when the kernel is correct here, 1 otherwise.
 '''
 
 SCRIPT_MAIN = '''
+import sys
 
-# ---- the snapshot ---------------------------------------------------------------------------
+# ---- the snapshot (every value below is a Python literal made by repr) ------------------
 
-KERNEL_LABEL = {label!r}
-KERNEL_SHA1 = {sha1!r}
-REFERENCE_ORIGIN = {origin!r}
+TRACE_NAME = {trace}
+PROBLEM_TITLE = {problem}
+KERNEL_LABEL = {label}
+KERNEL_SHA1 = {sha1}
+REFERENCE_ORIGIN = {origin}
 RECORDED = {recorded}
 
 KERNEL_SOURCE = {kernel_src}
 
 REFERENCE_SOURCE = {reference_src}
 
+# ---- the engine (ktui/repro/harness and ktui/repro/probes, as module sources) ------------
+
+MODULES = {modules}
+
+
+def _install():
+    """Make the embedded modules importable (as the private package {pkg})."""
+    import importlib.util
+
+    class Finder:
+        def find_spec(self, name, path=None, target=None):
+            if name in MODULES:
+                return importlib.util.spec_from_loader(name, self, is_package=MODULES[name][0])
+            return None
+
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, mod):
+            mod.__file__ = __file__
+            exec(compile(MODULES[mod.__name__][1], __file__ + "::" + mod.__name__, "exec"), mod.__dict__)
+
+    if not any(type(f).__name__ == "Finder" and getattr(f, "ktui", False) for f in sys.meta_path):
+        f = Finder()
+        f.ktui = True
+        sys.meta_path.insert(0, f)
+    import importlib
+
+    for name in ("{pkg}.harness.roles", "{pkg}.harness.pipeline", "{pkg}.harness.report", "{pkg}.probes.basic"):
+        importlib.import_module(name)
+
 
 def main(argv=None):
     import argparse
     import json as _json
-    import shutil
-    import tempfile
 
+    argv = sys.argv[1:] if argv is None else argv
+    if "--ktui-worker" in argv:
+        _install()
+        sys.modules["{pkg}.harness.roles"].main(argv)
+        return 0
     ap = argparse.ArgumentParser(description="Reproduce " + KERNEL_LABEL + " (" + KERNEL_SHA1[:12] + ")")
     ap.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if available)")
-    ap.add_argument("--trials", type=int, default=100, help="timed trials (default 100)")
+    ap.add_argument("--trials", type=int, default=100, help="timed trials per batch (default 100)")
     ap.add_argument("--method", default="cuda_event", choices=["cuda_event", "do_bench", "cuda_graph", "host"])
     ap.add_argument("--correctness-trials", type=int, default=5)
     ap.add_argument("--build-dir", default=None,
@@ -62,32 +102,33 @@ def main(argv=None):
                          "~/.cache/ktui/repro/build)")
     ap.add_argument("--json", action="store_true", help="print the result as one JSON object")
     args = ap.parse_args(argv)
-    work = tempfile.mkdtemp(prefix="ktui-export-")
-    request = {{
+    _install()
+    import os
+
+    errors = sys.modules["{pkg}.harness.errors"]
+    pipeline = sys.modules["{pkg}.harness.pipeline"]
+    report = sys.modules["{pkg}.harness.report"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    job = {{
         "kernel_code": KERNEL_SOURCE, "kernel_sha1": KERNEL_SHA1, "kernel_label": KERNEL_LABEL,
         "reference_source": REFERENCE_SOURCE, "reference_origin": REFERENCE_ORIGIN,
         "device": args.device, "method": args.method, "trials": args.trials,
         "correctness_trials": args.correctness_trials,
-        "build_root": args.build_dir or os.path.join(default_cache_root(), "build"),
+        "build_root": args.build_dir or os.path.join(errors.default_cache_root(), "build"),
+        "worker_argv": [sys.executable, os.path.abspath(__file__), "--ktui-worker"], "python_path": [here],
     }}
 
     def progress(ev):
         if ev.get("event") == "stage" and ev.get("state") == "start":
             print("[" + ev["stage"] + "]", file=sys.stderr, flush=True)
 
-    cwd = os.getcwd()
-    try:
-        os.chdir(work)
-        result = run_request(request, emit=progress, work_dir=work)
-    finally:
-        os.chdir(cwd)
-        shutil.rmtree(work, ignore_errors=True)
+    result = pipeline.judge(job, emit=progress)
     if args.json:
         print(_json.dumps({{"version": KERNEL_LABEL, "sha1": KERNEL_SHA1, "recorded": RECORDED,
                            "result": result}}, default=str))
     else:
         print(KERNEL_LABEL + " (sha1 " + KERNEL_SHA1[:12] + ")")
-        print(format_result(result, RECORDED))
+        print(report.format_result(result, RECORDED))
     corr = result.get("correctness") or {{}}
     return 0 if result.get("status") == "completed" and corr.get("passed") else 1
 
@@ -97,12 +138,16 @@ if __name__ == "__main__":
 '''
 
 
-def _literal(text: str) -> str:
-    """A readable Python literal for a source text: a raw triple-quoted string when safe."""
-    for q in ("'''", '"""'):
-        if q not in text and not text.endswith("\\") and not text.endswith(q[0]):
-            return f"r{q}{text}{q}"
-    return repr(text)
+def engine_modules() -> dict[str, tuple[bool, str]]:
+    """{module name: (is a package, source)} for the embedded engine."""
+    root = Path(__file__).resolve().parent
+    mods: dict[str, tuple[bool, str]] = {PKG: (True, "")}
+    for sub in ("harness", "probes"):
+        d = root / sub
+        for f in sorted(d.glob("*.py")):
+            name = f"{PKG}.{sub}" if f.name == "__init__.py" else f"{PKG}.{sub}.{f.stem}"
+            mods[name] = (f.name == "__init__.py", f.read_text(encoding="utf-8"))
+    return mods
 
 
 def recorded_summary(rec: Any) -> dict[str, str]:
@@ -126,24 +171,36 @@ def recorded_summary(rec: Any) -> dict[str, str]:
     return out
 
 
+def _dict_literal(d: dict[str, str]) -> str:
+    if not d:
+        return "{}"
+    return "{\n" + "".join(f"    {str(k)!r}: {str(v)!r},\n" for k, v in d.items()) + "}"
+
+
+def _modules_literal(mods: dict[str, tuple[bool, str]]) -> str:
+    return "{\n" + "".join(f"    {k!r}: ({p!r}, {src!r}),\n" for k, (p, src) in mods.items()) + "}"
+
+
 def export_script(run: Any, kv: Any, reference: str, origin: str, script_name: str = "repro.py") -> str:
     from ktui import __version__
     from ktui.repro.recorded import recorded_for
 
-    harness = (Path(__file__).resolve().parent / "harness.py").read_text(encoding="utf-8")
     rec = recorded_for(run, kv)
-    head = SCRIPT_HEAD.format(label=kv.label, sha1=kv.sha1, trace=Path(str(run.path)).name,
-                              ktui_version=__version__, date=time.strftime("%Y-%m-%d"),
-                              problem=run.problem.title, origin=origin.replace('"', "'"), script=script_name)
-    recorded = json.dumps(recorded_summary(rec), indent=4, ensure_ascii=False)
-    main = SCRIPT_MAIN.format(label=kv.label, sha1=kv.sha1, origin=origin, recorded=recorded,
-                              kernel_src=_literal(kv.code), reference_src=_literal(reference))
-    return head + "\n" + harness.rstrip() + "\n" + main
+    head = SCRIPT_HEAD.format(ktui_version=__version__, date=time.strftime("%Y-%m-%d"),
+                              script="".join(ch for ch in script_name if ch.isprintable() and ch not in "\n\r"))
+    title = getattr(getattr(run, "problem", None), "title", None)
+    main = SCRIPT_MAIN.format(trace=repr(Path(str(run.path)).name), problem=repr(str(title or "")),
+                              label=repr(str(kv.label)), sha1=repr(str(kv.sha1)), origin=repr(str(origin)),
+                              recorded=_dict_literal(recorded_summary(rec)), kernel_src=repr(str(kv.code)),
+                              reference_src=repr(str(reference)), modules=_modules_literal(engine_modules()),
+                              pkg=PKG)
+    return head + main
 
 
 def export_command(path: Path | str, *, version: str = "final", output: str, reference: str | None = None) -> int:
     from ktui.repro.api import ReproError, resolve_reference, select_kernels
     from ktui.trace import load
+    from ktui.trace.text import sanitize
 
     run = load(str(path))
     try:
@@ -153,7 +210,7 @@ def export_command(path: Path | str, *, version: str = "final", output: str, ref
             kv = select_kernels(run, version=version)[0]
         ref, origin = resolve_reference(run, reference)
     except ReproError as exc:
-        print(f"ktui: {exc}", file=sys.stderr)
+        print(f"ktui: {sanitize(str(exc))}", file=sys.stderr)
         return 2
     if not ref:
         print("ktui: the trace has no reference source (no fetch_problem ref_arch_src); pass --reference FILE",
@@ -170,8 +227,8 @@ def export_command(path: Path | str, *, version: str = "final", output: str, ref
         out.write_text(text, encoding="utf-8")
         out.chmod(0o755)
     except OSError as exc:
-        print(f"ktui: {output}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        print(f"ktui: {sanitize(output)}: cannot write: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    print(f"wrote {output}: {kv.label} (sha1 {kv.sha1[:12]}), {len(text.splitlines())} lines; "
-          f"run it with: python {output} --device cuda", file=sys.stderr)
+    print(f"wrote {sanitize(output)}: {sanitize(kv.label)} (sha1 {kv.sha1[:12]}), {len(text.splitlines())} lines; "
+          f"run it with: python {sanitize(output)} --device cuda", file=sys.stderr)
     return 0

@@ -13,10 +13,11 @@ It pushes a :class:`ReproScreen` (a modal) for that kernel version:
    the worker process group;
 4. then the recorded-vs-reproduced table, verdict and environment line (as ``ktui repro``).
 
-The screen dismisses with the last :class:`ktui.repro.api.ReproReport` (or None). The worker
-process is shared by the app (a :class:`ktui.repro.runner.WarmWorker`, replaced after any
-failure), so re-runs take well under a second once the build is cached. Nothing here imports
-torch.
+The screen dismisses with the last :class:`ktui.repro.api.ReproReport` (or None). Every run
+gets a fresh judge process and fresh sandboxed reference and candidate workers (no process
+ever runs two kernels' code); the confirmation lists exactly the protections this machine
+gives them (:func:`ktui.repro.harness.sandbox.planned`), and the result says which were in
+force. Everything shown is rendered as plain text. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -37,9 +39,11 @@ from textual.widgets import Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report, history, reproduce
-from ktui.repro.runner import Progress, WarmWorker
+from ktui.repro.harness import sandbox
+from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
 from ktui.tui.errors import report as report_error
+from ktui.trace.text import sanitize
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 
@@ -48,7 +52,8 @@ _WORKER_ATTR = "_ktui_repro_worker"
 
 
 def shared_worker(app: Any) -> WarmWorker:
-    """The app's warm repro worker (created on first use; its process exits with the app)."""
+    """The app's repro handle (created on first use; every run starts fresh processes, which
+    end with the app: PR_SET_PDEATHSIG and the SIGTERM/SIGHUP handlers)."""
     w = getattr(app, _WORKER_ATTR, None)
     if w is None:
         w = WarmWorker()
@@ -115,7 +120,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         k = self.kernel
         turns = ",".join(str(t) for t in getattr(k, "turns", []) or [])
         with Vertical():
-            yield Label(f"repro {k.label} · sha1 {k.sha1[:12]}" + (f" · turns {turns}" if turns else ""),
+            yield Label(Text(sanitize(f"repro {k.label} · sha1 {k.sha1[:12]}" + (f" · turns {turns}" if turns else ""))),
                         id="repro-title")
             yield Label("", id="repro-status")
             yield ProgressBar(total=100, show_eta=False, show_percentage=True, id="repro-progress")
@@ -160,23 +165,29 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
 
     # ---- states ----------------------------------------------------------------------------------
     def _status(self, text: str) -> None:
-        self.query_one("#repro-status", Label).update(text)
+        self.query_one("#repro-status", Label).update(Text(sanitize(text)))
 
     def _hint(self, text: str) -> None:
-        self.query_one("#repro-hint", Label).update(text)
+        self.query_one("#repro-hint", Label).update(Text(text))
 
     def _ask(self) -> None:
         self.state = "confirm"
         opts = self.options
         dev = opts.device or "cuda if available, else cpu"
         self._status("This re-executes model-written code from the trace on this machine.")
+        try:
+            words = sandbox.planned("cpu" if opts.device == "cpu" else "cuda")
+        except Exception as exc:  # noqa: BLE001 - say so rather than claim protections
+            words = [f"(could not determine the sandbox: {exc})"]
+        protections = "\n".join(f"  • {w}" for w in words)
         self.query_one("#repro-report", Static).update(Text(
-            f"kernel {self.kernel.label} (sha1 {self.kernel.sha1[:12]}) will be built and run in a separate "
-            f"process: a fresh temporary directory, secrets (*_KEY, *_TOKEN, *_SECRET) removed from its "
-            f"environment, its own process group, {opts.timeout:g} s per stage.\n\n"
-            f"device: {dev} · timing: {opts.method}, {opts.trials} trials · correctness: "
-            f"{opts.correctness_trials} seeded trials + 1 held-out\n\n"
-            "Results are cached under ~/.cache/ktui/repro (never written into the trace)."))
+            f"kernel {sanitize(self.kernel.label)} (sha1 {self.kernel.sha1[:12]}) will be built and run; "
+            f"ktui's judge (no trace code) compares and times it. Protections on this machine:\n"
+            f"{protections}\n  • {opts.timeout:g} s per stage\n\n"
+            f"device: {dev} · timing: {opts.method}, {opts.trials} trials per batch until the median is "
+            f"stable · correctness: {opts.correctness_trials} seeded trials + 1 held-out\n\n"
+            "Results are cached under ~/.cache/ktui/repro (never written into the trace), signed so that "
+            "trace code cannot forge them."))
         self._hint("y / enter: run  ·  n / esc: cancel")
 
     def _start(self) -> None:
@@ -196,7 +207,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self.report = report
         self.query_one(ProgressBar).display = False
         when = f" (cached, {report.created})" if report.cached else ""
-        self._status(f"verdict: {report.verdict}{when}")
+        self._status(sanitize(f"verdict: {report.verdict}{when}"))
         width = max(60, (self.size.width or 110) - 6)
         self.query_one("#repro-report", Static).update(render_report_text(report, width))
         self._hint("r: re-run  ·  p: profile (ncu)  ·  esc: close")
@@ -219,7 +230,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             return
         self.query_one(ProgressBar).update(progress=round(100 * p.fraction))
         if self.state == "running":
-            self._status(f"{p.message}  ·  {p.elapsed:.1f} s")
+            self._status(sanitize(f"{p.message}  ·  {p.elapsed:.1f} s"))
 
     def _finished(self, report: ReproReport) -> None:
         self._show(report)
@@ -227,7 +238,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
     def _error(self, message: str) -> None:
         self.state = "done"
         self.query_one(ProgressBar).display = False
-        self._status(message)
+        self._status(sanitize(message))
         self._hint("esc: close")
 
     # ---- actions ------------------------------------------------------------------------------------
@@ -276,9 +287,11 @@ def open_repro_panel(screen: Screen, run: Run, version: str = "final",
     """Open the repro panel over `screen` for one kernel version of the loaded `run`."""
     kernel = run.kernel(version) if version else run.final_kernel
     if kernel is None:
-        screen.notify(f"no kernel version {version!r} in this trace", severity="warning", timeout=3)
+        screen.notify(escape(sanitize(f"no kernel version {version!r} in this trace")), severity="warning", timeout=3)
         return
     if not kernel.code:
-        screen.notify(f"{kernel.label} has no code in the trace (attachment stub?)", severity="warning", timeout=3)
+        screen.notify(escape(sanitize(f"{kernel.label} has no code in the trace (attachment stub?)")), severity="warning",
+                      timeout=3)
         return
+    install_signal_handlers()
     screen.app.push_screen(ReproScreen(run, kernel, options))

@@ -1,0 +1,158 @@
+# ---- ktui repro harness: inputs and the comparison ------------------------------------------
+# set_seed / to_device / clone_tree run in the workers; compare_outputs runs in the judge, on
+# tensors it received through sealed memfds (never objects a kernel built), in float64 on the CPU.
+# Stdlib only (torch imported lazily). MIT license, part of ktui.
+import hashlib
+import sys
+
+from .defaults import FP32_TOL, HALF_TOL
+from .errors import round_
+
+# ---- inputs, outputs ----------------------------------------------------------------------
+
+def set_seed(seed):
+    import random
+
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)  # seeds CUDA generators too
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            np.random.seed(seed % (2**32))
+        except Exception:
+            pass
+
+
+def to_device(obj, device):
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(o, device) for o in obj)
+    return obj
+
+
+def clone_tree(obj):
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone()
+    if isinstance(obj, (list, tuple)):
+        return [clone_tree(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: clone_tree(v) for k, v in obj.items()}
+    return obj
+
+
+def flatten(obj):
+    """Leaves of an output: tensors and scalars, in order."""
+    if isinstance(obj, (list, tuple)):
+        out = []
+        for o in obj:
+            out.extend(flatten(o))
+        return out
+    if isinstance(obj, dict):
+        out = []
+        for k in obj:
+            out.extend(flatten(obj[k]))
+        return out
+    return [obj]
+
+
+def tolerance_for(dtype):
+    import torch
+
+    if dtype in (torch.float16, torch.bfloat16):
+        return HALF_TOL, HALF_TOL
+    if dtype is not None and (dtype.is_floating_point or dtype.is_complex):
+        return FP32_TOL, FP32_TOL
+    return 0.0, 0.0
+
+
+def compare_outputs(ref_out, new_out, atol=None, rtol=None):
+    """KernelBench-style comparison: shape check, allclose, max/mean abs and rel error."""
+    import torch
+
+    refs, news = flatten(ref_out), flatten(new_out)
+    res = {"passed": True, "reason": None, "max_abs_error": 0.0, "mean_abs_error": 0.0,
+           "max_rel_error": 0.0, "mean_rel_error": 0.0, "atol": atol, "rtol": rtol, "dtype": None}
+    if len(refs) != len(news):
+        res.update(passed=False, reason=f"output structure mismatch: expected {len(refs)} value(s), got {len(news)}")
+        return res
+    abs_sum = rel_sum = count = 0.0
+    for r, n in zip(refs, news, strict=False):
+        if not isinstance(r, torch.Tensor):
+            try:
+                same = bool(r == n) if not isinstance(n, torch.Tensor) else bool((n == r).all())
+            except Exception:
+                same = False
+            if not same:
+                res.update(passed=False, reason=f"non-tensor output mismatch: expected {r!r}, got {n!r:.80}")
+            continue
+        if not isinstance(n, torch.Tensor):
+            try:
+                n = torch.as_tensor(n)
+            except Exception:
+                res.update(passed=False, reason=f"output is {type(n).__name__}, not a tensor")
+                return res
+        n = n.detach()
+        if type(n) is not torch.Tensor:
+            n = n.as_subclass(torch.Tensor)
+        r = r.detach()
+        res["dtype"] = str(r.dtype).replace("torch.", "")
+        if tuple(n.shape) != tuple(r.shape):
+            res.update(passed=False,
+                       reason=f"output shape mismatch: expected {list(r.shape)}, got {list(n.shape)}")
+            return res
+        a_tol, r_tol = tolerance_for(r.dtype)
+        a_tol = a_tol if atol is None else atol
+        r_tol = r_tol if rtol is None else rtol
+        res["atol"], res["rtol"] = a_tol, r_tol
+        if r.numel() == 0:
+            continue
+        n = n.to(r.device)
+        if r.dtype.is_floating_point or r.dtype.is_complex:
+            rd, nd = r.to(torch.float64), n.to(torch.float64)
+            ok = bool(torch.allclose(nd, rd, atol=a_tol, rtol=r_tol))
+        else:
+            rd, nd = r.to(torch.float64), n.to(torch.float64)
+            ok = bool(torch.equal(nd, rd))
+        diff = (nd - rd).abs()
+        finite = torch.isfinite(diff)
+        if not bool(finite.all()):
+            ok = False
+            diff = torch.where(finite, diff, torch.full_like(diff, float("inf")))
+        rel = diff / rd.abs().clamp_min(1e-8)
+        res["max_abs_error"] = max(res["max_abs_error"], float(diff.max()))
+        res["max_rel_error"] = max(res["max_rel_error"], float(rel.max()))
+        abs_sum += float(diff.sum())
+        rel_sum += float(rel.sum())
+        count += diff.numel()
+        if not ok and res["passed"]:
+            res.update(passed=False, reason=(f"values differ: max abs error {float(diff.max()):.3g} "
+                                             f"(atol={a_tol:g}, rtol={r_tol:g})"))
+    if count:
+        res["mean_abs_error"] = abs_sum / count
+        res["mean_rel_error"] = rel_sum / count
+    for k in ("max_abs_error", "mean_abs_error", "max_rel_error", "mean_rel_error"):
+        res[k] = round_(res[k], 9) if res[k] != float("inf") else 1e308
+    return res
+
+
+def synchronize(device):
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def held_out_seed(seed, seeds):
+    """A seed the trace never saw: not the base seed, not a trial seed."""
+    s = int(hashlib.sha1(f"ktui-held-out-{seed}".encode()).hexdigest()[:8], 16) % (2**31 - 1)
+    while s in seeds or s == seed:
+        s += 1
+    return s
+

@@ -1,0 +1,907 @@
+# ---- ktui repro harness: the judge --------------------------------------------------------------
+# The judge is ktui's own code only: it never imports or executes trace code. It starts a
+# reference worker and a candidate worker (fresh sandboxed processes, sandbox.py), asks the
+# reference for inputs (seeded) and outputs, hands the same sealed input tensors to the
+# candidate, compares the candidate's outputs itself (compare.py, float64 on the CPU), times
+# both sides (timing.py inside the workers, with primitives bound before trace code loaded) and
+# cross-checks those times with its own clock: N forwards on distinct inputs ending in a
+# device-wide synchronize, all of whose outputs it verifies. Probes (ktui/repro/probes) run last.
+#
+#   build(job)            -> BuildResult    compile only (a candidate worker, its build dir writable)
+#   judge(job, build=None) -> result dict   everything (builds too when `build` is None)
+#
+# Both never raise for anything trace code does. MIT license, part of ktui.
+import os
+import select
+import shutil
+import sys
+import tempfile
+import time
+
+from . import protocol, sandbox, shm
+from .compare import compare_outputs, held_out_seed
+from .defaults import (
+    COMPILE_STAGES,
+    COMPILE_TIMEOUT_S,
+    CORRECTNESS_TRIALS,
+    HARNESS_VERSION,
+    HOST_BOUND_FRACTION,
+    METHOD,
+    SEED,
+    STAGE_TIMEOUT_S,
+    TARGET_RSE,
+    TIME_CAP_S,
+    TRIALS,
+    WALL_FORWARDS,
+    WALL_MEMORY_CAP,
+    WALL_REPEATS,
+    WALL_SLACK_US,
+    WALL_TOLERANCE,
+    WALL_WINDOW_S,
+    WARMUP,
+    WORKER_START_TIMEOUT_S,
+)
+from .errors import StageFailure, default_cache_root, exception_text, now, round_, sha1_text, stats_us
+
+SIGNAL_WORDS = {
+    "SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGFPE": "arithmetic error",
+    "SIGILL": "illegal instruction", "SIGABRT": "aborted", "SIGKILL": "killed",
+    "SIGTERM": "terminated", "SIGTRAP": "trap",
+}
+KILLED_FROM_OUTSIDE = "killed"  # failure kind: SIGKILL by someone else / host OOM (never cached)
+
+
+class Job:
+    """One kernel to judge (everything the judge needs; plain data, picklable)."""
+
+    FIELDS = {
+        "kernel_code": "", "kernel_sha1": None, "kernel_label": None, "reference_source": None,
+        "reference_origin": None, "device": None, "method": METHOD, "trials": TRIALS, "warmup": WARMUP,
+        "correctness_trials": CORRECTNESS_TRIALS, "seed": SEED, "held_out_seed": None,
+        "build_root": None, "build_key": None, "checks": True, "measure_memory": True,
+        "measure_launches": True, "compile_timeout": COMPILE_TIMEOUT_S, "run_timeout": STAGE_TIMEOUT_S,
+        "target_rse": TARGET_RSE, "time_cap_s": TIME_CAP_S, "adaptive": True, "wall_forwards": WALL_FORWARDS,
+        "worker_argv": None, "python_path": None, "prefix": None, "masks": None, "lock_dir": None,
+        "tmp_root": None, "memory_limit": None, "output_cap": None,
+    }
+
+    def __init__(self, **kw):
+        for k, v in self.FIELDS.items():
+            setattr(self, k, kw.get(k, v) if kw.get(k) is not None else v)
+        unknown = set(kw) - set(self.FIELDS) - {"keep_alive", "work_dir", "request_id"}
+        if unknown:
+            raise ValueError(f"unknown job field(s): {', '.join(sorted(unknown))}")
+        if not self.kernel_sha1:
+            self.kernel_sha1 = sha1_text(self.kernel_code)
+        if not self.build_root:
+            self.build_root = os.path.join(default_cache_root(), "build")
+        if not self.worker_argv:
+            self.worker_argv = [sys.executable, "-m", "ktui.repro.worker"]
+        if self.python_path is None:
+            self.python_path = default_python_path()
+        if not self.build_key:
+            self.build_key = default_build_key(self.kernel_sha1, self.device)
+        # both sides' repeated batches must fit in the timing stage's deadline
+        self.time_cap_s = max(0.2, min(float(self.time_cap_s), float(self.run_timeout) / 8))
+
+    @classmethod
+    def from_request(cls, req):
+        return cls(**{k: v for k, v in dict(req).items() if k in cls.FIELDS})
+
+    def to_dict(self):
+        return {k: getattr(self, k) for k in self.FIELDS}
+
+    @property
+    def build_dir(self):
+        return os.path.join(self.build_root, self.build_key)
+
+
+def default_python_path():
+    """sys.path entries a worker needs to import ktui's harness and torch (nothing else)."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    pp = [here]
+    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if p and p not in pp:
+            pp.append(p)
+    return pp
+
+
+def default_build_key(code_sha1, device):
+    """sha1(code) + torch + Python ABI + device + GPU (found without a CUDA context): one
+    build directory per key; the candidate's build step is the only writer of its own."""
+    import hashlib
+    import platform
+
+    try:
+        from importlib.metadata import version
+
+        tv = version("torch")
+    except Exception:  # noqa: BLE001 - no torch metadata: the key still separates kernels
+        tv = "?"
+    from .gpu import state
+
+    gpu = state(device) if (device or "cuda") != "cpu" else None
+    parts = [code_sha1, f"torch={tv}", f"py={platform.python_version()}{getattr(sys, 'abiflags', '')}",
+             f"device={device or 'auto'}", f"gpu={(gpu or {}).get('name')}",
+             f"archlist={os.environ.get('TORCH_CUDA_ARCH_LIST', '')}", f"machine={platform.machine()}"]
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:20]
+
+
+class Cancelled(Exception):
+    pass
+
+
+class Timeout(Exception):
+    pass
+
+
+class Worker:
+    """The judge's handle on one sandboxed worker process."""
+
+    def __init__(self, judge, role, rw=()):
+        self.judge = judge
+        self.role = role
+        self.dir = tempfile.mkdtemp(prefix=f"ktui-{role}-", dir=judge.tmp_root)
+        self.sock, child = protocol.socketpair()
+        job = judge.job
+        spec = sandbox.Spec(self.dir, rw=rw, mask=judge.masks, device=judge.device_kind,
+                            python_path=job.python_path, memory_limit=job.memory_limit,
+                            **({"output_cap": int(job.output_cap)} if job.output_cap else {}))
+        prefix = job.prefix if (role == "candidate" and job.prefix) else ()
+        argv = list(job.worker_argv) + ["--role", role, "--fd", str(child.fileno())]
+        try:
+            self.proc = sandbox.Launched(spec, argv, pass_fds=[child.fileno()], prefix=prefix)
+        finally:
+            child.close()
+        self.seq = 0
+        self.report = {}
+        self.closed = False
+
+    @property
+    def pid(self):
+        return self.proc.proc.pid
+
+    def call(self, op, args=None, fds=(), timeout=None):
+        """Send one request; wait for its reply (progress on the way). Returns (data, fds)."""
+        j = self.judge
+        self.seq += 1
+        try:
+            protocol.send(self.sock, {"id": self.seq, "op": op, "args": args or {}}, fds)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            raise self._death() from None
+        deadline = j.deadline if timeout is None else min(j.deadline, time.monotonic() + timeout)
+        while True:
+            if j.cancel is not None and j.cancel.is_set():
+                self.kill()
+                raise Cancelled()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise Timeout()
+            if self.proc.limit_hit is not None or not self.proc.alive():
+                # drain what it sent before it went (a last reply may be waiting)
+                r, _, _ = select.select([self.sock], [], [], 0)
+                if not r:
+                    raise self._death()
+            else:
+                r, _, _ = select.select([self.sock], [], [], min(0.1, left))
+                if not r:
+                    continue
+            try:
+                msg, rfds = protocol.recv(self.sock)
+            except protocol.ChannelClosed:
+                raise self._death() from None
+            except protocol.ProtocolError as exc:
+                raise self._protocol_error(exc) from None
+            except OSError:
+                raise self._death() from None
+            try:
+                kind, payload = protocol.check_reply(op, msg, len(rfds))
+                if msg["id"] != self.seq:
+                    raise protocol.ProtocolError(f"reply to request {msg['id']}, expected {self.seq}")
+            except protocol.ProtocolError as exc:
+                shm.close_fds(rfds)
+                raise self._protocol_error(exc) from None
+            if kind == "progress":
+                shm.close_fds(rfds)
+                j.trial(payload.get("trial"), payload.get("of"), payload.get("what"))
+                continue
+            if kind == "error":
+                shm.close_fds(rfds)
+                trial = payload.get("trial") or j.cur_trial
+                kind_ = payload["kind"]
+                if self.role == "reference" and kind_ in ("runtime_error", "import_error", "exit", "no_model"):
+                    kind_ = "reference_error"
+                raise StageFailure(j.stage_name or "startup", kind_, payload["message"], trial=trial,
+                                   fatal=payload["fatal"], detail=payload.get("detail"))
+            return payload, rfds
+
+    def _protocol_error(self, exc):
+        self.kill()
+        j = self.judge
+        return StageFailure(j.stage_name or "startup", "protocol_error",
+                            f"worker protocol error: {exc} (the {self.role} worker was ended)",
+                            trial=j.cur_trial, fatal=True)
+
+    def _death(self):
+        j = self.judge
+        lim = self.proc.limit_hit
+        try:
+            rc = self.proc.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - still running: end it
+            self.kill()
+            rc = self.proc.proc.poll()
+        self.kill()
+        where = j.describe_position()
+        if lim is not None:
+            return StageFailure(j.stage_name or "startup", lim[0], f"the {self.role} {lim[1]} {where} (worker ended)",
+                                trial=j.cur_trial, fatal=True)
+        who = "reference" if self.role == "reference" else (
+            "kernel" if j.stage_name not in (None, "startup") else "worker")
+        tail = self.proc.tail()
+        if "No module named 'ktui" in tail or "No module named ktui" in tail:
+            return StageFailure(j.stage_name or "startup", "worker_error",
+                                "the worker could not import ktui (PYTHONPATH?)", fatal=True)
+        if rc is not None and rc < 0:
+            import signal
+
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            if name == "SIGKILL":
+                return StageFailure(j.stage_name or "startup", KILLED_FROM_OUTSIDE,
+                                    f"worker killed by SIGKILL {where} (by another process, or the host ran "
+                                    "out of memory): not the kernel's result, not cached", trial=j.cur_trial,
+                                    fatal=True)
+            kind = "crash" if self.role == "candidate" else "reference_error"
+            return StageFailure(j.stage_name or "startup", kind,
+                                f"{who} crashed: {name} ({SIGNAL_WORDS.get(name, name)}) {where}",
+                                trial=j.cur_trial, fatal=True)
+        if rc is None:
+            msg = f"the {self.role} worker closed the protocol channel {where}"
+        else:
+            msg = (f"worker exited with status {rc} {where} without a result (os._exit() or a fatal error "
+                   f"in the {who} code)")
+        return StageFailure(j.stage_name or "startup", "exit" if self.role == "candidate" else "reference_error",
+                            msg, trial=j.cur_trial, fatal=True)
+
+    def kill(self):
+        self.proc.kill()
+
+    def close(self, polite=True):
+        if self.closed:
+            return
+        self.closed = True
+        if polite and self.proc.alive():
+            try:
+                protocol.send(self.sock, {"id": self.seq + 1, "op": "bye", "args": {}})
+                self.proc.proc.wait(timeout=2)
+            except Exception:  # noqa: BLE001 - it is killed below either way
+                pass
+        self.proc.close()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _renumber(value, fds, out):
+    """A received value tree re-indexed onto `out` (to send the same sealed memfds on)."""
+    if isinstance(value, list):
+        return [_renumber(x, fds, out) for x in value]
+    if isinstance(value, dict):
+        if "__tensor__" in value:
+            d = dict(value)
+            out.append(fds[value["__tensor__"]])
+            d["__tensor__"] = len(out) - 1
+            return d
+        return {k: _renumber(x, fds, out) for k, x in value.items()}
+    return value
+
+
+def _nbytes(value):
+    if isinstance(value, list):
+        return sum(_nbytes(x) for x in value)
+    if isinstance(value, dict):
+        if "__tensor__" in value:
+            return value["nbytes"]
+        return sum(_nbytes(x) for x in value.values())
+    return 0
+
+
+class Held:
+    """A value tree the judge holds, with its memfds (closed by `close`)."""
+
+    def __init__(self, value, fds):
+        self.value, self.fds = value, list(fds)
+        self._decoded = None
+
+    def decoded(self):
+        if self._decoded is None:
+            self._decoded = shm.decode_value(self.value, self.fds)
+        return self._decoded
+
+    def send_args(self):
+        out = []
+        return _renumber(self.value, self.fds, out), out
+
+    def close(self):
+        shm.close_fds(self.fds)
+        self.fds = []
+
+
+class Judge:
+    """One reproduction of one kernel snapshot. `emit(dict)` receives progress events."""
+
+    def __init__(self, job, emit=None, cancel=None):
+        self.job = job if isinstance(job, Job) else Job.from_request(job)
+        self.emit_fn = emit or (lambda ev: None)
+        self.cancel = cancel
+        self.stage_name = None
+        self.cur_trial = None
+        self.cur_what = None
+        self._t_stage = None
+        self.deadline = time.monotonic() + self.job.compile_timeout
+        self.device_kind = "cpu" if (self.job.device or "") == "cpu" else "cuda"
+        self.tmp_root = tempfile.mkdtemp(prefix="ktui-repro-", dir=self.job.tmp_root)
+        cache_root = os.path.dirname(os.path.abspath(self.job.build_root))
+        os.makedirs(self.job.build_root, exist_ok=True)
+        self.masks = sandbox.default_masks([cache_root, default_cache_root()] + list(self.job.masks or []))
+        self.workers = []
+        self.held = []
+        self.result = {
+            "harness_version": HARNESS_VERSION, "status": "running", "failure": None,
+            "kernel_sha1": self.job.kernel_sha1,
+            "reference_sha1": sha1_text(self.job.reference_source) if self.job.reference_source else None,
+            "stages": {}, "environment": None, "build": None, "correctness": None, "timing": None,
+            "memory": None, "launches": None, "checks": [], "findings": [], "notes": [],
+            "sandbox": {"planned": sandbox.planned(self.device_kind)},
+        }
+
+    # ---- events ------------------------------------------------------------------------------
+    def emit(self, ev):
+        try:
+            self.emit_fn(ev)
+        except Exception:  # noqa: BLE001 - a broken progress callback must not end the run
+            pass
+
+    def stage(self, name):
+        self.end_stage()
+        self.stage_name = name
+        self.cur_trial = self.cur_what = None
+        self._t_stage = now()
+        limit = self.job.compile_timeout if name in COMPILE_STAGES else self.job.run_timeout
+        if name == "startup":  # starting the workers (importing torch) is ktui's, not the kernel's
+            limit = max(float(limit), WORKER_START_TIMEOUT_S)
+        self.deadline = time.monotonic() + float(limit)
+        self.emit({"event": "stage", "stage": name, "state": "start"})
+
+    def end_stage(self, state="done"):
+        if self.stage_name is None or self._t_stage is None:
+            return
+        secs = round_(now() - self._t_stage, 3)
+        self.result["stages"][self.stage_name] = {"state": state, "seconds": secs}
+        self.emit({"event": "stage", "stage": self.stage_name, "state": state, "seconds": secs})
+        self._t_stage = None
+
+    def trial(self, i, n=None, what=None):
+        self.cur_trial = i
+        self.cur_what = what
+        ev = {"event": "trial", "stage": self.stage_name, "trial": i, "of": n}
+        if what:
+            ev["what"] = what
+        self.emit(ev)
+
+    def describe_position(self):
+        stage, trial, what = self.stage_name, self.cur_trial, self.cur_what
+        if not stage:
+            return "before it started"
+        where = stage
+        if what and what not in ("trial",) and stage in ("timing", "checks", "memory", "launches"):
+            where += f" ({what})"
+        if what == "held-out":
+            where += " held-out"
+        if trial is not None and stage not in ("memory", "launches"):
+            where += f" trial {trial}"
+        return f"during {where}"
+
+    def hold(self, value, fds):
+        h = Held(value, fds)
+        self.held.append(h)
+        return h
+
+    # ---- run ---------------------------------------------------------------------------------
+    def run(self, build=None):
+        t0 = now()
+        try:
+            self._run(build)
+            self.result["status"] = "completed"
+            self.end_stage()
+        except StageFailure as f:
+            self._fail(f.stage, f.kind, f.message, f.trial, f.fatal, f.detail)
+        except Cancelled:
+            self._fail(self.stage_name, "cancelled", f"cancelled {self.describe_position()}", self.cur_trial, True)
+            self.result["status"] = "cancelled"
+        except Timeout:
+            limit = self.job.compile_timeout if self.stage_name in COMPILE_STAGES else self.job.run_timeout
+            if self.stage_name == "startup":
+                limit = max(float(limit), WORKER_START_TIMEOUT_S)
+            self._fail(self.stage_name, "timeout", f"timed out after {float(limit):g} s {self.describe_position()} "
+                                                   "(worker killed)", self.cur_trial, True)
+            self._clear_build_lock()
+        except BaseException as exc:  # noqa: B036 - a judge bug must still produce a result
+            import traceback
+
+            self._fail(self.stage_name or "harness", "harness_error", f"harness error: {exception_text(exc)}",
+                       self.cur_trial, True, traceback.format_exc()[-6000:])
+        finally:
+            self.close()
+        self.result["seconds"] = round_(now() - t0, 3)
+        return self.result
+
+    def _fail(self, stage, kind, message, trial, fatal, detail=None):
+        self.end_stage("failed")
+        self.result["status"] = "failed"
+        self.result["failure"] = {"stage": stage or "startup", "kind": kind, "message": message, "trial": trial,
+                                  "fatal": bool(fatal), "detail": detail}
+        for w in self.workers:
+            if w.role == "candidate":
+                self.result["stderr_tail"] = w.proc.tail()
+
+    def close(self):
+        for w in self.workers:
+            w.close(polite=self.result.get("status") == "completed")
+        for h in self.held:
+            h.close()
+        self.held = []
+        shutil.rmtree(self.tmp_root, ignore_errors=True)
+
+    def _clear_build_lock(self):
+        if self.stage_name == "build":
+            for root, _dirs, files in os.walk(self.job.build_dir):
+                if "lock" in files:
+                    try:
+                        os.remove(os.path.join(root, "lock"))
+                    except OSError:
+                        pass
+
+    def spawn(self, role, rw=()):
+        w = Worker(self, role, rw=rw)
+        self.workers.append(w)
+        return w
+
+    def start(self, role, rw=(), w=None):
+        w = w or self.spawn(role, rw)
+        data, _ = w.call("hello", timeout=WORKER_START_TIMEOUT_S)
+        w.report = data["sandbox"]
+        self.result["sandbox"][role] = sandbox.describe(w.report, w.proc.namespaces)
+        self.result["sandbox"][role + "_report"] = w.report
+        # the round trip of an empty request, before any trace code is loaded
+        rtt = []
+        for _ in range(5):
+            t = now()
+            w.call("ping")
+            rtt.append((now() - t) * 1e6)
+        w.rtt_us = sorted(rtt)[len(rtt) // 2]
+        return w
+
+    def _setup(self, w):
+        data, _ = w.call("setup", {"device": self.job.device})
+        if self.result["environment"] is None:
+            self.result["environment"] = data["environment"]
+            self.result["device"] = data["device"]
+            self.result["startup"] = {"import_torch_s": data["import_torch_s"], "device_init_s": data["device_init_s"]}
+        self.device_str = data["device"]
+        return data
+
+    def _run(self, build):
+        job = self.job
+        self.stage("startup")
+        if not (job.kernel_code or "").strip():
+            self.stage("build")
+            raise StageFailure("build", "no_code", "the snapshot has no kernel code (attachment stub?)")
+        os.makedirs(job.build_dir, exist_ok=True)
+        # both workers start together (each imports torch before it answers)
+        cw = self.spawn("candidate", rw=[job.build_dir])
+        rw_ = self.spawn("reference") if job.reference_source else None
+        cand = self.start("candidate", w=cw)
+        self._setup(cand)
+        ref = None
+        if rw_ is not None:
+            ref = self.start("reference", w=rw_)
+            self._setup(ref)
+
+        # build ------------------------------------------------------------------------------
+        self.stage("build")
+        binfo, _ = cand.call("build", {"source": job.kernel_code, "key": job.build_key, "build_dir": job.build_dir})
+        binfo = dict(binfo)
+        if build is not None and build.get("build"):
+            binfo["cached"] = bool(build["build"].get("cached")) or binfo["cached"]
+            binfo["seconds"] = build["build"].get("seconds", binfo["seconds"])
+        has_model = binfo.pop("has_model")
+        self.result["build"] = binfo
+        if not binfo["extensions"]:
+            self.result["notes"].append("the kernel builds no extension (no load_inline / load call)")
+        if not has_model:
+            raise StageFailure("build", "no_model", "the kernel code defines no ModelNew")
+
+        # reference -----------------------------------------------------------------------------
+        self.stage("reference")
+        if ref is None:
+            raise StageFailure("reference", "no_reference", "the trace has no reference source; pass --reference FILE")
+        if self.device_kind == "cuda" and self.device_str.startswith("cuda"):
+            fl, _ = ref.call("floor")  # the timer's floor, measured before any trace code loads here
+            self._floor = dict(fl)
+        else:
+            self._floor = None
+        ref.call("load_reference", {"source": job.reference_source})
+        self.result["reference"] = {"origin": job.reference_origin, "sha1": self.result["reference_sha1"]}
+        self.ref, self.cand = ref, cand
+
+        # correctness -------------------------------------------------------------------------
+        self.stage("correctness")
+        seed = int(job.seed)
+        init_v, init_f = ref.call("init", {"seed": seed})
+        self.init_inputs = self.hold(init_v["init_inputs"], init_f)
+        v, f = self.init_inputs.send_args()
+        cand.call("init", {"seed": seed, "init_inputs": v}, f)
+        corr = self._correctness(seed)
+        self.result["correctness"] = corr
+        if not corr["passed"]:
+            self.result["notes"].append("correctness failed: timing, memory and launches not measured")
+            return
+
+        # timing ------------------------------------------------------------------------------
+        self.stage("timing")
+        self.result["timing"] = self._timing(seed)
+        # memory, launches (CUDA) ------------------------------------------------------------
+        if self.device_str.startswith("cuda") and job.measure_memory:
+            self.stage("memory")
+            self.trial(1, 1, "kernel")
+            km, _ = cand.call("memory", {"slot": "t"})
+            self.trial(1, 1, "reference")
+            rm, _ = ref.call("memory", {"slot": "t"})
+            self.result["memory"] = {
+                "kernel_peak_mb": km["peak_mb"], "ref_peak_mb": rm["peak_mb"],
+                "kernel_delta_mb": km["delta_mb"], "ref_delta_mb": rm["delta_mb"],
+                "kernel_reserved_mb": km["reserved_mb"], "ref_reserved_mb": rm["reserved_mb"],
+                "ratio": round_(km["peak_mb"] / rm["peak_mb"], 4) if rm["peak_mb"] else None, "unit": "MiB",
+                "note": "torch.cuda.max_memory_allocated during one forward, each side in its own process "
+                        "(reported by the worker)"}
+        if self.device_str.startswith("cuda") and job.measure_launches:
+            self.stage("launches")
+            self.trial(1, 1, "kernel")
+            k, _ = cand.call("launches", {"slot": "t"})
+            self.trial(1, 1, "reference")
+            r, _ = ref.call("launches", {"slot": "t"})
+            self.result["launches"] = {
+                "num_kernels": k["launches"], "ref_num_kernels": r["launches"],
+                "fusion_ratio": round_(r["launches"] / k["launches"], 4) if k["launches"] else None,
+                "kernel": k, "reference": r,
+                "note": "device activities (kernels + memcpy + memset) in one profiled forward"}
+            self._host_bound()
+        # probes / honesty checks -------------------------------------------------------------
+        if job.checks:
+            self.stage("checks")
+            from ..probes import run_judge_probes
+
+            run_judge_probes(ProbeContext(self))
+
+    # ---- stages ------------------------------------------------------------------------------
+    def reference_io(self, seed, slot):
+        """Inputs for `seed` from the reference (kept in slot `slot` there) and its outputs."""
+        iv, ifd = self.ref.call("make_inputs", {"seed": int(seed), "slot": slot})
+        inputs = self.hold(iv["inputs"], ifd)
+        ov, ofd = self.ref.call("forward", {"slot": slot, "trial": self.cur_trial})
+        outputs = self.hold(ov["outputs"], ofd)
+        return inputs, outputs
+
+    def candidate_forward(self, inputs, slot, return_inputs=False):
+        v, f = inputs.send_args()
+        self.cand.call("put_inputs", {"slot": slot, "inputs": v}, f)
+        ov, ofd = self.cand.call("forward", {"slot": slot, "trial": self.cur_trial, "return_inputs": return_inputs})
+        out = self.hold(ov["outputs"], ofd)
+        return out, ov
+
+    def _correctness(self, seed):
+        import torch
+
+        job = self.job
+        n = int(job.correctness_trials)
+        gen = torch.Generator().manual_seed(seed)
+        seeds = [int(torch.randint(0, 2**31 - 1, (1,), generator=gen)) for _ in range(n)]
+        held = int(job.held_out_seed or 0) or held_out_seed(seed, seeds)
+        res = {"passed": False, "trials": n, "trials_passed": 0, "seeds": seeds, "held_out": None,
+               "max_abs_error": 0.0, "mean_abs_error": 0.0, "max_rel_error": 0.0, "mean_rel_error": 0.0,
+               "atol": None, "rtol": None, "dtype": None, "mismatch": None, "failed_trial": None}
+        means_abs, means_rel = [], []
+        self.types_seen = []
+
+        def one(i, s, label):
+            self.trial(i, n, label)
+            inputs, ref_out = self.reference_io(s, f"c{i}")
+            out, meta = self.candidate_forward(inputs, f"c{i}")
+            self.types_seen.append(meta)
+            return compare_outputs(ref_out.decoded(), out.decoded())
+
+        for i, s in enumerate(seeds, 1):
+            cmp = one(i, s, "trial")
+            for k in ("max_abs_error", "max_rel_error"):
+                res[k] = max(res[k], cmp[k])
+            means_abs.append(cmp["mean_abs_error"])
+            means_rel.append(cmp["mean_rel_error"])
+            res["atol"], res["rtol"], res["dtype"] = cmp["atol"], cmp["rtol"], cmp["dtype"]
+            if cmp["passed"]:
+                res["trials_passed"] += 1
+            elif res["mismatch"] is None:
+                res["mismatch"] = cmp["reason"]
+                res["failed_trial"] = i
+        if means_abs:
+            res["mean_abs_error"] = round_(sum(means_abs) / len(means_abs), 9)
+            res["mean_rel_error"] = round_(sum(means_rel) / len(means_rel), 9)
+        res["passed"] = res["trials_passed"] == n
+        if res["passed"]:
+            cmp = one(n + 1, held, "held-out")
+            res["held_out"] = {"seed": held, "passed": cmp["passed"], "reason": cmp["reason"],
+                               "max_abs_error": cmp["max_abs_error"]}
+            if not cmp["passed"]:
+                res["passed"] = False
+                res["mismatch"] = f"held-out trial (seed {held}) failed: {cmp['reason']}"
+                res["failed_trial"] = n + 1
+        return res
+
+    def _time_side(self, w, label):
+        job = self.job
+        args = {"slots": ["t"], "method": job.method, "trials": int(job.trials), "warmup": int(job.warmup),
+                "target_rse": float(job.target_rse), "cap_s": float(job.time_cap_s), "adaptive": bool(job.adaptive)}
+        self.trial(1, None, label)
+        data, fds = w.call("time", args)
+        h = self.hold(data["samples"], fds)
+        samples = [float(x) for x in shm.import_tensor(h.value, h.fds).tolist()]
+        return data, samples
+
+    def _wall(self, w, slots, label):
+        """The judge's own clock: wall time of F calls (cycling over distinct inputs) ending in a
+        device-wide synchronize, F sized from a first pass (never from the worker's own timing,
+        which the kernel may have changed) to last about WALL_WINDOW_S; the fastest of
+        WALL_REPEATS, per forward. Returns (per-forward times, F, the outputs)."""
+
+        def once(forwards, rtt):
+            t = now()
+            data, _ = w.call("wall", {"slots": slots, "forwards": forwards})
+            return max(0.0, (now() - t) * 1e6 - rtt) / max(1, data["forwards"])
+
+        self.trial(0, WALL_REPEATS, f"{label} wall clock")
+        first = once(len(slots), 0.0)  # round trip included: an upper bound, so F never overshoots
+        forwards = int(max(len(slots), min(100000, WALL_WINDOW_S * 1e6 / max(first, 1e-3))))
+        per = []
+        for rep in range(WALL_REPEATS):
+            self.trial(rep + 1, WALL_REPEATS, f"{label} wall clock")
+            per.append(once(forwards, w.rtt_us))
+        outs, fds = w.call("wall_outputs")
+        h = self.hold(outs["outputs"], fds)
+        return per, forwards, h
+
+    def _timing(self, seed):
+        job = self.job
+        method = job.method
+        method_used = method if self.device_str.startswith("cuda") else "host"
+        if method_used != method:
+            self.result["notes"].append(f"{method} needs a CUDA device: timed with the host clock on {self.device_str}")
+        timing = {"method": method, "method_used": method_used, "trials": int(job.trials), "warmup": int(job.warmup),
+                  "l2_flush_mib": 256 if method_used != "host" else 0, "target_rse": job.target_rse,
+                  "time_cap_s": job.time_cap_s}
+        inputs, ref_out = self.reference_io(seed, "t")
+        per_set = _nbytes(inputs.value) + _nbytes(ref_out.value)
+        v, f = inputs.send_args()
+        self.cand.call("put_inputs", {"slot": "t", "inputs": v}, f)
+        lock = None
+        gpu_before = gpu_after = None
+        if self.device_str.startswith("cuda"):
+            from .gpu import GpuLock, state
+
+            lock = GpuLock(job.lock_dir or os.path.join(default_cache_root(), "locks"), self.device_str)
+            ok = lock.acquire(cancel=self.cancel, on_wait=lambda holder: self.trial(
+                None, None, f"waiting for the GPU lock (held by pid {holder or '?'})"),
+                timeout=max(1.0, self.deadline - time.monotonic()))
+            if not ok:
+                if self.cancel is not None and self.cancel.is_set():
+                    raise Cancelled()
+                raise Timeout()
+            timing["gpu_lock"] = {"path": lock.path, "waited_s": round_(lock.waited_s, 3)}
+            self.deadline += lock.waited_s
+            gpu_before = state(self.device_str)
+        try:
+            try:
+                kdata, ks = self._time_side(self.cand, "kernel")
+                rdata, rs = self._time_side(self.ref, "reference")
+            except StageFailure as f:
+                if f.kind != "method_unsupported":
+                    raise
+                timing["error"] = f.message
+                self.result["notes"].append(f.message)
+                return timing
+            timing["kernel"], timing["reference"] = stats_us(ks), stats_us(rs)
+            timing["kernel_samples_us"] = [round_(x, 3) for x in ks[:2000]]
+            timing["reference_samples_us"] = [round_(x, 3) for x in rs[:2000]]
+            timing["batches"] = {"kernel": kdata["batches"], "reference": rdata["batches"]}
+            timing["stopped"] = {"kernel": kdata["stopped"], "reference": rdata["stopped"]}
+            self._cross_check(timing, seed, per_set)
+            km, rm = timing["kernel"]["mean_us"], timing["reference"]["mean_us"]
+            timing["speedup"] = round_(rm / km, 4) if km else None
+            if self._floor:
+                timing["floor"] = self._floor
+            if lock is not None:
+                gpu_after = state(self.device_str)
+                ours = set()
+                for w in self.workers:
+                    ours.update(w.proc.tree())
+                timing["gpu_state"] = {"before": gpu_before, "after": gpu_after}
+                busy = _not_idle(gpu_before, ours)
+                if busy:
+                    timing["gpu_not_idle"] = busy
+                    self.result["notes"].append(f"the GPU was not idle while timing: {busy}")
+        finally:
+            if lock is not None:
+                lock.release()
+        return timing
+
+    def _cross_check(self, timing, seed, per_set):
+        """The kernel's own timing vs the judge's clock, on inputs it has never seen."""
+        job = self.job
+        per_set = max(1, per_set)
+        n = int(job.wall_forwards)
+        n = max(2, min(n, WALL_MEMORY_CAP // max(1, per_set * 3)))
+        slots = [f"w{i}" for i in range(n)]
+        refs = []
+        for i, s in enumerate(slots):
+            self.trial(i + 1, n, "inputs for the wall clock")
+            inputs, ref_out = self.reference_io(seed + 1000 + i, s)
+            v, f = inputs.send_args()
+            self.cand.call("put_inputs", {"slot": s, "inputs": v}, f)
+            refs.append(ref_out)
+        kper, kf, kouts = self._wall(self.cand, slots, "kernel")
+        rper, rf, _routs = self._wall(self.ref, slots, "reference")
+        wrong = []
+        for i, (o, r) in enumerate(zip(kouts.value, refs, strict=False)):
+            cmp = compare_outputs(r.decoded(), shm.decode_value(o["outputs"], kouts.fds))
+            if not cmp["passed"]:
+                wrong.append(f"forward {i + 1}: {cmp['reason']}")
+        cc = {"inputs": n, "kernel_forwards": kf, "reference_forwards": rf, "repeats": WALL_REPEATS,
+              "kernel_wall_us": [round_(x, 3) for x in kper],
+              "reference_wall_us": [round_(x, 3) for x in rper], "rtt_us": round_(self.cand.rtt_us, 3)}
+        timing["cross_check"] = cc
+        checks = self.result["checks"]
+        if wrong:
+            checks.append({"name": "timed_outputs_correct", "ok": False,
+                           "detail": f"{len(wrong)} of {n} outputs of the wall-clock run are wrong: {wrong[0]}"})
+            self.result["findings"].append({"class": "wrong_while_timed", "reason": "outputs produced while timed "
+                                            "are wrong (the kernel behaves differently when timed)",
+                                            "evidence": wrong[:3]})
+        for side, per, fw in (("kernel", kper, kf), ("reference", rper, rf)):
+            st = timing[side]
+            wall = min(per)
+            own = st["mean_us"]
+            cc[f"{side}_wall_us"] = round_(wall, 3)
+            cc[f"{side}_wall_median_us"] = round_(sorted(per)[len(per) // 2], 3)
+            if own * (1 + WALL_TOLERANCE) + WALL_SLACK_US < wall:
+                detail = (f"the {side}'s own timing says {own:.2f} μs per forward (mean), ktui's clock "
+                          f"{wall:.2f} μs ({fw} forwards on {n} fresh inputs + device synchronize, best of "
+                          f"{WALL_REPEATS}): its timer or its work was tampered with, or work runs outside the "
+                          "timed stream")
+                checks.append({"name": "timer_cross_check" if side == "kernel" else "reference_timer_cross_check",
+                               "ok": False, "detail": detail})
+                self.result["findings"].append({"class": "timer_disagrees", "reason": detail,
+                                                "evidence": {"own_median_us": own, "wall_us": per}})
+                # the reported time never comes from a source the kernel changed
+                timing[side + "_own"] = st
+                timing[side] = stats_us(per)
+                timing[side]["source"] = "judge wall clock"
+            else:
+                st["source"] = "worker timer (bound before trace code loaded), cross-checked"
+        if not any(c["name"] == "timer_cross_check" for c in checks):
+            checks.append({"name": "timer_cross_check", "ok": True,
+                           "detail": f"own timing {timing['kernel']['mean_us']:.2f} μs (mean) agrees with ktui's clock "
+                                     f"({cc['kernel_wall_us']:.2f} μs per forward over {kf} forwards)"})
+
+    def _host_bound(self):
+        t = self.result.get("timing") or {}
+        la = self.result.get("launches") or {}
+        k = la.get("kernel") or {}
+        st = t.get("kernel") or {}
+        if not st or not k or t.get("method_used") == "host":
+            return
+        busy = (k.get("cuda_time_us") or 0.0) - (k.get("memcpy_time_us") or 0.0)
+        med = st.get("median_us") or 0.0
+        if med > 0 and busy < HOST_BOUND_FRACTION * med:
+            pageable = any("pageable" in n.lower() for n in (k.get("names") or {}))
+            why = (f"host-bound: GPU kernels run {busy:.1f} μs of the {med:.1f} μs per forward"
+                   + (f"; a pageable host-to-device copy ({k.get('memcpy_time_us', 0):.1f} μs on the device) "
+                      "dominates" if pageable else "; the rest is host work or copies"))
+            t["host_bound"] = {"device_kernel_us": round_(busy, 3), "event_us": med, "pageable_copy": pageable,
+                               "reason": why}
+            self.result["notes"].append(why)
+
+
+def _not_idle(before, ours):
+    from .gpu import not_idle
+
+    return not_idle(before, ours)
+
+
+class ProbeContext:
+    """What judge-side probes (ktui.repro.probes) can use: the two workers, the held values and
+    the judge's comparison; they add `checks` and `findings` to the result."""
+
+    def __init__(self, judge):
+        self.judge = judge
+        self.job = judge.job
+        self.result = judge.result
+        self.reference = judge.ref
+        self.candidate = judge.cand
+        self.compare = compare_outputs
+
+    def trial(self, i, n, what):
+        self.judge.trial(i, n, what)
+
+    def reference_io(self, seed, slot):
+        return self.judge.reference_io(seed, slot)
+
+    def candidate_forward(self, inputs, slot, return_inputs=False):
+        return self.judge.candidate_forward(inputs, slot, return_inputs)
+
+    def hold(self, value, fds):
+        return self.judge.hold(value, fds)
+
+    def add_check(self, name, ok, detail):
+        self.result["checks"].append({"name": name, "ok": ok, "detail": detail})
+
+    def add_finding(self, cls, reason, evidence=None):
+        self.result["findings"].append({"class": cls, "reason": reason, "evidence": evidence})
+
+
+def judge(job, build=None, emit=None, cancel=None):
+    """Judge one kernel (builds it too unless `build`, a BuildResult dict, says it is built)."""
+    return Judge(job, emit=emit, cancel=cancel).run(build)
+
+
+def build(job, emit=None, cancel=None):
+    """Compile only: a candidate worker loads the kernel (its load_inline extensions build into
+    the kernel's own build directory). Returns a BuildResult dict: {ok, build, failure, ...}."""
+    j = Judge(job, emit=emit, cancel=cancel)
+    t0 = now()
+    res = {"ok": False, "build": None, "failure": None, "kernel_sha1": j.job.kernel_sha1,
+           "build_key": j.job.build_key, "build_dir": j.job.build_dir}
+    try:
+        j.stage("startup")
+        os.makedirs(j.job.build_dir, exist_ok=True)
+        cand = j.start("candidate", rw=[j.job.build_dir])
+        j._setup(cand)
+        j.stage("build")
+        binfo, _ = cand.call("build", {"source": j.job.kernel_code, "key": j.job.build_key,
+                                       "build_dir": j.job.build_dir})
+        res["build"] = dict(binfo)
+        res["ok"] = bool(binfo["has_model"])
+        if not res["ok"]:
+            res["failure"] = {"stage": "build", "kind": "no_model", "message": "the kernel code defines no ModelNew"}
+        j.end_stage()
+        j.result["status"] = "completed"
+    except StageFailure as f:
+        res["failure"] = {"stage": f.stage, "kind": f.kind, "message": f.message, "detail": f.detail}
+    except (Cancelled, Timeout) as exc:
+        kind = "cancelled" if isinstance(exc, Cancelled) else "timeout"
+        res["failure"] = {"stage": j.stage_name, "kind": kind, "message": f"{kind} {j.describe_position()}"}
+        j._clear_build_lock()
+    finally:
+        res["environment"] = j.result.get("environment")
+        res["sandbox"] = j.result.get("sandbox")
+        j.close()
+    res["seconds"] = round_(now() - t0, 3)
+    return res
+
+
+def run_request(request, emit=None, cancel=None):
+    """Old entry point: one request dict -> one result dict."""
+    return judge(Job.from_request(request), emit=emit, cancel=cancel)

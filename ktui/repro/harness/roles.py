@@ -1,0 +1,484 @@
+# ---- ktui repro harness: the worker roles -----------------------------------------------------
+# `python -m ktui.repro.worker --role reference|candidate --fd N` (or an exported script with
+# --ktui-worker). One process per role and kernel, inside the sandbox; the judge drives it with
+# one request at a time over the protocol socket and never trusts what comes back.
+#
+#   reference: setup, floor, load_reference, init, make_inputs, put_inputs, forward, time, wall,
+#              wall_outputs, memory, launches
+#   candidate: setup, build, init, put_inputs, refill, forward, time, wall, wall_outputs, memory,
+#              launches, probe
+#
+# The sandbox prologue and the timing primitives come first, before torch loads trace code.
+# Whatever the kernel prints goes to stdout/stderr (pipes the judge reads with a cap); the
+# protocol socket is separate. torch imported lazily. MIT license, part of ktui.
+import faulthandler
+import os
+import socket
+import sys
+import time
+
+from . import protocol, sandbox, shm
+from .build import (
+    BuildPatch,
+    _dir_has_binary,
+    _needs_cuda,
+    arch_list_for,
+    environment,
+    install_shims,
+    load_source,
+    resolve_device,
+)
+from .compare import set_seed, to_device
+from .errors import (
+    StageFailure,
+    classify_exception,
+    exception_text,
+    guarded,
+    now,
+    round_,
+    sha1_text,
+    stats_us,
+)
+
+REQUEST = ("dict", {"id": int, "op": str, "args": ("map", "any")})
+OPS = {
+    "reference": {"hello", "ping", "setup", "floor", "load_reference", "init", "make_inputs", "put_inputs",
+                  "forward", "time", "wall", "wall_outputs", "memory", "launches", "bye"},
+    "candidate": {"hello", "ping", "setup", "build", "init", "put_inputs", "refill", "forward", "time", "wall",
+                  "wall_outputs", "memory", "launches", "probe", "bye"},
+}
+
+
+class Context:
+    """What worker-side probes (ktui.repro.probes) can use."""
+
+    def __init__(self, server):
+        self.server = server
+
+    @property
+    def model(self):
+        return self.server.model
+
+    @property
+    def module(self):
+        return self.server.module
+
+    @property
+    def device(self):
+        return self.server.device
+
+    @property
+    def slots(self):
+        return self.server.slots
+
+    @property
+    def prims(self):
+        return self.server.prims
+
+    @property
+    def build_info(self):
+        return self.server.build_info
+
+
+class Server:
+    def __init__(self, role, sock, report):
+        self.role = role
+        self.sock = sock
+        self.report = report
+        self.device = None
+        self.prims = None
+        self.timer = None
+        self.shims = {}
+        self.module = None
+        self.model = None
+        self.slots = {}
+        self.wall_out = []
+        self.build_info = None
+        self.req_id = 0
+        self._last_progress = 0.0
+        self.import_error = None
+        self.import_s = 0.0
+
+    def preload(self):
+        """torch and the timing primitives, before any request (and before any trace code)."""
+        t0 = now()
+        try:
+            import torch  # noqa: F401
+
+            from .timing import Primitives
+
+            self.prims = Primitives()
+        except ImportError as exc:
+            self.import_error = str(exc)
+        self.import_s = now() - t0
+
+    # ---- plumbing ---------------------------------------------------------------------------------
+    def progress(self, what, trial=None, of=None):
+        t = time.monotonic()
+        if t - self._last_progress < 0.2 and trial not in (None, 1):
+            return
+        self._last_progress = t
+        try:
+            protocol.send(self.sock, {"id": self.req_id, "progress": {"what": str(what)[:60], "trial": trial,
+                                                                        "of": of}})
+        except OSError:
+            pass
+
+    def serve(self):
+        while True:
+            try:
+                msg, fds = protocol.recv(self.sock)
+            except protocol.ChannelClosed:
+                return
+            try:
+                protocol.check(REQUEST, msg, len(fds), "request")
+            except protocol.ProtocolError as exc:
+                shm.close_fds(fds)
+                self._send_error(0, "worker_error", f"bad request: {exc}", fatal=True)
+                return
+            self.req_id = msg["id"]
+            op = msg["op"]
+            if op not in OPS[self.role]:
+                shm.close_fds(fds)
+                self._send_error(self.req_id, "worker_error", f"op {op!r} is not allowed for the {self.role}", True)
+                continue
+            out_fds = []
+            try:
+                data = getattr(self, "op_" + op)(msg["args"], fds, out_fds)
+                protocol.send(self.sock, {"id": self.req_id, "ok": True, "data": data}, out_fds)
+            except StageFailure as f:
+                self._send_error(self.req_id, f.kind, f.message, f.fatal, f.detail, f.trial)
+            except protocol.ProtocolError as exc:
+                self._send_error(self.req_id, "harness_error", f"reply too large or malformed: {exc}", True)
+            except BaseException as exc:  # noqa: B036 - anything trace code raises comes back as data
+                kind = classify_exception(exc)[0] if not isinstance(exc, (SystemExit, KeyboardInterrupt)) else "exit"
+                import traceback
+
+                self._send_error(self.req_id, kind if kind in ("cuda_error", "oom", "exit") else "harness_error",
+                                 exception_text(exc), True, traceback.format_exc()[-6000:])
+            finally:
+                shm.close_fds(fds)
+                shm.close_fds(out_fds)
+            if op == "bye":
+                return
+
+    def _send_error(self, rid, kind, message, fatal, detail=None, trial=None):
+        err = {"kind": str(kind), "message": str(message)[:20000], "detail": None if detail is None else str(detail)[-6000:],
+               "trial": trial if isinstance(trial, int) else None, "fatal": bool(fatal)}
+        try:
+            protocol.send(self.sock, {"id": rid, "ok": False, "error": err})
+        except (OSError, protocol.ProtocolError):
+            pass
+
+    def _dev(self):
+        if self.device is None:
+            raise StageFailure("startup", "worker_error", "setup has not run")
+        return self.device
+
+    def _sync(self, device=None):
+        self.prims.synchronize(device or self.device)
+
+    def _value(self, v, fds):
+        return to_device(_clone(shm.decode_value(v, fds)), self._dev())
+
+    # ---- ops -------------------------------------------------------------------------------
+    def op_hello(self, args, fds, out):
+        return {"pid": os.getpid(), "python": sys.version.split()[0], "role": self.role, "sandbox": self.report}
+
+    def op_ping(self, args, fds, out):
+        return {}
+
+    def op_bye(self, args, fds, out):
+        return {}
+
+    def op_setup(self, args, fds, out):
+        if self.import_error:
+            raise StageFailure("startup", "environment",
+                               "torch is not installed here (pip install 'ktui[repro]')")
+        import torch
+
+        from .timing import Timer
+
+        t_import = self.import_s
+        self.device = dev = resolve_device(args.get("device"))
+        t1 = now()
+        if dev.type == "cuda":
+            torch.cuda.set_device(dev)
+            torch.zeros(1, device=dev)
+        self.prims.bind_device(dev)
+        self.timer = Timer(self.prims, dev, progress=lambda what, i, n: self.progress(what, i, n))
+        self.shims = install_shims(str(dev))
+        return {"environment": environment(dev), "device": str(dev), "import_torch_s": round_(t_import, 3),
+                "device_init_s": round_(now() - t1, 3)}
+
+    def op_floor(self, args, fds, out):
+        self._dev()
+        fl = self.timer.floor()
+        return fl or {}
+
+    def op_load_reference(self, args, fds, out):
+        src = args.get("source")
+        if not isinstance(src, str) or not src.strip():
+            raise StageFailure("reference", "no_reference", "the trace has no reference source; pass --reference FILE")
+        sha = sha1_text(src)
+        mod = guarded("reference", load_source, f"ktui_reference_{sha[:12]}", src,
+                      os.path.join(os.getcwd(), "reference.py"), self.shims, what="reference")
+        for attr in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(mod, attr):
+                raise StageFailure("reference", "reference_error", f"the reference source defines no {attr}")
+        self.module = mod
+        return {"sha1": sha}
+
+    def op_build(self, args, fds, out):
+        dev = self._dev()
+        code = args.get("source") or ""
+        if not isinstance(code, str) or not code.strip():
+            raise StageFailure("build", "no_code", "the snapshot has no kernel code (attachment stub?)")
+        if dev.type == "cpu" and _needs_cuda(code):
+            raise StageFailure("build", "unsupported",
+                               "this kernel has CUDA/Triton code and needs a CUDA GPU (device is cpu)")
+        key, ext_root = str(args["key"]), str(args["build_dir"])
+        os.makedirs(ext_root, exist_ok=True)
+        cached_before = _dir_has_binary(ext_root)
+        os.environ["TORCH_EXTENSIONS_DIR"] = ext_root
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(ext_root, "triton")
+        arch = arch_list_for(dev)
+        if arch:
+            os.environ["TORCH_CUDA_ARCH_LIST"] = arch
+        sha = sha1_text(code)
+        t0 = now()
+        with BuildPatch(ext_root, key) as patch:
+            mod = guarded("build", load_source, f"ktui_kernel_{sha[:12]}", code,
+                          os.path.join(os.getcwd(), f"kernel_{sha[:12]}.py"), self.shims)
+        self.module = mod
+        self.build_info = {"key": key, "dir": ext_root, "seconds": round_(now() - t0, 3),
+                           "cached": bool(cached_before and patch.built),
+                           "extensions": [{"name": str(b["name"]), "unique_name": str(b["unique_name"]),
+                                           "seconds": float(b["seconds"] or 0.0)} for b in patch.built],
+                           "arch_list": arch or None, "has_model": getattr(mod, "ModelNew", None) is not None}
+        return self.build_info
+
+    def op_init(self, args, fds, out):
+        import torch
+
+        dev = self._dev()
+        seed = int(args.get("seed", 42))
+        if self.role == "reference":
+            set_seed(seed)
+            init = guarded("correctness", self.module.get_init_inputs, what="reference")
+            init_dev = to_device(init, dev)
+            set_seed(seed)
+            with torch.no_grad():
+                self.model = guarded("correctness", lambda: self.module.Model(*init_dev).to(dev), what="reference")
+            if hasattr(self.model, "eval"):
+                guarded("correctness", self.model.eval, what="reference")
+            return {"init_inputs": shm.encode_value(list(init) if isinstance(init, (list, tuple)) else [init], out)}
+        cls = getattr(self.module, "ModelNew", None)
+        if cls is None:
+            raise StageFailure("build", "no_model", "the kernel code defines no ModelNew")
+        init = self._value(args.get("init_inputs", []), fds)
+        set_seed(seed)
+        with torch.no_grad():
+            self.model = guarded("correctness", lambda: cls(*init).to(dev), what="kernel")
+        if hasattr(self.model, "eval"):
+            guarded("correctness", self.model.eval)
+        return {"init_inputs": []}
+
+    def op_make_inputs(self, args, fds, out):
+        dev = self._dev()
+        set_seed(int(args["seed"]))
+        inputs = to_device(guarded("correctness", self.module.get_inputs, what="reference"), dev)
+        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        self.slots[str(args["slot"])] = inputs
+        return {"inputs": shm.encode_value(inputs, out)}
+
+    def op_put_inputs(self, args, fds, out):
+        v = self._value(args["inputs"], fds)
+        self.slots[str(args["slot"])] = list(v) if isinstance(v, (list, tuple)) else [v]
+        return {"slot": 0}
+
+    def op_refill(self, args, fds, out):
+        """New values into the slot's existing tensors, in place (same storage, same pointers)."""
+        import torch
+
+        new = self._value(args["inputs"], fds)
+        old = self.slots[str(args["slot"])]
+        with torch.no_grad():
+            for a, b in zip(old, new, strict=False):
+                if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+                    a.copy_(b)
+        self._sync()
+        return {"slot": 0}
+
+    def _call(self, slot, stage, what, trial=None):
+        import torch
+
+        inputs = self.slots[str(slot)]
+        with torch.no_grad():
+            out = guarded(stage, self.model, *inputs, trial=trial, what=what)
+        self._sync()
+        return out
+
+    def _outputs(self, outv, out, inputs=None):
+        import torch
+
+        leaves = _leaves(outv)
+        types = [type(x).__module__ + "." + type(x).__qualname__ for x in [outv] + leaves]
+        overrides = []
+        for obj in [outv] + leaves:
+            t = type(obj)
+            for base in (torch.Tensor, tuple, list, dict):
+                if isinstance(obj, base) and t is not base:
+                    if t.__eq__ is not base.__eq__:
+                        overrides.append(f"{t.__name__} overrides __eq__")
+                    if base is torch.Tensor and getattr(t, "__torch_function__", None) is not \
+                            torch.Tensor.__torch_function__:
+                        overrides.append(f"{t.__name__} overrides __torch_function__")
+        with torch._C.DisableTorchFunctionSubclass():
+            enc = shm.encode_value(_plain(outv), out)
+            inp = shm.encode_value(inputs, out) if inputs is not None else None
+        return {"outputs": enc, "types": types[:64], "overrides": sorted(set(overrides))[:16], "inputs_after": inp}
+
+    def op_forward(self, args, fds, out):
+        what = "reference" if self.role == "reference" else "kernel"
+        outv = self._call(args["slot"], str(args.get("stage", "correctness")), what, args.get("trial"))
+        inputs = self.slots[str(args["slot"])] if args.get("return_inputs") else None
+        return self._outputs(outv, out, inputs)
+
+    def op_time(self, args, fds, out):
+        import torch
+
+        dev = self._dev()
+        slots = [self.slots[str(s)] for s in args["slots"]]
+        method = str(args.get("method", "cuda_event"))
+        method_used = method if dev.type == "cuda" else "host"
+        label = "reference" if self.role == "reference" else "kernel"
+        model = self.model
+        if method_used == "cuda_graph":
+            call = self.timer.graph_call(model, slots[0], label)
+        else:
+            k = len(slots)
+
+            def call(i):
+                return model(*slots[i % k])
+        samples, batches, stopped, secs = self.timer.measure(
+            call, method=method_used, trials=int(args.get("trials", 100)), warmup=int(args.get("warmup", 3)),
+            label=label, target_rse=float(args.get("target_rse", 0.005)), cap_s=float(args.get("cap_s", 5.0)),
+            adaptive=bool(args.get("adaptive", True)))
+        self.timer.release()
+        t = torch.tensor(samples, dtype=torch.float64)
+        return {"samples": shm.export_tensor(t, out), "stats": stats_us(samples), "method_used": method_used,
+                "batches": batches, "stopped": stopped, "seconds": round_(secs, 3)}
+
+    def op_wall(self, args, fds, out):
+        """`forwards` calls cycling over the slots, then a device-wide synchronize (the judge
+        times this request with its own clock); the last output of each slot is kept."""
+        import torch
+
+        slots = [self.slots[str(s)] for s in args["slots"]]
+        n = max(len(slots), int(args.get("forwards", len(slots))))
+        model = self.model
+        outs = [None] * len(slots)
+        with torch.no_grad():
+            for i in range(n):
+                k = i % len(slots)
+                outs[k] = model(*slots[k])
+            self.prims.synchronize(self.device)
+        self.wall_out = outs
+        return {"forwards": n}
+
+    def op_wall_outputs(self, args, fds, out):
+        res = [self._outputs(o, out) for o in self.wall_out]
+        self.wall_out = []
+        return {"outputs": res}
+
+    def op_memory(self, args, fds, out):
+        from .profiling import memory_peak
+
+        dev = self._dev()
+        if dev.type != "cuda":
+            raise StageFailure("memory", "unsupported", "memory peak needs CUDA")
+        return memory_peak(self.model, self.slots[str(args["slot"])], dev, self.prims.synchronize)
+
+    def op_launches(self, args, fds, out):
+        from .profiling import launches
+
+        dev = self._dev()
+        if dev.type != "cuda":
+            raise StageFailure("launches", "unsupported", "launch counting needs CUDA")
+        return launches(self.model, self.slots[str(args["slot"])], dev, self.prims.synchronize)
+
+    def op_probe(self, args, fds, out):
+        from ..probes import WORKER_PROBES
+
+        name = str(args.get("name"))
+        fn = WORKER_PROBES.get(name)
+        if fn is None:
+            raise StageFailure("checks", "worker_error", f"no worker probe {name!r}")
+        res = fn(Context(self), args.get("args") or {}, fds, out)
+        return {"findings": list(res.get("findings") or []), "data": dict(res.get("data") or {})}
+
+
+def _leaves(obj):
+    if isinstance(obj, (list, tuple)):
+        out = []
+        for o in obj:
+            out.extend(_leaves(o))
+        return out
+    if isinstance(obj, dict):
+        out = []
+        for k in obj:
+            out.extend(_leaves(obj[k]))
+        return out
+    return [obj]
+
+
+def _plain(obj):
+    """Containers rebuilt as plain list/tuple/dict (a subclass's own methods never run in encode)."""
+    if isinstance(obj, tuple):
+        return tuple(_plain(x) for x in tuple.__iter__(obj))
+    if isinstance(obj, list):
+        return [_plain(x) for x in list.__iter__(obj)]
+    if isinstance(obj, dict):
+        return {k: _plain(dict.__getitem__(obj, k)) for k in dict.keys(obj)}
+    return obj
+
+
+def _clone(v):
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return v.clone()
+    if isinstance(v, (list, tuple)):
+        return type(v)(_clone(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _clone(x) for k, x in v.items()}
+    return v
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    role = argv[argv.index("--role") + 1] if "--role" in argv else "candidate"
+    fd = int(argv[argv.index("--fd") + 1]) if "--fd" in argv else protocol.WORKER_FD
+    report = sandbox.enter()
+    try:
+        faulthandler.enable(file=sys.stderr, all_threads=False)
+    except (OSError, ValueError, AttributeError):
+        pass
+    sock = socket.socket(fileno=fd)
+    if role not in OPS:
+        os._exit(2)
+    nice = os.environ.get("KTUI_WORKER_NICE", "")
+    if nice.isdigit():  # a build worker (ktui verify): compilers yield the CPU to timing workers
+        try:
+            os.nice(int(nice))
+        except OSError:
+            report["errors"].append("could not lower the priority")
+    srv = Server(role, sock, report)
+    srv.preload()
+    srv.serve()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(0)
