@@ -42,8 +42,8 @@ from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report,
 from ktui.repro.harness import sandbox
 from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
-from ktui.tui.errors import report as report_error
 from ktui.trace.text import sanitize
+from ktui.tui.errors import report as report_error
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 

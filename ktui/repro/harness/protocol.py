@@ -295,7 +295,7 @@ REPLY_SCHEMAS = {
                        "extensions": ("list", ("dict", {"name": str, "unique_name": str, "seconds": NUM})),
                        "arch_list": ("opt", str), "has_model": bool}),
     "init": ("dict", {"init_inputs": "value"}),
-    "make_inputs": ("dict", {"inputs": "value"}),
+    "make_inputs": ("dict", {"inputs": "value", "forward": ("opt", OUTPUTS)}),
     "put_inputs": ("dict", {"slot": int}),
     "refill": ("dict", {"slot": int}),
     "forward": OUTPUTS,

@@ -290,7 +290,12 @@ class Server:
         inputs = to_device(guarded("correctness", self.module.get_inputs, what="reference"), dev)
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         self.slots[str(args["slot"])] = inputs
-        return {"inputs": shm.encode_value(inputs, out)}
+        enc = shm.encode_value(inputs, out)
+        fwd = None
+        if args.get("forward"):  # the reference's output on them, in the same round trip
+            outv = self._call(args["slot"], "correctness", "reference", args.get("trial"))
+            fwd = self._outputs(outv, out)
+        return {"inputs": enc, "forward": fwd}
 
     def op_put_inputs(self, args, fds, out):
         v = self._value(args["inputs"], fds)
@@ -341,6 +346,9 @@ class Server:
 
     def op_forward(self, args, fds, out):
         what = "reference" if self.role == "reference" else "kernel"
+        if args.get("inputs") is not None:  # new inputs for the slot, in the same round trip
+            v = self._value(args["inputs"], fds)
+            self.slots[str(args["slot"])] = list(v) if isinstance(v, (list, tuple)) else [v]
         outv = self._call(args["slot"], str(args.get("stage", "correctness")), what, args.get("trial"))
         inputs = self.slots[str(args["slot"])] if args.get("return_inputs") else None
         return self._outputs(outv, out, inputs)
@@ -364,7 +372,7 @@ class Server:
         samples, batches, stopped, secs = self.timer.measure(
             call, method=method_used, trials=int(args.get("trials", 100)), warmup=int(args.get("warmup", 3)),
             label=label, target_rse=float(args.get("target_rse", 0.005)), cap_s=float(args.get("cap_s", 5.0)),
-            adaptive=bool(args.get("adaptive", True)))
+            adaptive=bool(args.get("adaptive", True)), max_samples=int(args.get("max_samples", 20000)))
         self.timer.release()
         t = torch.tensor(samples, dtype=torch.float64)
         return {"samples": shm.export_tensor(t, out), "stats": stats_us(samples), "method_used": method_used,
