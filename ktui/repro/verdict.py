@@ -32,7 +32,7 @@ from ktui.repro.judging.model import (
     FindingRow,
     Row,
 )
-from ktui.repro.judging.text import fmt, finding_text
+from ktui.repro.judging.text import finding_text, fmt
 
 __all__ = ["CANCELLED", "CANNOT_TEST", "CORRECTNESS_DISAGREES", "DIFFERS", "GOOD", "MAX_TIME_TOL", "MEM_TOL",
            "NOT_RECORDED", "NOT_REPRODUCIBLE", "RATIO_TOL", "REPRODUCED", "SAME_FAILURE", "SEVERITY", "SHOWN_ONLY",
