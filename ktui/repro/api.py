@@ -192,7 +192,7 @@ def cached_report(run: Any, kv: Any, options: ReproOptions | None = None) -> Rep
 
 def history(run: Any, kv: Any) -> list[ReproReport]:
     """Every cached reproduction of this kernel version, any settings, newest first."""
-    return [_report(run, kv, e, cached=True) for e in cache.entries_for(kv.sha1)]
+    return [_report(run, kv, e, cached=True) for e in cache.entries_for(kv.sha1, strict=True)]
 
 
 def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,

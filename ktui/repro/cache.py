@@ -133,8 +133,9 @@ def _mac(key: bytes, entry: dict[str, Any]) -> str:
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def _valid_shape(entry: Any) -> bool:
-    """What ktui reads from an entry is there, with the right types (else: re-run)."""
+def _valid_shape(entry: Any, strict: bool = True) -> bool:
+    """What ktui reads from an entry is there, with the right types (else: re-run). Not
+    strict: only the types of what is there (for readers that use .get, e.g. the sweep charts)."""
     if not isinstance(entry, dict) or not isinstance(entry.get("kernel_sha1"), str) \
             or not isinstance(entry.get("key"), str):
         return False
@@ -161,11 +162,13 @@ def _valid_shape(entry: Any) -> bool:
             return False
     c = res.get("correctness")
     if c is not None:
-        if not isinstance(c.get("passed"), bool) or not all(isinstance(c.get(k), int) and not isinstance(c.get(k), bool)
-                                                            for k in ("trials", "trials_passed")):
+        if not isinstance(c.get("passed"), bool):
             return False
+        for k in ("trials", "trials_passed"):
+            if (strict or k in c) and (not isinstance(c.get(k), int) or isinstance(c.get(k), bool)):
+                return False
         for k in ("max_abs_error", "max_rel_error"):
-            if not isinstance(c.get(k), (int, float)) or isinstance(c.get(k), bool):
+            if (strict or k in c) and (not isinstance(c.get(k), (int, float)) or isinstance(c.get(k), bool)):
                 return False
         h = c.get("held_out")
         if h is not None and (not isinstance(h, dict) or not isinstance(h.get("passed"), bool)):
@@ -176,7 +179,7 @@ def _valid_shape(entry: Any) -> bool:
             st = t.get(side)
             if st is not None and (not isinstance(st, dict) or not all(
                     isinstance(st.get(k), (int, float)) and not isinstance(st.get(k), bool)
-                    for k in ("mean_us", "median_us", "min_us", "max_us", "std_us"))):
+                    for k in ("mean_us", "median_us", "min_us", "max_us", "std_us") if strict or k in st)):
                 return False
     b = res.get("build")
     if b is not None and not isinstance(b.get("extensions", []), list):
@@ -184,7 +187,7 @@ def _valid_shape(entry: Any) -> bool:
     return True
 
 
-def _read(p: Path) -> dict[str, Any] | None:
+def _read(p: Path, strict: bool = True) -> dict[str, Any] | None:
     try:
         if p.stat().st_size > 64 << 20:
             return None
@@ -200,7 +203,7 @@ def _read(p: Path) -> dict[str, Any] | None:
         return None
     if not hmac.compare_digest(mac, _mac(key, entry)):
         return None
-    return entry if _valid_shape(entry) else None
+    return entry if _valid_shape(entry, strict) else None
 
 
 def _path(kernel_sha1: str, key: str) -> Path:
@@ -238,8 +241,9 @@ def store(entry: dict[str, Any]) -> Path | None:
         return None
 
 
-def entries_for(kernel_sha1: str) -> list[dict[str, Any]]:
-    """Every verified cached reproduction of one kernel (any settings), newest first."""
+def entries_for(kernel_sha1: str, strict: bool = False) -> list[dict[str, Any]]:
+    """Every verified cached reproduction of one kernel (any settings), newest first (`strict`:
+    only entries complete enough for a verdict)."""
     d = _path(kernel_sha1, "x").parent
     out = []
     try:
@@ -247,7 +251,7 @@ def entries_for(kernel_sha1: str) -> list[dict[str, Any]]:
     except OSError:
         return []
     for f in files:
-        e = _read(f)
+        e = _read(f, strict)
         if e is not None and e.get("kernel_sha1") == kernel_sha1:
             out.append(e)
     out.sort(key=lambda e: e.get("created_ts") if isinstance(e.get("created_ts"), (int, float)) else 0, reverse=True)
