@@ -219,14 +219,14 @@ async def _screen_flow(sweep):
         table = scr.query_one(RunsTable)
         seen = []
         for _ in CHARTS:
-            await pilot.press("p")
+            await pilot.press("C")
             await _settled(pilot)
             seen.append(scr.chart)
             assert view.display and not table.display
         assert seen == list(CHARTS)
-        await pilot.press("p")
+        await pilot.press("C")
         assert scr.chart is None and table.display
-        await pilot.press("p")  # fast_p, then filter on the outcome: the charts follow it
+        await pilot.press("C")  # fast_p, then filter on the outcome: the charts follow it
         await _settled(pilot)
         assert view.charts.runs == 13
         await pilot.press("o")  # passed only
@@ -234,7 +234,7 @@ async def _screen_flow(sweep):
         assert view.charts.runs == 6
         assert {cv.model for cv in view.charts.fast_p.curves} == {"grok-4.3", "test-agent-b", "claude-sonnet-4-5",
                                                                     EVIL_MODEL}
-        await pilot.press("x", "p", "p")  # to the grid
+        await pilot.press("x", "C", "C")  # to the grid
         await _settled(pilot)
         assert scr.chart == "grid"
         g = view.charts.grid
@@ -251,7 +251,7 @@ async def _screen_flow(sweep):
                                                                   "hand/agentb_p28_again.jsonl"]
         await pilot.press("x")
         assert len(table.view) == 13
-        await pilot.press("p", "p", "p")
+        await pilot.press("C", "C", "C")
         await _settled(pilot)
         view.cursor = (g.models.index("grok-4.3"), g.problems.index("L1/P27"))
         await pilot.press("enter")  # one run: the replay screen
@@ -271,7 +271,7 @@ def _press_then_settle(n: int, *keys: str):
     async def run_before(pilot) -> None:
         await _settled(pilot)
         for _ in range(n):
-            await pilot.press("p")
+            await pilot.press("C")
             await _settled(pilot)
         for k in keys:
             await pilot.press(k)

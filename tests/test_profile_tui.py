@@ -74,7 +74,7 @@ def test_p_asks_first_then_says_ncu_is_missing(seed, monkeypatch):
             await pilot.press("p")
             assert screen.state == "confirm" and screen._pending_profile
             assert "Nsight Compute" in _status(screen) and not calls  # nothing ran yet
-            await pilot.press("y")
+            await pilot.press("enter")
             assert await wait_for(pilot, lambda: screen.state == "done")
             assert calls == [1]
             assert "cannot profile" in _status(screen) and N.NOT_FOUND in _status(screen)

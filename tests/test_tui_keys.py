@@ -8,19 +8,22 @@ from pathlib import Path
 import pytest
 
 from ktui.tui.keys import Key, action_name, check_table, help_rows
+from ktui.tui.repro_panel import ReproScreen
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.screens.compare import CompareScreen
 from ktui.tui.screens.replay import ReplayScreen
 from ktui.tui.screens.runs import RunsScreen
 
 SCREENS = [ReplayScreen, CompareScreen, RunsScreen]
+# the screens' keys and those of the panels they open (the repro / profile panel over the replay screen)
+ALL_KEYS = [*SCREENS, ReproScreen]
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
 
 
 def test_the_same_key_means_the_same_thing_on_every_screen():
     meaning: dict[str, tuple[str, str]] = {}
-    for screen in SCREENS:
+    for screen in ALL_KEYS:
         for k in screen.key_table():
             for name in k.names:
                 if name in meaning:
@@ -31,6 +34,19 @@ def test_the_same_key_means_the_same_thing_on_every_screen():
                     meaning[name] = (k.meaning, screen.__name__)
     # the two clashes of the issue are gone
     assert meaning["b"][0] == "scroll_page" and meaning["s"][0] == "toggle_split"
+    # `p` profiles (repro panel); the runs screen's charts are on `C`
+    assert meaning["p"][0] == "profile" and meaning["C"][0] == "cycle_chart"
+    assert meaning["r"][0] == "repro" and meaning["q"][0] == "quit" and meaning["enter"][0] == "go"
+
+
+def test_the_repro_panel_binds_its_table():
+    table = ReproScreen.key_table()
+    assert {(b.key, b.action) for b in ReproScreen.BINDINGS} == {(k.keys, k.action) for k in table}
+    for k in table:
+        assert callable(getattr(ReproScreen, f"action_{action_name(k.action)}", None)), k
+        assert k.help, k
+    shown = {b.key: b.description for b in ReproScreen.BINDINGS if b.show}
+    assert shown == {"escape": "cancel / close", "r": "re-run", "p": "profile (ncu)"}
 
 
 @pytest.mark.parametrize("screen", SCREENS, ids=lambda s: s.__name__)
@@ -58,15 +74,15 @@ def test_a_key_bound_twice_in_one_table_is_refused():
 
 
 def test_adding_a_key_is_one_table_row():
-    class WithCharts(RunsScreen):
-        KEYS = [*RunsScreen.KEYS, Key("C", "charts", "charts of the sweep", footer="charts")]
+    class WithExport(RunsScreen):
+        KEYS = [*RunsScreen.KEYS, Key("E", "export", "export the filtered runs", footer="export")]
 
-        def action_charts(self) -> None:
-            self.charts_shown = True
+        def action_export(self) -> None:
+            self.exported = True
 
-    assert any(b.key == "C" and b.action == "charts" and b.show for b in WithCharts.BINDINGS)
-    assert ("C", "charts of the sweep") in help_rows(WithCharts.key_table())
-    assert not any(b.key == "C" for b in RunsScreen.BINDINGS)
+    assert any(b.key == "E" and b.action == "export" and b.show for b in WithExport.BINDINGS)
+    assert ("E", "export the filtered runs") in help_rows(WithExport.key_table())
+    assert not any(b.key == "E" for b in RunsScreen.BINDINGS)
 
 
 @pytest.mark.skipif(not SEED.is_file(), reason="bundled seed trace missing")

@@ -5,7 +5,7 @@ the table into Textual ``BINDINGS`` when the class is created, the ``?`` help li
 rows and the command palette offers them. Adding a key to a screen is one ``Key`` line (and
 its ``action_*`` method)::
 
-    Key("C", "charts", "charts of the sweep (outcomes, speedups per model)", footer="charts"),
+    Key("E", "export", "export the filtered runs as CSV", footer="export"),
 
 One key means one thing everywhere: a key's *meaning* is the name of its action (``pane`` in
 ``pane('turn')``), and ``tests/test_tui_keys.py`` checks that no key is bound to two meanings

@@ -53,7 +53,7 @@ def ask(screen: Any) -> None:
         f"group, {opts.timeout:g} s per stage. One forward after a warm-up is profiled; ncu replays each of its "
         f"kernels once per counter group (tens of passes), with --clock-control none and caches flushed "
         f"before every pass."))
-    screen._hint("y / enter: profile  ·  n / esc: cancel")
+    screen._hint("enter: profile  ·  esc: cancel")
 
 
 def start_profile(screen: Any) -> None:

@@ -32,7 +32,6 @@ from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, ProgressBar, Static
@@ -44,6 +43,7 @@ from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
 from ktui.trace.text import sanitize
 from ktui.tui.errors import report as report_error
+from ktui.tui.keys import Key, bindings, check_table
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 
@@ -85,14 +85,17 @@ def render_report_text(report: ReproReport, width: int = 110) -> Text:
 class ReproScreen(ModalScreen["ReproReport | None"]):
     """Re-run one kernel version; shows progress, then recorded vs reproduced."""
 
-    BINDINGS = [
-        Binding("escape", "back", "cancel / close"),
-        Binding("y,enter", "confirm", "run", show=False),
-        Binding("n", "back", "no", show=False),
-        Binding("r", "rerun", "re-run"),
-        Binding("p", "profile", "profile (ncu)"),
-        Binding("q", "close", "close", show=False),
+    # one key, one meaning across the app (tests/test_tui_keys.py): enter goes (runs when asked),
+    # esc goes back (cancels, else closes), r re-runs, p profiles, q quits (killing a running worker)
+    KEYS = [
+        Key("escape", "back", "cancel the run (kills the worker), else close the panel", footer="cancel / close"),
+        Key("enter", "go", "run (when asked to confirm)"),
+        Key("r", "repro", "re-run the kernel (fresh)", footer="re-run"),
+        Key("p", "profile", "profile the kernel and its reference under Nsight Compute", footer="profile (ncu)"),
+        Key("q", "quit", "quit (a running worker is killed first)"),
     ]
+    check_table(KEYS)
+    BINDINGS = bindings(KEYS)
     DEFAULT_CSS = """
     ReproScreen { align: center middle; }
     ReproScreen > Vertical { width: 90%; height: 90%; border: round $accent; padding: 0 1;
@@ -188,7 +191,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             f"stable · correctness: {opts.correctness_trials} seeded trials + 1 held-out\n\n"
             "Results are cached under ~/.cache/ktui/repro (never written into the trace), signed so that "
             "trace code cannot forge them."))
-        self._hint("y / enter: run  ·  n / esc: cancel")
+        self._hint("enter: run  ·  esc: cancel")
 
     def _start(self) -> None:
         setattr(self.app, _CONFIRMED_ATTR, True)
@@ -242,7 +245,11 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self._hint("esc: close")
 
     # ---- actions ------------------------------------------------------------------------------------
-    def action_confirm(self) -> None:
+    @classmethod
+    def key_table(cls) -> list[Key]:
+        return list(cls.KEYS)
+
+    def action_go(self) -> None:
         if self.state == "confirm":
             if getattr(self, "_pending_profile", False):
                 from ktui.tui.profile_panel import start_profile
@@ -256,7 +263,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
 
         request_profile(self)
 
-    def action_rerun(self) -> None:
+    def action_repro(self) -> None:
         if self.state == "done":
             self.options = replace(self.options, fresh=True)
             self._start()
@@ -275,11 +282,10 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             return
         self.dismiss(self.report)
 
-    def action_close(self) -> None:
-        if self.state in ("running", "cancelling"):
-            self.action_back()
-            return
-        self.dismiss(self.report)
+    def action_quit(self) -> None:
+        if self._cancel is not None and self.state in ("running", "cancelling"):
+            self._cancel.set()  # the worker's process group is killed before the app goes
+        self.app.exit()
 
 
 def open_repro_panel(screen: Screen, run: Run, version: str = "final",

@@ -10,7 +10,7 @@ SweepIndex`, served from the index cache when it can) and posts batches to the s
 - ``enter`` opens the run in the replay screen
 - ``z`` hides or shows the per-model aggregates, ``i`` lists the problems found in the tree
 - ``v`` verifies the marked runs (or all shown): a "reproduced" column fills in (:mod:`ktui.tui.verify_runs`)
-- ``p`` cycles the charts of the filtered runs (fast_p, speedups, model x problem grid, first
+- ``C`` cycles the charts of the filtered runs (fast_p, speedups, model x problem grid, first
   correct kernel) and back to the table; ``enter`` on a grid cell lists its runs (or opens the one)
 
 The keys are the screen's table (``KEYS``: bindings, help and palette at once).
@@ -116,7 +116,7 @@ class RunsScreen(KtuiScreen):
         Key("H", "scroll_sideways(-8)", "scroll the table and the aggregates left / right", label="H / L",
             title="scroll left"),
         Key("L", "scroll_sideways(8)", "", title="scroll right"),
-        Key("p", "cycle_chart", "cycle the charts: fast_p, speedups, model × problem grid, first correct, table",
+        Key("C", "cycle_chart", "cycle the charts: fast_p, speedups, model × problem grid, first correct, table",
             footer="charts"),
         Key("i", "issues", "the problems found in the tree"),
         Key("v", "verify", "verify the marked runs (or all shown): re-run their kernels, fill in 'reproduced'"),
