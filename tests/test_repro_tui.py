@@ -190,3 +190,23 @@ def test_a_failing_lookup_is_reported_and_the_panel_still_offers_a_run(cache, mo
             assert any("cache index unreadable" in m and sev == "error" for m, sev in seen)
 
     asyncio.run(go())
+
+
+def test_q_in_the_panel_quits_and_kills_a_running_kernel(cache):
+    run = load("cpu_hang")
+    kv = run.kernel("v1")
+    opts = ReproOptions(device="cpu", trials=5, timeout=120)
+    exits = []
+
+    async def go():
+        screen = ReproScreen(run, kv, opts, confirm=False)
+        app = Host(screen)
+        app.exit = lambda *a, **k: exits.append(screen._cancel.is_set())  # record, keep the app to watch
+        async with app.run_test(size=(140, 50)) as pilot:
+            assert await wait_for(pilot, lambda: "correctness" in str(screen.query_one("#repro-status").render()))
+            await pilot.press("q")
+            assert await wait_for(pilot, lambda: screen.state == "done", timeout=30)
+            assert screen.report.verdict == "cancelled"  # the worker was killed
+
+    asyncio.run(go())
+    assert exits == [True]  # q quits (the app's exit), after the worker's cancel was set
