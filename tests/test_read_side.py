@@ -171,7 +171,7 @@ def test_pager_key_hands_safe_raw_lines(tmp_path):
                 await pilot.pause(0.05)
                 if getattr(app.screen, "run", None) is not None:
                     break
-            await pilot.press("t")
+            await pilot.press("T")
             for _ in range(40):
                 await pilot.pause(0.05)
                 if said:

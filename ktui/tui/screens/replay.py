@@ -143,7 +143,7 @@ class ReplayScreen(KtuiScreen):
         Key("m", "mark", "Kernels: mark the selected version as the diff base (any two versions)"),
         Key("u", "unmark", "Kernels: clear the diff base"),
         Key("e", "toggle_fold", "expand / fold long blocks (outputs, prompts, code)"),
-        Key("t", "pager", "the turn's raw trace lines in $PAGER"),
+        Key("T", "pager", "the turn's raw trace lines in $PAGER"),
         Key("slash", "search", "search (regex over the turn's text, code and results)", footer="search"),
         Key("enter", "go", "next / previous match", label="enter / shift+enter", title="next match"),
         Key("shift+enter", "prev_match", "", title="previous match"),
