@@ -531,6 +531,8 @@ def test_cli_without_ncu_says_so_in_one_line(tmp_path):
     assert len(lines) == 1 and NOT_FOUND in lines[0]
 
 
+# ncu and the profiled worker get the repro runner's allow-listed environment (runner.judge_env):
+# the stand-in's switches are KTUI_ variables because any other name is dropped on the way to it.
 FAKE_NCU = r'''#!{python}
 """A stand-in for ncu (tests only): runs the application like ncu does, writes ncu's log lines."""
 import os, subprocess, sys
@@ -547,7 +549,7 @@ while i < len(a) and a[i].startswith("--"):
         opts[a[i]] = a[i + 1]; i += 2
     else:
         i += 1
-if os.environ.get("FAKE_NCU_MODE") == "report":
+if os.environ.get("KTUI_TEST_FAKE_NCU_MODE") == "report":
     # stand in for ncu AND a GPU: answer as the profiled worker would, and write a real captured report
     import json, shutil
     req = json.load(open(a[-1]))
@@ -557,18 +559,19 @@ if os.environ.get("FAKE_NCU_MODE") == "report":
     print(json.dumps({{"event": "result", "status": "completed", "environment": {{"gpu": "NVIDIA H200"}},
                       "profile": {{"side": side, "warmup": req["profile"]["warmup"], "forwards_profiled": 1}}}}),
           flush=True)
-    src = os.path.join(os.environ["FAKE_NCU_FIXTURES"], "raw_seed_v4.csv" if side == "kernel" else "raw_seed_ref.csv")
+    src = os.path.join(os.environ["KTUI_TEST_FAKE_NCU_FIXTURES"],
+                       "raw_seed_v4.csv" if side == "kernel" else "raw_seed_ref.csv")
     shutil.copy(src, opts["--export"] + ".ncu-rep")
     # the real line's shape under --launch-count N (H200 run 1)
     open(opts["--log-file"], "w").write('==PROF== Profiling "k" - 0 (1/' + opts["--launch-count"] +
                                         '): 0%....50%....100% - 12 passes\n')
     sys.exit(0)
-if os.environ.get("FAKE_NCU_MODE") == "hang":
-    open(os.environ["FAKE_NCU_PIDFILE"], "w").write(str(os.getpid()))
+if os.environ.get("KTUI_TEST_FAKE_NCU_MODE") == "hang":
+    open(os.environ["KTUI_TEST_FAKE_NCU_PIDFILE"], "w").write(str(os.getpid()))
     print('{{"event": "ready"}}', flush=True)
     import time
     time.sleep(300)
-if os.environ.get("FAKE_NCU_MODE") == "perm":
+if os.environ.get("KTUI_TEST_FAKE_NCU_MODE") == "perm":
     open(opts["--log-file"], "w").write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                                         "NVIDIA GPU Performance Counters on the target device 0.\n")
     sys.exit(1)
@@ -596,7 +599,7 @@ def _no_gpu() -> bool:
 def test_cli_with_ncu_but_no_gpu_or_no_counters(tmp_path, mode, needle):
     """The real worker under a stand-in ncu: no GPU (or no counter access) is one line and exit 1."""
     env = dict(os.environ, KTUI_NCU=str(_fake_ncu(tmp_path)), KTUI_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=str(REPO), FAKE_NCU_MODE=mode)
+               PYTHONPATH=str(REPO), KTUI_TEST_FAKE_NCU_MODE=mode)
     out = subprocess.run([sys.executable, "-m", "ktui", "repro", str(SEED), "--version", "v4", "--profile"],
                          capture_output=True, text=True, env=env, timeout=180)
     assert out.returncode == 1, out.stderr
@@ -615,6 +618,22 @@ def test_cli_with_ncu_but_no_gpu_or_no_counters(tmp_path, mode, needle):
 
 def _py(code: str) -> list[str]:
     return [sys.executable, "-c", code]
+
+
+def test_run_target_environment_is_the_allow_list(tmp_path, monkeypatch):
+    """ncu and the profiled worker (which runs trace code) see an allow-listed environment: a
+    credential or an unlisted variable does not reach them; ktui's own settings and PATH do."""
+    from ktui.repro.profile.run import run_target
+
+    monkeypatch.setenv("KTUI_PROFILE_ENV_PROBE", "kept")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "leak")
+    monkeypatch.setenv("FAKE_NCU_MODE", "unlisted")
+    show = ("import json, os, sys; print(json.dumps({'event': 'result', 'status': 'completed', "
+            "'env': sorted(os.environ)}), flush=True)")
+    res = run_target(_py(show), {}, cwd=tmp_path, compile_timeout=60, run_timeout=60)
+    assert res["status"] == "completed", res
+    assert "KTUI_PROFILE_ENV_PROBE" in res["env"] and "PATH" in res["env"]
+    assert "AWS_SECRET_ACCESS_KEY" not in res["env"] and "FAKE_NCU_MODE" not in res["env"]
 
 
 def test_run_target_deadline_cancel_crash_and_junk(tmp_path):
@@ -693,7 +712,7 @@ def test_cli_profile_end_to_end_with_a_stand_in_ncu(tmp_path):
     """The whole command (both sides, read-back, rows, roofline, text and --json) with a stand-in
     for ncu + GPU that answers with the real captured H200 reports."""
     env = dict(os.environ, KTUI_NCU=str(_fake_ncu(tmp_path)), KTUI_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=str(REPO), FAKE_NCU_MODE="report", FAKE_NCU_FIXTURES=str(FIX))
+               PYTHONPATH=str(REPO), KTUI_TEST_FAKE_NCU_MODE="report", KTUI_TEST_FAKE_NCU_FIXTURES=str(FIX))
     cmd = [sys.executable, "-m", "ktui", "repro", str(SEED), "--version", "v4", "--profile"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
     assert out.returncode == 1, out.stderr  # rows differ from the page
@@ -721,7 +740,7 @@ def test_sigterm_ends_ncu_and_the_worker(tmp_path):
 
     pidfile = tmp_path / "pid"
     env = dict(os.environ, KTUI_NCU=str(_fake_ncu(tmp_path)), KTUI_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=str(REPO), FAKE_NCU_MODE="hang", FAKE_NCU_PIDFILE=str(pidfile))
+               PYTHONPATH=str(REPO), KTUI_TEST_FAKE_NCU_MODE="hang", KTUI_TEST_FAKE_NCU_PIDFILE=str(pidfile))
     proc = subprocess.Popen([sys.executable, "-m", "ktui", "repro", str(SEED), "--version", "v4", "--profile"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     end = time.monotonic() + 60
