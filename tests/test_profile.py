@@ -651,7 +651,8 @@ def test_run_target_deadline_cancel_crash_and_junk(tmp_path):
     threading.Timer(1.0, cancel.set).start()
     res = run_target(_py(hang), {}, cwd=tmp_path, compile_timeout=60, run_timeout=60, cancel=cancel, label="kernel")
     assert res["status"] == "cancelled" and "kernel startup" in res["failure"]["message"]
-    res = run_target(_py("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"), {}, cwd=tmp_path,
+    # a real fault (the worker may be its PID namespace's init, which ignores signals sent by kill())
+    res = run_target(_py("import ctypes; ctypes.string_at(0)"), {}, cwd=tmp_path,
                      compile_timeout=30, run_timeout=30)
     assert res["failure"]["kind"] == "crash" and "SIGSEGV" in res["failure"]["message"]
     junk = ("import json, sys; sys.stdin.read(); print('not json'); print('[1, 2]'); "
@@ -722,6 +723,8 @@ def test_cli_profile_end_to_end_with_a_stand_in_ncu(tmp_path):
     assert "reference: 1 launch (index_elementwise_kernel<…>)" in text
     assert "ld sectors / req" in text and "impossible" in text and "FLOP/byte" in text
     assert "latency-bound" in text and "--clock-control none" in text
+    # the stand-in never ran the worker: no protections are claimed for it, and it says so
+    assert "sandbox (kernel, ncu and the worker): the profiled worker did not report its sandbox" in text
     out = subprocess.run(cmd + ["--json", "--clock-control", "base"], capture_output=True, text=True, env=env,
                          timeout=180)
     d = json.loads(out.stdout)
@@ -747,16 +750,82 @@ def test_sigterm_ends_ncu_and_the_worker(tmp_path):
     while not pidfile.exists() and time.monotonic() < end:
         time.sleep(0.1)
     assert pidfile.exists()
-    child = int(pidfile.read_text())
+    # the pid it wrote is its PID namespace's: find it by its command line in this namespace's /proc
+    children = _pids_running(str(tmp_path / "ncu"))
+    assert children, "the stand-in ncu is not running"
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "profile cancelled" in err
     end = time.monotonic() + 10
-    while time.monotonic() < end:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
+    while _pids_running(str(tmp_path / "ncu")) and time.monotonic() < end:
         time.sleep(0.1)
-    else:
-        raise AssertionError("the stand-in ncu outlived ktui")
+    assert not _pids_running(str(tmp_path / "ncu")), "the stand-in ncu outlived ktui"
+
+
+def _pids_running(needle: str) -> list[int]:
+    out = []
+    for n in os.listdir("/proc"):
+        if not n.isdigit():
+            continue
+        try:
+            with open(f"/proc/{n}/cmdline", "rb") as fh:
+                args = fh.read().decode("utf-8", "replace").split("\0")
+            with open(f"/proc/{n}/stat") as fh:
+                zombie = fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except (OSError, IndexError):
+            continue
+        if needle in args and not zombie:
+            out.append(int(n))
+    return out
+
+
+def test_profiled_target_is_sandboxed(tmp_path, monkeypatch):
+    """ncu and the profiled target run in the repro workers' sandbox: the target (the real one's
+    main, with hostile code in place of the GPU work, under the stand-in ncu that runs it) cannot
+    read a secret from the environment, read a credential folder or write into the user's home;
+    ncu still writes its log into the sandbox's temp dir, which ktui reads back."""
+    from ktui.repro.harness import sandbox
+    from ktui.repro.profile import ncu as N
+    from ktui.repro.profile.run import run_target
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE-KEY")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MY_API_TOKEN", "s3cret-token")
+    monkeypatch.setenv("KTUI_TEST_FAKE_NCU_MODE", "run")
+    hostile = ("import os\n"
+               "import ktui.repro.profile.target as T\n"
+               "def hostile(self, h):\n"
+               "    p = self.result['probe'] = {'env': {k: v for k, v in os.environ.items() if 's3cret' in v}}\n"
+               f"    home = {str(home)!r}\n"
+               "    try:\n"
+               "        open(os.path.join(home, 'pwned'), 'w').write('x'); p['wrote_home'] = True\n"
+               "    except OSError as exc:\n"
+               "        p['wrote_home'] = str(exc)\n"
+               "    try:\n"
+               "        p['key'] = open(os.path.join(home, '.ssh', 'id_rsa')).read()\n"
+               "    except OSError as exc:\n"
+               "        p['key'] = 'unreadable: ' + str(exc)\n"
+               "    open(os.path.join(self.work_dir, 'mine'), 'w').write('ok')\n"
+               "T.Target._run = hostile\n"
+               "T.main()\n")
+    work = tmp_path / "work"
+    (work / "ncu").mkdir(parents=True)
+    argv = N.profile_command(str(_fake_ncu(tmp_path)), work / "ncu", [sys.executable, "-c", hostile])
+    res = run_target(argv, {}, cwd=work, compile_timeout=120, run_timeout=120)
+    assert res["status"] == "completed", res
+    assert res["probe"]["env"] == {}
+    assert (work / "mine").read_text() == "ok"
+    assert (work / "ncu" / "ncu.log").read_text().startswith("==PROF==")  # ncu wrote after the target
+    assert "allow-listed env" in res["sandbox"]
+    if not sandbox.detect()["namespaces"]:
+        pytest.skip("no user namespaces here: " + sandbox.detect()["why"])
+    assert res["probe"]["wrote_home"] is not True and not (home / "pwned").exists()
+    assert "PRIVATE-KEY" not in res["probe"]["key"]
+    assert "PID namespace" in res["sandbox"] and "read-only filesystem except its temp dir and /dev" in res["sandbox"]
+    assert any("hidden" in w for w in res["sandbox"]) and "capabilities dropped" in res["sandbox"]
+    # a worker's report of the wrong shape cannot break the words
+    from ktui.repro.profile.run import sandbox_words
+
+    assert "allow-listed env" in sandbox_words({"sandbox_report": {"masked": 5, "mounts": "yes"}}, True)

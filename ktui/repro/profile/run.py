@@ -7,10 +7,14 @@
     report.roofline      # peaks, ridge, points, "chart" (lines of text)
 
 Each side (kernel, then reference) is one worker process run under ncu (see
-:mod:`ktui.repro.profile.ncu`) with the repro runner's isolation: a fresh temporary directory,
-its own process group, secrets removed from the environment, a deadline per stage, cancel
-kills the group. ncu writes its report and log into a separate temporary directory, read
-back with ``ncu --import``. Nothing here imports torch.
+:mod:`ktui.repro.profile.ncu`), and the whole command runs in the repro workers' sandbox
+(:mod:`ktui.repro.harness.sandbox`): sandbox(ncu ... python -m ktui.repro.profile.target), with
+HOME/TMPDIR in a fresh temp dir, an allow-listed environment, namespaces where this machine
+allows them; the target's prologue makes every mount read-only but that temp dir and hides ktui's
+cache and credential folders (for ncu too: they share the mount namespace). ncu writes its report
+and log inside the temp dir; the parent reads them back with ``ncu --import``. A deadline per
+stage; cancel kills the tree. The report's notes say which protections were in force, in the
+sandbox's own words. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ class SideProfile:
     wall_seconds: float | None = None
     worker: dict[str, Any] = field(default_factory=dict)  # the worker's result (correctness, stages...)
     command: list[str] = field(default_factory=list)
+    sandbox: list[str] = field(default_factory=list)  # what was in force around ncu + the worker, in words
 
 
 @dataclass
@@ -121,16 +126,39 @@ STAGE_WEIGHTS = {"startup": 10, "build": 40, "reference": 5, "check": 10, "profi
 COMPILE_STAGES = ("startup", "build")
 
 
-def _env() -> dict[str, str]:
-    """The repro worker's environment (secrets removed, ktui importable)."""
-    from ktui.repro import runner
+def sandbox_spec(cwd: Path, device: str | None = None) -> Any:
+    """The repro workers' sandbox for one profiled side: ``cwd`` is its only writable folder (ncu's
+    report and log go there too), HOME/TMPDIR inside it, ktui's cache and the credential folders
+    hidden, an allow-listed environment plus ktui's own (non-secret) ``KTUI_`` settings."""
+    from ktui.repro import cache
+    from ktui.repro.harness import sandbox
 
-    return runner.scrubbed_env()
+    pkg_root = str(Path(__file__).resolve().parents[3])
+    pp = [pkg_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    extra = {k: v for k, v in os.environ.items()
+             if k.startswith("KTUI_") and k != sandbox.SPEC_ENV and not sandbox._SECRETISH.search(k)}
+    masks = sandbox.default_masks([str(cache.cache_root())])
+    return sandbox.Spec(str(cwd), mask=masks, device=device or "cuda", env=extra, python_path=pp)
+
+
+def sandbox_words(res: dict[str, Any], namespaces: bool) -> list[str]:
+    """What was in force around the profiled worker, in the sandbox's own words (only what its
+    prologue reported; no watchdog runs here, so none is claimed)."""
+    from ktui.repro.harness import sandbox
+
+    report = res.get("sandbox_report")
+    if not isinstance(report, dict):
+        return ["the profiled worker did not report its sandbox" + (" (launched in namespaces)" if namespaces
+                                                                     else " (no namespaces)")]
+    # only the shapes the prologue reports (the worker's words are data: a wrong type is dropped)
+    clean = {k: bool(v) for k, v in report.items() if isinstance(v, bool)}
+    clean.update({k: list(v) for k, v in report.items() if isinstance(v, list)})
+    return [w for w in sandbox.describe(clean, namespaces) if "watchdog" not in w] + ["rlimits"]
 
 
 def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_timeout: float, run_timeout: float,
                on_progress: Callable[[Any], None] | None = None, cancel: threading.Event | None = None,
-               label: str = "", finish_timeout: float = 180.0) -> dict[str, Any]:
+               label: str = "", finish_timeout: float = 180.0, device: str | None = None) -> dict[str, Any]:
     """Run the profiled worker (``argv``: ncu + ``python -m ktui.repro.profile.target``; the
     request file's path is appended) for one request: its own process group and temporary
     directory, a deadline per stage, ``cancel`` kills the group. After the worker's result it waits
@@ -146,9 +174,16 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
     err_path = cwd / "worker.stderr"
     req_path = cwd / "request.json"  # a file, not stdin: ncu sits between ktui and the worker
     req_path.write_text(json.dumps({**request, "work_dir": str(cwd)}), encoding="utf-8")
+    from ktui.repro.harness import sandbox
+
+    spec = sandbox_spec(cwd, device)
+    os.makedirs(os.path.join(spec.work_dir, "tmp"), exist_ok=True)
+    namespaces = bool(sandbox.detect()["namespaces"])
+    # the whole command (ncu in front of the worker) runs in the sandbox: sandbox(ncu ... python -m target)
+    cmd = sandbox.command(spec, [*argv, str(req_path)])
     with open(err_path, "wb") as err:
-        proc = subprocess.Popen([*argv, str(req_path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=err, cwd=str(cwd), env=_env(), start_new_session=True)
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, cwd=spec.work_dir,
+                                env=sandbox.worker_env(spec), preexec_fn=sandbox._preexec(spec), close_fds=True)
     lines: queue.Queue[bytes | None] = queue.Queue()
 
     def reader() -> None:
@@ -160,19 +195,21 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
     threading.Thread(target=reader, daemon=True).start()
 
     def kill() -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        sandbox.kill_tree(proc)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
 
+    sandbox_report: list[Any] = [None]
+
     def failed(kind: str, message: str, stage: str | None) -> dict[str, Any]:
-        return {"status": "cancelled" if kind == "cancelled" else "failed",
-                "failure": {"stage": stage or "startup", "kind": kind, "message": message, "fatal": True},
-                "stderr_tail": _tail(err_path), "wall_seconds": round(time.monotonic() - t0, 3)}
+        res = {"status": "cancelled" if kind == "cancelled" else "failed",
+               "failure": {"stage": stage or "startup", "kind": kind, "message": message, "fatal": True},
+               "stderr_tail": _tail(err_path), "wall_seconds": round(time.monotonic() - t0, 3)}
+        res["sandbox_report"] = sandbox_report[0]
+        res["sandbox"] = sandbox_words(res, namespaces)
+        return res
 
     stage: str | None = "startup"
     done = 0.0
@@ -214,7 +251,9 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
                 continue
             kind = ev.get("event")
             msg = None
-            if kind == "stage" and ev.get("state") == "start":
+            if kind == "ready" and isinstance(ev.get("sandbox"), dict) and sandbox_report[0] is None:
+                sandbox_report[0] = ev["sandbox"]  # the first ready event only: the worker's prologue
+            elif kind == "stage" and ev.get("state") == "start":
                 stage = str(ev.get("stage"))
                 deadline = time.monotonic() + (compile_timeout if stage in COMPILE_STAGES else run_timeout)
                 msg = f"{stage}…"
@@ -232,6 +271,8 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
                                                        "worker's result: killed")
                 res["wall_seconds"] = round(time.monotonic() - t0, 3)
                 res["returncode"] = proc.returncode
+                res["sandbox_report"] = sandbox_report[0]
+                res["sandbox"] = sandbox_words(res, namespaces)
                 if res.get("status") != "completed":
                     res["stderr_tail"] = _tail(err_path)
                 return res
@@ -259,22 +300,27 @@ def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileO
     """One side (the kernel's forward, or the reference's) under ncu, read back and summed."""
     metrics = list(metrics or NCU_METRICS)
     root = Path(tempfile.mkdtemp(prefix="ktui-ncu-"))
-    out_dir, work = root / "ncu", root / "work"
-    out_dir.mkdir()
+    work = root / "work"
+    out_dir = work / "ncu"  # inside the sandbox's writable temp dir: ncu runs in the sandbox too
     try:
         for attempt in range(2):
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir()
+            out_dir.mkdir()
             req = dict(request)
             req["profile"] = {"side": side, "warmup": int(options.warmup)}
+            # ktui's cache is hidden from the sandbox: the kernel builds in the worker's own temp dir
+            req["build_root"] = str(work / "build")
             argv = N.profile_command(ncu, out_dir, [sys.executable, "-m", "ktui.repro.profile.target"],
                                      clock_control=options.clock_control, metrics=metrics,
                                      max_launches=options.max_launches)
             res = run_target(argv, req, cwd=work, compile_timeout=options.compile_timeout or options.timeout,
-                             run_timeout=options.timeout, on_progress=on_progress, cancel=cancel, label=side)
+                             run_timeout=options.timeout, on_progress=on_progress, cancel=cancel, label=side,
+                             device=options.device)
             log = _read(out_dir / "ncu.log")
             sp = SideProfile(side=side, status="completed", wall_seconds=res.get("wall_seconds"), command=argv)
             sp.worker = {k: v for k, v in res.items() if k not in ("stderr_tail",)}
+            sp.sandbox = list(res.get("sandbox") or [])
             sp.passes = parse_passes(log)
             if res.get("status") == "cancelled":
                 sp.status, sp.message = "cancelled", _failure_line(res)
@@ -378,6 +424,9 @@ def build_report(trace: str, version: str, sha1: str, sides: dict[str, SideProfi
     if hw and env.get("gpu") and hw.strip() != str(env["gpu"]).strip():
         rep.notes.append(f"recorded on {hw}, profiled on {env['gpu']}: peaks and throughputs are not expected "
                          f"to match")
+    for s in sides.values():
+        if s.sandbox:
+            rep.notes.append(f"sandbox ({s.side}, ncu and the worker): " + ", ".join(s.sandbox))
     rep.notes.append(f"clock control: {options.clock_control} (ncu --clock-control {options.clock_control}); "
                      f"caches flushed before every replay pass (--cache-control all)")
     passes = [max(s.passes.values()) for s in sides.values() if s.passes]

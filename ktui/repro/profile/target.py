@@ -221,6 +221,11 @@ def _protocol_stream():
 
 
 def main() -> None:
+    from ktui.repro.harness import sandbox
+
+    # before torch or any trace code: read-only mounts but the temp dir, hidden cache and
+    # credentials, capabilities dropped (in force for ncu too: it shares the mount namespace)
+    report = sandbox.enter()
     proto = _protocol_stream()
 
     def emit(ev: dict) -> None:
@@ -230,7 +235,7 @@ def main() -> None:
             proto.write(json.dumps(json.loads(json.dumps(ev, default=str)), default=str) + "\n")
         proto.flush()
 
-    emit({"event": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    emit({"event": "ready", "pid": os.getpid(), "python": sys.version.split()[0], "sandbox": report})
     code = 0
     try:
         if len(sys.argv) < 2:
