@@ -439,9 +439,11 @@ def drop_capabilities():
     prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
-def enter():
+def enter(private_shm=True):
     """The worker's prologue: call before importing torch or loading any trace code.
-    Returns what is in force (data for the judge's words)."""
+    `private_shm=False` keeps /dev/shm as the process that started this one sees it (a profiled
+    target shares it with ncu, which runs in the same sandbox). Returns what is in force (data
+    for the judge's words)."""
     report = {"pdeathsig": set_pdeathsig(signal.SIGKILL), "pid_namespace": False, "mounts": False,
               "read_only": 0, "read_only_failed": [], "masked": [], "writable": [], "caps_dropped": False,
               "net_namespace": False, "dev_writable": False, "errors": []}
@@ -489,7 +491,7 @@ def enter():
             report["errors"].append(str(exc))
         finally:
             os.close(fd)
-    if os.path.isdir("/dev/shm"):
+    if private_shm and os.path.isdir("/dev/shm"):
         try:
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=1777")
             ours.add("/dev/shm")

@@ -180,7 +180,10 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
     os.makedirs(os.path.join(spec.work_dir, "tmp"), exist_ok=True)
     namespaces = bool(sandbox.detect()["namespaces"])
     # the whole command (ncu in front of the worker) runs in the sandbox: sandbox(ncu ... python -m target)
-    cmd = sandbox.command(spec, [*argv, str(req_path)])
+    # netup brings the namespace's own loopback up first (ncu may use localhost to reach its
+    # injected library; no other interface exists there), then execs ncu
+    netup = [sys.executable, "-m", "ktui.repro.profile.netup"] if namespaces else []
+    cmd = sandbox.command(spec, [*netup, *argv, str(req_path)])
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, cwd=spec.work_dir,
                                 env=sandbox.worker_env(spec), preexec_fn=sandbox._preexec(spec), close_fds=True)

@@ -225,7 +225,8 @@ def main() -> None:
 
     # before torch or any trace code: read-only mounts but the temp dir, hidden cache and
     # credentials, capabilities dropped (in force for ncu too: it shares the mount namespace)
-    report = sandbox.enter()
+    # /dev/shm stays shared with ncu (same sandbox), so ncu's segments stay visible to its library
+    report = sandbox.enter(private_shm=False)
     proto = _protocol_stream()
 
     def emit(ev: dict) -> None:
