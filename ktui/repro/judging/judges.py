@@ -448,7 +448,6 @@ CHECK_TITLES = {
     "physical_floor": "faster than the memory allows",
     "tampering": "tampers with other tensors",
     "fresh_output": "reused, aliased or fake output",
-    "precision_flags": "global precision flags changed",
 }
 
 
