@@ -213,6 +213,8 @@ class BuildPatch:
         self.ext_root = ext_root
         self.key = key
         self.built = []  # (original name, unique name, seconds)
+        self.failed = []  # builds that raised: {name, error} (the kernel may catch that and fall back)
+        self.modules = []  # the extension modules the kernel got back
         self._saved = None
 
     def unique(self, name):
@@ -235,9 +237,12 @@ class BuildPatch:
             ba.arguments["build_directory"] = bdir
             t0 = now()
             try:
-                return orig(*ba.args, **ba.kwargs)
+                mod = orig(*ba.args, **ba.kwargs)
+                patch.modules.append(mod)
+                return mod
             except Exception as exc:
                 text = str(exc).replace(uname, name)
+                patch.failed.append({"name": name, "error": compile_error_text(text) or one_line(text, 300)})
                 raise StageFailure("build", "compile_error", compile_error_text(text) or one_line(text),
                                    detail=text[-6000:]) from None
             finally:

@@ -79,6 +79,10 @@ class Context:
     def build_info(self):
         return self.server.build_info
 
+    @property
+    def ext_modules(self):
+        return self.server.ext_modules
+
 
 class Server:
     def __init__(self, role, sock, report):
@@ -94,6 +98,7 @@ class Server:
         self.slots = {}
         self.wall_out = []
         self.build_info = None
+        self.ext_modules = []
         self.req_id = 0
         self._last_progress = 0.0
         self.import_error = None
@@ -251,11 +256,14 @@ class Server:
             mod = guarded("build", load_source, f"ktui_kernel_{sha[:12]}", code,
                           os.path.join(os.getcwd(), f"kernel_{sha[:12]}.py"), self.shims)
         self.module = mod
+        self.ext_modules = [m for m in patch.modules if m is not None]
         self.build_info = {"key": key, "dir": ext_root, "seconds": round_(now() - t0, 3),
                            "cached": bool(cached_before and patch.built),
                            "extensions": [{"name": str(b["name"]), "unique_name": str(b["unique_name"]),
                                            "seconds": float(b["seconds"] or 0.0)} for b in patch.built],
-                           "arch_list": arch or None, "has_model": getattr(mod, "ModelNew", None) is not None}
+                           "arch_list": arch or None, "has_model": getattr(mod, "ModelNew", None) is not None,
+                           "failed_builds": [{"name": str(b["name"]), "error": str(b["error"])[:300]}
+                                             for b in patch.failed][:16]}
         return self.build_info
 
     def op_init(self, args, fds, out):
