@@ -102,6 +102,11 @@ def test_correct_cpu_kernel(reports):
     assert r.result["correctness"]["held_out"]["passed"]
     assert r.result["timing"]["kernel"]["mean_us"] > 0
     assert not r.comparison.flags
+    # the ghost run: with relu_ext's functions replaced by raising stubs the kernel fails (it does the work)
+    ghost = next(c for c in r.result["checks"] if c["name"] == "ghost_run")
+    assert ghost["ok"] is True, ghost
+    assert r.result["build"]["failed_builds"] == []
+    assert not [f for f in r.comparison.findings if f.source == "dynamic"], r.comparison.findings
     # CPU timings vs the fixture's made-up "ms stored as us" figures: any timing verdict but a bad one
     assert r.verdict in (REPRODUCED, DIFFERS, UNIT_ERROR)
     assert rows(r)["timing.runtime"].verdict in (REPRODUCED, DIFFERS, UNIT_ERROR)
