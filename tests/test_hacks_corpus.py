@@ -129,8 +129,14 @@ DYNAMIC = {
 }
 
 
+# probes of the old harness not yet ported to ktui/repro/probes: expected to miss (strict: fix the list when ported)
+NOT_PORTED = {"shape_jitter"}
+
+
 @torch_missing
-@pytest.mark.parametrize("name", sorted(DYNAMIC))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+    strict=True, reason=f"the {DYNAMIC[n]} probe is not ported to ktui/repro/probes yet"))
+    if DYNAMIC[n] in NOT_PORTED else n for n in sorted(DYNAMIC)])
 def test_cpu_probes_find_it_themselves(reports, name):
     comp = reports[name].comparison
     dynamic = [f.cls for f in comp.findings if f.source == "dynamic"]

@@ -99,6 +99,7 @@ class Server:
         self.wall_out = []
         self.build_info = None
         self.ext_modules = []
+        self.flags_before_build = None
         self.req_id = 0
         self._last_progress = 0.0
         self.import_error = None
@@ -252,6 +253,9 @@ class Server:
             os.environ["TORCH_CUDA_ARCH_LIST"] = arch
         sha = sha1_text(code)
         t0 = now()
+        from ..probes.flags import precision_flags
+
+        self.flags_before_build = precision_flags()
         with BuildPatch(ext_root, key) as patch:
             mod = guarded("build", load_source, f"ktui_kernel_{sha[:12]}", code,
                           os.path.join(os.getcwd(), f"kernel_{sha[:12]}.py"), self.shims)
