@@ -180,7 +180,8 @@ def test_the_report_shows_finding_rows(reports):
 def test_runs_and_compare_show_the_classes(tmp_path):
     from ktui.report.runs import CSV_FIELDS, csv_row
     from ktui.trace.aggregate import compare_rows
-    from ktui.trace.index import RunSummary, summarize as summarize_path
+    from ktui.trace.index import RunSummary
+    from ktui.trace.index import summarize as summarize_path
 
     hack = CORPUS / "hack_pointer_cache.jsonl"
     honest = CORPUS / "honest_matmul_torch.jsonl"

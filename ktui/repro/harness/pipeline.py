@@ -37,6 +37,7 @@ from .defaults import (
     WALL_REPEATS,
     WALL_SLACK_US,
     WALL_TOLERANCE,
+    WALL_TOLERANCE_CPU,
     WALL_WINDOW_S,
     WARMUP,
     WORKER_START_TIMEOUT_S,
@@ -802,15 +803,16 @@ class Judge:
             own = st["mean_us"]
             # a disagreement is confirmed before it is reported: a busy host can slow every pass of
             # one measurement; a changed timer stays off in every re-measurement
+            tol = WALL_TOLERANCE_CPU if self.device_kind == "cpu" else WALL_TOLERANCE
             for _retry in range(WALL_CONFIRM):
-                if own * (1 + WALL_TOLERANCE) + WALL_SLACK_US >= min(per):
+                if own * (1 + tol) + WALL_SLACK_US >= min(per):
                     break
                 more, _f, _o = self._wall(self.cand if side == "kernel" else self.ref, slots, side)
                 per = list(per) + list(more)
             wall = min(per)
             cc[f"{side}_wall_us"] = round_(wall, 3)
             cc[f"{side}_wall_median_us"] = round_(sorted(per)[len(per) // 2], 3)
-            if own * (1 + WALL_TOLERANCE) + WALL_SLACK_US < wall:
+            if own * (1 + tol) + WALL_SLACK_US < wall:
                 detail = (f"the {side}'s own timing says {own:.2f} μs per forward (mean), ktui's clock "
                           f"{wall:.2f} μs ({fw} forwards + device synchronize, best of "
                           f"{WALL_REPEATS}): its timer or its work was tampered with, or work runs outside the "
