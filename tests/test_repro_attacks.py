@@ -454,6 +454,59 @@ def test_unsealed_or_lying_tensor_memfds_are_refused():
     shm.close_fds(fds)
 
 
+def test_the_whole_pipeline_runs_without_numpy(tmp_path):
+    """numpy is not a dependency (torch's CPU wheel does not pull it in): with numpy made
+    unimportable in the judge and both workers, a torch-only kernel still completes and
+    passes. Tensors cross as memfds copied through a mapping, not through `Tensor.numpy()`."""
+    fake = tmp_path / "no-numpy" / "numpy"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ModuleNotFoundError("numpy is hidden by this test", name="numpy")\n')
+    env = dict(os.environ, KTUI_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")]))
+    check = subprocess.run([sys.executable, "-c", "import numpy"], env=env, capture_output=True, text=True)
+    assert "hidden by this test" in check.stderr  # the shadow works
+    trace = REPO / "tests" / "fixtures" / "hacks" / "honest_relu_torch.jsonl"
+    before = trace.read_bytes()
+    p = subprocess.run([sys.executable, "-m", "ktui", "repro", str(trace), "--final", "--device", "cpu",
+                        "--trials", "5", "--timeout", "120", "--fresh", "--json"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.stdout.strip(), p.stderr[-3000:]  # the exit status follows the verdict; the JSON is what counts
+    out = json.loads(p.stdout)
+    rep = out[0] if isinstance(out, list) else out
+    result = rep["result"]
+    assert result["status"] == "completed", result.get("failure")
+    c = result["correctness"]
+    assert c["passed"] is True and c["trials_passed"] == c["trials"] > 0 and c["held_out"]["passed"] is True
+    assert trace.read_bytes() == before
+
+
+def test_tensors_cross_without_numpy():
+    """export/import round trip, every dtype the protocol knows, with numpy unimportable."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["numpy"] = None
+        import torch
+        from ktui.repro.harness import shm, protocol
+        for name in protocol.DTYPES:
+            dt = getattr(torch, name, None)
+            if not isinstance(dt, torch.dtype):
+                continue
+            src = (torch.arange(24) % 7).to(dt).reshape(2, 3, 4).transpose(0, 2)  # not contiguous
+            for t in (src, src[:0]):
+                fds = []
+                d = shm.export_tensor(t, fds)
+                back = shm.import_tensor(d, fds)
+                assert back.dtype == t.dtype and back.shape == t.shape, name
+                assert torch.equal(back, t.contiguous()), name
+                shm.close_fds(fds)
+        print("ok")
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    if "No module named 'torch'" in p.stderr:
+        pytest.skip("needs torch")
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
+
+
 def test_cache_entries_are_signed_and_shape_checked(world):
     entry = {"kernel_sha1": "ab" * 20, "key": "k1", "request": {}, "options": {},
              "result": {"status": "completed", "correctness": {"passed": True, "trials": 5, "trials_passed": 5,

@@ -46,6 +46,31 @@ def write_sealed(buf, nbytes, name="ktui-tensor"):
     return fd
 
 
+def write_tensor_sealed(raw, nbytes, name="ktui-tensor"):
+    """A sealed memfd holding the bytes of the contiguous CPU uint8 tensor `raw`.
+
+    Copied through a shared mapping of the memfd (torch without numpy has no buffer protocol
+    for tensors; numpy is not a dependency). The mapping and the tensor over it are released
+    before sealing: F_SEAL_WRITE refuses while a writable shared mapping exists."""
+    torch = _torch()
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, nbytes)
+        if nbytes:
+            mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            try:
+                dst = torch.frombuffer(mm, dtype=torch.uint8, count=nbytes)
+                dst.copy_(raw)
+                del dst
+            finally:
+                mm.close()
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def export_tensor(t, fds):
     """Descriptor of tensor `t`; its memfd is appended to `fds`."""
     torch = _torch()
@@ -54,8 +79,7 @@ def export_tensor(t, fds):
     host = base.to("cpu").contiguous()
     nbytes = host.numel() * host.element_size()
     flat = host.reshape(-1)
-    raw = flat.view(torch.uint8) if nbytes else flat
-    fd = write_sealed(raw.numpy() if nbytes else b"", nbytes)
+    fd = write_tensor_sealed(flat.view(torch.uint8) if nbytes else flat, nbytes)
     fds.append(fd)
     return {"__tensor__": len(fds) - 1, "dtype": dtype_name(host.dtype), "shape": list(host.shape),
             "nbytes": nbytes, "type": type_name}
