@@ -27,7 +27,7 @@ from ktui.trace.importers.common import (
     as_list,
     as_num,
     as_str,
-    excerpt,
+    bad_json_line,
     iso_ms,
     iter_lines,
     kernelbench_problem,
@@ -81,10 +81,7 @@ def load(path: str, data: bytes | None = None) -> Run:
                 first_bad = True
                 asm.run.incomplete = not term  # one unterminated line: still being written (or cut)
                 break
-            if not term:
-                asm.run.incomplete = True
-                continue
-            asm.problem(no, f"not valid JSON ({str(exc).split(':', 1)[0][:80]})", excerpt(raw))
+            bad_json_line(asm, no, raw, term, exc)
             continue
         if isinstance(obj, dict) and isinstance(obj.get("messages"), list):
             asm.event(no, off, len(raw), "rollout")

@@ -18,13 +18,11 @@ from ktui.trace.importers.common import (
     ERROR,
     FAILED,
     Assembler,
-    JSONError,
     as_int,
     as_str,
     excerpt,
     iso_ms,
-    iter_lines,
-    parse_json,
+    object_lines,
     text_of,
 )
 from ktui.trace.importers.kernels import norm_path
@@ -58,22 +56,7 @@ class _State:
 def load(path: str, data: bytes | None = None) -> Run:
     asm = Assembler(path, NAME)
     st = _State(asm)
-    size = 0
-    for no, off, raw, term in iter_lines(path, data):
-        size = off + len(raw) + (1 if term else 0)
-        if not raw.strip():
-            continue
-        try:
-            obj = parse_json(raw)
-        except JSONError as exc:
-            if not term:
-                asm.run.incomplete = True
-                continue
-            asm.problem(no, f"not valid JSON ({str(exc).split(':', 1)[0][:80]})", excerpt(raw))
-            continue
-        if not isinstance(obj, dict):
-            asm.problem(no, f"line is a JSON {type(obj).__name__}, not an object", excerpt(raw))
-            continue
+    for no, off, raw, obj in object_lines(asm, path, data):
         ts = iso_ms(obj.get("timestamp"))
         kind = obj.get("type") if isinstance(obj.get("type"), str) else "?"
         try:
@@ -90,7 +73,6 @@ def load(path: str, data: bytes | None = None) -> Run:
                                                   "cache_read_input_tokens"))
         t.tokens_in = tin
         t.tokens_out = as_int(u.get("output_tokens"))
-    asm.run.size_bytes = size
     return asm.finish()
 
 

@@ -506,6 +506,36 @@ def excerpt(raw: bytes, n: int = 60) -> str:
     return s + ("…" if len(raw) > n else "")
 
 
-__all__ = ["Assembler", "JSONError", "TooBig", "as_dict", "as_int", "as_list", "as_num", "as_str", "excerpt", "iso_ms", "iter_lines",
-           "kernelbench_problem", "parse_json", "read_bounded", "shell_status", "text_of", "exit_code",
+def bad_json_line(asm: Assembler, no: int, raw: bytes, term: bool, exc: Exception) -> None:
+    """A JSON-lines line that does not parse: the unterminated last line marks the run incomplete
+    (still being written, or cut); any other is a problem with an excerpt."""
+    if not term:
+        asm.run.incomplete = True
+        return
+    asm.problem(no, f"not valid JSON ({str(exc).split(':', 1)[0][:80]})", excerpt(raw))
+
+
+def object_lines(asm: Assembler, path: str, data: bytes | None = None) -> Iterator[tuple[int, int, bytes, dict]]:
+    """(line number, byte offset, raw line, object) for each line of a JSON-lines source that holds
+    a JSON object. Blank lines are skipped; a line that does not parse goes to :func:`bad_json_line`,
+    one that holds no object is a problem. Once the lines run out, the run's ``size_bytes`` is set."""
+    size = 0
+    for no, off, raw, term in iter_lines(path, data):
+        size = off + len(raw) + (1 if term else 0)
+        if not raw.strip():
+            continue
+        try:
+            obj = parse_json(raw)
+        except JSONError as exc:
+            bad_json_line(asm, no, raw, term, exc)
+            continue
+        if not isinstance(obj, dict):
+            asm.problem(no, f"line is a JSON {type(obj).__name__}, not an object", excerpt(raw))
+            continue
+        yield no, off, raw, obj
+    asm.run.size_bytes = size
+
+
+__all__ = ["Assembler", "JSONError", "TooBig", "as_dict", "as_int", "as_list", "as_num", "as_str", "bad_json_line",
+           "excerpt", "iso_ms", "iter_lines", "kernelbench_problem", "object_lines", "parse_json", "read_bounded", "shell_status", "text_of", "exit_code",
            "ERROR", "FAILED", "OK"]
