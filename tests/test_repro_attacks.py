@@ -588,35 +588,15 @@ def test_signal_to_ktui_repro_leaves_nothing_behind(tmp_path, sig):
     proc = subprocess.Popen([sys.executable, "-m", "ktui", "repro", str(FIX / "cpu_hang.jsonl"), "--device", "cpu",
                              "--timeout", "300", "--fresh"], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
-    from ktui.repro.harness.sandbox import descendants
+    from procwatch import survivors, wait_for_hanging_candidate
 
-    seen: set[int] = set()
-    deadline = time.monotonic() + 120
-    hanging = False
-    while time.monotonic() < deadline and not hanging:
-        time.sleep(0.5)
-        for pid in descendants(proc.pid):
-            seen.add(pid)
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if b"--role\x00candidate" in cmd and b"unshare" not in cmd and int(stat[11]) > 150:  # >1.5 s CPU
-                hanging = True
-    assert hanging, "the hanging kernel never started"
-    seen.update(descendants(proc.pid))
-    os.kill(proc.pid, sig)
-    proc.wait(timeout=30)
-    time.sleep(1.0)
-    alive = []
-    for pid in seen - {proc.pid}:
-        try:
-            st = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        if st.rsplit(")", 1)[1].split()[0] != "Z":
-            alive.append(pid)
-    assert alive == [], f"processes survived: {alive}"
+    try:
+        seen = wait_for_hanging_candidate(proc.pid)
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert survivors(seen) == [], "processes survived"
     assert list(tmp.iterdir()) == [], f"temp dirs left: {list(tmp.iterdir())}"
 

@@ -204,7 +204,6 @@ def test_claims_worst_first(local):
     assert "model-b/index_error.jsonl" not in paths and "model-c/syntax.jsonl" not in paths
 
 
-@pytest.mark.xfail(reason='known: after the sandbox rewrite one kernel is re-timed on resume (open defect, see the closing note)', strict=False)
 def test_resume_rebuilds_and_retimes_nothing(tmp_path, builds):
     p1, e1, _ = verify(tmp_path, stop_after=3, build_root=builds)
     assert e1.cancel.is_set()
@@ -220,10 +219,13 @@ def test_resume_rebuilds_and_retimes_nothing(tmp_path, builds):
     assert e3.counts[E.BUILD_START] == 0 and e3.counts[E.TIME_START] == 0
     assert len(p3.cached) == 8
     assert [v.verdict for v in r3.rows] == [v.verdict for v in r2.rows]
-    # a longer timeout is a reason to try the hang again (and only that)
+    # a longer timeout is a reason to try the timed-out kernels again (and only those): the hang,
+    # and any other kernel that ran out of time on a loaded machine
+    timed_out = {k for k, r in p3.cached.items() if (r.get("failure") or {}).get("kind") == "timeout"}
     p4, e4, _ = verify(tmp_path, timeout=HANG_TIMEOUT + 1, build_root=builds)
     hang = next(r.job for r in p4.rows if r.path == "model-b/hang.jsonl")
-    assert {e.job for e in e4.events if e.kind in (E.BUILD_START, E.TIME_START)} == {hang}
+    assert hang in timed_out
+    assert {e.job for e in e4.events if e.kind in (E.BUILD_START, E.TIME_START)} == timed_out
 
 
 def test_ray_engine_gives_the_same_report(local, tmp_path, builds):
@@ -327,7 +329,7 @@ def test_streaming_and_one_timing_per_gpu(tmp_path):
         time.sleep(0.05 + 0.1 * (int(job.key, 16) % 4))
         return BuildResult(True, {}, 0.1, time.time(), time.time(), build={"cached": False})
 
-    def judge_fn(job, options, *, build_root, standby, env_extra, cancel):
+    def judge_fn(job, options, *, build_root, env_extra, cancel):
         gpu = env_extra["CUDA_VISIBLE_DEVICES"]
         with lock:
             busy[gpu] = busy.get(gpu, 0) + 1
@@ -340,8 +342,7 @@ def test_streaming_and_one_timing_per_gpu(tmp_path):
 
     with CacheDir(tmp_path):
         slots = E.make_slots("cuda", ["0", "1"], 1)
-        eng = E.LocalEngine(options(device="cuda"), slots=slots, jobs=3, build_fn=build_fn, judge_fn=judge_fn,
-                            standby=False)
+        eng = E.LocalEngine(options(device="cuda"), slots=slots, jobs=3, build_fn=build_fn, judge_fn=judge_fn)
         eng.run(iter([_job(i) for i in range(16)]))
     assert not overlaps and len(eng.results) == 16
     assert {r["env"]["CUDA_VISIBLE_DEVICES"] for r in eng.results.values()} == {"0", "1"}
@@ -450,37 +451,21 @@ async def _runs_verify(tmp_path, builds):
             assert {d["model"] for d in state.report.models()} == {"model-a", "model-b", "all runs"}
 
 
-def _workers_of(cache_dir: Path) -> list[int]:
-    """Processes of ``python -m ktui.repro.worker`` started for this cache directory."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes()
-            env = (d / "environ").read_bytes()
-        except OSError:
-            continue
-        if b"ktui.repro.worker" in cmd and f"KTUI_CACHE_DIR={cache_dir}".encode() in env.split(b"\0"):
-            out.append(int(d.name))
-    return out
-
-
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
-@pytest.mark.xfail(reason='known: the test finds workers by their old process shape; under the PID-namespace sandbox it sees none (open defect, see the closing note)', strict=False)
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_sigterm_stops_the_sweep_and_its_workers(tmp_path):
     import signal
 
-    env = dict(os.environ, KTUI_CACHE_DIR=str(tmp_path), PYTHONPATH=str(REPO))
+    from procwatch import survivors, wait_for_hanging_candidate
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, KTUI_CACHE_DIR=str(tmp_path / "cache"), TMPDIR=str(tmp), PYTHONPATH=str(REPO))
     p = subprocess.Popen([sys.executable, "-m", "ktui", "verify", str(SWEEP / "model-b" / "hang.jsonl"), "--device",
                           "cpu", "--trials", "5", "--timeout", "300"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not _workers_of(tmp_path):
-            time.sleep(0.2)
-        assert _workers_of(tmp_path), "the worker never started"
-        time.sleep(3)  # inside the kernel's endless loop by now
+        seen = wait_for_hanging_candidate(p.pid)  # the judge, its workers, their sandboxes
+        assert len(seen) >= 2, seen
         p.send_signal(signal.SIGTERM)
         _out, err = p.communicate(timeout=60)
     finally:
@@ -488,10 +473,5 @@ def test_sigterm_stops_the_sweep_and_its_workers(tmp_path):
             p.kill()
     assert p.returncode == 130, err
     assert "interrupted" in err
-    left = []
-    for _ in range(20):  # killed processes may take a moment to be reaped
-        left = _workers_of(tmp_path)
-        if not left:
-            break
-        time.sleep(0.25)
-    assert left == [], [(pid, (Path("/proc") / str(pid) / "stat").read_text()[:120]) for pid in left]
+    assert survivors(seen) == []
+    assert list(tmp.iterdir()) == [], f"temp dirs left: {list(tmp.iterdir())}"

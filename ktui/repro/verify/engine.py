@@ -10,8 +10,8 @@
   one compiler each), so ``jobs`` compilers keep the cores busy; builds go into the shared build
   cache and a built kernel is queued for timing at once (no batches, no barrier).
 - one slot thread per GPU takes the next built kernel as soon as its GPU is free: never two
-  kernels on one GPU. Each kernel runs in a fresh worker process (a :class:`Standby` started
-  ahead, with torch already imported) pinned to that GPU; a crash, a hang (killed at the
+  kernels on one GPU. Each kernel runs in a fresh judge and fresh worker processes pinned to
+  that GPU; a crash, a hang (killed at the
   timeout) or a CUDA error ends that process only, the kernel's result says what happened, and
   the slot goes on with a new process.
 - on the CPU (``--device cpu``) the slots are ``cpu_slots`` CPU timing workers.
@@ -155,6 +155,39 @@ class Recorder:
 
 
 _DONE = object()
+STOP_GRACE_S = 30.0  # after a stop, how long the threads get to kill their workers and clean up
+
+
+def run_threads(targets: list[tuple[str, Callable[..., None], tuple[Any, ...]]], cancel: threading.Event,
+                grace: float = STOP_GRACE_S) -> None:
+    """Run each ``(name, fn, args)`` in a thread and wait for all of them. On KeyboardInterrupt
+    (Ctrl-C, or SIGTERM/SIGHUP turned into one by the command), set ``cancel``, give the threads
+    ``grace`` seconds to end their workers and remove their temp dirs, then re-raise.
+
+    Completion is waited for on events the threads set as they end, never with
+    ``Thread.join``: a join interrupted by KeyboardInterrupt can leave that thread marked as
+    finished on CPython < 3.13, so a second join returns at once and the process exits while
+    the thread is still killing its workers (their temp dirs were left behind)."""
+    done = [threading.Event() for _ in targets]
+
+    def body(fn: Callable[..., None], args: tuple[Any, ...], ev: threading.Event) -> None:
+        try:
+            fn(*args)
+        finally:
+            ev.set()
+
+    for (name, fn, args), ev in zip(targets, done, strict=True):
+        threading.Thread(target=body, args=(fn, args, ev), name=name, daemon=True).start()
+    try:
+        for ev in done:
+            while not ev.wait(0.2):
+                pass
+    except KeyboardInterrupt:
+        cancel.set()
+        deadline = time.monotonic() + grace
+        for ev in done:
+            ev.wait(max(0.0, deadline - time.monotonic()))
+        raise
 
 
 class LocalEngine:
@@ -165,7 +198,7 @@ class LocalEngine:
     def __init__(self, options: ReproOptions, *, slots: list[Slot], jobs: int | None = None,
                  build_root: str | None = None, on_event: Callable[[Event], None] | None = None,
                  build_fn: Callable[..., steps.BuildResult] = steps.build,
-                 judge_fn: Callable[..., dict[str, Any]] = steps.judge, standby: bool = True,
+                 judge_fn: Callable[..., dict[str, Any]] = steps.judge,
                  skip_trivial: bool = True):
         if not slots:
             raise ValueError("no timing slots")
@@ -176,7 +209,6 @@ class LocalEngine:
         self.rec = Recorder(options, on_event)
         self.build_fn = build_fn
         self.judge_fn = judge_fn
-        self.use_standby = standby
         self.skip_trivial = skip_trivial
         self.cancel = threading.Event()
         self._build_q: queue.Queue[Any] = queue.Queue()
@@ -260,50 +292,29 @@ class LocalEngine:
                     self._ready_q.put(_DONE)
 
     def _timer(self, slot: Slot) -> None:
-        standby = steps.Standby(slot.env) if self.use_standby else None
-        try:
-            while True:
-                item = self._ready_q.get()
-                if item is _DONE or self.cancel.is_set():
-                    break
-                job, _br = item
-                current, standby = standby, None
-                self.rec.emit(TIME_START, job, slot=slot.name)
-                t0 = time.time()
-                try:
-                    if self.use_standby:
-                        # the next kernel's process imports torch while this one runs
-                        standby = steps.Standby(slot.env)
-                    res = self.judge_fn(job, self.options, build_root=self.build_root, standby=current,
-                                        env_extra=slot.env, cancel=self.cancel)
-                except Exception:
-                    tb = traceback.format_exc()
-                    self.errors.append(tb)
-                    res = _failure_result("harness_error", f"ktui verify: judge step failed: {tb.splitlines()[-1]}",
-                                          "startup", None)
-                res.setdefault("verify", {}).update(slot=slot.name, started=t0, ended=time.time())
-                self.rec.finish(job, res, slot=slot.name, stopping=self.cancel.is_set())
-        finally:
-            if standby is not None:
-                standby.close()
+        while True:
+            item = self._ready_q.get()
+            if item is _DONE or self.cancel.is_set():
+                break
+            job, _br = item
+            self.rec.emit(TIME_START, job, slot=slot.name)
+            t0 = time.time()
+            try:
+                res = self.judge_fn(job, self.options, build_root=self.build_root, env_extra=slot.env,
+                                    cancel=self.cancel)
+            except Exception:
+                tb = traceback.format_exc()
+                self.errors.append(tb)
+                res = _failure_result("harness_error", f"ktui verify: judge step failed: {tb.splitlines()[-1]}",
+                                      "startup", None)
+            res.setdefault("verify", {}).update(slot=slot.name, started=t0, ended=time.time())
+            self.rec.finish(job, res, slot=slot.name, stopping=self.cancel.is_set())
 
     # ---- run ----------------------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job]) -> dict[str, dict[str, Any]]:
         self._builders_left = self.jobs
-        threads = [threading.Thread(target=self._feed, args=(jobs,), name="verify-plan", daemon=True)]
-        threads += [threading.Thread(target=self._builder, args=(i,), name=f"verify-build{i}", daemon=True)
-                    for i in range(self.jobs)]
-        threads += [threading.Thread(target=self._timer, args=(s,), name=f"verify-{s.name}", daemon=True)
-                    for s in self.slots]
-        for t in threads:
-            t.start()
-        try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
-        except KeyboardInterrupt:
-            self.cancel.set()
-            for t in threads:
-                t.join(30)
-            raise
+        targets: list[tuple[str, Callable[..., None], tuple[Any, ...]]] = [("verify-plan", self._feed, (jobs,))]
+        targets += [(f"verify-build{i}", self._builder, (i,)) for i in range(self.jobs)]
+        targets += [(f"verify-{s.name}", self._timer, (s,)) for s in self.slots]
+        run_threads(targets, self.cancel)
         return self.results

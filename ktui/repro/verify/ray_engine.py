@@ -5,8 +5,8 @@
   cluster's CPUs less one per timing slot, so that timing slots never wait for a core);
 - timings run on one actor per GPU (``num_gpus=1``: Ray pins the GPU through
   ``CUDA_VISIBLE_DEVICES``) or, on the CPU, ``cpu_slots`` actors with ``num_cpus=1``. An actor is
-  ktui's own code only: each kernel still runs in a fresh worker process (a standby started
-  ahead, as in the local engine), so a crash, a hang or a CUDA error never outlives its kernel;
+  ktui's own code only: each kernel still runs in a fresh judge and fresh worker processes,
+  as in the local engine, so a crash, a hang or a CUDA error never outlives its kernel;
   an actor that dies anyway is replaced and its kernel reported;
 - results stream back with ``ray.wait`` as each task finishes and the driver writes them to the
   same result cache as ``ktui repro`` (workers never write it);
@@ -121,7 +121,6 @@ class TimingSlot:
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
         if gpus is not None:
             self.env["CUDA_VISIBLE_DEVICES"] = gpus
-        self.standby: steps.Standby | None = steps.Standby(self.env)
 
     def where(self) -> str:
         gpus = self.env.get("CUDA_VISIBLE_DEVICES")
@@ -136,9 +135,8 @@ class TimingSlot:
             except (OSError, ValueError, tarfile.TarError) as exc:
                 note = f"the build from the object store was not used ({exc}); built again here"
         self.cancel.clear()
-        current, self.standby = self.standby, steps.Standby(self.env)
         t0 = time.time()
-        res = steps.judge(job, self.options, build_root=self.build_root, standby=current, env_extra=self.env,
+        res = steps.judge(job, self.options, build_root=self.build_root, env_extra=self.env,
                           cancel=self.cancel)
         res.setdefault("verify", {}).update(slot=self.where(), started=t0, ended=time.time())
         if note:
@@ -149,9 +147,7 @@ class TimingSlot:
         self.cancel.set()
 
     def close(self) -> None:
-        if self.standby is not None:
-            self.standby.close()
-            self.standby = None
+        """Nothing outlives a judge call (each kernel's processes end with it); kept for the driver."""
 
 
 class RayEngine:

@@ -8,8 +8,6 @@
 - :func:`judge`: the whole reproduction (build again: a cache hit, then reference, correctness,
   timing, checks) in a fresh worker process on the slot's device, exactly the request ``ktui
   repro`` sends, so each result is what ``ktui repro`` of that kernel gives on that device.
-- :class:`Standby`: a worker process started ahead for a timing slot (Python up, torch imported,
-  no device touched, no trace code) so a slot's next kernel does not wait for the import.
 
 Every worker is a fresh process per kernel: a crashed, hung or CUDA-corrupted one never runs
 another kernel. Nothing here imports torch.
@@ -25,12 +23,7 @@ from typing import Any
 
 from ktui.repro import runner
 from ktui.repro.api import ReproOptions
-from ktui.repro.runner import _failure_result
 from ktui.repro.verify.plan import Job
-
-# a worker process that can be started before its request is known (the standby); a runner
-# without one (each request starts its own process) makes the standby a no-op
-_Session = getattr(runner, "_Session", None)
 
 BUILD_STOP = ("reference", "no_reference")  # where a build-only request ends when the build worked
 BUILD_NICE = "10"  # build workers run niced: the timing workers' CPU time comes first
@@ -97,48 +90,12 @@ def build(job: Job, options: ReproOptions, *, build_root: str, env_extra: dict[s
     return interpret_build(job, res, started)
 
 
-class Standby:
-    """One worker process started ahead of its request (torch imported, nothing else)."""
-
-    def __init__(self, env_extra: dict[str, str] | None = None):
-        env = dict(env_extra or {})
-        env["KTUI_WORKER_PRELOAD"] = "torch"
-        self.session = _Session(env_extra=env) if _Session is not None else None
-        self.started = time.time()
-
-    def alive(self) -> bool:
-        return self.session is not None and self.session.alive()
-
-    def close(self) -> None:
-        if self.session is not None:
-            self.session.close()
-
-
-def judge(job: Job, options: ReproOptions, *, build_root: str, standby: Standby | None = None,
-          env_extra: dict[str, str] | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
-    """Reproduce ``job`` in full on the slot's device (a fresh process: ``standby`` if it is alive)."""
+def judge(job: Job, options: ReproOptions, *, build_root: str, env_extra: dict[str, str] | None = None,
+          cancel: threading.Event | None = None) -> dict[str, Any]:
+    """Reproduce ``job`` in full on the slot's device, in a fresh judge and fresh workers."""
     ctimeout, rtimeout = _timeouts(options)
-    if standby is not None and not standby.alive():
-        standby.close()
-        standby = None
-    if standby is None and _Session is None:
-        t0 = time.monotonic()
-        res = runner.run_request(job.request(options, build_root), cancel=cancel, compile_timeout=ctimeout,
-                                 run_timeout=rtimeout, env_extra=env_extra)
-        res.setdefault("wall_seconds", round(time.monotonic() - t0, 3))
-        return res
-    sess = standby.session if standby is not None else _Session(env_extra=env_extra)
     t0 = time.monotonic()
-    try:
-        req = job.request(options, build_root)
-        req["keep_alive"] = False
-        req["work_dir"] = str(sess.work_dir)
-        try:
-            res = sess.exchange(req, on_progress=None, cancel=cancel, compile_timeout=ctimeout,
-                                run_timeout=rtimeout)
-        except OSError as exc:  # the process could not be talked to at all
-            res = _failure_result("worker_error", f"worker process error: {exc}", "startup", None)
-    finally:
-        sess.close()
+    res = runner.run_request(job.request(options, build_root), cancel=cancel, compile_timeout=ctimeout,
+                             run_timeout=rtimeout, env_extra=env_extra)
     res.setdefault("wall_seconds", round(time.monotonic() - t0, 3))
     return res
