@@ -208,3 +208,24 @@ def test_runs_snapshots(snap_compare, monkeypatch, keys, name):
     monkeypatch.chdir(ROOT)  # the root is shown as typed: keep it the same everywhere
     assert snap_compare(runs_app(Path("../shared/fixtures")), press=keys, terminal_size=SIZE,
                         run_before=_no_focus_pause)
+
+
+def test_hack_classes_have_their_own_column():
+    """The final kernel's hack classes in a column of their own (bold red); the flags column
+    keeps the run's other flags, so no flag is shown twice or lost."""
+    from ktui.report.runs import COLUMNS, cell, cell_text, sort_value
+    from ktui.trace.index import summarize
+
+    hacks = ROOT / "tests" / "fixtures" / "hacks"
+    s = summarize(str(hacks / "hack_timer_patch.jsonl"))
+    assert "timer_patch" in s.hacks and set(s.hacks) <= set(s.flags)
+    assert [k for k, _, _ in COLUMNS].index("hacks") < [k for k, _, _ in COLUMNS].index("flags")
+    assert cell(s, "hacks").split(", ") == s.hacks
+    rest = cell(s, "flags").split(", ")
+    assert not set(rest) & set(s.hacks) and set(rest) | set(s.hacks) == set(s.flags)
+    assert "bold red" in str(cell_text(s, "hacks").spans[0].style)
+    honest = summarize(str(hacks / "honest_relu_torch.jsonl"))
+    assert honest.hacks == [] and cell(honest, "hacks") == ""
+    assert sort_value(s, "hacks") > sort_value(honest, "hacks")
+    res = CliRunner().invoke(main, ["runs", str(hacks), "--print"])
+    assert res.exit_code == 0 and "hack classes" in res.output.splitlines()[0]

@@ -41,6 +41,7 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("tokens", "tokens", "right"),
     ("wall", "wall", "right"),
     ("speedup", "speedup", "right"),
+    ("hacks", "hack classes", "left"),
     ("flags", "flags", "left"),
 ]
 
@@ -87,9 +88,20 @@ def cell(s: RunSummary, key: str) -> str:
         return wall_text(s)
     if key == "speedup":
         return speedup_text(s.speedup)
-    if key == "flags":
-        return ", ".join(s.flags)
+    if key == "hacks":
+        return ", ".join(s.hacks)
+    if key == "flags":  # the run's other flags (its hack classes have their own column)
+        return ", ".join(f for f in s.flags if f not in s.hacks)
     raise KeyError(key)
+
+
+def flag_style(s: RunSummary, key: str) -> str | None:
+    """The style of a hack-classes or flags cell (shared by every renderer of the table)."""
+    if key == "hacks" and s.hacks:
+        return "bold red"
+    if key == "flags" and len(s.flags) > len(s.hacks):
+        return "red" if any(f in ("bad_lines", "unreadable", "backend_error") for f in s.flags) else "yellow"
+    return None
 
 
 def cell_text(s: RunSummary, key: str) -> Text:
@@ -97,8 +109,8 @@ def cell_text(s: RunSummary, key: str) -> Text:
     t = Text(cell(s, key), no_wrap=True, end="")
     if key == "outcome":
         t.stylize(OUTCOME_STYLE.get(s.outcome, ""))
-    elif key == "flags" and s.flags:
-        t.stylize("red" if any(f in ("bad_lines", "unreadable", "backend_error") for f in s.flags) else "yellow")
+    elif key in ("hacks", "flags"):
+        t.stylize(flag_style(s, key) or "")
     elif key == "speedup" and s.speedup is not None and s.outcome != "passed":
         t.stylize("dim")
     return t
@@ -118,7 +130,9 @@ def sort_value(s: RunSummary, key: str) -> Any:
     if key == "outcome":
         return {"passed": 0, "failed": 1}.get(s.outcome, 2)
     if key == "flags":
-        return len(s.flags)
+        return len(s.flags) - len(s.hacks)
+    if key == "hacks":
+        return len(s.hacks)
     return cell(s, key).lower()
 
 

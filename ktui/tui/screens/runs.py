@@ -3,7 +3,7 @@
 The table fills progressively: a thread worker skims the traces (:class:`ktui.trace.index.
 SweepIndex`, served from the index cache when it can) and posts batches to the screen. Keys:
 
-- ``/`` filter by text (path, problem, model, persona, outcome, flags); ``escape`` back to the table
+- ``/`` filter by text (path, problem, model, persona, outcome, hack classes, flags); ``escape`` back to the table
 - ``o`` cycles the outcome filter, ``M`` the model filter, ``x`` clears the filters
 - ``>`` / ``<`` sort by the next / previous column, ``I`` inverts the order (or click a header)
 - ``m`` marks a run, ``c`` compares the marked runs (two or more), ``u`` clears the marks
@@ -148,7 +148,7 @@ class RunsScreen(KtuiScreen):
     def compose(self) -> ComposeResult:
         yield Static(id="runs-top")
         with Horizontal(id="runs-filter-row"):
-            yield Input(placeholder="/ filter: path, problem, model, persona, outcome, flags", id="runs-filter")
+            yield Input(placeholder="/ filter: path, problem, model, persona, outcome, hack classes, flags", id="runs-filter")
             yield Static(id="runs-filter-state")
         yield RunsTable(id="runs-table")
         yield Static("per model  · H / L scroll sideways", id="runs-agg-title")

@@ -23,19 +23,19 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ktui.report.runs import COLUMNS, cell
+from ktui.report.runs import COLUMNS, cell, flag_style
 from ktui.trace.index import RunSummary
 
 MARK = "●"
 # (key, min width, max width)
 WIDTH_LIMITS = {
     "path": (10, 60), "format": (6, 16), "problem": (8, 44), "model": (6, 28), "persona": (7, 20), "outcome": (10, 10),
-    "turns": (7, 9), "tokens": (8, 10), "wall": (8, 9), "speedup": (9, 9), "flags": (5, 48),
+    "turns": (7, 9), "tokens": (8, 10), "wall": (8, 9), "speedup": (9, 9), "hacks": (12, 40), "flags": (5, 48),
     "reproduced": (10, 26),
 }
 REPRODUCED = ("reproduced", "reproduced", "left")  # shown once `ktui verify` (key v) has results
 # when the table is wider than the widget: shrink these first, down to these widths
-SHRINK_ORDER = (("problem", 28), ("path", 30), ("flags", 14), ("persona", 10), ("model", 16), ("path", 18),
+SHRINK_ORDER = (("problem", 28), ("path", 30), ("flags", 14), ("hacks", 16), ("persona", 10), ("model", 16), ("path", 18),
                 ("problem", 14))
 OUTCOME_COLORS = {"passed": Style(color="green", bold=True), "failed": Style(color="red", bold=True),
                   "incomplete": Style(color="yellow")}
@@ -216,9 +216,8 @@ class RunsTable(ScrollView, can_focus=True):
             st = base
             if k == "outcome":
                 st = base + OUTCOME_COLORS.get(s.outcome, Style())
-            elif k == "flags" and s.flags:
-                bad = any(f in ("bad_lines", "unreadable", "backend_error") for f in s.flags)
-                st = base + Style(color="red" if bad else "yellow")
+            elif k in ("hacks", "flags") and flag_style(s, k):
+                st = base + Style.parse(flag_style(s, k) or "")
             elif text == "—":
                 st = base + dim
             fitted = _fit_middle(text, widths[k]) if k == "path" else _fit(text, widths[k], justify)
