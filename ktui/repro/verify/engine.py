@@ -190,7 +190,44 @@ def run_threads(targets: list[tuple[str, Callable[..., None], tuple[Any, ...]]],
         raise
 
 
-class LocalEngine:
+class EngineBase:
+    """What both engines share: a :class:`Recorder` (``rec``), a ``cancel`` event, the engine-bug list
+    (``errors``) and the planning loop that queues jobs."""
+
+    rec: Recorder
+    cancel: threading.Event
+    errors: list[str]
+
+    @property
+    def results(self) -> dict[str, dict[str, Any]]:
+        return self.rec.results
+
+    @property
+    def events(self) -> list[Event]:
+        return self.rec.events
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.rec.counts
+
+    def stop(self) -> None:
+        self.cancel.set()
+
+    def _queue_jobs(self, jobs: Iterable[Job], put: Callable[[Job], None]) -> None:
+        """Record each planned job as queued and hand it to ``put``, until cancelled; a planning
+        error is an engine bug and cancels the run."""
+        try:
+            for job in jobs:
+                if self.cancel.is_set():
+                    break
+                self.rec.emit(QUEUED, job)
+                put(job)
+        except Exception:
+            self.errors.append("planning failed:\n" + traceback.format_exc())
+            self.cancel.set()
+
+
+class LocalEngine(EngineBase):
     """Run jobs on this machine. :meth:`run` blocks; :meth:`stop` (any thread) cancels the rest."""
 
     name = "local"
@@ -217,21 +254,6 @@ class LocalEngine:
         self._lock = threading.Lock()
         self.errors: list[str] = []  # engine bugs (each also made its kernel's result)
 
-    @property
-    def results(self) -> dict[str, dict[str, Any]]:
-        return self.rec.results
-
-    @property
-    def events(self) -> list[Event]:
-        return self.rec.events
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return self.rec.counts
-
-    def stop(self) -> None:
-        self.cancel.set()
-
     def _build_env(self, i: int) -> dict[str, str]:
         env = steps.build_env()
         gpu_slots = [s for s in self.slots if s.gpu is not None]
@@ -240,20 +262,16 @@ class LocalEngine:
         return env
 
     # ---- threads ------------------------------------------------------------------------------------
+    def _route(self, job: Job) -> None:
+        if self.skip_trivial and not steps.needs_build(job.kernel_code):
+            self.rec.builds[job.key] = {"seconds": 0.0, "skipped": True, "ok": True}
+            self._ready_q.put((job, None))  # nothing to compile: straight to a timing slot
+        else:
+            self._build_q.put(job)
+
     def _feed(self, jobs: Iterable[Job]) -> None:
         try:
-            for job in jobs:
-                if self.cancel.is_set():
-                    break
-                self.rec.emit(QUEUED, job)
-                if self.skip_trivial and not steps.needs_build(job.kernel_code):
-                    self.rec.builds[job.key] = {"seconds": 0.0, "skipped": True, "ok": True}
-                    self._ready_q.put((job, None))  # nothing to compile: straight to a timing slot
-                else:
-                    self._build_q.put(job)
-        except Exception:
-            self.errors.append("planning failed:\n" + traceback.format_exc())
-            self.cancel.set()
+            self._queue_jobs(jobs, self._route)
         finally:
             for _ in range(self.jobs):
                 self._build_q.put(_DONE)

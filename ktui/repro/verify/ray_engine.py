@@ -26,7 +26,6 @@ import queue
 import tarfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from typing import Any
@@ -35,7 +34,15 @@ from ktui.repro import cache
 from ktui.repro.api import ReproOptions
 from ktui.repro.runner import _failure_result
 from ktui.repro.verify import steps
-from ktui.repro.verify.engine import BUILD_FAILED, BUILD_START, BUILT, QUEUED, TIME_START, Event, Recorder
+from ktui.repro.verify.engine import (
+    BUILD_FAILED,
+    BUILD_START,
+    BUILT,
+    TIME_START,
+    EngineBase,
+    Event,
+    Recorder,
+)
 from ktui.repro.verify.plan import Job
 
 PACK_LIMIT = 512 << 20  # bytes: a build directory bigger than this is not shipped (it is rebuilt)
@@ -150,7 +157,7 @@ class TimingSlot:
         """Nothing outlives a judge call (each kernel's processes end with it); kept for the driver."""
 
 
-class RayEngine:
+class RayEngine(EngineBase):
     name = "ray"
 
     def __init__(self, options: ReproOptions, *, jobs: int | None = None, build_root: str | None = None,
@@ -199,21 +206,6 @@ class RayEngine:
         self._feed_q: queue.Queue[Any] = queue.Queue()
         self._feed_done = threading.Event()
 
-    @property
-    def results(self) -> dict[str, dict[str, Any]]:
-        return self.rec.results
-
-    @property
-    def events(self) -> list[Event]:
-        return self.rec.events
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return self.rec.counts
-
-    def stop(self) -> None:
-        self.cancel.set()
-
     def _new_slot(self) -> Any:
         opts = asdict(self.options)
         if self.gpu_slots:
@@ -222,14 +214,7 @@ class RayEngine:
 
     def _feed(self, jobs: Iterable[Job]) -> None:
         try:
-            for job in jobs:
-                if self.cancel.is_set():
-                    break
-                self.rec.emit(QUEUED, job)
-                self._feed_q.put(job)
-        except Exception:
-            self.errors.append("planning failed:\n" + traceback.format_exc())
-            self.cancel.set()
+            self._queue_jobs(jobs, self._feed_q.put)
         finally:
             self._feed_done.set()
 
