@@ -10,17 +10,21 @@ report's cell list) for the page's click-to-filter.
 from __future__ import annotations
 
 import html
-import math
 
 from ktui.view.charts import (
     FIRST_CORRECT_METRICS,
     LEVELS,
+    Axis,
     FastPChart,
     FirstCorrectChart,
     GridChart,
     SpeedupChart,
+    first_correct_axis,
+    fit_log_ticks,
+    fmt_num,
+    fmt_x,
     lin_ticks,
-    log_ticks,
+    pct,
 )
 from ktui.view.text import one_line
 
@@ -41,46 +45,17 @@ def _n(v: float) -> str:
     return f"{v:.1f}".rstrip("0").rstrip(".")
 
 
-def fmt_x(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v:.0f}x" if v >= 100 else (f"{v:.1f}x" if v >= 10 else f"{v:.2f}x")
+_FLOOR = 1e-12  # log axes: smaller values are drawn as this one
 
 
-def pct(v: float) -> str:
-    return f"{v * 100:.0f}%"
+class _Scale:
+    """An :class:`~ktui.view.charts.Axis` drawn from x0 to x1 (pixels)."""
 
-
-def fmt_num(v: float, unit: str = "") -> str:
-    if unit == "s":
-        return f"{v:.0f}s" if v >= 10 else f"{v:.1f}s"
-    if v >= 1e6:
-        return f"{v / 1e6:.1f}M"
-    if v >= 1e4:
-        return f"{v / 1e3:.0f}k"
-    if v >= 1e3:
-        return f"{v / 1e3:.1f}k"
-    return f"{v:.0f}" if v == int(v) else f"{v:.1f}"
-
-
-class _Log:
-    def __init__(self, lo: float, hi: float, x0: float, x1: float) -> None:
-        self.a, self.b = math.log(lo), math.log(hi) if hi > lo else math.log(lo) + 1
-        self.x0, self.x1 = x0, x1
+    def __init__(self, axis: Axis, x0: float, x1: float) -> None:
+        self.axis, self.x0, self.x1 = axis, x0, x1
 
     def __call__(self, v: float) -> float:
-        f = (math.log(max(v, 1e-12)) - self.a) / (self.b - self.a)
-        return self.x0 + min(1.0, max(0.0, f)) * (self.x1 - self.x0)
-
-
-class _Lin:
-    def __init__(self, lo: float, hi: float, x0: float, x1: float) -> None:
-        self.lo, self.hi = lo, hi if hi > lo else lo + 1
-        self.x0, self.x1 = x0, x1
-
-    def __call__(self, v: float) -> float:
-        f = (v - self.lo) / (self.hi - self.lo)
-        return self.x0 + min(1.0, max(0.0, f)) * (self.x1 - self.x0)
+        return self.x0 + self.axis.fraction(v) * (self.x1 - self.x0)
 
 
 def _svg(cls: str, w: int, h: int, body: list[str], label: str) -> str:
@@ -101,16 +76,13 @@ def _x_axis(scale, ticks: list[float], y: float, label, out: list[str]) -> None:
 
 
 def _xticks(lo: float, hi: float) -> list[float]:
-    ticks = log_ticks(lo, hi)
-    if len(ticks) > 14:
-        ticks = [t for t in ticks if f"{t:g}".lstrip("0.")[:1] in ("1", "2", "5")]
-    return ticks
+    return fit_log_ticks(lo, hi, 14)
 
 
 # ---- fast_p -----------------------------------------------------------------------------------------
 def fast_p_svg(fp: FastPChart) -> str:
     W, H, L, R, T, B = 860, 340, 52, 20, 14, 44
-    sx = _Log(fp.lo, fp.hi, L, W - R)
+    sx = _Scale(Axis(fp.lo, fp.hi, floor=_FLOOR), L, W - R)
 
     def sy(v: float) -> float:
         return T + (1 - v) * (H - T - B)
@@ -145,7 +117,7 @@ def speedup_svg(sc: SpeedupChart) -> str:
     L, R, T, RH = 200, 150, 10, 30
     W = 860
     H = T + RH * max(1, len(rows)) + 40
-    sx = _Log(sc.lo, sc.hi, L, W - R)
+    sx = _Scale(Axis(sc.lo, sc.hi, floor=_FLOOR), L, W - R)
     out: list[str] = []
     if sc.lo < 1 < sc.hi:
         out.append(f'<line class="one" x1="{_n(sx(1))}" y1="{T}" x2="{_n(sx(1))}" y2="{H - 40}"/>')
@@ -220,11 +192,8 @@ def first_correct_svg(fc: FirstCorrectChart) -> str:
     out: list[str] = []
     for pi, (mk, label, unit) in enumerate(FIRST_CORRECT_METRICS):
         top = pi * panel
-        lo, hi = fc.ranges[mk]
-        if mk == "turns":
-            lo = min(lo, 1.0)
-        log = mk != "turns" and lo > 0 and hi / lo > 20
-        sx = (_Log if log else _Lin)(lo, hi if hi > lo else lo + 1, L, W - R)
+        lo, hi, log = first_correct_axis(fc, mk)
+        sx = _Scale(Axis(lo, hi, log, floor=_FLOOR), L, W - R)
         out.append(f'<text class="ct" x="10" y="{top + 18}">{label} to the first correct kernel'
                    f'{" (log scale)" if log else ""}</text>')
         for n, (i, r) in enumerate(rows):

@@ -363,6 +363,81 @@ def lin_ticks(lo: float, hi: float, n: int) -> list[float]:
     return out
 
 
+def fit_log_ticks(lo: float, hi: float, most: int, keep: tuple[str, ...] = ("1", "2", "5")) -> list[float]:
+    """:func:`log_ticks`, thinned to the values whose leading digit is in ``keep`` when there are
+    more than ``most`` (all of them if none would be left)."""
+    ticks = log_ticks(lo, hi)
+    if len(ticks) > most:
+        ticks = [t for t in ticks if f"{t:g}".lstrip("0.")[:1] in keep] or ticks
+    return ticks
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """Where values fall along a chart axis from ``lo`` to ``hi``, log-scaled or linear, as a
+    fraction of its length: 0 at ``lo``, 1 at ``hi``, clamped to [0, 1]. A degenerate range
+    (``hi <= lo``) is one unit long (linear) or a factor e (log; ``lo`` must be > 0). On a log
+    axis a value is taken as at least ``floor`` (``lo`` when None). The renderers turn a fraction
+    into pixels (SVG) or into one of ``n`` cells (the terminal, :meth:`index`)."""
+
+    lo: float
+    hi: float
+    log: bool = True
+    floor: float | None = None
+
+    def fraction(self, v: float) -> float:
+        if self.log:
+            a = math.log(self.lo)
+            b = math.log(self.hi) if self.hi > self.lo else a + 1
+            f = (math.log(max(v, self.lo if self.floor is None else self.floor)) - a) / (b - a)
+        else:
+            hi = self.hi if self.hi > self.lo else self.lo + 1
+            f = (v - self.lo) / (hi - self.lo)
+        return min(1.0, max(0.0, f))
+
+    def index(self, v: float, n: int) -> int:
+        """The cell (0 .. n-1) of ``v`` on an axis ``n`` cells long."""
+        return round(self.fraction(v) * (n - 1))
+
+
+def first_correct_axis(fc: FirstCorrectChart, metric: str) -> tuple[float, float, bool]:
+    """(lo, hi, log) of one metric's axis: the range over every model (turns start at 1 at the
+    most), log-scaled when it spans more than 20x (never for turns). ``hi`` may equal ``lo``."""
+    lo, hi = fc.ranges[metric]
+    if metric == "turns":
+        lo = min(lo, 1.0)
+    return lo, hi, metric != "turns" and lo > 0 and hi / lo > 20
+
+
+# ---- number labels ------------------------------------------------------------------------------------
+def fmt_x(v: float | None) -> str:
+    """A speedup: 123x, 12.3x, 1.23x; a dash for none."""
+    if v is None:
+        return "—"
+    if v >= 100:
+        return f"{v:.0f}x"
+    if v >= 10:
+        return f"{v:.1f}x"
+    return f"{v:.2f}x"
+
+
+def fmt_num(v: float, unit: str = "") -> str:
+    """A count (1.2M, 34k, 5.6k, 78, 7.5) or, with unit "s", seconds (12s, 3.4s)."""
+    if unit == "s":
+        return f"{v:.0f}s" if v >= 10 else f"{v:.1f}s"
+    if v >= 1_000_000:
+        return f"{v / 1e6:.1f}M"
+    if v >= 10_000:
+        return f"{v / 1e3:.0f}k"
+    if v >= 1000:
+        return f"{v / 1e3:.1f}k"
+    return f"{v:.0f}" if v == int(v) else f"{v:.1f}"
+
+
+def pct(v: float | None) -> str:
+    return "—" if v is None else f"{v * 100:.0f}%"
+
+
 # ---- all of them --------------------------------------------------------------------------------------
 @dataclass(slots=True)
 class SweepCharts:

@@ -31,11 +31,16 @@ from ktui.view.charts import (
     FASTER,
     FIRST_CORRECT_METRICS,
     LEVELS,
+    Axis,
     BoxStats,
     GridChart,
     SweepCharts,
+    first_correct_axis,
+    fit_log_ticks,
+    fmt_num,
+    fmt_x,
     lin_ticks,
-    log_ticks,
+    pct,
 )
 
 PALETTE = ("dodger_blue1", "dark_orange", "green3", "magenta2", "cyan2", "yellow2", "red1", "medium_purple1",
@@ -54,32 +59,6 @@ def _name(s: object, width: int) -> str:
 
 def color_of(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
-
-
-def pct(v: float | None) -> str:
-    return "—" if v is None else f"{v * 100:.0f}%"
-
-
-def fmt_x(v: float | None) -> str:
-    if v is None:
-        return "—"
-    if v >= 100:
-        return f"{v:.0f}x"
-    if v >= 10:
-        return f"{v:.1f}x"
-    return f"{v:.2f}x"
-
-
-def fmt_num(v: float, unit: str = "") -> str:
-    if unit == "s":
-        return f"{v:.0f}s" if v >= 10 else f"{v:.1f}s"
-    if v >= 1_000_000:
-        return f"{v / 1e6:.1f}M"
-    if v >= 10_000:
-        return f"{v / 1e3:.0f}k"
-    if v >= 1000:
-        return f"{v / 1e3:.1f}k"
-    return f"{v:.0f}" if v == int(v) else f"{v:.1f}"
 
 
 # ---- a braille canvas -----------------------------------------------------------------------------
@@ -119,23 +98,14 @@ def _axis(lo: float, hi: float, width: int, log: bool = True, unit: str = "x", p
     """The x axis under a plot ``width`` cells wide: a rule with tick marks, and the labels."""
     rule = ["─"] * width
     labels = [" "] * (width + 8)
-
-    def col(v: float) -> int:
-        if log:
-            f = (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
-        else:
-            f = (v - lo) / (hi - lo) if hi > lo else 0
-        return min(width - 1, max(0, round(f * (width - 1))))
-
-    if log:
-        ticks = log_ticks(lo, hi)
-        if len(ticks) > width // 6:  # too many: keep the powers of ten and 2x
-            ticks = [t for t in ticks if str(t).lstrip("0.").startswith(("1", "2"))] or ticks
+    axis = Axis(lo, hi, log)
+    if log:  # too many: keep the powers of ten and 2x
+        ticks = fit_log_ticks(lo, hi, width // 6, keep=("1", "2"))
     else:
         ticks = lin_ticks(lo, hi, max(2, width // 10))
     last_end = -2
     for t in ticks:
-        c = col(t)
+        c = axis.index(t, width)
         lab = _tick_label(t) if unit == "x" else fmt_num(t, unit)
         start = max(0, min(c - len(lab) // 2, width - len(lab)))
         if start <= last_end + 1:
@@ -165,10 +135,10 @@ def render_fast_p(charts: SweepCharts, width: int, height: int) -> Text:
     ylab = 5
     pw = max(10, width - ylab - 1)
     cv = Braille(pw, ph)
-    lx, hx = math.log(fp.lo), math.log(fp.hi)
+    x_axis = Axis(fp.lo, fp.hi)
 
     def X(p: float) -> int:
-        return round((math.log(max(p, fp.lo)) - lx) / (hx - lx) * (2 * pw - 1))
+        return x_axis.index(p, 2 * pw)
 
     def Y(v: float) -> int:
         return round((1 - v) * (4 * ph - 1))
@@ -231,10 +201,10 @@ def render_speedup(charts: SweepCharts, width: int, height: int) -> Text:
     name_w = max(6, min(22, max(cell_len(sanitize(r.model)) for r in rows)))
     stat_w = 22
     sw = max(10, width - name_w - stat_w - 3)
-    lx, hx = math.log(sc.lo), math.log(sc.hi)
+    x_axis = Axis(sc.lo, sc.hi)
 
     def col(v: float) -> int:
-        return min(sw - 1, max(0, round((math.log(v) - lx) / (hx - lx) * (sw - 1))))
+        return x_axis.index(v, sw)
 
     bins_of = []
     for r in rows:
@@ -353,13 +323,12 @@ def render_grid(charts: SweepCharts, width: int, height: int, cursor: tuple[int,
 
 
 def _box_line(s: BoxStats, lo: float, hi: float, w: int, log: bool, color: str) -> Text:
+    if log:
+        lo, hi = max(lo, 1e-9), max(hi, 1e-9)
+    axis = Axis(lo, hi, log)
+
     def col(v: float) -> int:
-        if log:
-            a, b = math.log(max(lo, 1e-9)), math.log(max(hi, 1e-9))
-            f = (math.log(max(v, 1e-9)) - a) / (b - a) if b > a else 0.5
-        else:
-            f = (v - lo) / (hi - lo) if hi > lo else 0.5
-        return min(w - 1, max(0, round(f * (w - 1))))
+        return axis.index(v, w) if hi > lo else round(0.5 * (w - 1))
 
     cells = [" "] * w
     a, q1, md, q3, b = col(s.lo), col(s.q1), col(s.median), col(s.q3), col(s.hi)
@@ -396,10 +365,7 @@ def render_first_correct(charts: SweepCharts, width: int, height: int) -> Text:
     never = [r for r in rows if not r.reached]
     per = max(1, (height - 1 - (1 if never else 0)) // 3 - 2)  # model rows per metric
     for mk, label, unit in FIRST_CORRECT_METRICS:
-        lo, hi = fc.ranges[mk]
-        log = mk != "turns" and lo > 0 and hi / lo > 20
-        if mk == "turns":
-            lo = min(lo, 1.0)
+        lo, hi, log = first_correct_axis(fc, mk)
         head = f"{label} to the first correct kernel" + (" (log scale)" if log else "")
         if len(reached) > per:
             head += f" · {per} of {len(reached)} models"
