@@ -11,27 +11,16 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from test_tui import wait_ready
 
 from ktui.tui.app import replay_app
 from ktui.tui.screens.help import HelpScreen
-from ktui.tui.screens.replay import ReplayScreen
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
 SIZES = [(160, 48), (100, 30)]
 
 pytestmark = pytest.mark.skipif(not SEED.is_file(), reason="bundled seed trace missing")
-
-
-async def wait_ready(app, pilot, timeout: float = 10.0) -> ReplayScreen:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        await pilot.pause(0.02)
-        if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-            await pilot.pause()
-            return app.screen
-    raise AssertionError("the replay screen did not load")
 
 
 async def wait_for(pilot, cond, timeout: float = 5.0) -> None:
@@ -61,123 +50,119 @@ async def type_text(pilot, text: str) -> None:
         await pilot.press(ch)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_typed_search_text_is_visible_while_typing(size):
+async def search(pilot, s, text: str) -> None:
+    """Open the search bar, type ``text``, run it and wait for it to be in force."""
+    await pilot.press("slash")
+    await type_text(pilot, text)
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: s._regex is not None)
+
+
+def drive(scenario, size=(160, 48)) -> None:
+    """``await scenario(app, pilot, screen)`` in the replay app of the seed trace, once it is loaded."""
     async def go():
         app = replay_app(SEED)
         async with app.run_test(size=size) as pilot:
-            await wait_ready(app, pilot)
-            await pilot.press("slash")
-            await pilot.pause()
-            typed = ""
-            for ch in "generator":
-                await pilot.press(ch)
-                await pilot.pause()
-                typed += ch
-                line = search_row(app)
-                assert line.startswith(f"/ {typed}"), repr(line)
-                assert "▔" not in line and "▁" not in line  # no border drawn over the text
+            await scenario(app, pilot, await wait_ready(app, pilot))
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_typed_search_text_is_visible_while_typing(size):
+    async def scenario(app, pilot, s):
+        await pilot.press("slash")
+        await pilot.pause()
+        typed = ""
+        for ch in "generator":
+            await pilot.press(ch)
+            await pilot.pause()
+            typed += ch
+            line = search_row(app)
+            assert line.startswith(f"/ {typed}"), repr(line)
+            assert "▔" not in line and "▁" not in line  # no border drawn over the text
+
+    drive(scenario, size)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_escape_help_escape_then_j_moves_to_the_next_turn(size):
-    async def go():
-        app = replay_app(SEED)
-        async with app.run_test(size=size) as pilot:
-            s = await wait_ready(app, pilot)
-            await pilot.press("slash")
-            await type_text(pilot, "generator")
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: s._regex is not None)
-            start = s.turn_index
-            await pilot.press("escape")
-            await pilot.pause()
-            assert not s.query_one("#search").display
-            await pilot.press("question_mark")
-            await pilot.pause()
-            assert isinstance(app.screen, HelpScreen)
-            await pilot.press("escape")
-            await pilot.pause()
-            assert app.screen is s
-            assert s.focused is None or s.focused.id != "search-input"
-            await pilot.press("j")
-            await pilot.pause()
-            assert s.turn_index == start + 1
-            assert s.query_one("#search-input").value == "generator"  # the j went nowhere else
-            footer = rows(app)[-1]
-            assert "next failed" in footer and "help" in footer  # the screen's keys, not the input's
+    async def scenario(app, pilot, s):
+        await search(pilot, s, "generator")
+        start = s.turn_index
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not s.query_one("#search").display
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is s
+        assert s.focused is None or s.focused.id != "search-input"
+        await pilot.press("j")
+        await pilot.pause()
+        assert s.turn_index == start + 1
+        assert s.query_one("#search-input").value == "generator"  # the j went nowhere else
+        footer = rows(app)[-1]
+        assert "next failed" in footer and "help" in footer  # the screen's keys, not the input's
 
-    asyncio.run(go())
+    drive(scenario, size)
 
 
 def test_escape_while_typing_closes_the_bar_and_keys_reach_the_screen():
-    async def go():
-        app = replay_app(SEED)
-        async with app.run_test(size=(160, 48)) as pilot:
-            s = await wait_ready(app, pilot)
-            await pilot.press("slash")
-            await type_text(pilot, "gen")
-            await pilot.press("escape")
-            await pilot.pause()
-            assert not s.query_one("#search").display
-            assert s.focused is None
-            await pilot.press("j", "j")
-            await pilot.pause()
-            assert s.turn_index == 2
+    async def scenario(app, pilot, s):
+        await pilot.press("slash")
+        await type_text(pilot, "gen")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not s.query_one("#search").display
+        assert s.focused is None
+        await pilot.press("j", "j")
+        await pilot.pause()
+        assert s.turn_index == 2
 
-    asyncio.run(go())
+    drive(scenario)
 
 
 def test_escape_in_the_bar_keeps_a_search_in_force():
-    async def go():
-        app = replay_app(SEED)
-        async with app.run_test(size=(160, 48)) as pilot:
-            s = await wait_ready(app, pilot)
-            await pilot.press("slash")
-            await type_text(pilot, "generator")
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: s._regex is not None)
-            await pilot.press("slash")  # edit the search again, then change one's mind
-            await pilot.press("backspace", "backspace")
-            await pilot.press("escape")
-            await pilot.pause()
-            assert s._regex is not None and s.query_one("#search").display
-            assert s.query_one("#search-input").value == "generator"
-            assert s.focused is None
-            turn = s.turn_index
-            await pilot.press("enter")  # next match: the screen's binding again
-            await pilot.pause()
-            assert s.turn_index in s._search_turns and (s._match_pos > 0 or s.turn_index != turn)
+    async def scenario(app, pilot, s):
+        await search(pilot, s, "generator")
+        await pilot.press("slash")  # edit the search again, then change one's mind
+        await pilot.press("backspace", "backspace")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert s._regex is not None and s.query_one("#search").display
+        assert s.query_one("#search-input").value == "generator"
+        assert s.focused is None
+        turn = s.turn_index
+        await pilot.press("enter")  # next match: the screen's binding again
+        await pilot.pause()
+        assert s.turn_index in s._search_turns and (s._match_pos > 0 or s.turn_index != turn)
 
-    asyncio.run(go())
+    drive(scenario)
 
 
-@pytest.mark.parametrize("modal", ["help", "prompt", "palette", "repro"])
+MODAL_KEYS = {"help": "question_mark", "prompt": "w", "palette": "ctrl+p", "repro": "r"}
+
+
+@pytest.mark.parametrize("modal", list(MODAL_KEYS))
 def test_focus_returns_to_the_content_after_a_modal(modal, tmp_path, monkeypatch):
     monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
 
-    async def go():
-        app = replay_app(SEED)
-        async with app.run_test(size=(160, 48)) as pilot:
-            s = await wait_ready(app, pilot)
-            # a search was used and closed first: the hidden input is the widget focus would land on
-            await pilot.press("slash")
-            await type_text(pilot, "torch")
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: s._regex is not None)
-            await pilot.press("escape", "g")
-            await pilot.pause()
-            key = {"help": "question_mark", "prompt": "w", "palette": "ctrl+p", "repro": "r"}[modal]
-            await pilot.press(key)
-            await wait_for(pilot, lambda: app.screen is not s)
-            await pilot.press("escape")
-            await wait_for(pilot, lambda: app.screen is s)
-            assert s.focused is None
-            await pilot.press("j")
-            await pilot.pause()
-            assert s.turn_index == 1
-            assert s.query_one("#search-input").value == "torch"
+    async def scenario(app, pilot, s):
+        # a search was used and closed first: the hidden input is the widget focus would land on
+        await search(pilot, s, "torch")
+        await pilot.press("escape", "g")
+        await pilot.pause()
+        await pilot.press(MODAL_KEYS[modal])
+        await wait_for(pilot, lambda: app.screen is not s)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is s)
+        assert s.focused is None
+        await pilot.press("j")
+        await pilot.pause()
+        assert s.turn_index == 1
+        assert s.query_one("#search-input").value == "torch"
 
-    asyncio.run(go())
+    drive(scenario)
