@@ -27,7 +27,7 @@ from ktui.repro.verify.report import build_report, csv_cell, render, write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP = REPO / "tests" / "fixtures" / "verify" / "sweep"
-HANG_TIMEOUT = 5.0
+HANG_TIMEOUT = 15.0  # per run stage: the hang ends here; honest kernels need it on a loaded 2-core CI host
 
 pytestmark = pytest.mark.skipif(
     subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,

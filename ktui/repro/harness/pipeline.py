@@ -178,8 +178,10 @@ class Worker:
         except (OSError, ValueError, IndexError):
             return None
 
-    def call(self, op, args=None, fds=(), timeout=None):
-        """Send one request; wait for its reply (progress on the way). Returns (data, fds)."""
+    def call(self, op, args=None, fds=(), timeout=None, poll=0.1):
+        """Send one request; wait for its reply (progress on the way). Returns (data, fds).
+        ``poll``: how often the wait wakes up to check the cancel flag, the deadline and the
+        worker's health (the wall-clock runs wake up less: see :meth:`Pipeline._wall`)."""
         j = self.judge
         self.seq += 1
         try:
@@ -201,7 +203,7 @@ class Worker:
                 if not r:
                     raise self._death()
             else:
-                r, _, _ = select.select([self.sock], [], [], min(0.1, left))
+                r, _, _ = select.select([self.sock], [], [], min(poll, left))
                 if not r:
                     continue
             try:
@@ -683,14 +685,18 @@ class Judge:
         WALL_REPEATS, per forward. Returns (per-forward times, F, the outputs)."""
 
         def once(forwards, rtt):
-            q0 = w.runqueue_wait_ns()
+            q0, j0 = w.runqueue_wait_ns(), own_runqueue_wait_ns()
             t = now()
-            data, _ = w.call("wall", {"slots": slots, "forwards": forwards})
+            # one wake-up a second at most while the worker runs (the judge then only becomes
+            # runnable when the reply is there, so its own wait below is the reply's latency)
+            data, _ = w.call("wall", {"slots": slots, "forwards": forwards}, poll=1.0)
             dt = (now() - t) * 1e6
-            q1 = w.runqueue_wait_ns()
+            q1, j1 = w.runqueue_wait_ns(), own_runqueue_wait_ns()
             # time the worker was runnable but another process had the CPU is not the kernel's
-            # (a shared host); sleeps, waits for the GPU and work stay in
+            # (a shared host), nor is the time the judge waited for a CPU to read the reply;
+            # sleeps, waits for the GPU and work stay in
             waited = (q1 - q0) / 1e3 if q0 is not None and q1 is not None else 0.0
+            waited += (j1 - j0) / 1e3 if j0 is not None and j1 is not None else 0.0
             self._rq_waited = getattr(self, "_rq_waited", 0.0) + waited
             return max(0.0, dt - waited - rtt) / max(1, data["forwards"])
 
@@ -849,6 +855,16 @@ class Judge:
             t["host_bound"] = {"device_kernel_us": round_(busy, 3), "event_us": med, "pageable_copy": pageable,
                                "reason": why}
             self.result["notes"].append(why)
+
+
+def own_runqueue_wait_ns():
+    """Nanoseconds this thread (the judge's) spent runnable but waiting for a CPU
+    (/proc/thread-self/schedstat); None if unknown."""
+    try:
+        with open("/proc/thread-self/schedstat") as fh:
+            return int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _not_idle(before, ours):
