@@ -172,10 +172,16 @@ def default_masks(extra=()):
 
 
 def allowed_env(name):
-    return name in ENV_ALLOW or (name.startswith(ENV_ALLOW_PREFIXES) and not _SECRETISH.search(name))
+    return name in ENV_ALLOW or (name.startswith(ENV_ALLOW_PREFIXES) and not is_secret_name(name))
 
 
 _SECRETISH = re.compile(r"KEY|TOKEN|SECRET|PASS|CRED|AUTH", re.I)
+
+
+def is_secret_name(name):
+    """Whether an environment variable's name looks like it holds a credential (KEY, TOKEN,
+    SECRET, PASS, CRED, AUTH, any case): such a variable never reaches a worker."""
+    return bool(_SECRETISH.search(name))
 
 
 def worker_env(spec):
@@ -203,7 +209,10 @@ def command(spec, argv, prefix=()):
     return inner
 
 
-def _preexec(spec):
+def preexec(spec):
+    """The ``preexec_fn`` of a sandboxed worker (run in the child before its exec): a session of
+    its own, SIGKILL when ktui dies, and the rlimits of ``spec`` (file size, CPU time, open files,
+    no core dumps; processes unless root; address space on the CPU). :func:`popen` uses it."""
     import resource
 
     libc()  # loaded before the fork: nothing in the child may take a lock
@@ -228,6 +237,16 @@ def _preexec(spec):
     return fn
 
 
+def popen(spec, cmd, stdout, stderr, pass_fds=()):
+    """Start ``cmd`` (a :func:`command` line) as a sandboxed worker: in ``spec.work_dir`` (its
+    ``tmp/`` made first), with :func:`worker_env` and :func:`preexec`, stdin closed and no file
+    descriptors but ``pass_fds``. Returns the ``subprocess.Popen``."""
+    os.makedirs(os.path.join(spec.work_dir, "tmp"), exist_ok=True)
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=spec.work_dir,
+                            env=worker_env(spec), pass_fds=tuple(pass_fds), preexec_fn=preexec(spec),
+                            close_fds=True)
+
+
 class Launched:
     """A running sandboxed worker: its process, output tails and the watchdog's verdict."""
 
@@ -235,10 +254,7 @@ class Launched:
         self.spec = spec
         self.cmd = command(spec, argv, prefix)
         self.namespaces = detect()["namespaces"]
-        os.makedirs(os.path.join(spec.work_dir, "tmp"), exist_ok=True)
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=spec.work_dir, env=worker_env(spec),
-                                     pass_fds=tuple(pass_fds), preexec_fn=_preexec(spec), close_fds=True)
+        self.proc = popen(spec, self.cmd, subprocess.PIPE, subprocess.PIPE, pass_fds)
         self.output_bytes = 0
         self.limit_hit = None  # "memory" | "output" | "processes" with words
         self._tails = {"stdout": bytearray(), "stderr": bytearray()}

@@ -136,7 +136,7 @@ def sandbox_spec(cwd: Path, device: str | None = None) -> Any:
     pkg_root = str(Path(__file__).resolve().parents[3])
     pp = [pkg_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     extra = {k: v for k, v in os.environ.items()
-             if k.startswith("KTUI_") and k != sandbox.SPEC_ENV and not sandbox._SECRETISH.search(k)}
+             if k.startswith("KTUI_") and k != sandbox.SPEC_ENV and not sandbox.is_secret_name(k)}
     masks = sandbox.default_masks([str(cache.cache_root())])
     return sandbox.Spec(str(cwd), mask=masks, device=device or "cuda", env=extra, python_path=pp)
 
@@ -177,7 +177,6 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
     from ktui.repro.harness import sandbox
 
     spec = sandbox_spec(cwd, device)
-    os.makedirs(os.path.join(spec.work_dir, "tmp"), exist_ok=True)
     namespaces = bool(sandbox.detect()["namespaces"])
     # the whole command (ncu in front of the worker) runs in the sandbox: sandbox(ncu ... python -m target)
     # netup brings the namespace's own loopback up first (ncu may use localhost to reach its
@@ -185,8 +184,7 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
     netup = [sys.executable, "-m", "ktui.repro.profile.netup"] if namespaces else []
     cmd = sandbox.command(spec, [*netup, *argv, str(req_path)])
     with open(err_path, "wb") as err:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, cwd=spec.work_dir,
-                                env=sandbox.worker_env(spec), preexec_fn=sandbox._preexec(spec), close_fds=True)
+        proc = sandbox.popen(spec, cmd, subprocess.PIPE, err)
     lines: queue.Queue[bytes | None] = queue.Queue()
 
     def reader() -> None:
