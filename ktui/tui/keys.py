@@ -90,6 +90,23 @@ class Key:
                        show=bool(self.footer), priority=self.priority)
 
 
+# space b / pgdn pgup: every screen that scrolls
+PAGE_KEYS = (
+    Key("space,pagedown", "scroll_page(1)", "page down / up", label="space b / pgdn pgup"),
+    Key("b,pageup", "scroll_page(-1)", "", title="page up"),
+)
+# the screens that show code and diffs: pages, lines, sideways, wrap
+DOC_SCROLL_KEYS = (
+    *PAGE_KEYS,
+    Key("J", "scroll_lines(3)", "scroll down / up by lines", label="J / K"),
+    Key("K", "scroll_lines(-3)", "", title="scroll up"),
+    Key("H", "scroll_sideways(-8)", "code and diffs: scroll left / right (lines are cut, not folded)",
+        label="H / L", title="scroll left"),
+    Key("L", "scroll_sideways(8)", "", title="scroll right"),
+    Key("W", "toggle_wrap", "code and diffs: fold long lines at the edge / cut them", footer="wrap"),
+)
+
+
 def pane_keys(panes: Sequence[tuple[str, str]]) -> list[Key]:
     """tab / shift+tab and 1 … N for a screen's panes, given as (id, title)."""
     names = ", ".join(title for _, title in panes)

@@ -33,7 +33,7 @@ from ktui.report.compare import run_title, summary_table
 from ktui.report.render_diff import clean, stats_text
 from ktui.trace.aggregate import compare_rows, problem_warning, turn_of_version, version_at_turn
 from ktui.trace.model import KernelVersion, Run
-from ktui.tui.keys import Key, pane_keys
+from ktui.tui.keys import DOC_SCROLL_KEYS, Key, pane_keys
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.compare_progress import progress_view
 from ktui.tui.widgets.documents import ViewOptions, diff_blocks, kernel_stats, turn_document
@@ -87,14 +87,7 @@ class CompareScreen(KtuiScreen):
         Key("x", "reset", "Kernels: back to the two final kernels"),
         Key("s", "toggle_split", "Kernels and Turns: unified / side-by-side diff", footer="split"),
         Key("d", "toggle_diff", "Turns: kernel arguments as a diff against the previous version"),
-        Key("space,pagedown", "scroll_page(1)", "page down / up", label="space b / pgdn pgup"),
-        Key("b,pageup", "scroll_page(-1)", "", title="page up"),
-        Key("J", "scroll_lines(3)", "scroll down / up by lines", label="J / K"),
-        Key("K", "scroll_lines(-3)", "", title="scroll up"),
-        Key("H", "scroll_sideways(-8)", "code and diffs: scroll left / right (lines are cut, not folded)",
-            label="H / L", title="scroll left"),
-        Key("L", "scroll_sideways(8)", "", title="scroll right"),
-        Key("W", "toggle_wrap", "code and diffs: fold long lines at the edge / cut them", footer="wrap"),
+        *DOC_SCROLL_KEYS,
         Key("escape", "back", "back to the previous screen"),
     ]
 

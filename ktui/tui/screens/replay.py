@@ -28,7 +28,7 @@ from textual.worker import get_current_worker
 
 from ktui.trace.model import ERROR, FAILED, MISSING, Event, KernelVersion, Run, Turn
 from ktui.tui.follow import Snapshot, feed
-from ktui.tui.keys import Key, pane_keys
+from ktui.tui.keys import DOC_SCROLL_KEYS, Key, pane_keys
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.documents import (
     ViewOptions,
@@ -151,14 +151,7 @@ class ReplayScreen(KtuiScreen):
         Key("y", "copy_kernel", "copy the selected kernel to the clipboard (OSC 52)"),
         Key("w", "write_kernel", "write the selected kernel to a file"),
         Key("r", "repro", "re-execute the selected kernel (repro panel)"),
-        Key("space,pagedown", "scroll_page(1)", "page down / up", label="space b / pgdn pgup"),
-        Key("b,pageup", "scroll_page(-1)", "", title="page up"),
-        Key("J", "scroll_lines(3)", "scroll down / up by lines", label="J / K"),
-        Key("K", "scroll_lines(-3)", "", title="scroll up"),
-        Key("H", "scroll_sideways(-8)", "code and diffs: scroll left / right (lines are cut, not folded)",
-            label="H / L", title="scroll left"),
-        Key("L", "scroll_sideways(8)", "", title="scroll right"),
-        Key("W", "toggle_wrap", "code and diffs: fold long lines at the edge / cut them", footer="wrap"),
+        *DOC_SCROLL_KEYS,
         Key("z", "zen", "zen: hide / show the turn list", footer="zen"),
         Key("minus", "side_width(-4)", "narrower / wider turn list", label="- / +"),
         Key("plus,equals_sign", "side_width(4)", "", title="wider turn list"),

@@ -34,7 +34,7 @@ from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_l
 from ktui.trace.aggregate import aggregate
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.tui.errors import report
-from ktui.tui.keys import Key
+from ktui.tui.keys import PAGE_KEYS, Key
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.verify_runs import request_verify, with_reproduced
 from ktui.tui.verify_runs import stop as stop_verify
@@ -98,8 +98,7 @@ class RunsScreen(KtuiScreen):
         Key("k,up", "prev", "", title="previous run"),
         Key("g,home", "first", "first / last run", label="g G / home end", title="first run"),
         Key("G,end", "last", "", title="last run"),
-        Key("space,pagedown", "scroll_page(1)", "page down / up", label="space b / pgdn pgup"),
-        Key("b,pageup", "scroll_page(-1)", "", title="page up"),
+        *PAGE_KEYS,
         Key("enter", "go", "open the run in the replay screen", footer="open"),
         Key("m", "mark", "mark / unmark the run (to compare)", footer="mark"),
         Key("u", "unmark", "clear the marks"),
