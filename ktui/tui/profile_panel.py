@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -19,14 +20,20 @@ from rich.text import Text
 CONFIRMED_ATTR = "_ktui_repro_confirmed"  # shared with the `r` key: one confirmation per app
 
 
-def render_profile_text(report: Any, width: int = 110) -> Text:
-    from ktui.repro.profile.command import render_profile
-
+def console_text(render: Callable[[Console, Any], None], report: Any, width: int = 110) -> Text:
+    """What ``render(console, report)`` (a command's terminal rendering) prints at ``width``
+    (60 at least), as Rich Text for a Static."""
     buf = io.StringIO()
     console = Console(file=buf, width=max(60, width), force_terminal=True, color_system="truecolor",
                       legacy_windows=False)
-    render_profile(console, report)
+    render(console, report)
     return Text.from_ansi(buf.getvalue().rstrip())
+
+
+def render_profile_text(report: Any, width: int = 110) -> Text:
+    from ktui.repro.profile.command import render_profile
+
+    return console_text(render_profile, report, width)
 
 
 def request_profile(screen: Any) -> None:

@@ -22,12 +22,10 @@ force. Everything shown is rendered as plain text. Nothing here imports torch.
 
 from __future__ import annotations
 
-import io
 import threading
 from dataclasses import replace
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 from textual import work
@@ -44,6 +42,7 @@ from ktui.trace.model import Run
 from ktui.trace.text import sanitize
 from ktui.tui.errors import report as report_error
 from ktui.tui.keys import Key, bindings, check_table
+from ktui.tui.profile_panel import console_text
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 
@@ -75,11 +74,7 @@ def render_report_text(report: ReproReport, width: int = 110) -> Text:
     """The `ktui repro` rendering of a report, as Rich Text for a Static."""
     from ktui.repro.command import render_report
 
-    buf = io.StringIO()
-    console = Console(file=buf, width=max(60, width), force_terminal=True, color_system="truecolor",
-                      legacy_windows=False)
-    render_report(console, report)
-    return Text.from_ansi(buf.getvalue().rstrip())
+    return console_text(render_report, report, width)
 
 
 class ReproScreen(ModalScreen["ReproReport | None"]):
