@@ -600,3 +600,32 @@ def test_signal_to_ktui_repro_leaves_nothing_behind(tmp_path, sig):
     assert survivors(seen) == [], "processes survived"
     assert list(tmp.iterdir()) == [], f"temp dirs left: {list(tmp.iterdir())}"
 
+
+
+def test_judge_clock_sizing_survives_huge_cpu_waits(tmp_path, monkeypatch):
+    """The judge's wall-clock pass is sized from the raw time (an upper bound per forward), so
+    however much waiting for a CPU is taken out afterwards (a busy host; here the judge's own
+    wait is made to swallow every pass) it never asks a slow kernel for 100,000 forwards.
+    Before, a pass measured as 0 after the waits were discounted gave F = 100,000 and the
+    timing stage ran out of time. The busy host is said in the result."""
+    from ktui.repro.harness import pipeline
+
+    ticks = iter(range(0, 10**18, 10**12))  # every reading 1,000 s later than the last
+    monkeypatch.setattr(pipeline, "own_runqueue_wait_ns", lambda: next(ticks))
+    slow = textwrap.dedent("""
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                y = torch.relu(x) * 2.0
+                for _ in range(200):
+                    y = torch.relu(x) * 2.0
+                return y
+    """)
+    req = {"kernel_code": slow, "reference_source": REF, "device": "cpu", "trials": 5, "correctness_trials": 2,
+           "build_root": str(tmp_path / "build"), "run_timeout": 30.0, "compile_timeout": 120.0,
+           "tmp_root": str(tmp_path)}
+    res = pipeline.run_request(req)
+    assert res["status"] == "completed", res.get("failure")
+    cc = res["timing"]["cross_check"]
+    assert cc["kernel_forwards"] < 1000, cc
+    assert any("the host was busy" in n for n in res["notes"]), res["notes"]

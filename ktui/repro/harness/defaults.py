@@ -2,7 +2,7 @@
 # Every number the harness, the judge, the runner, the CLI and the app use lives here.
 # Stdlib only. MIT license, part of ktui.
 
-HARNESS_VERSION = 2
+HARNESS_VERSION = 3
 
 STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
 COMPILE_STAGES = ("startup", "build")
@@ -29,6 +29,8 @@ TIME_CAP_S = 5.0  # ...or when one side has been timed this long
 MAX_SAMPLES = 20000
 WALL_WINDOW_S = 0.05  # the judge's own wall-clock measurement: forwards for about this long
 WALL_REPEATS = 5  # ...this many times; the fastest counts (scheduling noise only adds time)
+WALL_MAX_FORWARDS = 100000  # ...at most this many forwards in one pass
+WALL_BUSY_FRACTION = 0.5  # more of the judge's clock than this spent waiting for a CPU: the result says so
 WALL_TOLERANCE = 2.0  # the kernel's own timing may sit this far below the judge's clock (3x: shared hosts are noisy)
 # on the CPU the kernel's threads share cores with everything else on the host: 5x there
 WALL_TOLERANCE_CPU = 4.0
