@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ktui.repro.harness.defaults import COMPILE_STAGES, COMPILE_TIMEOUT_S, STAGE_TIMEOUT_S
+from ktui.repro.harness.errors import describe_position
 from ktui.repro.harness.sandbox import allowed_env, descendants, set_pdeathsig
 
 STAGE_WEIGHTS = {"startup": 4, "build": 30, "reference": 3, "correctness": 15, "timing": 30, "memory": 4,
@@ -77,19 +78,6 @@ def judge_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 scrubbed_env = judge_env  # the old name
-
-
-def describe_position(stage: str | None, trial: int | None, what: str | None = None) -> str:
-    if not stage:
-        return "before it started"
-    where = stage
-    if what and what not in ("trial",) and stage in ("timing", "checks", "memory", "launches"):
-        where += f" ({what})"
-    if what == "held-out":
-        where += " held-out"
-    if trial is not None and stage not in ("memory", "launches"):
-        where += f" trial {trial}"
-    return f"during {where}"
 
 
 def _failure_result(kind: str, message: str, stage: str | None, trial: int | None, **extra: Any) -> dict:

@@ -23,6 +23,20 @@ class StageFailure(Exception):
 
 
 # ---- small helpers -----------------------------------------------------------------------------
+def describe_position(stage, trial, what=None):
+    """Where a worker was when it stopped, for a message: "during timing (held-out) trial 3"."""
+    if not stage:
+        return "before it started"
+    where = stage
+    if what and what not in ("trial",) and stage in ("timing", "checks", "memory", "launches"):
+        where += f" ({what})"
+    if what == "held-out":
+        where += " held-out"
+    if trial is not None and stage not in ("memory", "launches"):
+        where += f" trial {trial}"
+    return f"during {where}"
+
+
 def sha1_text(text):
     return hashlib.sha1((text or "").encode("utf-8", "replace")).hexdigest()
 

@@ -44,7 +44,16 @@ from .defaults import (
     WARMUP,
     WORKER_START_TIMEOUT_S,
 )
-from .errors import StageFailure, default_cache_root, exception_text, now, round_, sha1_text, stats_us
+from .errors import (
+    StageFailure,
+    default_cache_root,
+    describe_position,
+    exception_text,
+    now,
+    round_,
+    sha1_text,
+    stats_us,
+)
 
 SIGNAL_WORDS = {
     "SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGFPE": "arithmetic error",
@@ -410,17 +419,7 @@ class Judge:
         self.emit(ev)
 
     def describe_position(self):
-        stage, trial, what = self.stage_name, self.cur_trial, self.cur_what
-        if not stage:
-            return "before it started"
-        where = stage
-        if what and what not in ("trial",) and stage in ("timing", "checks", "memory", "launches"):
-            where += f" ({what})"
-        if what == "held-out":
-            where += " held-out"
-        if trial is not None and stage not in ("memory", "launches"):
-            where += f" trial {trial}"
-        return f"during {where}"
+        return describe_position(self.stage_name, self.cur_trial, self.cur_what)
 
     def hold(self, value, fds):
         h = Held(value, fds)
