@@ -93,6 +93,30 @@ def test_bom_cr_only_and_single_partial_line():
     assert load_bytes(b"").problems[0].message == "empty file: no events"
 
 
+@pytest.mark.parametrize("sep", [b"\n", b"\r\n", b"\r"], ids=["lf", "crlf", "cr"])
+def test_follower_reads_every_line_ending_as_it_grows(tmp_path, sep):
+    """Follow mode on a file written a piece at a time, with LF, CRLF or CR-only line endings:
+    the same events as a whole-file load, a half-written line (or a CRLF cut between its CR
+    and LF) held back until it ends."""
+    from ktui.trace.reader import Follower
+
+    lines = [json.dumps(EV).encode(), json.dumps(MSG).encode(), json.dumps(dict(MSG, tick=2)).encode()]
+    data = b"".join(ln + sep for ln in lines)
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"")
+    f = Follower(p)
+    cuts = [len(lines[0]) + 1, len(lines[0]) + len(sep), len(lines[0]) + len(sep) + 7, len(data)]
+    seen = []
+    for cut in cuts:
+        p.write_bytes(data[:cut])
+        f.poll()
+        seen.append(len(f.run.events))
+        assert f.run.problems == [], (cut, f.run.problems)
+    assert seen[-1] == 3 and seen == sorted(seen)
+    whole = load_bytes(data)
+    assert [e.kind for e in f.run.events] == [e.kind for e in whole.events]
+
+
 def test_file_in_a_directory_without_execute_permission(tmp_path):
     if os.geteuid() == 0:
         pytest.skip("root reads through any permission")

@@ -197,7 +197,9 @@ def _iter_chunks(f, start: int = 0):
 class Follower:
     """Incremental reader: ``poll()`` consumes only bytes appended since the last call.
 
-    A half-written last line is held back until its newline arrives.
+    A half-written last line is held back until its newline arrives. The line separator is
+    decided once, from the first bytes that show one: ``\n`` (also for CRLF), or ``\r`` for a
+    classic-Mac (CR-only) file, as :func:`line_separator` does for a whole file.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -206,6 +208,7 @@ class Follower:
         self.parser = LineParser(self.builder)
         self._pos = 0  # bytes consumed (up to the last newline)
         self._tail = b""
+        self._sep: bytes | None = None  # the line separator, once the file shows one
         self._inode: tuple[int, int] | None = None
         self.run: Run = self.builder.run
         from ktui.trace.importers import ImportFollower
@@ -232,7 +235,7 @@ class Follower:
             # truncated or replaced: start over
             self.builder = Builder(str(self.path))
             self.parser = LineParser(self.builder)
-            self._pos, self._tail = 0, b""
+            self._pos, self._tail, self._sep = 0, b"", None
         self._inode = ident
         if st.st_size <= self._pos + len(self._tail):
             return False
@@ -245,7 +248,13 @@ class Follower:
             self.run = self.builder.finish(final=False)
             return True
         buf = self._tail + data
-        last_nl = buf.rfind(b"\n")
+        if self._sep is None:
+            if b"\n" in buf:
+                self._sep = b"\n"
+            elif b"\r" in buf.rstrip(b"\r"):  # a trailing CR may still be half of a CRLF
+                self._sep = b"\r"
+        sep = self._sep or b"\n"
+        last_nl = buf.rfind(sep)
         if last_nl < 0:  # only a partial line so far: report the change of 'incomplete'
             self._tail = buf
             was = self.run.incomplete
@@ -254,7 +263,7 @@ class Follower:
             return self.run.incomplete != was
         complete, self._tail = buf[: last_nl], buf[last_nl + 1:]
         with _no_gc():
-            for raw in complete.split(b"\n"):
+            for raw in complete.split(sep):
                 self.parser.feed_line(raw)
         self._pos += last_nl + 1
         self.builder.run.size_bytes = st.st_size
