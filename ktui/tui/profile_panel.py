@@ -10,7 +10,6 @@ body. Without ncu or a GPU the panel says so in one line. Nothing here imports t
 from __future__ import annotations
 
 import io
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -64,19 +63,9 @@ def ask(screen: Any) -> None:
 
 
 def start_profile(screen: Any) -> None:
-    from textual.widgets import ProgressBar, Static
 
-    setattr(screen.app, CONFIRMED_ATTR, True)
     screen._pending_profile = False
-    screen.state = "running"
-    cancel = threading.Event()
-    screen._cancel = cancel
-    bar = screen.query_one(ProgressBar)
-    bar.display = True
-    bar.update(progress=0)
-    screen._status("profiling under Nsight Compute…")
-    screen.query_one("#repro-report", Static).update("")
-    screen._hint("esc: cancel (kills the worker)")
+    cancel = screen.begin_running("profiling under Nsight Compute…")
     app = screen.app
     run, kernel, opts = screen.run_model, screen.kernel, screen.options
 

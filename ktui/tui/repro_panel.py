@@ -188,17 +188,23 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             "trace code cannot forge them."))
         self._hint("enter: run  ·  esc: cancel")
 
-    def _start(self) -> None:
+    def begin_running(self, status: str) -> threading.Event:
+        """The panel from confirmation to running a worker (re-execution, or the profiler of
+        profile_panel): confirmed for the app, an empty progress bar and report, ``status``;
+        returns the new cancel event (``escape`` sets it)."""
         setattr(self.app, _CONFIRMED_ATTR, True)
         self.state = "running"
         self._cancel = threading.Event()
         bar = self.query_one(ProgressBar)
         bar.display = True
         bar.update(progress=0)
-        self._status("starting the worker…")
+        self._status(status)
         self.query_one("#repro-report", Static).update("")
         self._hint("esc: cancel (kills the worker)")
-        self._work(self._cancel)
+        return self._cancel
+
+    def _start(self) -> None:
+        self._work(self.begin_running("starting the worker…"))
 
     def _show(self, report: ReproReport) -> None:
         self.state = "done"
