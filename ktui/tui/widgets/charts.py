@@ -118,15 +118,22 @@ def _axis(lo: float, hi: float, width: int, log: bool = True, unit: str = "x", p
 
 
 # ---- the charts ------------------------------------------------------------------------------------
-def _title(t: Text, kind: str, charts: SweepCharts, width: int) -> None:
+def _titled(kind: str, charts: SweepCharts, width: int) -> Text:
+    """A chart's text so far: its title line."""
+    t = Text(no_wrap=True, overflow="crop", end="")
     t.append(_name(f"{CHART_TITLES[kind]} · {charts.runs} runs", width).rstrip(), style="bold")
     t.append("\n")
+    return t
+
+
+def _names_width(names: Sequence[object], most: int = 22) -> int:
+    """The column for model names (or labels): as wide as the widest, 6 to ``most`` cells."""
+    return max(6, min(most, max((cell_len(sanitize(n)) for n in names), default=6)))
 
 
 def render_fast_p(charts: SweepCharts, width: int, height: int) -> Text:
     fp = charts.fast_p
-    t = Text(no_wrap=True, overflow="crop", end="")
-    _title(t, "fast_p", charts, width)
+    t = _titled("fast_p", charts, width)
     if not fp.curves:
         t.append("no runs", style="dim")
         return t
@@ -175,7 +182,7 @@ def render_fast_p(charts: SweepCharts, width: int, height: int) -> Text:
     rule, labels = _axis(fp.lo, fp.hi, pw, pad=ylab + 1)
     t.append(rule + "\n", style="dim")
     t.append(_name(labels + "  p", width).rstrip() + "\n", style="dim")
-    name_w = max(6, min(24, max(cell_len(sanitize(c.label)) for c in fp.curves)))
+    name_w = _names_width([c.label for c in fp.curves], 24)
     for i, curve in enumerate(fp.curves):
         if i >= legend_max:
             t.append(f"  … {len(fp.curves) - legend_max} more (the HTML report shows all)", style="dim")
@@ -192,13 +199,12 @@ def render_fast_p(charts: SweepCharts, width: int, height: int) -> Text:
 
 def render_speedup(charts: SweepCharts, width: int, height: int) -> Text:
     sc = charts.speedup
-    t = Text(no_wrap=True, overflow="crop", end="")
-    _title(t, "speedup", charts, width)
+    t = _titled("speedup", charts, width)
     rows = sc.rows
     if not rows:
         t.append("no runs", style="dim")
         return t
-    name_w = max(6, min(22, max(cell_len(sanitize(r.model)) for r in rows)))
+    name_w = _names_width([r.model for r in rows])
     stat_w = 22
     sw = max(10, width - name_w - stat_w - 3)
     x_axis = Axis(sc.lo, sc.hi)
@@ -250,7 +256,7 @@ def render_speedup(charts: SweepCharts, width: int, height: int) -> Text:
 
 def grid_window(grid: GridChart, width: int, height: int, cursor: tuple[int, int]) -> dict[str, Any]:
     """Which models and problems fit, scrolled so that the cursor is visible."""
-    name_w = max(6, min(22, max((cell_len(sanitize(m)) for m in grid.models), default=6)))
+    name_w = _names_width(grid.models)
     cell_w = 7
     cols = max(1, (width - name_w - 1) // cell_w)
     rows = max(1, height - 5)
@@ -269,8 +275,7 @@ def _short_problem(key: str, w: int) -> str:
 
 def render_grid(charts: SweepCharts, width: int, height: int, cursor: tuple[int, int] = (0, 0)) -> Text:
     g = charts.grid
-    t = Text(no_wrap=True, overflow="crop", end="")
-    _title(t, "grid", charts, width)
+    t = _titled("grid", charts, width)
     if not g.models:
         t.append("no runs", style="dim")
         return t
@@ -352,13 +357,12 @@ def _box_line(s: BoxStats, lo: float, hi: float, w: int, log: bool, color: str) 
 
 def render_first_correct(charts: SweepCharts, width: int, height: int) -> Text:
     fc = charts.first_correct
-    t = Text(no_wrap=True, overflow="crop", end="")
-    _title(t, "first_correct", charts, width)
+    t = _titled("first_correct", charts, width)
     rows = fc.rows
     if not rows:
         t.append("no runs", style="dim")
         return t
-    name_w = max(6, min(22, max(cell_len(sanitize(r.model)) for r in rows)))
+    name_w = _names_width([r.model for r in rows])
     stat_w = 24
     bw = max(10, width - name_w - stat_w - 3)
     reached = [(i, r) for i, r in enumerate(rows) if r.reached]
