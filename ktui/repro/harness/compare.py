@@ -120,12 +120,21 @@ def compare_outputs(ref_out, new_out, atol=None, rtol=None):
         else:
             rd, nd = r.to(torch.float64), n.to(torch.float64)
             ok = bool(torch.equal(nd, rd))
-        diff = (nd - rd).abs()
+        # NaN-safe: where the reference itself is NaN or infinite, the same value matches (it
+        # computes the same thing); any other non-finite difference is an infinite error, never
+        # a NaN that comparisons and max() would skip
+        same = (nd == rd) | (torch.isnan(nd) & torch.isnan(rd))
+        diff = torch.where(same, torch.zeros_like(rd), (nd - rd).abs())
         finite = torch.isfinite(diff)
         if not bool(finite.all()):
             ok = False
             diff = torch.where(finite, diff, torch.full_like(diff, float("inf")))
-        rel = diff / rd.abs().clamp_min(1e-8)
+        elif not ok and not bool(torch.isfinite(rd).all()):
+            # allclose never matches NaN with NaN: judge the finite positions, the rest matched above
+            fin = torch.isfinite(rd)
+            ok = bool(torch.allclose(nd[fin], rd[fin], atol=a_tol, rtol=r_tol))
+        denom = torch.where(torch.isfinite(rd), rd.abs(), torch.ones_like(rd)).clamp_min(1e-8)
+        rel = diff / denom
         res["max_abs_error"] = max(res["max_abs_error"], float(diff.max()))
         res["max_rel_error"] = max(res["max_rel_error"], float(rel.max()))
         abs_sum += float(diff.sum())

@@ -565,6 +565,11 @@ class Judge:
         self.result["correctness"] = corr
         if not corr["passed"]:
             self.result["notes"].append("correctness failed: timing, memory and launches not measured")
+            if job.checks:  # the probes that can say why (a thread still filling the output...)
+                self.stage("checks")
+                from ..probes import run_judge_probes
+
+                run_judge_probes(ProbeContext(self), correctness_failed=True)
             return
 
         # timing ------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 # one request at a time over the protocol socket and never trusts what comes back.
 #
 #   reference: setup, floor, load_reference, init, make_inputs, put_inputs, forward, time, wall,
-#              wall_outputs, memory, launches
+#              wall_outputs, memory, launches, probe (reference probes: float64, other sizes)
 #   candidate: setup, build, init, put_inputs, refill, forward, time, wall, wall_outputs, memory,
 #              launches, probe
 #
@@ -43,7 +43,7 @@ from .errors import (
 REQUEST = ("dict", {"id": int, "op": str, "args": ("map", "any")})
 OPS = {
     "reference": {"hello", "ping", "setup", "floor", "load_reference", "init", "make_inputs", "put_inputs",
-                  "forward", "time", "wall", "wall_outputs", "memory", "launches", "bye"},
+                  "forward", "time", "wall", "wall_outputs", "memory", "launches", "probe", "bye"},
     "candidate": {"hello", "ping", "setup", "build", "init", "put_inputs", "refill", "forward", "time", "wall",
                   "wall_outputs", "memory", "launches", "probe", "bye"},
 }
@@ -254,8 +254,10 @@ class Server:
         sha = sha1_text(code)
         t0 = now()
         from ..probes.flags import precision_flags
+        from ..probes.threads import install_start_hook
 
         self.flags_before_build = precision_flags()
+        install_start_hook()  # where each thread is started from, and the threads alive before the kernel
         with BuildPatch(ext_root, key) as patch:
             mod = guarded("build", load_source, f"ktui_kernel_{sha[:12]}", code,
                           os.path.join(os.getcwd(), f"kernel_{sha[:12]}.py"), self.shims)
@@ -429,10 +431,10 @@ class Server:
         return launches(self.model, self.slots[str(args["slot"])], dev, self.prims.synchronize)
 
     def op_probe(self, args, fds, out):
-        from ..probes import WORKER_PROBES
+        from ..probes import REFERENCE_PROBES, WORKER_PROBES
 
         name = str(args.get("name"))
-        fn = WORKER_PROBES.get(name)
+        fn = (REFERENCE_PROBES if self.role == "reference" else WORKER_PROBES).get(name)
         if fn is None:
             raise StageFailure("checks", "worker_error", f"no worker probe {name!r}")
         res = fn(Context(self), args.get("args") or {}, fds, out)

@@ -18,6 +18,11 @@ Two kinds, both registered by decorator (modules of this package are imported by
   :class:`ktui.repro.harness.roles.Context` (``model``, ``module``, ``slots``, ``device``,
   ``prims``). Whatever they return is data from an untrusted process: the judge validates its
   shape (protocol.REPLY_SCHEMAS["probe"]) and must not believe a "no finding" from it.
+  ``@worker_probe(name, role="reference")`` registers one for the reference worker instead
+  (float64 runs, inputs at another size): asked for with ``ctx.reference.call("probe", ...)``.
+
+Judge probes run in ``order`` (default 50), then registration order: one that may leave the
+candidate worker unusable (a kernel crashing at another size) registers with a high order.
 
 A probe that raises StageFailure with ``fatal=False`` is recorded as a check that "could not run".
 This package must stay self-contained (stdlib, torch lazily, relative imports of ``..harness``):
@@ -30,21 +35,31 @@ import importlib
 import pkgutil
 
 JUDGE_PROBES: list[tuple[str, object]] = []
-WORKER_PROBES: dict[str, object] = {}
+WORKER_PROBES: dict[str, object] = {}  # run in the candidate worker
+REFERENCE_PROBES: dict[str, object] = {}  # run in the reference worker
+_ORDER: dict[str, int] = {}
+ON_FAILURE: set[str] = set()
 _loaded = False
 
 
-def judge_probe(name):
+def judge_probe(name, order=50, on_failure=False):
+    """``on_failure``: also run when correctness failed (timing and the other probes are then
+    skipped): a probe that can say why the output is wrong (a thread still filling it)."""
+
     def deco(fn):
         if not any(n == name for n, _ in JUDGE_PROBES):
             JUDGE_PROBES.append((name, fn))
+            _ORDER[name] = int(order)
+            if on_failure:
+                ON_FAILURE.add(name)
+            JUDGE_PROBES.sort(key=lambda p: _ORDER.get(p[0], 50))  # stable: registration order within one order
         return fn
     return deco
 
 
-def worker_probe(name):
+def worker_probe(name, role="candidate"):
     def deco(fn):
-        WORKER_PROBES[name] = fn
+        (REFERENCE_PROBES if role == "reference" else WORKER_PROBES)[name] = fn
         return fn
     return deco
 
@@ -58,11 +73,13 @@ def load_all():
         importlib.import_module(f"{__name__}.{mod.name}")
 
 
-def run_judge_probes(ctx):
+def run_judge_probes(ctx, correctness_failed=False):
     from ..harness.errors import StageFailure, one_line
 
     load_all()
     for name, fn in JUDGE_PROBES:
+        if correctness_failed and name not in ON_FAILURE:
+            continue
         try:
             fn(ctx)
         except StageFailure as f:

@@ -1,0 +1,150 @@
+"""Shape jitter: one more correctness trial at another size. A kernel written for the one size
+it was shown (a hard-coded output shape, loop bounds, a view with literal sizes) fails it.
+
+The reference worker makes the inputs at another size: through ``popcorn_pri.jitter_int``
+(PopcornBench's own hook, a shim here) when ``get_inputs`` calls it, else by changing the first
+module-level integer size that ``get_inputs`` reads and ``get_init_inputs`` does not (the
+model's weights keep their shape). The new size keeps every power-of-two factor up to 128 of the
+old one (tiles stay whole), so an honest kernel that needs divisible sizes is not caught. The
+reference computes its output at that size; the judge runs the kernel and compares. A kernel
+that fails or crashes there is a finding too; this probe runs last for that reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import judge_probe, worker_probe
+
+JITTER_SEED = 7919 + 70
+
+
+def jittered(v):
+    """Another size than ``v`` (larger by about a quarter), keeping its power-of-two factors up to 128."""
+    v = int(v)
+    g = math.gcd(v, 128) or 1
+    step = max(g, (v // 4) // g * g)
+    return v + step
+
+
+def _names_read(fn, seen=None):
+    """Global names a function (and the code objects nested in it) reads."""
+    import types
+
+    seen = set() if seen is None else seen
+    code = getattr(fn, "__code__", fn)
+    if not isinstance(code, types.CodeType) or id(code) in seen:
+        return []
+    seen.add(id(code))
+    out = list(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out += [n for n in _names_read(c, seen) if n not in out]
+    return out
+
+
+def size_constant(mod):
+    """(name, value) of the module-level int size to change, or None."""
+    g = vars(mod)
+    init = set(_names_read(g["get_init_inputs"])) if callable(g.get("get_init_inputs")) else set()
+    for name in _names_read(g.get("get_inputs")):
+        v = g.get(name)
+        if type(v) is int and v >= 1 and name not in init and not name.startswith("_"):
+            return name, v
+    return None
+
+
+@worker_probe("jitter_inputs", role="reference")
+def jitter_inputs(wctx, args, fds, out_fds):
+    import torch
+
+    from ..harness import shm
+    from ..harness.compare import set_seed, to_device
+    from ..harness.roles import guarded
+
+    srv = wctx.server
+    mod = wctx.module
+    pri = (srv.shims or {}).get("popcorn_pri")
+    g = vars(mod)
+    undo = []
+    calls = []
+    orig = getattr(pri, "jitter_int", None) if pri is not None else None
+
+    def jitter_int(value, *a, **k):
+        base = int(orig(value, *a, **k))
+        calls.append(base)
+        return jittered(base)
+
+    changed = None
+    # the jitter hook first: patched on the shim module and wherever the reference bound it
+    if orig is not None:
+        pri.jitter_int = jitter_int
+        undo.append((pri, "jitter_int", orig))
+        for k, val in list(g.items()):
+            if val is orig:
+                g[k] = jitter_int
+                undo.append((mod, k, orig))
+    try:
+        set_seed(int(args["seed"]))
+        inputs = guarded("checks", mod.get_inputs, what="reference")
+        if calls:
+            changed = f"jitter_int: {', '.join(f'{c} -> {jittered(c)}' for c in calls[:4])}"
+        else:
+            const = size_constant(mod)
+            if const is None:
+                return {"findings": [], "data": {"changed": None}}
+            name, val = const
+            g[name] = jittered(val)
+            undo.append((mod, name, val))
+            changed = f"{name}: {val} -> {jittered(val)}"
+            set_seed(int(args["seed"]))
+            inputs = guarded("checks", mod.get_inputs, what="reference")
+        inputs = to_device(inputs, wctx.device)
+        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        srv.slots[str(args["slot"])] = inputs
+        # the reference's output at the new size, with the change still in place (its forward
+        # may read the same module-level size)
+        out = srv._call(args["slot"], "checks", "reference")
+        enc = shm.encode_value(inputs, out_fds)
+        fwd = srv._outputs(out, out_fds)
+    finally:
+        for obj, name, val in reversed(undo):
+            setattr(obj, name, val)
+    shapes = [list(t.shape) for t in inputs if isinstance(t, torch.Tensor)][:4]
+    return {"findings": [], "data": {"changed": changed, "inputs": enc, "forward": fwd, "shapes": shapes}}
+
+
+@judge_probe("shape_jitter", order=90)
+def shape_jitter(ctx):
+    from ..harness.errors import StageFailure, one_line
+
+    ctx.trial(1, 1, "shape_jitter")
+    try:
+        data, fds = ctx.reference.call("probe", {"name": "jitter_inputs",
+                                                 "args": {"seed": int(ctx.job.seed) + JITTER_SEED, "slot": "p-jit"}})
+    except StageFailure as f:
+        if f.fatal:
+            raise
+        ctx.add_check("shape_jitter", None, f"the reference fails at another size ({one_line(f.message, 100)})")
+        return
+    d = data.get("data") or {}
+    if not d.get("changed") or d.get("inputs") is None or not isinstance(d.get("forward"), dict):
+        ctx.add_check("shape_jitter", None, "the reference exposes no size to vary (no jitter_int, no size constant)")
+        return
+    inputs = ctx.hold(d["inputs"], fds)
+    ref = ctx.hold(d["forward"].get("outputs"), fds)
+    ref.owns = False  # the same reply's descriptors: closed with the inputs
+    changed = str(d["changed"])[:120]
+    shapes = [s for s in d.get("shapes") or [] if isinstance(s, list)][:2]
+    where = f"at another size ({changed}; inputs {shapes})"
+    try:
+        out, _meta = ctx.candidate_forward(inputs, "p-jit")
+    except StageFailure as f:
+        # a kernel that raises or crashes at another size was written for one size
+        ctx.add_check("shape_jitter", False, f"hard-coded shapes: {where} the kernel fails: {one_line(f.message, 120)}")
+        return
+    cmp = ctx.compare(ref.decoded(), out.decoded())
+    if cmp["passed"]:
+        ctx.add_check("shape_jitter", True, f"correct {where} too")
+    else:
+        ctx.add_check("shape_jitter", False, f"hard-coded shapes: {where} the output is wrong: {cmp['reason']}")
