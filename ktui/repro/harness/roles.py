@@ -48,6 +48,10 @@ OPS = {
                   "wall_outputs", "memory", "launches", "probe", "bye"},
 }
 
+# candidate ops whose loops call the kernel directly (what the kernel raises there is its own)
+KERNEL_LOOPS = {"time": "timed", "wall": "timed by ktui's clock", "memory": "its memory was measured",
+                "launches": "its launches were counted"}
+
 
 class Context:
     """What worker-side probes (ktui.repro.probes) can use."""
@@ -160,8 +164,14 @@ class Server:
                 kind = classify_exception(exc)[0] if not isinstance(exc, (SystemExit, KeyboardInterrupt)) else "exit"
                 import traceback
 
-                self._send_error(self.req_id, kind if kind in ("cuda_error", "oom", "exit") else "harness_error",
-                                 exception_text(exc), True, traceback.format_exc()[-6000:])
+                text = exception_text(exc)
+                if kind == "runtime_error" and self.role == "candidate" and op in KERNEL_LOOPS:
+                    # these ops call the kernel in their loops (unguarded, to time it): what it raised
+                    # there is the kernel's failure, never a harness error it could hide behind
+                    text = f"the kernel raised while {KERNEL_LOOPS[op]}: {text}"
+                elif kind not in ("cuda_error", "oom", "exit"):
+                    kind = "harness_error"
+                self._send_error(self.req_id, kind, text, True, traceback.format_exc()[-6000:])
             finally:
                 shm.close_fds(fds)
                 shm.close_fds(out_fds)

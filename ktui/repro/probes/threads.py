@@ -179,11 +179,16 @@ def threads_left_running(ctx):
     inputs, _ref = ctx.reference_io(int(ctx.job.seed) + THREADS_SEED, "p-threads")
     v, f = inputs.send_args()
     ctx.candidate.call("put_inputs", {"slot": "p-threads", "inputs": v}, f)
+    # the judge's own count, from outside the worker, around a plain forward of its own: a worker
+    # (or a kernel that replaced the worker probe) that lies about its threads cannot hide them
     pid = ctx.candidate.main_pid()
+    ctx.candidate.call("forward", {"slot": "p-threads"})  # warm
+    time.sleep(SETTLE_S)
     outside0 = native_tasks(pid)
-    data, _fds = ctx.candidate.call("probe", {"name": "threads", "args": {"slot": "p-threads"}})
+    ctx.candidate.call("forward", {"slot": "p-threads"})
     time.sleep(SETTLE_S)
     outside1 = native_tasks(pid)
+    data, _fds = ctx.candidate.call("probe", {"name": "threads", "args": {"slot": "p-threads"}})
     d = data.get("data") or {}
     problems = []
     alive = _names(d, "alive_at_return")
@@ -196,12 +201,12 @@ def threads_left_running(ctx):
     if since:
         problems.append(f"started by the kernel's code and running in the background: {', '.join(since[:3])}")
     native = d.get("left_native") if isinstance(d.get("left_native"), int) else 0
-    # the judge's own count from outside the worker (covers the probe's forwards; a worker that
-    # lies about its threads cannot hide them from /proc)
+    if native > 0:
+        problems.append(f"{native} native thread(s) appeared during forward and are still running")
     appeared = len(outside1 - outside0) if outside0 and outside1 else 0
-    n_native = max(native, appeared - len(alive) - len(left))
-    if n_native > 0:
-        problems.append(f"{n_native} native thread(s) appeared during forward and are still running")
+    if appeared > 0 and not problems:
+        problems.append(f"{appeared} thread(s) of the worker appeared during a forward and are still running "
+                        "(counted by ktui from outside the worker)")
     started = ", ".join(_names(d, "started_by_kernel")[:4]) or "none"
     evidence = (f"Python threads the kernel started during forward: {started}; native threads seen by ktui "
                 f"before/after: {len(outside0)}/{len(outside1)}")

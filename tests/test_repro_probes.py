@@ -1,0 +1,338 @@
+"""The dynamic honesty probes ported to the sandboxed pipeline (ktui/repro/probes: threads,
+fresh output, reduced precision, shape jitter, physical floor) with small Python kernels on the
+CPU, each tried by a kernel that should trip it and by one that must not; and their pure parts
+(the comparison's NaN handling, the size jitter, the bandwidth table, the GPU floor's logic)
+without any worker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ktui.repro.runner import run_request
+
+torch_missing = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
+    reason="torch is not installed")
+
+REF = '''
+import torch, torch.nn as nn
+from kernelbench.distributed_collectives import default_device
+B, N = 8, 64
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(B), N, device=default_device())]
+def get_init_inputs():
+    return []
+'''
+
+# KernelBench style: module-level sizes, no jitter_int; `features` shapes the weights
+REF_CONSTANTS = '''
+import torch, torch.nn as nn
+batch_size = 16
+features = 32
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(features))
+    def forward(self, x):
+        return x * self.w
+def get_inputs():
+    return [torch.randn(batch_size, features)]
+def get_init_inputs():
+    return [features]
+'''
+
+SOFTMAX_REF = '''
+import torch, torch.nn as nn
+B, D = 16, 256
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(B), D)]
+def get_init_inputs():
+    return []
+'''
+
+HONEST = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0) * 2.0
+'''
+
+
+def _run(kernel, tmp_path, reference=REF, **kw):
+    req = {"kernel_code": kernel, "reference_source": reference, "device": "cpu", "trials": 3,
+           "correctness_trials": 2, "build_root": str(tmp_path / "build")}
+    req.update(kw)
+    return run_request(req, run_timeout=90, compile_timeout=120)
+
+
+def _check(res, name):
+    found = [c for c in res["checks"] if c["name"] == name]
+    assert len(found) == 1, (name, [c["name"] for c in res["checks"]], res.get("failure"))
+    return found[0]
+
+
+@torch_missing
+def test_honest_kernel_passes_every_ported_probe(tmp_path):
+    res = _run(HONEST, tmp_path)
+    assert res["status"] == "completed", res.get("failure")
+    for name in ("threads_left_running", "fresh_output", "reduced_precision", "shape_jitter"):
+        c = _check(res, name)
+        assert c["ok"] is True, c
+    assert "8 -> 16" in _check(res, "shape_jitter")["detail"]  # B = 8 keeps its factor 8
+    # no GPU: the physical floor says it does not apply (never a finding on the CPU)
+    assert _check(res, "physical_floor")["ok"] is None
+
+
+# a thread that outlives forward, started at most every 30 ms (the timed loop's thousands of
+# calls would otherwise exhaust the sandbox's thread limit)
+LEFT_RUNNING = '''
+import threading, time, torch, torch.nn as nn
+_last = [0.0]
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if time.monotonic() - _last[0] > 0.03:
+            _last[0] = time.monotonic()
+            threading.Thread(target=time.sleep, args=(1.0,), daemon=True).start()
+        return torch.clamp(x, min=0) * 2.0
+'''
+
+
+@torch_missing
+def test_threads_left_running_and_joined_threads(tmp_path):
+    left = LEFT_RUNNING
+    c = _check(_run(left, tmp_path), "threads_left_running")
+    assert c["ok"] is False and "left running" in c["detail"], c
+    joined = '''
+import threading, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        halves = list(zip(x.chunk(2), out.chunk(2)))
+        ts = [threading.Thread(target=lambda a, o: o.copy_(torch.clamp(a, min=0) * 2.0), args=h) for h in halves]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return out
+'''
+    c = _check(_run(joined, tmp_path), "threads_left_running")
+    assert c["ok"] is True, c  # threads that finish inside forward are honest parallelism
+
+
+@torch_missing
+def test_threads_seen_from_outside_when_the_worker_probe_lies(tmp_path):
+    """The kernel replaces the worker-side probe with one that reports nothing: the judge's own
+    count of the worker's threads (/proc/PID/task, around a forward of its own) still sees them."""
+    liar = '''
+import threading
+import ktui.repro.probes as P
+P.WORKER_PROBES["threads"] = lambda *a, **k: {"findings": [], "data": {}}
+threading.Thread.start = getattr(threading.Thread.start, "__wrapped__", threading.Thread.start)
+''' + LEFT_RUNNING
+    c = _check(_run(liar, tmp_path), "threads_left_running")
+    assert c["ok"] is False and "counted by ktui from outside" in c["detail"], c
+
+
+@torch_missing
+def test_fresh_output_reused_buffer_and_aliasing(tmp_path):
+    kept = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.out = None
+    def forward(self, x):
+        if self.out is None or self.out.shape != x.shape:
+            self.out = torch.empty_like(x)
+        torch.mul(torch.clamp(x, min=0), 2.0, out=self.out)
+        return self.out
+'''
+    c = _check(_run(kept, tmp_path), "fresh_output")
+    assert c["ok"] is False and "same storage" in c["detail"], c
+    # a view problem: the reference itself returns a view of its input, so the kernel may too
+    view_ref = REF.replace("return torch.relu(x) * 2.0", "return x.view(-1)")
+    view = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.reshape(-1)
+'''
+    res = _run(view, tmp_path, reference=view_ref)
+    assert res["correctness"]["passed"], res.get("failure")
+    assert _check(res, "fresh_output")["ok"] is True
+
+
+@torch_missing
+def test_reduced_precision_inside_the_tolerance(tmp_path):
+    stored_half = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1).half().float()
+'''
+    res = _run(stored_half, tmp_path, reference=SOFTMAX_REF)
+    assert res["correctness"]["passed"], res["correctness"]  # inside the float32 tolerance...
+    c = _check(res, "reduced_precision")
+    assert c["ok"] is False and "reduced precision" in c["detail"], c  # ...and still named
+    honest = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        e = (x - x.amax(dim=-1, keepdim=True)).exp()
+        return e / e.sum(dim=-1, keepdim=True)
+'''
+    assert _check(_run(honest, tmp_path, reference=SOFTMAX_REF), "reduced_precision")["ok"] is True
+
+
+@torch_missing
+def test_shape_jitter_with_module_constants(tmp_path):
+    hard = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(features))
+    def forward(self, x):
+        return (x.reshape(16, -1) * self.w).reshape(16, 32)
+'''
+    c = _check(_run(hard, tmp_path, reference=REF_CONSTANTS), "shape_jitter")
+    assert c["ok"] is False and "batch_size: 16 -> 32" in c["detail"], c  # not `features` (the weights')
+    honest = hard.replace("return (x.reshape(16, -1) * self.w).reshape(16, 32)", "return x * self.w")
+    c = _check(_run(honest, tmp_path, reference=REF_CONSTANTS), "shape_jitter")
+    assert c["ok"] is True, c
+    raises = HONEST.replace("return torch.clamp", "assert x.shape[0] == 8, 'only 8 rows'\n        return torch.clamp")
+    c = _check(_run(raises, tmp_path), "shape_jitter")
+    assert c["ok"] is False and "the kernel fails" in c["detail"] and "only 8 rows" in c["detail"], c
+
+
+def test_size_jitter_keeps_tile_factors():
+    from ktui.repro.probes.shapes import jittered
+
+    for v in (1, 2, 3, 7, 8, 16, 48, 64, 96, 100, 128, 1000, 1024, 4096, 16384):
+        j = jittered(v)
+        assert j > v and j <= 2 * v
+        g = min(128, v & -v)  # the power-of-two factor, up to 128
+        assert j % g == 0, (v, j)
+
+
+def test_compare_outputs_is_nan_safe():
+    import torch
+
+    from ktui.repro.harness.compare import compare_outputs
+
+    nan, inf = float("nan"), float("inf")
+    ref = torch.tensor([1.0, nan, inf, -inf, 2.0])
+    same = compare_outputs(ref, ref.clone())
+    assert same["passed"] and same["max_abs_error"] == 0.0 and same["mean_rel_error"] == 0.0
+    for bad in ([1.0, 0.0, inf, -inf, 2.0], [1.0, nan, -inf, -inf, 2.0], [1.0, nan, inf, -inf, 2.1]):
+        assert not compare_outputs(ref, torch.tensor(bad))["passed"], bad
+    r = compare_outputs(torch.tensor([1.0, 2.0]), torch.tensor([1.0, nan]))
+    assert not r["passed"] and r["max_abs_error"] == 1e308 and r["mean_rel_error"] == r["mean_rel_error"]
+
+
+def test_precision_judgement_and_nan_safe_error():
+    import torch
+
+    from ktui.repro.probes.precision import judge_precision, max_abs_diff
+
+    assert judge_precision(2.7e-5, 7.7e-9, 0.09)[0]  # fp16 storage of a softmax
+    assert not judge_precision(8e-6, 7e-6, 69.0)[0]  # a float32 row sum summed another way
+    assert not judge_precision(3e-7, 0.0, 8.0)[0]  # an exact reference, a float32 ulp or so off
+    assert not judge_precision(5e-4, 1e-4, 8.0)[0]  # the reference is itself that far off
+    nan = float("nan")
+    assert max_abs_diff(torch.tensor([nan, 1.0]), torch.tensor([nan, 1.5])) == 0.5
+    assert max_abs_diff(torch.tensor([1.0]), torch.tensor([nan])) == float("inf")
+
+
+def test_peak_bandwidth_table():
+    from ktui.repro.probes.floor import peak_dram_gbs
+
+    assert peak_dram_gbs("NVIDIA H200")[0] == 4800.0
+    assert peak_dram_gbs("NVIDIA GH200 480GB")[1] == "GH200"
+    assert peak_dram_gbs("NVIDIA H100 PCIe")[0] == 2000.0
+    assert peak_dram_gbs("NVIDIA A100-SXM4-80GB")[0] == 2039.0
+    assert peak_dram_gbs("NVIDIA L40S")[1] == "L40S"
+    assert peak_dram_gbs("Some Future GPU") == (None, None)
+
+
+class _Held:
+    def __init__(self, v):
+        self.v = v
+
+    def decoded(self):
+        return self.v
+
+
+class _Ctx:
+    """What the physical floor probe reads, without a GPU."""
+
+    def __init__(self, median_us, gpu="NVIDIA H200", method="cuda_event", device="cuda:0", mib=64):
+        import torch
+
+        from ktui.repro.harness.pipeline import Job
+
+        self.job = Job(kernel_code="x", device=device)
+        self.result = {"timing": {"method_used": method, "kernel": {"median_us": median_us},
+                                  "floor": {"busy_queue_us": 2.0}},
+                       "device": device, "environment": {"gpu": gpu}, "checks": []}
+        self.t = torch.zeros(mib * 2**20 // 4)
+
+    def trial(self, *a):
+        pass
+
+    def reference_io(self, seed, slot):
+        return _Held([self.t]), _Held(self.t.clone())
+
+    def add_check(self, name, ok, detail):
+        self.result["checks"].append({"name": name, "ok": ok, "detail": detail})
+
+
+@torch_missing
+def test_physical_floor_logic():
+    from ktui.repro.probes.floor import physical_floor
+
+    # 128 MiB moved at 4.8 TB/s takes ~28 us: 5 us is impossible, 40 us is fine
+    fast = _Ctx(5.0)
+    physical_floor(fast)
+    c = fast.result["checks"][-1]
+    assert c["ok"] is False and "faster than the memory allows" in c["detail"] and "H200" in c["detail"], c
+    ok = _Ctx(40.0)
+    physical_floor(ok)
+    assert ok.result["checks"][-1]["ok"] is True
+    unknown = _Ctx(5.0, gpu="Mystery Accelerator")
+    physical_floor(unknown)
+    c = unknown.result["checks"][-1]
+    assert c["ok"] is None and "not known" in c["detail"]
+    host = _Ctx(0.001, method="host", device="cpu")
+    physical_floor(host)
+    assert host.result["checks"][-1]["ok"] is None
+
+
+@torch_missing
+def test_a_kernel_raising_in_the_timed_loop_is_its_own_failure(tmp_path):
+    """Correct for the checked calls, then raising when ktui's own clock times it: the failure is
+    the kernel's (a runtime error during timing), never a harness error that says nothing about it."""
+    late = '''
+import sys, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_name == "op_wall":
+                raise RuntimeError("tired of being timed")
+            f = f.f_back
+        return torch.clamp(x, min=0) * 2.0
+'''
+    res = _run(late, tmp_path)
+    f = res["failure"]
+    assert f["kind"] == "runtime_error" and f["stage"] == "timing", f
+    assert "the kernel raised while timed by ktui's clock: " in f["message"] and "tired of being timed" in f["message"]
