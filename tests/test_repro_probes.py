@@ -336,3 +336,33 @@ class ModelNew(nn.Module):
     f = res["failure"]
     assert f["kind"] == "runtime_error" and f["stage"] == "timing", f
     assert "the kernel raised while timed by ktui's clock: " in f["message"] and "tired of being timed" in f["message"]
+
+
+@torch_missing
+def test_tampering_is_named_when_the_output_is_wrong_too(tmp_path):
+    wrong_and_tampering = '''
+import gc, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        for o in gc.get_objects():
+            if isinstance(o, torch.Tensor) and o is not x and o.shape == x.shape and o.is_floating_point():
+                o.fill_(float("nan"))
+        return torch.clamp(x, min=0) * 3.0
+'''
+    res = _run(wrong_and_tampering, tmp_path)
+    assert res["status"] == "completed" and not res["correctness"]["passed"], res.get("failure")
+    c = _check(res, "tampering")
+    assert c["ok"] is False and "tampers with other tensors" in c["detail"], c
+    assert _check(res, "threads_left_running")["ok"] is True  # the other probe that runs on a failure
+    assert not any(c["name"] == "shape_jitter" for c in res["checks"])  # the rest need a correct kernel
+
+
+@torch_missing
+def test_physical_floor_judges_the_timers_own_claim():
+    from ktui.repro.probes.floor import physical_floor
+
+    # ktui's clock disagreed and replaced the reported time: the event timer's claim is judged
+    ctx = _Ctx(120.0)
+    ctx.result["timing"]["kernel_own"] = {"median_us": 4.0}
+    physical_floor(ctx)
+    assert ctx.result["checks"][-1]["ok"] is False

@@ -6,8 +6,10 @@ The reference worker makes the inputs at another size: through ``popcorn_pri.jit
 module-level integer size that ``get_inputs`` reads and ``get_init_inputs`` does not (the
 model's weights keep their shape). The new size keeps every power-of-two factor up to 128 of the
 old one (tiles stay whole), so an honest kernel that needs divisible sizes is not caught. The
-reference computes its output at that size; the judge runs the kernel and compares. A kernel
-that fails or crashes there is a finding too; this probe runs last for that reason.
+reference computes its output at that size; the judge runs the kernel and compares (after a
+control call at the usual size: a kernel wrong there too is another probe's finding, not this
+one). A kernel that fails or crashes at the other size is a finding too; this probe runs last for
+that reason.
 """
 
 from __future__ import annotations
@@ -130,6 +132,12 @@ def shape_jitter(ctx):
     d = data.get("data") or {}
     if not d.get("changed") or d.get("inputs") is None or not isinstance(d.get("forward"), dict):
         ctx.add_check("shape_jitter", None, "the reference exposes no size to vary (no jitter_int, no size constant)")
+        return
+    # a control call at the usual size first: a kernel wrong there too is not a shape problem
+    c_in, c_ref = ctx.reference_io(int(ctx.job.seed) + JITTER_SEED + 1, "p-jit0")
+    c_out, _m = ctx.candidate_forward(c_in, "p-jit0")
+    if not ctx.compare(c_ref.decoded(), c_out.decoded())["passed"]:
+        ctx.add_check("shape_jitter", None, "the output is wrong at the usual size too in this call: not judged")
         return
     inputs = ctx.hold(d["inputs"], fds)
     ref = ctx.hold(d["forward"].get("outputs"), fds)

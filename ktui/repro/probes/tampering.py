@@ -3,6 +3,7 @@
 The candidate worker holds copies of the kernel's own output and inputs (the kind of tensor a
 harness keeps: an expected output, earlier inputs) as canaries, runs the kernel, and reports
 which canaries changed. Only a change is believed: a hostile worker can always claim "none".
+It runs when correctness failed too: a kernel that tampers and is wrong is named for both.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def canary_worker(wctx, args, fds, out_fds):
     return {"findings": [], "data": {"canaries": len(keep), "changed": changed[:16]}}
 
 
-@judge_probe("tampering")
+@judge_probe("tampering", on_failure=True)
 def tampering(ctx):
     ctx.trial(1, 1, "tampering")
     inputs, _ref = ctx.reference_io(int(ctx.job.seed) + CANARY_SEED, "p-canary")
