@@ -143,6 +143,24 @@ threading.Thread.start = getattr(threading.Thread.start, "__wrapped__", threadin
 
 
 @torch_missing
+def test_processes_left_running(tmp_path):
+    forks = '''
+import os, time, torch, torch.nn as nn
+_last = [0.0]
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if time.monotonic() - _last[0] > 0.03:
+            _last[0] = time.monotonic()
+            if os.fork() == 0:
+                time.sleep(1.0)
+                os._exit(0)
+        return torch.clamp(x, min=0) * 2.0
+'''
+    c = _check(_run(forks, tmp_path), "threads_left_running")
+    assert c["ok"] is False and "process(es) started during forward and still running" in c["detail"], c
+
+
+@torch_missing
 def test_fresh_output_reused_buffer_and_aliasing(tmp_path):
     kept = '''
 import torch, torch.nn as nn

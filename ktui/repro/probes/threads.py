@@ -9,7 +9,8 @@ and reports Python threads the kernel started that are still alive when it retur
 threads started by kernel code since it loaded that are still alive, and native threads
 (``/proc/self/task``) that appeared during the forward. The judge counts the worker's native
 threads itself too (``/proc/PID/task`` from outside, which the kernel cannot fake), before and
-after its own request: a worker's "no thread" is never the only evidence.
+after its own request, and the processes of the worker's tree: a worker's "no thread" is never
+the only evidence.
 """
 
 from __future__ import annotations
@@ -185,10 +186,13 @@ def threads_left_running(ctx):
     ctx.candidate.call("forward", {"slot": "p-threads"})  # warm
     time.sleep(SETTLE_S)
     outside0 = native_tasks(pid)
+    procs0 = set(ctx.candidate.proc.tree())
     ctx.candidate.call("forward", {"slot": "p-threads"})
     time.sleep(SETTLE_S)
     outside1 = native_tasks(pid)
     data, _fds = ctx.candidate.call("probe", {"name": "threads", "args": {"slot": "p-threads"}})
+    time.sleep(SETTLE_S)
+    new_procs = sorted(set(ctx.candidate.proc.tree()) - procs0)  # still alive now
     d = data.get("data") or {}
     problems = []
     alive = _names(d, "alive_at_return")
@@ -208,14 +212,17 @@ def threads_left_running(ctx):
         problems.append(f"{appeared} thread(s) of the worker appeared during a forward and are still running "
                         "(counted by ktui from outside the worker)")
     started = ", ".join(_names(d, "started_by_kernel")[:4]) or "none"
+    if new_procs:
+        problems.append(f"{len(new_procs)} process(es) started during forward and still running (seen by ktui "
+                        "in the worker's process tree)")
     evidence = (f"Python threads the kernel started during forward: {started}; native threads seen by ktui "
                 f"before/after: {len(outside0)}/{len(outside1)}")
     if problems:
         ctx.add_check("threads_left_running", False,
-                      "threads left running by the kernel: " + "; ".join(problems)
+                      "threads or processes left running by the kernel: " + "; ".join(problems)
                       + ": work goes on outside the timed, checked call")
         ctx.result["checks"][-1]["evidence"] = evidence
     else:
         ok = True if outside0 or d.get("hooked") else None
         ctx.add_check("threads_left_running", ok,
-                      "no thread left running after forward" if ok else "threads could not be counted")
+                      "no thread or process left running after forward" if ok else "threads could not be counted")
