@@ -384,3 +384,30 @@ def test_physical_floor_judges_the_timers_own_claim():
     ctx.result["timing"]["kernel_own"] = {"median_us": 4.0}
     physical_floor(ctx)
     assert ctx.result["checks"][-1]["ok"] is False
+
+
+@torch_missing
+def test_unwritten_output_is_seen_by_the_judge(tmp_path):
+    empty = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.empty_like(x)
+'''
+    res = _run(empty, tmp_path)
+    assert not res["correctness"]["passed"]
+    c = _check(res, "unwritten_output")
+    assert c["ok"] is False and "never wrote" in c["detail"], c
+    assert _check(_run(HONEST, tmp_path), "unwritten_output")["ok"] is True
+
+
+def test_sentinel_fraction():
+    import torch
+
+    from ktui.repro.probes.unwritten import SENTINEL, sentinel_fraction
+
+    t = torch.zeros(8, dtype=torch.float32)
+    t.view(torch.uint8)[:16] = SENTINEL  # 4 of 8 elements are all-sentinel bytes
+    assert sentinel_fraction(t) == 0.5
+    assert sentinel_fraction(torch.randn(64)) == 0.0
+    assert sentinel_fraction(torch.full((4,), SENTINEL, dtype=torch.uint8)) == 1.0

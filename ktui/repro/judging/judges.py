@@ -448,6 +448,7 @@ CHECK_TITLES = {
     "physical_floor": "faster than the memory allows",
     "tampering": "tampers with other tensors",
     "fresh_output": "reused, aliased or fake output",
+    "unwritten_output": "returns memory it never wrote",
 }
 
 

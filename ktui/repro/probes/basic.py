@@ -90,10 +90,11 @@ def output_changes_with_input(ctx):
         ctx.add_check("output_changes_with_input", True, "output follows in-place input changes")
 
 
-@judge_probe("plain_output")
+@judge_probe("plain_output", on_failure=True)
 def plain_output(ctx):
     """Types the candidate reported for its outputs during correctness (the comparison itself
-    never used them: the judge compared raw bytes)."""
+    never used them: the judge compared raw bytes). Also when correctness failed: a subclass
+    output that compares equal to anything is named, not only "values differ"."""
     seen = getattr(ctx.judge, "types_seen", []) or []
     problems, eq = [], []
     for meta in seen:

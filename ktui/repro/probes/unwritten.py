@@ -1,0 +1,98 @@
+"""Unwritten output: a kernel that returns ``torch.empty`` memory it never wrote passes whenever
+the allocator hands back a block that happens to hold the answer (KernelBench's result-reuse
+attack: the reference's freed output).
+
+Just before a forward, the candidate worker fills freed blocks of the output's size with a
+sentinel byte (allocated, filled, released: the allocator's next block of that size is one of
+them) and runs the kernel; this is repeated a few times (the CPU's malloc does not always hand
+the same block back). The judge looks at the output bytes it received itself: elements made of
+nothing but the sentinel are memory the kernel returned without writing. The worker only
+prepares the memory; what is found is found in the judge.
+"""
+
+from __future__ import annotations
+
+from . import judge_probe, worker_probe
+
+UNWRITTEN_SEED = 7919 + 90
+SENTINEL = 0x5A  # 0x5A5A5A5A is 1.5e16 as a float32: no kernel computes it
+BLOCKS = 8  # poisoned blocks per output size
+ATTEMPTS = 4
+FRACTION = 0.10  # this share of an output's elements holding the sentinel: unwritten
+MAX_POISON_BYTES = 1 << 30
+
+
+@worker_probe("poisoned_forward")
+def poisoned_forward(wctx, args, fds, out_fds):
+    import torch
+
+    from ..harness import shm
+    from ..harness.roles import _plain, guarded
+
+    inputs = wctx.slots[str(args["slot"])]
+    sizes = [int(n) for n in args.get("nbytes") or [] if isinstance(n, int) and n > 0][:16]
+    cuda = wctx.device is not None and wctx.device.type == "cuda"
+    outs = []
+    for _ in range(int(args.get("attempts", ATTEMPTS))):
+        blocks = [torch.empty(n, dtype=torch.uint8, device=wctx.device) for n in sizes for _b in range(BLOCKS)]
+        for b in blocks:
+            b.fill_(SENTINEL)
+        if cuda:
+            torch.cuda.synchronize(wctx.device)
+        del blocks
+        with torch.no_grad():
+            out = guarded("checks", wctx.model, *inputs, what="kernel")
+        if cuda:
+            torch.cuda.synchronize(wctx.device)
+        with torch._C.DisableTorchFunctionSubclass():
+            outs.append(shm.encode_value(_plain(out), out_fds))
+        del out
+    return {"findings": [], "data": {"outputs": outs}}
+
+
+def sentinel_fraction(t):
+    """Share of the elements of tensor ``t`` whose every byte is the sentinel."""
+    import torch
+
+    if not isinstance(t, torch.Tensor) or t.numel() == 0 or t.device.type == "meta":
+        return 0.0
+    b = t.detach().contiguous().reshape(-1).view(torch.uint8).reshape(t.numel(), t.element_size())
+    return float((b == SENTINEL).all(dim=1).to(torch.float64).mean())
+
+
+@judge_probe("unwritten_output", on_failure=True)
+def unwritten_output(ctx):
+    import torch
+
+    from ..harness import shm
+    from ..harness.compare import flatten
+
+    ctx.trial(1, 1, "unwritten_output")
+    inputs, ref = ctx.reference_io(int(ctx.job.seed) + UNWRITTEN_SEED, "p-unwritten")
+    leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
+    nbytes = sorted({t.numel() * t.element_size() for t in leaves})
+    if not nbytes or sum(nbytes) * BLOCKS > MAX_POISON_BYTES:
+        ctx.add_check("unwritten_output", None, "no output to prepare memory for" if not nbytes
+                      else "the outputs are too large to prepare memory for")
+        return
+    v, f = inputs.send_args()
+    ctx.candidate.call("put_inputs", {"slot": "p-unwritten", "inputs": v}, f)
+    data, ofd = ctx.candidate.call("probe", {"name": "poisoned_forward",
+                                             "args": {"slot": "p-unwritten", "nbytes": nbytes}})
+    outs = (data.get("data") or {}).get("outputs")
+    if not isinstance(outs, list) or not outs:
+        ctx.add_check("unwritten_output", None, "the worker returned no outputs")
+        return
+    held = ctx.hold(outs, ofd)
+    worst = 0.0
+    for o in held.value:
+        for t in flatten(shm.decode_value(o, held.fds)):
+            worst = max(worst, sentinel_fraction(t))
+    if worst >= FRACTION:
+        ctx.add_check("unwritten_output", False,
+                      f"unwritten output: {worst:.0%} of an output holds the bytes ktui wrote into freed memory just "
+                      "before the call: the kernel returns memory it never wrote (torch.empty...)")
+        ctx.result["checks"][-1]["evidence"] = f"{worst:.1%} of the elements are 0x{SENTINEL:02X} bytes"
+    else:
+        ctx.add_check("unwritten_output", True, f"the output is written by the kernel ({len(outs)} calls on prepared "
+                      "memory)")
