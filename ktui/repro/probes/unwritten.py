@@ -4,8 +4,8 @@ attack: the reference's freed output).
 
 Just before a forward, the candidate worker fills freed blocks of the output's size with a
 sentinel byte (allocated, filled, released: the allocator's next block of that size is one of
-them) and runs the kernel; this is repeated a few times (the CPU's malloc does not always hand
-the same block back). The judge looks at the output bytes it received itself: elements made of
+them) and runs the kernel; this is repeated a few times (on the CPU glibc is asked to keep
+freed blocks in its heap, and still does not always hand the same block back). The judge looks at the output bytes it received itself: elements made of
 nothing but the sentinel are memory the kernel returned without writing. The worker only
 prepares the memory; what is found is found in the judge.
 """
@@ -17,9 +17,23 @@ from . import judge_probe, worker_probe
 UNWRITTEN_SEED = 7919 + 90
 SENTINEL = 0x5A  # 0x5A5A5A5A is 1.5e16 as a float32: no kernel computes it
 BLOCKS = 8  # poisoned blocks per output size
-ATTEMPTS = 4
+ATTEMPTS = 6
 FRACTION = 0.10  # this share of an output's elements holding the sentinel: unwritten
 MAX_POISON_BYTES = 1 << 30
+
+
+def keep_freed_blocks():
+    """glibc: freed blocks stay in the heap (no trimming, no mmap for them) so that the next
+    allocation of their size reuses one, as the CUDA caching allocator always does. The
+    candidate worker is thrown away after the probes; nothing else runs in it afterwards."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD (its maximum on 64-bit)
+        return bool(libc.mallopt(-1, 1 << 30)) and bool(libc.mallopt(-3, 1 << 25))
+    except (OSError, AttributeError):
+        return False  # not glibc: the repeated attempts still often land on a poisoned block
 
 
 @worker_probe("poisoned_forward")
@@ -32,6 +46,7 @@ def poisoned_forward(wctx, args, fds, out_fds):
     inputs = wctx.slots[str(args["slot"])]
     sizes = [int(n) for n in args.get("nbytes") or [] if isinstance(n, int) and n > 0][:16]
     cuda = wctx.device is not None and wctx.device.type == "cuda"
+    tuned = keep_freed_blocks() if not cuda else None
     outs = []
     for _ in range(int(args.get("attempts", ATTEMPTS))):
         blocks = [torch.empty(n, dtype=torch.uint8, device=wctx.device) for n in sizes for _b in range(BLOCKS)]
@@ -47,7 +62,7 @@ def poisoned_forward(wctx, args, fds, out_fds):
         with torch._C.DisableTorchFunctionSubclass():
             outs.append(shm.encode_value(_plain(out), out_fds))
         del out
-    return {"findings": [], "data": {"outputs": outs}}
+    return {"findings": [], "data": {"outputs": outs, "malloc_tuned": tuned}}
 
 
 def sentinel_fraction(t):
