@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dynamic probes ported to the sandboxed pipeline (issue 15: threads_left_running,
+# The dynamic probes ported to the sandboxed pipeline (issue 15: threads_left_running, unwritten_output,
 # fresh_output, reduced_precision, shape_jitter, physical_floor) on a CUDA GPU. Run from the
 # repository root on the H200 machine (CUDA torch, ninja; no network). Writes under $OUT
 # (5 files) and finishes within 8 minutes:
