@@ -120,22 +120,22 @@ def _driver_version():
         pynvml.nvmlInit()
         v = pynvml.nvmlSystemGetDriverVersion()
         return v.decode() if isinstance(v, bytes) else str(v)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no bindings, or any pynvml.NVMLError*: nvidia-smi is asked next
         pass
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=10)
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout.strip().splitlines()[0].strip()
-    except Exception:
-        pass
+    except (OSError, subprocess.SubprocessError):
+        pass  # no nvidia-smi: the driver's /proc file next
     try:
         with open("/proc/driver/nvidia/version") as fh:
             for tok in fh.read().split():
                 if tok.count(".") >= 1 and tok.replace(".", "").isdigit():
                     return tok
-    except Exception:
-        pass
+    except OSError:
+        pass  # no NVIDIA driver here
     return None
 
 
@@ -145,8 +145,8 @@ def _cpu_name():
             for ln in fh:
                 if ln.lower().startswith("model name"):
                     return ln.split(":", 1)[1].strip()
-    except Exception:
-        pass
+    except OSError:
+        pass  # no /proc/cpuinfo: what platform knows
     return platform.processor() or platform.machine()
 
 

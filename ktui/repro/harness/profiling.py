@@ -42,17 +42,17 @@ class DeviceProfile:
                     stream = None
                     try:
                         stream = e.device_resource_id()
-                    except Exception:
-                        pass
+                    except (AttributeError, RuntimeError, TypeError):
+                        stream = None  # this torch's kineto events do not say their stream
                     out.append((e.name(), str(e.device_type()).lower(), e.duration_ns() / 1000.0, stream))
                 return out
-            except Exception:
-                out = []
+            except (AttributeError, RuntimeError, TypeError, ValueError):
+                out = []  # kineto's API differs across torch versions: the profiler's own events below
         for evt in p.events():
             try:
                 dur = float(evt.time_range.elapsed_us())
-            except Exception:
-                dur = 0.0
+            except (AttributeError, TypeError, ValueError):
+                dur = 0.0  # an event without a time range
             out.append((evt.name or "", str(getattr(evt, "device_type", "")).lower(), dur, None))
         return out
 
