@@ -411,3 +411,20 @@ def test_sentinel_fraction():
     assert sentinel_fraction(t) == 0.5
     assert sentinel_fraction(torch.randn(64)) == 0.0
     assert sentinel_fraction(torch.full((4,), SENTINEL, dtype=torch.uint8)) == 1.0
+
+
+@torch_missing
+def test_a_forged_probe_reply_is_a_protocol_error(tmp_path):
+    """A kernel that replaces a worker probe with one answering a tensor descriptor for a memfd
+    that does not exist: the run ends as a protocol error (about the worker it took over), never
+    a harness error."""
+    forged = '''
+import ktui.repro.probes as P
+P.WORKER_PROBES["fresh_output"] = lambda *a, **k: {"findings": [], "data": {
+    "problems": [], "first": {"__tensor__": 7, "dtype": "float32", "shape": [8, 64], "nbytes": 2048, "type": "x"},
+    "second": None}}
+''' + HONEST
+    res = _run(forged, tmp_path)
+    f = res["failure"]
+    assert f["kind"] == "protocol_error" and f["stage"] == "checks", f
+    assert "harness error" not in f["message"]

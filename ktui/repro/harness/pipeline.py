@@ -930,6 +930,15 @@ class ProbeContext:
         return self.judge.candidate_forward(inputs, slot, return_inputs)
 
     def hold(self, value, fds):
+        """Hold a value tree a probe reply carried. Probe data is free-form, so its tensors and
+        values are validated here (a descriptor naming a missing memfd, a bad dtype...): a
+        malformed one ends the run as a protocol error, never a harness error."""
+        try:
+            protocol.check_value(value, len(fds), "probe data")
+        except protocol.ProtocolError as exc:
+            shm.close_fds(fds)
+            raise StageFailure("checks", "protocol_error", f"worker protocol error in a probe's reply: {exc}",
+                               trial=self.judge.cur_trial, fatal=True) from None
         return self.judge.hold(value, fds)
 
     def add_check(self, name, ok, detail):
