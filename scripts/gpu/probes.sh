@@ -22,7 +22,7 @@ START=$(date +%s)
 } > "$OUT/probes_env.txt" 2>&1
 
 s=$(date +%s)
-timeout 150 python3 scripts/gpu/probes_floor.py "$OUT" >> "$OUT/probes_env.txt" 2>&1
+timeout 200 python3 scripts/gpu/probes_floor.py "$OUT" >> "$OUT/probes_env.txt" 2>&1
 echo "\$ python scripts/gpu/probes_floor.py OUT   # rc=$? wall_s=$(( $(date +%s) - s ))" >> "$OUT/probes_env.txt"
 
 s=$(date +%s)
