@@ -428,3 +428,20 @@ P.WORKER_PROBES["fresh_output"] = lambda *a, **k: {"findings": [], "data": {
     f = res["failure"]
     assert f["kind"] == "protocol_error" and f["stage"] == "checks", f
     assert "harness error" not in f["message"]
+
+
+def test_thread_origin_kernel_or_library():
+    import sys
+
+    from ktui.repro.probes.threads import origin_of
+
+    # a frame of this test file (outside any installed library): counted as the kernel's
+    where, kernel = origin_of(sys._getframe())
+    assert kernel and where.startswith("test_repro_probes.py:")
+    import torch
+
+    # code running inside torch's own files is a library's
+    fake = {"__name__": "torch.fake"}
+    code = compile("import sys\nf = sys._getframe()", torch.__file__, "exec")
+    exec(code, fake)
+    assert origin_of(fake["f"])[1] is False

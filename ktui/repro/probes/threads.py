@@ -39,7 +39,9 @@ def _library_roots():
     for p in sys.path:
         if p and ("site-packages" in p or "dist-packages" in p):
             roots.add(os.path.realpath(p))
-    roots.add(os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.basename(pkg) == "ktui":  # not in an exported script (its modules have its file name)
+        roots.add(os.path.realpath(pkg))
     return tuple(sorted(roots))
 
 
