@@ -667,3 +667,44 @@ def test_a_busy_spell_during_the_first_judge_clock_is_timed_again(tmp_path, monk
         assert t[side + "_first"]["mean_us"] > 0 and t[side]["source"].startswith("worker timer")
         assert t[side]["mean_us"] * (1 + 4.0) + 50.0 >= t["cross_check"][f"{side}_wall_us"]
     assert sum("timed again together with it" in n for n in res["notes"]) == 2, res["notes"]
+
+
+def test_host_devices_are_out_of_reach(tmp_path):
+    """A worker's /dev holds only null, zero, full, random, urandom (and, on a GPU, NVIDIA's
+    nodes) and its /dev/shm. Run as root, the user namespace maps a worker to the real root and
+    the host's /dev would let it open raw disks, the console, /dev/kmsg, terminals, /dev/kvm:
+    the kernel tries every node the host has, and to create one."""
+    host = sorted(n for n in os.listdir("/dev") if not os.path.islink(os.path.join("/dev", n)))
+    code = textwrap.dedent(f"""
+        import os, json
+        opened, made = [], None
+        for n in {host!r}:
+            p = os.path.join("/dev", n)
+            for fl in (os.O_RDONLY, os.O_WRONLY):
+                try:
+                    os.close(os.open(p, fl | os.O_NONBLOCK | os.O_NOCTTY))
+                    opened.append(n)
+                    break
+                except OSError:
+                    pass
+        try:
+            os.close(os.open("/dev/ktui-made-this", os.O_WRONLY | os.O_CREAT))
+            made = "created"
+        except OSError as e:
+            made = e.strerror
+        raise RuntimeError("DEVPROBE " + json.dumps({{"opened": sorted(set(opened)), "made": made,
+                                                     "listing": sorted(os.listdir("/dev"))}}))
+    """)
+    res = run(code, tmp_path=tmp_path)
+    msg = (res.get("failure") or {}).get("message", "")
+    assert "DEVPROBE " in msg, res.get("failure")
+    got = json.loads(msg.split("DEVPROBE ", 1)[1])
+    allowed = {"null", "zero", "full", "random", "urandom", "shm"}
+    gpu = {n for n in got["opened"] if n.startswith("nvidia")} if DEVICE == "cuda" else set()
+    assert set(got["opened"]) <= allowed | gpu, got["opened"]
+    assert {"null", "zero", "urandom"} <= set(got["opened"])
+    assert set(got["listing"]) <= allowed | gpu | {"fd", "stdin", "stdout", "stderr"}, got["listing"]
+    assert got["made"] != "created"
+    assert not os.path.exists("/dev/ktui-made-this")
+    report = res["sandbox"]["candidate_report"]
+    assert report["minimal_dev"] is True and report["dev_writable"] is False

@@ -455,6 +455,74 @@ def drop_capabilities():
     prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
+HOST_DEV_ENV = "KTUI_SANDBOX_HOST_DEV"  # "1": keep the host's /dev in workers (a fallback, weaker)
+DEV_NODES = ("null", "zero", "full", "random", "urandom")  # what any worker gets
+# and, for a GPU worker, NVIDIA's nodes (nvidia0..N, nvidiactl, nvidia-uvm(-tools), nvidia-modeset)
+# and folders (nvidia-caps: MIG capabilities)
+GPU_DEV_PREFIXES = ("nvidia",)
+
+
+def minimal_dev(gpu, private_shm, report):
+    """Replace /dev with a tmpfs holding only what a worker needs, each node bound from the
+    host's: the basic character devices, the GPU's nodes for a GPU worker, a /dev/shm (private,
+    or the host's when ``private_shm`` is False) and the usual symlinks. Everything else (disks,
+    consoles, terminals, /dev/kmsg, /dev/kvm...) is not there: as root, a worker could otherwise
+    open raw block devices (the user namespace maps it to the real root, and the host's /dev
+    mount allows device access). Returns True when it is in force."""
+    names = list(DEV_NODES)
+    try:
+        listing = os.listdir("/dev")
+    except OSError as exc:
+        report["errors"].append(f"/dev: {exc}")
+        return False
+    if gpu:
+        names += sorted(n for n in listing if n.startswith(GPU_DEV_PREFIXES))
+    held = {}
+    try:
+        for n in names:
+            p = os.path.join("/dev", n)
+            if os.path.exists(p) and not os.path.islink(p):
+                held[n] = os.open(p, os.O_PATH | (os.O_DIRECTORY if os.path.isdir(p) else 0))
+        shm = None if private_shm or not os.path.isdir("/dev/shm") else os.open("/dev/shm", os.O_PATH | os.O_DIRECTORY)
+        try:
+            _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
+        except OSError as exc:
+            report["errors"].append(f"minimal /dev: {exc}")
+            if shm is not None:
+                os.close(shm)
+            return False
+        for n, fd in held.items():
+            target = os.path.join("/dev", n)
+            try:
+                if os.path.isdir(f"/proc/self/fd/{fd}"):
+                    os.mkdir(target)
+                    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+                else:
+                    open(target, "wb").close()
+                    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND)
+            except OSError as exc:
+                report["errors"].append(f"/dev/{n}: {exc}")
+        os.mkdir("/dev/shm", 0o1777)
+        if shm is not None:
+            _mount(f"/proc/self/fd/{shm}", "/dev/shm", None, MS_BIND | MS_REC)
+            os.close(shm)
+        else:
+            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=1777")
+        for link, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+            os.symlink(to, os.path.join("/dev", link))
+        # nothing more is created there (the nodes bound on it and /dev/shm are mounts of their own)
+        _mount(None, "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
+        report["dev_nodes"] = sorted(held)
+        return True
+    finally:
+        for fd in held.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def enter(private_shm=True):
     """The worker's prologue: call before importing torch or loading any trace code.
     `private_shm=False` keeps /dev/shm as the process that started this one sees it (a profiled
@@ -507,16 +575,26 @@ def enter(private_shm=True):
             report["errors"].append(str(exc))
         finally:
             os.close(fd)
-    if private_shm and os.path.isdir("/dev/shm"):
+    gpu = spec.get("device", "cpu") != "cpu"
+    if os.environ.get(HOST_DEV_ENV) == "1":  # the escape hatch (said in the result)
+        dev_ok = False
+        report["errors"].append(f"{HOST_DEV_ENV}=1: the host's /dev is kept")
+    else:
+        dev_ok = minimal_dev(gpu, private_shm, report)
+    report["minimal_dev"] = dev_ok
+    if dev_ok:
+        ours.add("/dev")
+    elif private_shm and os.path.isdir("/dev/shm"):
         try:
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=1777")
             ours.add("/dev/shm")
         except OSError as exc:
             report["errors"].append(str(exc))
-    keep_dev = spec.get("device", "cpu") != "cpu"  # GPU device nodes may be created on first use
+    keep_dev = gpu and not dev_ok  # the host's /dev stays as it is for the GPU's device nodes
     report["dev_writable"] = keep_dev
     for mp in sorted(set(_mount_points())):
-        if mp in ours or _under(mp, rw) or _under(mp, ["/proc"]) or (keep_dev and _under(mp, ["/dev"])):
+        if mp in ours or _under(mp, rw) or _under(mp, ["/proc"]) or (keep_dev and _under(mp, ["/dev"])) \
+                or (dev_ok and _under(mp, ["/dev"])):
             continue
         try:
             _mount(None, mp, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(mp))
@@ -562,8 +640,10 @@ def planned(device="cpu"):
         words += ["own PID namespace (every descendant, setsid daemons included, dies with it; "
                   "ktui's /proc out of reach)",
                   "no network (own network namespace)",
-                  "every mount read-only except its private temp dir" + (" and /dev (GPU device nodes)"
-                                                                          if device != "cpu" else ""),
+                  "every mount read-only except its private temp dir",
+                  "a minimal /dev (null, zero, full, random, urandom" + (", the GPU's nvidia* nodes"
+                                                                          if device != "cpu" else "")
+                  + "; no disks, consoles or terminals)",
                   "ktui's cache and credential folders hidden; capabilities dropped"]
     else:
         words += [f"NO namespaces ({d['why']}): trace code can read and write whatever this user can, "
@@ -587,6 +667,8 @@ def describe(report, launched_with_namespaces):
         if report.get("read_only_failed"):
             ro += f" ({len(report['read_only_failed'])} mount(s) left writable)"
         out.append(ro)
+    if report.get("minimal_dev"):
+        out.append(f"a minimal /dev ({len(report.get('dev_nodes') or [])} device nodes)")
     if report.get("masked"):
         out.append(f"{len(report['masked'])} folder(s) hidden (cache, credentials)")
     if report.get("caps_dropped"):
