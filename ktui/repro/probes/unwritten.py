@@ -4,9 +4,11 @@ attack: the reference's freed output).
 
 Just before a forward, the candidate worker fills freed blocks of the output's size with a
 sentinel byte (allocated, filled, released: the allocator's next block of that size is one of
-them) and runs the kernel; this is repeated a few times (on the CPU glibc is asked to keep
-freed blocks in its heap, and still does not always hand the same block back). The judge looks at the output bytes it received itself: elements made of
-nothing but the sentinel are memory the kernel returned without writing. The worker only
+them) and runs the kernel; this is repeated a few times. On the CPU glibc does not always hand
+the same block back, so there every heap allocation made during these forwards starts out as
+the sentinel (``mallopt(M_PERTURB)``), which does not depend on the allocator's choice of block.
+The judge looks at the output bytes it received itself: elements made of nothing but the
+sentinel are memory the kernel returned without writing. The worker only
 prepares the memory; what is found is found in the judge.
 """
 
@@ -20,6 +22,22 @@ BLOCKS = 8  # poisoned blocks per output size
 ATTEMPTS = 6
 FRACTION = 0.10  # this share of an output's elements holding the sentinel: unwritten
 MAX_POISON_BYTES = 1 << 30
+
+
+M_PERTURB = -6  # glibc mallopt: fill every (non-calloc) allocation with ~value's low byte
+
+
+def perturb_allocations(on):
+    """glibc: every heap allocation starts out holding the sentinel (M_PERTURB with its
+    complement), so memory a kernel returns unwritten is the sentinel however the allocator
+    picks its blocks. Only for the poisoned forwards; False where it cannot be set."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        return bool(libc.mallopt(M_PERTURB, (~SENTINEL & 0xFF) if on else 0))
+    except (OSError, AttributeError):
+        return False
 
 
 def keep_freed_blocks():
@@ -38,15 +56,25 @@ def keep_freed_blocks():
 
 @worker_probe("poisoned_forward")
 def poisoned_forward(wctx, args, fds, out_fds):
+    inputs = wctx.slots[str(args["slot"])]
+    sizes = [int(n) for n in args.get("nbytes") or [] if isinstance(n, int) and n > 0][:16]
+    cuda = wctx.device is not None and wctx.device.type == "cuda"
+    tuned = keep_freed_blocks() if not cuda else None
+    perturbed = perturb_allocations(True) if not cuda else None
+    try:
+        outs = _poisoned_runs(wctx, args, inputs, sizes, cuda, out_fds)
+    finally:
+        if perturbed:
+            perturb_allocations(False)
+    return {"findings": [], "data": {"outputs": outs, "malloc_tuned": tuned, "malloc_perturbed": perturbed}}
+
+
+def _poisoned_runs(wctx, args, inputs, sizes, cuda, out_fds):
     import torch
 
     from ..harness import shm
     from ..harness.roles import _plain, guarded
 
-    inputs = wctx.slots[str(args["slot"])]
-    sizes = [int(n) for n in args.get("nbytes") or [] if isinstance(n, int) and n > 0][:16]
-    cuda = wctx.device is not None and wctx.device.type == "cuda"
-    tuned = keep_freed_blocks() if not cuda else None
     outs = []
     for _ in range(int(args.get("attempts", ATTEMPTS))):
         blocks = [torch.empty(n, dtype=torch.uint8, device=wctx.device) for n in sizes for _b in range(BLOCKS)]
@@ -62,7 +90,7 @@ def poisoned_forward(wctx, args, fds, out_fds):
         with torch._C.DisableTorchFunctionSubclass():
             outs.append(shm.encode_value(_plain(out), out_fds))
         del out
-    return {"findings": [], "data": {"outputs": outs, "malloc_tuned": tuned}}
+    return outs
 
 
 def sentinel_fraction(t):
