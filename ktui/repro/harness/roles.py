@@ -28,7 +28,7 @@ from .build import (
     load_source,
     resolve_device,
 )
-from .compare import set_seed, to_device
+from .compare import flatten, set_seed, to_device
 from .errors import (
     StageFailure,
     classify_exception,
@@ -351,7 +351,7 @@ class Server:
     def _outputs(self, outv, out, inputs=None):
         import torch
 
-        leaves = _leaves(outv)
+        leaves = flatten(outv)
         types = [type(x).__module__ + "." + type(x).__qualname__ for x in [outv] + leaves]
         overrides = []
         for obj in [outv] + leaves:
@@ -449,20 +449,6 @@ class Server:
             raise StageFailure("checks", "worker_error", f"no worker probe {name!r}")
         res = fn(Context(self), args.get("args") or {}, fds, out)
         return {"findings": list(res.get("findings") or []), "data": dict(res.get("data") or {})}
-
-
-def _leaves(obj):
-    if isinstance(obj, (list, tuple)):
-        out = []
-        for o in obj:
-            out.extend(_leaves(o))
-        return out
-    if isinstance(obj, dict):
-        out = []
-        for k in obj:
-            out.extend(_leaves(obj[k]))
-        return out
-    return [obj]
 
 
 def _plain(obj):

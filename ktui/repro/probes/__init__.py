@@ -7,7 +7,8 @@ Two kinds, both registered by decorator (modules of this package are imported by
   in registration order. Signature ``fn(ctx) -> None`` where ``ctx`` is a
   :class:`ktui.repro.harness.pipeline.ProbeContext`: ``ctx.reference`` / ``ctx.candidate`` are
   the two worker handles (``call(op, args, fds) -> (data, fds)``), ``ctx.reference_io(seed, slot)``
-  gets reference inputs and outputs, ``ctx.candidate_forward(inputs, slot)`` runs the kernel
+  gets reference inputs and outputs (``ctx.candidate_inputs(seed, slot)`` also puts them into the
+  candidate's slot), ``ctx.candidate_forward(inputs, slot)`` runs the kernel
   on them, ``ctx.compare(ref, out)`` is the judge's comparison, ``ctx.result`` the result so
   far. They report with ``ctx.add_check(name, ok, detail)`` (a row of ``result["checks"]``:
   ``ok`` False makes the verdict "suspicious") and ``ctx.add_finding(cls, reason, evidence)``

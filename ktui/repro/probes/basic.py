@@ -147,9 +147,7 @@ def repeat_vs_fresh_inputs(ctx):
     slots = []
     for i in range(2 * k + 1):
         ctx.trial(i + 1, 2 * k + 1, "repeat_vs_fresh_inputs")
-        inputs, _ = ctx.reference_io(seed + i, f"p-f{i}")
-        v, f = inputs.send_args()
-        ctx.candidate.call("put_inputs", {"slot": f"p-f{i}", "inputs": v}, f)
+        inputs, _ = ctx.candidate_inputs(seed + i, f"p-f{i}")
         slots.append(f"p-f{i}")
     base = {"method": ctx.job.method, "trials": 1, "warmup": 0, "adaptive": False}
     ctx.candidate.call("forward", {"slot": slots[0]})  # seen once before the repeats

@@ -121,9 +121,7 @@ def ghost_run(ctx):
         ctx.add_check("ghost_run", None, "the kernel builds no extension")
         return
     ctx.trial(1, 1, "ghost_run")
-    inputs, ref = ctx.reference_io(int(ctx.job.seed) + GHOST_SEED, "p-ghost")
-    v, f = inputs.send_args()
-    ctx.candidate.call("put_inputs", {"slot": "p-ghost", "inputs": v}, f)
+    inputs, ref = ctx.candidate_inputs(int(ctx.job.seed) + GHOST_SEED, "p-ghost")
     data, ofd = ctx.candidate.call("probe", {"name": "ghost", "args": {"slot": "p-ghost"}})
     d = data.get("data") or {}
     state = d.get("state")

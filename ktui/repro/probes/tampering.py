@@ -29,12 +29,13 @@ def checksums(tensors):
 def canary_worker(wctx, args, fds, out_fds):
     import torch
 
-    from ..harness.roles import _leaves, guarded
+    from ..harness.compare import flatten
+    from ..harness.roles import guarded
 
     inputs = wctx.slots[str(args["slot"])]
     with torch.no_grad():
         first = guarded("checks", wctx.model, *inputs, what="kernel")
-    keep = [t.detach().clone() for t in _leaves(first) + list(inputs)
+    keep = [t.detach().clone() for t in flatten(first) + list(inputs)
             if isinstance(t, torch.Tensor) and t.numel() and t.device.type != "meta"]
     del first
     before = checksums(keep)
@@ -50,9 +51,7 @@ def canary_worker(wctx, args, fds, out_fds):
 @judge_probe("tampering", on_failure=True)
 def tampering(ctx):
     ctx.trial(1, 1, "tampering")
-    inputs, _ref = ctx.reference_io(int(ctx.job.seed) + CANARY_SEED, "p-canary")
-    v, f = inputs.send_args()
-    ctx.candidate.call("put_inputs", {"slot": "p-canary", "inputs": v}, f)
+    inputs, _ref = ctx.candidate_inputs(int(ctx.job.seed) + CANARY_SEED, "p-canary")
     data, _fds = ctx.candidate.call("probe", {"name": "canary", "args": {"slot": "p-canary"}})
     d = data.get("data") or {}
     n = d.get("canaries") if isinstance(d.get("canaries"), int) else 0

@@ -47,9 +47,7 @@ def timed_outputs(ctx):
     refs, slots = [], []
     for i in range(TIMED_CALLS):
         ctx.trial(i + 1, TIMED_CALLS, "timed_outputs")
-        inputs, ref = ctx.reference_io(seed + i, f"p-t{i}")
-        v, f = inputs.send_args()
-        ctx.candidate.call("put_inputs", {"slot": f"p-t{i}", "inputs": v}, f)
+        inputs, ref = ctx.candidate_inputs(seed + i, f"p-t{i}")
         refs.append(ref)
         slots.append(f"p-t{i}")
     data, ofd = ctx.candidate.call("probe", {"name": "timed_outputs", "args": {"slots": slots}})

@@ -111,15 +111,13 @@ def unwritten_output(ctx):
     from ..harness.compare import flatten
 
     ctx.trial(1, 1, "unwritten_output")
-    inputs, ref = ctx.reference_io(int(ctx.job.seed) + UNWRITTEN_SEED, "p-unwritten")
+    inputs, ref = ctx.candidate_inputs(int(ctx.job.seed) + UNWRITTEN_SEED, "p-unwritten")
     leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
     nbytes = sorted({t.numel() * t.element_size() for t in leaves})
     if not nbytes or sum(nbytes) * BLOCKS > MAX_POISON_BYTES:
         ctx.add_check("unwritten_output", None, "no output to prepare memory for" if not nbytes
                       else "the outputs are too large to prepare memory for")
         return
-    v, f = inputs.send_args()
-    ctx.candidate.call("put_inputs", {"slot": "p-unwritten", "inputs": v}, f)
     data, ofd = ctx.candidate.call("probe", {"name": "poisoned_forward",
                                              "args": {"slot": "p-unwritten", "nbytes": nbytes}})
     outs = (data.get("data") or {}).get("outputs")
