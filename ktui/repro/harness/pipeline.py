@@ -375,6 +375,8 @@ class Judge:
         self.masks = sandbox.default_masks([cache_root, default_cache_root()] + list(self.job.masks or []))
         self.workers = []
         self.held = []
+        self._rq_waited = 0.0  # μs of ktui's wall-clock passes spent waiting for a CPU (not counted)
+        self._wall_total = 0.0  # μs those passes took in all
         self.result = {
             "harness_version": HARNESS_VERSION, "status": "running", "failure": None,
             "kernel_sha1": self.job.kernel_sha1,
@@ -576,12 +578,16 @@ class Judge:
         self.stage("timing")
         self.result["timing"] = self._timing(seed)
         # memory, launches (CUDA) ------------------------------------------------------------
+        def both(op):  # one measurement of the timed inputs, in each worker
+            self.trial(1, 1, "kernel")
+            k, _ = cand.call(op, {"slot": "t"})
+            self.trial(1, 1, "reference")
+            r, _ = ref.call(op, {"slot": "t"})
+            return k, r
+
         if self.device_str.startswith("cuda") and job.measure_memory:
             self.stage("memory")
-            self.trial(1, 1, "kernel")
-            km, _ = cand.call("memory", {"slot": "t"})
-            self.trial(1, 1, "reference")
-            rm, _ = ref.call("memory", {"slot": "t"})
+            km, rm = both("memory")
             self.result["memory"] = {
                 "kernel_peak_mb": km["peak_mb"], "ref_peak_mb": rm["peak_mb"],
                 "kernel_delta_mb": km["delta_mb"], "ref_delta_mb": rm["delta_mb"],
@@ -591,10 +597,7 @@ class Judge:
                         "(reported by the worker)"}
         if self.device_str.startswith("cuda") and job.measure_launches:
             self.stage("launches")
-            self.trial(1, 1, "kernel")
-            k, _ = cand.call("launches", {"slot": "t"})
-            self.trial(1, 1, "reference")
-            r, _ = ref.call("launches", {"slot": "t"})
+            k, r = both("launches")
             self.result["launches"] = {
                 "num_kernels": k["launches"], "ref_num_kernels": r["launches"],
                 "fusion_ratio": round_(r["launches"] / k["launches"], 4) if k["launches"] else None,
@@ -705,8 +708,8 @@ class Judge:
             waited = (q1 - q0) / 1e3 if q0 is not None and q1 is not None else 0.0
             waited += (j1 - j0) / 1e3 if j0 is not None and j1 is not None else 0.0
             waited = min(waited, dt)
-            self._rq_waited = getattr(self, "_rq_waited", 0.0) + waited
-            self._wall_total = getattr(self, "_wall_total", 0.0) + dt
+            self._rq_waited += waited
+            self._wall_total += dt
             n = max(1, data["forwards"])
             return max(0.0, dt - waited - rtt) / n, dt / n
 
@@ -807,9 +810,9 @@ class Judge:
         cc = {"inputs": n, "kernel_forwards": kf, "reference_forwards": rf, "repeats": WALL_REPEATS,
               "kernel_wall_us": [round_(x, 3) for x in kper],
               "reference_wall_us": [round_(x, 3) for x in rper], "rtt_us": round_(self.cand.rtt_us, 3),
-              "runqueue_wait_us": round_(getattr(self, "_rq_waited", 0.0), 1)}
+              "runqueue_wait_us": round_(self._rq_waited, 1)}
         timing["cross_check"] = cc
-        total = getattr(self, "_wall_total", 0.0)
+        total = self._wall_total
         if total > 0 and cc["runqueue_wait_us"] > WALL_BUSY_FRACTION * total:
             # said, not hidden: a kernel's own threads can make its worker wait for a CPU too
             self.result["notes"].append(
@@ -925,6 +928,14 @@ class ProbeContext:
 
     def reference_io(self, seed, slot):
         return self.judge.reference_io(seed, slot)
+
+    def candidate_inputs(self, seed, slot):
+        """Reference inputs (and outputs) for ``seed``, held by the judge and also put into the
+        candidate worker's ``slot`` for a probe to run on. Returns (inputs, reference outputs)."""
+        inputs, ref = self.judge.reference_io(seed, slot)
+        v, f = inputs.send_args()
+        self.candidate.call("put_inputs", {"slot": slot, "inputs": v}, f)
+        return inputs, ref
 
     def candidate_forward(self, inputs, slot, return_inputs=False):
         return self.judge.candidate_forward(inputs, slot, return_inputs)
