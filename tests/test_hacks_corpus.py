@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import needs
 
 from ktui.trace import load
 from ktui.trace.findings import run_findings
@@ -25,9 +24,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "hacks"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))["traces"]
 GOOD = ("reproduced", "reproduced: fails the same way")
 
-torch_missing = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
-    reason="torch is not installed")
+torch_missing = needs("torch")
 
 
 def test_corpus_is_big_enough_and_labelled():

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import needs
 
 from ktui.repro import cache
 from ktui.repro.harness import protocol
@@ -30,9 +31,7 @@ from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE, compare
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "tests" / "fixtures" / "repro"
-pytestmark = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
-    reason="needs torch")
+pytestmark = needs("torch")
 
 FAKE_SECRETS = {
     "PGPASSWORD": "ktui-fake-pg-5f1e", "AWS_SECRET_ACCESS_KEY": "ktui-fake-aws-9a2b", "GITHUB_TOKEN": "ktui-fake-gh-77c3",

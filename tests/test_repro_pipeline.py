@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import needs
 
 from ktui.repro.api import ReproError, ReproOptions, reproduce
 from ktui.repro.verdict import (
@@ -33,9 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "tests" / "fixtures" / "repro"
 REFERENCE = FIX / "reference_scaled_relu.txt"
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import torch, ninja"], capture_output=True).returncode != 0,
-    reason="needs torch and ninja")
+pytestmark = needs("torch", "ninja")
 
 CASES = {
     "run_v1": ("cpu_run", "v1"),

@@ -6,16 +6,13 @@ without any worker."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
-import pytest
+from conftest import needs
 
 from ktui.repro.runner import run_request
 
-torch_missing = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
-    reason="torch is not installed")
+torch_missing = needs("torch")
 
 REF = '''
 import torch, torch.nn as nn
@@ -431,7 +428,6 @@ P.WORKER_PROBES["fresh_output"] = lambda *a, **k: {"findings": [], "data": {
 
 
 def test_thread_origin_kernel_or_library():
-    import sys
 
     from ktui.repro.probes.threads import origin_of
 

@@ -4,16 +4,13 @@ confirmation, progress, the result table, cancel with escape, cached results on 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import needs
 
 pytest.importorskip("textual")
-pytestmark = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
-    reason="needs torch")
+pytestmark = needs("torch")
 
 from textual.app import App  # noqa: E402
 

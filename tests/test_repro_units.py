@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import needs
 
 from ktui.repro import cache
 from ktui.repro.api import ReproError, ReproOptions, select_kernels
@@ -33,9 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
 FIX = REPO / "tests" / "fixtures" / "repro"
 
-torch_missing = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
-    reason="torch is not installed")
+torch_missing = needs("torch")
 
 REF = '''
 import torch, torch.nn as nn

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import needs
 
 from ktui.repro.api import ReproOptions
 from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE, SAME_FAILURE
@@ -29,9 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 SWEEP = REPO / "tests" / "fixtures" / "verify" / "sweep"
 HANG_TIMEOUT = 15.0  # per run stage: the hang ends here; honest kernels need it on a loaded 2-core CI host
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0,
-    reason="needs torch")
+pytestmark = needs("torch")
 
 
 def options(**kw) -> ReproOptions:
