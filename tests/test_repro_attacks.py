@@ -691,7 +691,19 @@ def test_host_devices_are_out_of_reach(tmp_path):
             made = "created"
         except OSError as e:
             made = e.strerror
+        # take the minimal /dev away, or mount a devtmpfs over it, or go round it through /proc
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        remount = [libc.umount2(b"/dev", 2), libc.mount(b"none", b"/dev", b"devtmpfs", 0, None)]
+        for n in {host!r}:
+            for root in ("/proc/1/root", "/proc/self/root"):
+                try:
+                    os.close(os.open(root + "/dev/" + n, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY))
+                    opened.append(root + "/dev/" + n)
+                except OSError:
+                    pass
         raise RuntimeError("DEVPROBE " + json.dumps({{"opened": sorted(set(opened)), "made": made,
+                                                     "remount": remount,
                                                      "listing": sorted(os.listdir("/dev"))}}))
     """)
     res = run(code, tmp_path=tmp_path)
@@ -700,7 +712,9 @@ def test_host_devices_are_out_of_reach(tmp_path):
     got = json.loads(msg.split("DEVPROBE ", 1)[1])
     allowed = {"null", "zero", "full", "random", "urandom", "shm"}
     gpu = {n for n in got["opened"] if n.startswith("nvidia")} if DEVICE == "cuda" else set()
-    assert set(got["opened"]) <= allowed | gpu, got["opened"]
+    via_proc = {f"{r}/dev/{n}" for r in ("/proc/1/root", "/proc/self/root") for n in allowed | gpu}
+    assert set(got["opened"]) <= allowed | gpu | via_proc, got["opened"]
+    assert got["remount"] == [-1, -1]  # no umount, no mount: capabilities are dropped
     assert {"null", "zero", "urandom"} <= set(got["opened"])
     assert set(got["listing"]) <= allowed | gpu | {"fd", "stdin", "stdout", "stderr"}, got["listing"]
     assert got["made"] != "created"
