@@ -82,13 +82,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=0.0)
     ap.add_argument("--tag", default="")
     ap.add_argument("--needs-build", action="store_true", help="only the traces whose kernel builds an extension")
+    ap.add_argument("--no-build", action="store_true", help="only the traces whose kernel builds nothing")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", default=None,
+                    help="write one table from the JSON rows of earlier runs (parts of the corpus)")
     a = ap.parse_args(argv)
+    if a.merge:
+        return merge(a.merge, a.device, a.trials, a.out)
     manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
     kind = "cuda" if a.device.startswith("cuda") else "cpu"
     entries = [e for e in manifest["traces"] if kind in e["devices"]
                and (not a.only or any(o in e["file"] for o in a.only))]
-    if a.needs_build:
-        entries = [e for e in entries if "load_inline" in (CORPUS / e["file"]).read_text(encoding="utf-8")]
+    if a.needs_build or a.no_build:
+        entries = [e for e in entries if ("load_inline" in (CORPUS / e["file"]).read_text(encoding="utf-8"))
+                   == a.needs_build]
     t0 = time.monotonic()
 
     def job(e: dict) -> dict:
@@ -102,14 +108,37 @@ def main(argv: list[str] | None = None) -> int:
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         rows = list(pool.map(job, entries))
-    cmd = f"python scripts/hacks_corpus.py --device {a.device} --trials {a.trials}"
-    os.makedirs(a.out, exist_ok=True)
-    md = table(rows, a.device, cmd)
-    name = f"hacks_{kind}{('_' + a.tag) if a.tag else ''}"
-    Path(a.out, f"{name}.md").write_text(md, encoding="utf-8")
-    Path(a.out, f"{name}.json").write_text(json.dumps(rows, indent=1, default=str) + "\n", encoding="utf-8")
+    part = " --needs-build" if a.needs_build else " --no-build" if a.no_build else ""
+    cmd = f"python scripts/hacks_corpus.py --device {a.device} --trials {a.trials}{part}"
+    return write(rows, kind, cmd, a.out, a.tag)
+
+
+def write(rows: list[dict], kind: str, command: str, out: str, tag: str = "") -> int:
+    os.makedirs(out, exist_ok=True)
+    md = table(rows, kind, command)
+    name = f"hacks_{kind}{('_' + tag) if tag else ''}"
+    Path(out, f"{name}.md").write_text(md, encoding="utf-8")
+    Path(out, f"{name}.json").write_text(json.dumps(rows, indent=1, default=str) + "\n", encoding="utf-8")
     print(md)
     return 0 if all(r["ok"] for r in rows) else 1
+
+
+def merge(paths: list[str], device: str, trials: int, out: str) -> int:
+    """One table, in the manifest's order, from the rows of runs over parts of the corpus (each
+    part ran in its own call on the GPU machine): a trace missing from every part is "not run"."""
+    manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    got = {}
+    for p in paths:
+        for r in json.loads(Path(p).read_text(encoding="utf-8")):
+            if r["file"] not in got or got[r["file"]]["verdict"].startswith("not run"):
+                got[r["file"]] = r
+    rows = [got.get(e["file"]) or {"file": e["file"], "class": e["class"], "honest": e["honest"], "expected": "-",
+                                   "verdict": "not run", "reason": "", "classes": [], "dynamic": [], "ok": False}
+            for e in manifest["traces"] if kind in e["devices"]]
+    cmd = " && ".join(f"python scripts/hacks_corpus.py --device {device} --trials {trials} {flag}"
+                      for flag in ("--needs-build", "--no-build"))
+    return write(rows, kind, cmd, out)
 
 
 if __name__ == "__main__":

@@ -575,6 +575,10 @@ if os.environ.get("KTUI_TEST_FAKE_NCU_MODE") == "perm":
     open(opts["--log-file"], "w").write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                                         "NVIDIA GPU Performance Counters on the target device 0.\n")
     sys.exit(1)
+# real ncu starts helper processes before the application (on the H200 the profiled worker was
+# PID 7 or so in the sandbox's PID namespace, not 1 or 2): do the same
+for _ in range(4):
+    subprocess.call(["true"])
 rc = subprocess.call(a[i:])
 open(opts["--log-file"], "w").write("==PROF== Connected to process 1\n")
 sys.exit(rc)

@@ -244,6 +244,12 @@ _sleep(0.002)
     assert res["status"] == "completed", res.get("failure")
     t = res["timing"]
     assert t["kernel"]["median_us"] > 1500, t["kernel"]  # reported: the judge's clock, not 0
+    if DEVICE == "cuda":
+        # on a GPU the worker times with CUDA events, which no Python clock patch reaches: the
+        # events bracket the 2 ms sleep, so the worker's own figure holds and agrees with the judge
+        assert t["kernel"]["source"].startswith("worker timer"), t["kernel"]
+        assert not any(f["class"] == "timer_disagrees" for f in res["findings"])
+        return
     assert t["kernel"]["source"] == "judge wall clock"
     assert any(f["class"] == "timer_disagrees" for f in res["findings"])
     assert any(c["name"] == "timer_cross_check" and c["ok"] is False for c in res["checks"])

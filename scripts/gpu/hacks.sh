@@ -1,48 +1,77 @@
 #!/usr/bin/env bash
 # The hack corpus (tests/fixtures/hacks) through `ktui repro --json` on a CUDA GPU (issue 15).
-# Run from the repository root on the H200 machine (CUDA torch, ninja; no network). Writes under
-# $OUT (5 files) and finishes within 8 minutes:
+# Run from the repository root on the H200 machine (CUDA torch, ninja; no network):
 #
-#   hacks_env.txt     machine, GPU, torch, commit, the commands with their exit status and wall time
-#   hacks_cuda.md     the table: trace, class, expected, ktui's verdict, the classes it named, reason
-#   hacks_cuda.json   the same rows as JSON (with the failure, if any)
-#   hacks_warm.txt    the build-cache warm-up log (extensions built 6 at a time, timings discarded)
-#   hacks_seed.txt    the seed's v4 (must stay "correct, unit error") as `ktui repro` prints it
+#     OUT=dir PART=build bash scripts/gpu/hacks.sh   # the 16 traces that build an extension, + the seed
+#     OUT=dir PART=plain bash scripts/gpu/hacks.sh   # the 31 that build nothing
 #
-# The table is the one for benchmarks/results/ (the command is in its header).
+# The whole corpus does not fit one call of the GPU machine (each reproduction starts two CUDA
+# workers, ~8 s, and the builds come first), so it runs in two parts; merge them here with
+#     python scripts/hacks_corpus.py --device cuda --merge A/hacks_cuda_build.json B/hacks_cuda_plain.json --out R
+# Each part writes under $OUT and finishes within 7 minutes:
+#
+#   hacks_env_$PART.txt       machine, GPU, /dev's NVIDIA nodes, torch, commit, each command's status and wall time
+#   hacks_cuda_$PART.md/json  the table: trace, class, expected, ktui's verdict, the classes it named, reason
+#   hacks_smoke.txt           (build) one honest torch kernel first: if CUDA fails in the sandbox's
+#                             minimal /dev, the part stops there and says so (and tries the host's /dev)
+#   hacks_warm.txt            (build) the build-cache warm-up log (9 at a time; its timings are discarded)
+#   hacks_seed.txt            (build) the seed's v4 (must stay "correct, unit error", host-bound), timed alone
 set -u
 : "${OUT:?set OUT to the output folder}"
+PART="${PART:?PART=build or PART=plain}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-export KTUI_CACHE_DIR="$(mktemp -d /tmp/ktui-hacks-cache-XXXX)"
+export KTUI_CACHE_DIR="${KTUI_CACHE_DIR:-$(mktemp -d /tmp/ktui-hacks-cache-XXXX)}"
 export MAX_JOBS=4
+ENV="$OUT/hacks_env_$PART.txt"
 START=$(date +%s)
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
   python3 -c "import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda)"
   git log -1 --oneline 2>/dev/null || true
-} > "$OUT/hacks_env.txt" 2>&1
+  echo "host /dev nvidia nodes: $(cd /dev && ls -d nvidia* 2>/dev/null | tr '\n' ' ')"
+} > "$ENV" 2>&1
+SEED=traces/popcorn_l1_p27_grok-4.3.jsonl
 
-# 0. the seed's v4 in the background (its own build; GPU work is light next to the builds below)
-( timeout 300 python3 -m ktui repro traces/popcorn_l1_p27_grok-4.3.jsonl --version v4 --fresh > "$OUT/hacks_seed.txt" 2>&1
-  echo "seed v4 rc=$?" >> "$OUT/hacks_seed.txt" ) &
-SEED_PID=$!
+if [ "$PART" = build ]; then
+  # 0. smoke: CUDA inside the sandbox's minimal /dev
+  timeout 120 python3 scripts/hacks_corpus.py --device cuda --trials 5 --timeout 110 --only honest_matmul_torch.jsonl \
+    --out /tmp/ktui-hacks-smoke > "$OUT/hacks_smoke.txt" 2>&1
+  rc=$?
+  echo "smoke (honest_matmul_torch in the sandbox): rc=$rc wall_s=$(( $(date +%s) - START ))" >> "$ENV"
+  if [ $rc -ne 0 ]; then
+    python3 -m ktui repro tests/fixtures/hacks/honest_matmul_torch.jsonl --device cuda --trials 5 --fresh \
+      >> "$OUT/hacks_smoke.txt" 2>&1
+    echo "--- the same with KTUI_SANDBOX_HOST_DEV=1" >> "$OUT/hacks_smoke.txt"
+    KTUI_SANDBOX_HOST_DEV=1 timeout 120 python3 -m ktui repro tests/fixtures/hacks/honest_matmul_torch.jsonl \
+      --device cuda --trials 5 --fresh >> "$OUT/hacks_smoke.txt" 2>&1
+    echo "smoke failed: stopping (see hacks_smoke.txt)" >> "$ENV"
+    exit 1
+  fi
+  # 1. build every extension once, 6 at a time, the seed's too (timings overlap: thrown away)
+  s=$(date +%s)
+  ( MAX_JOBS=2 timeout 200 python3 -m ktui repro "$SEED" --version v4 --fresh --trials 5 > /tmp/ktui-seed-warm.txt 2>&1 ) &
+  MAX_JOBS=2 timeout 200 python3 scripts/hacks_corpus.py --device cuda --needs-build --jobs 9 --trials 2 --timeout 190 \
+    --out /tmp/ktui-hacks-warm --tag warm > "$OUT/hacks_warm.txt" 2>&1
+  echo "warm-up (builds): rc=$? wall_s=$(( $(date +%s) - s ))" >> "$ENV"
+  wait
+  FLAG=--needs-build; LIMIT=330
+else
+  FLAG=--no-build; LIMIT=300
+fi
 
-# 1. build every extension once, 6 at a time (their timings overlap: this pass is thrown away)
+# 2. the part, one reproduction at a time (builds cached, results fresh)
 s=$(date +%s)
-timeout 200 python3 scripts/hacks_corpus.py --device cuda --needs-build --jobs 6 --trials 2 --timeout 190 \
-  --out /tmp/ktui-hacks-warm --tag warm > "$OUT/hacks_warm.txt" 2>&1
-echo "warm-up (builds): rc=$? wall_s=$(( $(date +%s) - s ))" >> "$OUT/hacks_env.txt"
-
-# 2. the corpus, one reproduction at a time (builds cached, results fresh)
-s=$(date +%s)
-left=$(( 440 - ($(date +%s) - START) ))
-timeout $(( left > 60 ? left : 60 )) python3 scripts/hacks_corpus.py --device cuda --trials 20 --timeout 120 \
-  --budget $(( left > 90 ? left - 60 : 30 )) --out "$OUT" > /tmp/ktui-hacks-run.txt 2>&1
+left=$(( LIMIT - ($(date +%s) - START) ))
+timeout $(( left > 60 ? left : 60 )) python3 scripts/hacks_corpus.py --device cuda --trials 20 --timeout 120 $FLAG \
+  --budget $(( left > 90 ? left - 45 : 30 )) --out "$OUT" --tag "$PART" > /tmp/ktui-hacks-run.txt 2>&1
 rc=$?
-echo "\$ python scripts/hacks_corpus.py --device cuda --trials 20   # rc=$rc wall_s=$(( $(date +%s) - s ))" \
-  >> "$OUT/hacks_env.txt"
-grep -E "^(ok |BAD)" /tmp/ktui-hacks-run.txt >> "$OUT/hacks_env.txt"
+echo "\$ python scripts/hacks_corpus.py --device cuda --trials 20 $FLAG   # rc=$rc wall_s=$(( $(date +%s) - s ))" >> "$ENV"
+grep -E "^(ok |BAD)" /tmp/ktui-hacks-run.txt >> "$ENV"
 
-# 3. the seed (started first)
-wait $SEED_PID
-echo "total wall_s=$(( $(date +%s) - START ))" >> "$OUT/hacks_env.txt"
+# 3. the seed's v4, alone on the GPU (built in step 1)
+if [ "$PART" = build ]; then
+  s=$(date +%s)
+  timeout 90 python3 -m ktui repro "$SEED" --version v4 --fresh > "$OUT/hacks_seed.txt" 2>&1
+  echo "seed v4: rc=$? wall_s=$(( $(date +%s) - s ))" >> "$ENV"
+fi
+echo "total wall_s=$(( $(date +%s) - START ))" >> "$ENV"

@@ -142,7 +142,7 @@ class Spec:
     def inner(self):
         """What the prologue inside the worker needs (JSON in the environment)."""
         return {"work_dir": self.work_dir, "rw": [self.work_dir] + self.rw, "mask": self.mask,
-                "device": self.device}
+                "device": self.device, "host_pidns": _pid_namespace()}
 
 
 def default_memory_limit():
@@ -534,7 +534,7 @@ def enter(private_shm=True):
     raw = os.environ.pop(SPEC_ENV, None)
     spec = json.loads(raw) if raw else None
     try:
-        report["pid_namespace"] = os.getpid() <= 2 or _nspid_depth() > 1
+        report["pid_namespace"] = in_own_pid_namespace(spec)
     except OSError:
         pass
     try:
@@ -612,6 +612,26 @@ def enter(private_shm=True):
     except OSError as exc:
         report["errors"].append(str(exc))
     return report
+
+
+def _pid_namespace():
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def in_own_pid_namespace(spec):
+    """Whether this process runs in a PID namespace other than the one ktui launched it from: the
+    namespace's identity against the one ktui recorded in the spec. (Not "am I PID 1 or 2": under
+    ncu, which starts helper processes first, the profiled worker is PID 7 or so in its namespace,
+    and that test had it skip every mount of the sandbox.) Without a recorded identity: PID 1 or 2,
+    or a namespace nested below the one /proc shows."""
+    host = (spec or {}).get("host_pidns")
+    own = _pid_namespace()
+    if host and own:
+        return own != host
+    return os.getpid() <= 2 or _nspid_depth() > 1
 
 
 def _nspid_depth():
