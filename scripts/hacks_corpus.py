@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -96,30 +97,41 @@ def main(argv: list[str] | None = None) -> int:
         entries = [e for e in entries if ("load_inline" in (CORPUS / e["file"]).read_text(encoding="utf-8"))
                    == a.needs_build]
     t0 = time.monotonic()
+    part = " --needs-build" if a.needs_build else " --no-build" if a.no_build else ""
+    cmd = f"python scripts/hacks_corpus.py --device {a.device} --trials {a.trials}{part}"
+    done: dict[str, dict] = {}
+    lock = threading.Lock()
 
     def job(e: dict) -> dict:
         if a.budget and time.monotonic() - t0 > a.budget:
-            return {"file": e["file"], "class": e["class"], "honest": e["honest"], "expected": "-",
-                    "verdict": "not run (time budget)", "reason": "", "classes": [], "dynamic": [], "ok": False}
+            return not_run(e, "not run (time budget)")
         r = run_one(e, a.device, a.trials, a.timeout)
         print(f"{'ok ' if r['ok'] else 'BAD'} {r['file']:45s} {r['verdict']:24s} {','.join(r['classes'])}",
               flush=True)
+        with lock:  # the table so far, after every row (a run cut by its caller's timeout keeps it)
+            done[e["file"]] = r
+            write([done.get(x["file"]) or not_run(x, "not run (cut)") for x in entries], kind, cmd, a.out, a.tag,
+                  quiet=True)
         return r
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         rows = list(pool.map(job, entries))
-    part = " --needs-build" if a.needs_build else " --no-build" if a.no_build else ""
-    cmd = f"python scripts/hacks_corpus.py --device {a.device} --trials {a.trials}{part}"
     return write(rows, kind, cmd, a.out, a.tag)
 
 
-def write(rows: list[dict], kind: str, command: str, out: str, tag: str = "") -> int:
+def not_run(e: dict, why: str) -> dict:
+    return {"file": e["file"], "class": e["class"], "honest": e["honest"], "expected": "-",
+            "verdict": why, "reason": "", "classes": [], "dynamic": [], "ok": False}
+
+
+def write(rows: list[dict], kind: str, command: str, out: str, tag: str = "", quiet: bool = False) -> int:
     os.makedirs(out, exist_ok=True)
     md = table(rows, kind, command)
     name = f"hacks_{kind}{('_' + tag) if tag else ''}"
     Path(out, f"{name}.md").write_text(md, encoding="utf-8")
     Path(out, f"{name}.json").write_text(json.dumps(rows, indent=1, default=str) + "\n", encoding="utf-8")
-    print(md)
+    if not quiet:
+        print(md)
     return 0 if all(r["ok"] for r in rows) else 1
 
 
@@ -133,9 +145,7 @@ def merge(paths: list[str], device: str, trials: int, out: str) -> int:
         for r in json.loads(Path(p).read_text(encoding="utf-8")):
             if r["file"] not in got or got[r["file"]]["verdict"].startswith("not run"):
                 got[r["file"]] = r
-    rows = [got.get(e["file"]) or {"file": e["file"], "class": e["class"], "honest": e["honest"], "expected": "-",
-                                   "verdict": "not run", "reason": "", "classes": [], "dynamic": [], "ok": False}
-            for e in manifest["traces"] if kind in e["devices"]]
+    rows = [got.get(e["file"]) or not_run(e, "not run") for e in manifest["traces"] if kind in e["devices"]]
     cmd = " && ".join(f"python scripts/hacks_corpus.py --device {device} --trials {trials} {flag}"
                       for flag in ("--needs-build", "--no-build"))
     return write(rows, kind, cmd, out)

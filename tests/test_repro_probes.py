@@ -441,3 +441,39 @@ def test_thread_origin_kernel_or_library():
     code = compile("import sys\nf = sys._getframe()", torch.__file__, "exec")
     exec(code, fake)
     assert origin_of(fake["f"])[1] is False
+
+
+def _event_ctx(ek, hk, er, hr, busy=None):
+    class Ctx:
+        result = {"timing": {"method_used": "cuda_event", "kernel": {"median_us": ek}, "reference": {"median_us": er},
+                             "cross_check": {"kernel_wall_us": hk, "reference_wall_us": hr}},
+                  "launches": {"kernel": {"cuda_time_us": busy}} if busy is not None else None, "checks": []}
+
+        def add_check(self, name, ok, detail):
+            self.result["checks"].append({"name": name, "ok": ok, "detail": detail})
+
+    return Ctx()
+
+
+def test_host_vs_event_time_tells_host_overhead_from_hidden_work():
+    """The H200 figures of the honest kernel that runs on its own stream and joins it back (event
+    22.9 us, ktui's wall clock 64.8 us; the reference 6.5 vs 16.4): the GPU ran no more than the
+    events saw, so the gap is host time. The same gap with the GPU busy far longer than the events
+    (work on a stream nobody waits for) is hidden work; without the GPU's record the gap decides."""
+    from ktui.repro.probes.basic import host_vs_event_time
+
+    honest = _event_ctx(22.9, 64.8, 6.5, 16.4, busy=3.1)
+    host_vs_event_time(honest)
+    c = honest.result["checks"][-1]
+    assert c["ok"] is True and "host time, not hidden work" in c["detail"], c
+    hidden = _event_ctx(22.9, 640.0, 6.5, 16.4, busy=610.0)
+    host_vs_event_time(hidden)
+    c = hidden.result["checks"][-1]
+    assert c["ok"] is False and "587.1 us more than the events saw" in c["detail"], c
+    assert "outside the timed stream" in c["detail"]
+    unknown = _event_ctx(22.9, 64.8, 6.5, 16.4)
+    host_vs_event_time(unknown)
+    assert unknown.result["checks"][-1]["ok"] is False
+    close = _event_ctx(22.9, 30.0, 6.5, 16.4, busy=900.0)  # the events and the wall clock agree
+    host_vs_event_time(close)
+    assert close.result["checks"][-1]["ok"] is True

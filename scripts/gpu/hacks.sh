@@ -4,6 +4,8 @@
 #
 #     OUT=dir PART=build bash scripts/gpu/hacks.sh   # the 16 traces that build an extension, + the seed
 #     OUT=dir PART=plain bash scripts/gpu/hacks.sh   # the 31 that build nothing
+#     OUT=dir PART=all BUILD_ONLY="a.jsonl b.jsonl" ATTACKS=1 SEED_RUN=0 DEADLINE=420 bash scripts/gpu/hacks.sh
+#         # some of the build part, all of the plain part, and the CUDA attack corpus beside the builds
 #
 # The whole corpus does not fit one call of the GPU machine (each reproduction starts two CUDA
 # workers, ~8 s, and the builds come first), so it runs in two parts; merge them here with
@@ -18,7 +20,7 @@
 #   hacks_seed.txt            (build) the seed's v4 (must stay "correct, unit error", host-bound), timed alone
 set -u
 : "${OUT:?set OUT to the output folder}"
-PART="${PART:?PART=build or PART=plain}"
+PART="${PART:?PART=build, plain or all}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export KTUI_CACHE_DIR="${KTUI_CACHE_DIR:-$(mktemp -d /tmp/ktui-hacks-cache-XXXX)}"
 export MAX_JOBS=4
@@ -31,8 +33,10 @@ START=$(date +%s)
   echo "host /dev nvidia nodes: $(cd /dev && ls -d nvidia* 2>/dev/null | tr '\n' ' ')"
 } > "$ENV" 2>&1
 SEED=traces/popcorn_l1_p27_grok-4.3.jsonl
+DEADLINE="${DEADLINE:-400}"   # seconds from the start by which the part's last reproduction has started
+left() { local l=$(( DEADLINE - ($(date +%s) - START) )); echo $(( l > 20 ? l : 20 )); }
 
-if [ "$PART" = build ]; then
+if [ "$PART" != plain ] && [ "${SMOKE:-1}" = 1 ]; then
   # 0. smoke: CUDA inside the sandbox's minimal /dev
   timeout 120 python3 scripts/hacks_corpus.py --device cuda --trials 5 --timeout 110 --only honest_matmul_torch.jsonl \
     --out /tmp/ktui-hacks-smoke > "$OUT/hacks_smoke.txt" 2>&1
@@ -47,29 +51,48 @@ if [ "$PART" = build ]; then
     echo "smoke failed: stopping (see hacks_smoke.txt)" >> "$ENV"
     exit 1
   fi
-  # 1. build every extension once, 6 at a time, the seed's too (timings overlap: thrown away)
-  s=$(date +%s)
-  ( MAX_JOBS=2 timeout 200 python3 -m ktui repro "$SEED" --version v4 --fresh --trials 5 > /tmp/ktui-seed-warm.txt 2>&1 ) &
-  MAX_JOBS=2 timeout 200 python3 scripts/hacks_corpus.py --device cuda --needs-build --jobs 9 --trials 2 --timeout 190 \
-    --out /tmp/ktui-hacks-warm --tag warm > "$OUT/hacks_warm.txt" 2>&1
-  echo "warm-up (builds): rc=$? wall_s=$(( $(date +%s) - s ))" >> "$ENV"
-  wait
-  FLAG=--needs-build; LIMIT=330
-else
-  FLAG=--no-build; LIMIT=300
 fi
+# the attack corpus with CUDA kernels (ATTACKS=1), beside the warm-up: neither's timings are used
+# (the device-independent tests, protocol and judge-clock ones, are left to CI)
+if [ "${ATTACKS:-0}" = 1 ]; then
+  A=tests/test_repro_attacks.py
+  ( KTUI_TEST_ATTACK_DEVICE=cuda timeout -s INT "${ATTACKS_S:-150}" python3 -m pytest -v -p no:cacheprovider -rf \
+      $A::test_host_devices_are_out_of_reach $A::test_hostile_kernel_reaches_nothing \
+      "$A::test_forging_the_protocol_on_every_fd[valid-looking]" $A::test_patching_the_judge_changes_nothing \
+      $A::test_timer_patch_cannot_shrink_the_reported_time $A::test_memory_flood_is_stopped \
+      $A::test_killing_the_parent_and_everything_visible $A::test_fork_and_exit_holding_the_channel \
+      $A::test_external_sigkill_is_not_cached $A::test_output_flood_is_capped \
+      $A::test_markup_and_escapes_in_error_texts_stay_text "$A::test_forging_the_protocol_on_every_fd[garbage]" \
+      > "$OUT/hacks_attacks_cuda.txt" 2>&1
+    echo "attacks (cuda) rc=$?: $(tail -1 "$OUT/hacks_attacks_cuda.txt")" >> "$ENV" ) &
+fi
+if [ "$PART" != plain ]; then
+  # 1. build every extension once, 9 at a time, the seed's too (timings overlap: thrown away)
+  s=$(date +%s)
+  [ "${SEED_RUN:-1}" = 1 ] && ( MAX_JOBS=2 timeout 200 python3 -m ktui repro "$SEED" --version v4 --fresh --trials 5 \
+      > /tmp/ktui-seed-warm.txt 2>&1 ) &
+  MAX_JOBS=2 timeout "${WARM_S:-200}" python3 scripts/hacks_corpus.py --device cuda --needs-build --jobs 9 --trials 2 --timeout 190 \
+    ${BUILD_ONLY:+--only $BUILD_ONLY} --out /tmp/ktui-hacks-warm --tag warm > "$OUT/hacks_warm.txt" 2>&1
+  echo "warm-up (builds): rc=$? wall_s=$(( $(date +%s) - s ))" >> "$ENV"
+fi
+wait
 
-# 2. the part, one reproduction at a time (builds cached, results fresh)
-s=$(date +%s)
-left=$(( LIMIT - ($(date +%s) - START) ))
-timeout $(( left > 60 ? left : 60 )) python3 scripts/hacks_corpus.py --device cuda --trials 20 --timeout 120 $FLAG \
-  --budget $(( left > 90 ? left - 45 : 30 )) --out "$OUT" --tag "$PART" > /tmp/ktui-hacks-run.txt 2>&1
-rc=$?
-echo "\$ python scripts/hacks_corpus.py --device cuda --trials 20 $FLAG   # rc=$rc wall_s=$(( $(date +%s) - s ))" >> "$ENV"
-grep -E "^(ok |BAD)" /tmp/ktui-hacks-run.txt >> "$ENV"
+# 2. one reproduction at a time (builds cached, results fresh): the build part, then the plain one
+for p in build plain; do
+  [ "$PART" = all ] || [ "$PART" = "$p" ] || continue
+  if [ $p = build ]; then FLAG=--needs-build; ONLY=${BUILD_ONLY:-}; else FLAG=--no-build; ONLY=; fi
+  # the build part may not take the plain part's time: its share ends at the halfway mark when both run
+  l=$(left); [ "$PART" = all ] && [ $p = build ] && l=$(( l * ${BUILD_SHARE:-40} / 100 ))
+  s=$(date +%s)
+  timeout $(( l + 130 )) python3 scripts/hacks_corpus.py --device cuda --trials 20 --timeout 120 $FLAG \
+    ${ONLY:+--only $ONLY} --budget "$l" --out "$OUT" --tag "$p" > "/tmp/ktui-hacks-run-$p.txt" 2>&1
+  rc=$?
+  echo "\$ python scripts/hacks_corpus.py --device cuda --trials 20 $FLAG   # rc=$rc wall_s=$(( $(date +%s) - s ))" >> "$ENV"
+  grep -E "^(ok |BAD)" "/tmp/ktui-hacks-run-$p.txt" >> "$ENV"
+done
 
 # 3. the seed's v4, alone on the GPU (built in step 1)
-if [ "$PART" = build ]; then
+if [ "$PART" != plain ] && [ "${SEED_RUN:-1}" = 1 ]; then
   s=$(date +%s)
   timeout 90 python3 -m ktui repro "$SEED" --version v4 --fresh > "$OUT/hacks_seed.txt" 2>&1
   echo "seed v4: rc=$? wall_s=$(( $(date +%s) - s ))" >> "$ENV"
