@@ -374,3 +374,20 @@ def test_compile_only_record_then_runtime_failure_reproduces():
            "message": "Expected a 'cuda' device type for generator but found 'cpu'"}
     c = compare(v1, fake_result(failure=gen))
     assert c.verdict == REPRODUCED and "never ran it" in c.reason
+
+
+def test_sandbox_words_name_the_mounts_left_writable_and_the_pid_namespace():
+    """A mount the prologue could not make read-only is named (which one matters); a worker
+    knows its PID namespace by identity, not by its PID (under ncu it is not PID 1 or 2)."""
+    from ktui.repro.harness import sandbox
+
+    words = sandbox.describe({"mounts": True, "pid_namespace": True,
+                              "read_only_failed": ["/mnt/scratch: Operation not permitted"]}, True)
+    assert "read-only filesystem except its temp dir (1 mount(s) left writable: /mnt/scratch)" in words
+    many = sandbox.describe({"mounts": True, "read_only_failed": [f"/m{i}: EPERM" for i in range(5)]}, True)
+    assert any(w.endswith("(5 mount(s) left writable: /m0, /m1, /m2, ...)") for w in many)
+    assert "PID namespace FAILED" in many
+    here = os.readlink("/proc/self/ns/pid")
+    assert sandbox.in_own_pid_namespace({"host_pidns": here}) is False
+    assert sandbox.in_own_pid_namespace({"host_pidns": "pid:[1]"}) is True
+    assert sandbox.Spec(str(Path("/tmp")), device="cpu").inner()["host_pidns"] == here

@@ -6,6 +6,7 @@
 #     OUT=dir PART=plain bash scripts/gpu/hacks.sh   # the 31 that build nothing
 #     OUT=dir PART=all BUILD_ONLY="a.jsonl b.jsonl" ATTACKS=1 SEED_RUN=0 DEADLINE=420 bash scripts/gpu/hacks.sh
 #         # some of the build part, all of the plain part, and the CUDA attack corpus beside the builds
+#     (PLAIN_ONLY="c.jsonl ..." likewise picks traces of the plain part)
 #
 # The whole corpus does not fit one call of the GPU machine (each reproduction starts two CUDA
 # workers, ~8 s, and the builds come first), so it runs in two parts; merge them here with
@@ -80,7 +81,7 @@ wait
 # 2. one reproduction at a time (builds cached, results fresh): the build part, then the plain one
 for p in build plain; do
   [ "$PART" = all ] || [ "$PART" = "$p" ] || continue
-  if [ $p = build ]; then FLAG=--needs-build; ONLY=${BUILD_ONLY:-}; else FLAG=--no-build; ONLY=; fi
+  if [ $p = build ]; then FLAG=--needs-build; ONLY=${BUILD_ONLY:-}; else FLAG=--no-build; ONLY=${PLAIN_ONLY:-}; fi
   # the build part may not take the plain part's time: its share ends at the halfway mark when both run
   l=$(left); [ "$PART" = all ] && [ $p = build ] && l=$(( l * ${BUILD_SHARE:-40} / 100 ))
   s=$(date +%s)

@@ -684,8 +684,10 @@ def describe(report, launched_with_namespaces):
         ro = "read-only filesystem except its temp dir"
         if report.get("dev_writable"):
             ro += " and /dev"
-        if report.get("read_only_failed"):
-            ro += f" ({len(report['read_only_failed'])} mount(s) left writable)"
+        failed = [str(f).rsplit(": ", 1)[0][:80] for f in report.get("read_only_failed") or []]
+        if failed:  # named: which one matters (a scratch tmpfs, or the user's home)
+            ro += (f" ({len(failed)} mount(s) left writable: " + ", ".join(failed[:3])
+                   + (", ..." if len(failed) > 3 else "") + ")")
         out.append(ro)
     if report.get("minimal_dev"):
         out.append(f"a minimal /dev ({len(report.get('dev_nodes') or [])} device nodes)")
