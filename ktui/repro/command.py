@@ -50,6 +50,20 @@ def plain(text: Any, style: str = "") -> Any:
     return Text(sanitize("" if text is None else str(text)), style=style)
 
 
+def comparison_table(value_width: int) -> Any:
+    """The empty metric / recorded / reproduced / ratio / verdict table of a repro or profile
+    report (the two differ only in how wide a value may be)."""
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("recorded", overflow="fold", max_width=value_width)
+    table.add_column("reproduced", overflow="fold", max_width=value_width)
+    table.add_column("ratio", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    return table
+
+
 def sandbox_line(result: dict[str, Any]) -> str:
     sb = result.get("sandbox") or {}
     words = sb.get("candidate") or []
@@ -85,7 +99,6 @@ def environment_line(result: dict[str, Any]) -> str:
 
 
 def render_report(console: Any, report: Any) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     comp = report.comparison
@@ -108,12 +121,7 @@ def render_report(console: Any, report: Any) -> None:
     if sbl:
         console.print(plain(sbl, "dim"))
 
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
-    table.add_column("metric", no_wrap=True)
-    table.add_column("recorded", overflow="fold", max_width=34)
-    table.add_column("reproduced", overflow="fold", max_width=34)
-    table.add_column("ratio", justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
+    table = comparison_table(34)
     noted = []
     for r in comp.rows:
         ratio = "" if r.ratio is None else (f"{r.ratio:,.0f}x" if abs(r.ratio) >= 100 else f"{r.ratio:.2f}x")

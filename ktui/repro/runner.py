@@ -44,6 +44,16 @@ SIGNAL_WORDS = {
 }
 
 
+def event_of(raw: bytes) -> dict[str, Any] | None:
+    """One JSON event line from a worker (judge or profiled target), or None for anything that
+    is not a JSON object (a worker's stray output is skipped, never trusted)."""
+    try:
+        ev = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return ev if isinstance(ev, dict) else None
+
+
 @dataclass
 class Progress:
     """One step of a running reproduction, for a progress bar."""
@@ -262,11 +272,8 @@ def run_request(request: dict, *, on_progress: Callable[[Progress], None] | None
                     f"the judge process ended with status {rc} {describe_position(stage, trial, what)}"
                 return _failure_result("worker_error", why, stage, trial, stderr_tail=tail[-4000:])
             last = time.monotonic()
-            try:
-                ev = json.loads(raw.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if not isinstance(ev, dict):
+            ev = event_of(raw)
+            if ev is None:
                 continue
             kind = ev.get("event")
             if kind == "stage":

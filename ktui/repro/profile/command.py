@@ -59,10 +59,9 @@ def short_name(name: Any, limit: int = 48) -> str:
 
 def render_profile(console: Any, report: Any) -> None:
     """The profile as `ktui repro --profile` prints it (also the app panel's text)."""
-    from rich.table import Table
     from rich.text import Text
 
-    from ktui.repro.command import VERDICT_STYLE
+    from ktui.repro.command import VERDICT_STYLE, comparison_table
 
     head = Text()
     head.append(f"{report.version} · sha1 {report.sha1[:12]} · Nsight Compute profile", style="bold")
@@ -105,12 +104,7 @@ def render_profile(console: Any, report: Any) -> None:
         console.print(v)
         console.print()
         return
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
-    table.add_column("metric", no_wrap=True)
-    table.add_column("recorded", overflow="fold", max_width=24)
-    table.add_column("reproduced", overflow="fold", max_width=24)
-    table.add_column("ratio", justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
+    table = comparison_table(24)
     noted = []
     group = None
     for r in report.rows:

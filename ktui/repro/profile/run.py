@@ -168,7 +168,7 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
     import queue
     import signal
 
-    from ktui.repro.runner import Progress
+    from ktui.repro.runner import Progress, event_of
 
     t0 = time.monotonic()
     err_path = cwd / "worker.stderr"
@@ -244,11 +244,8 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
                     return failed("crash", f"the profiled worker died of {name} during {stage}", stage)
                 return failed("exit", f"the profiled worker (or ncu) exited with status {rc} during {stage} "
                                       "without a result", stage)
-            try:
-                ev = json.loads(raw.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if not isinstance(ev, dict):
+            ev = event_of(raw)
+            if ev is None:
                 continue
             kind = ev.get("event")
             msg = None
