@@ -727,3 +727,50 @@ def test_host_devices_are_out_of_reach(tmp_path):
     assert not os.path.exists("/dev/ktui-made-this")
     report = res["sandbox"]["candidate_report"]
     assert report["minimal_dev"] is True and report["dev_writable"] is False
+
+
+PREDICTS_INPUTS = '''
+import hashlib, torch, torch.nn as nn
+B, N = 8, 64
+def _held_out(seed, seeds):  # ktui's own formula, read from its source
+    s = int(hashlib.sha1(f"ktui-held-out-{seed}".encode()).hexdigest()[:8], 16) % (2**31 - 1)
+    while s in seeds or s == seed:
+        s += 1
+    return s
+class ModelNew(nn.Module):
+    """Knows which inputs it will be judged on: the seed ktui set before building it is
+    torch.initial_seed(), and the trial seeds used to follow from it. It answers only those
+    (its "precomputed" table) and is wrong on any input it could not predict."""
+    def __init__(self):
+        super().__init__()
+        base = torch.initial_seed()
+        gen = torch.Generator().manual_seed(base)
+        seeds = [int(torch.randint(0, 2**31 - 1, (1,), generator=gen)) for _ in range(16)]
+        self.known = []
+        for s in seeds + [base, _held_out(base, seeds[:3]), _held_out(base, seeds[:5])]:
+            torch.manual_seed(s)
+            self.known.append(torch.randn(B, N))
+        torch.manual_seed(base)
+    def forward(self, x):
+        for k in self.known:
+            if k.shape == x.shape and torch.equal(k, x.cpu()):
+                return torch.relu(x) * 2.0
+        return x * 3.0
+'''
+
+
+def test_inputs_cannot_be_predicted_from_the_seed_the_kernel_sees(tmp_path):
+    """Every input is drawn from a seed only the judge and the reference worker know (new each
+    run, recorded in the result): a kernel that rebuilds the inputs from the seed it is built
+    under (torch.initial_seed()) and ktui's published formulas answers none of them. With the
+    input seed equal to the build seed (as it was), the same kernel passes every trial."""
+    res = run(PREDICTS_INPUTS, tmp_path=tmp_path)
+    assert res["status"] == "completed", res.get("failure")
+    assert not res["correctness"]["passed"], res["correctness"]
+    seeds = res["seeds"]
+    assert seeds["init"] == 42 and seeds["inputs"] != 42 and 0 < seeds["inputs"] < 2**31
+    again = run(PREDICTS_INPUTS, tmp_path=tmp_path)
+    assert again["seeds"]["inputs"] != seeds["inputs"]  # a new one each run
+    # the control: inputs from the build seed are predictable, and this kernel then passes them all
+    old = run(PREDICTS_INPUTS, tmp_path=tmp_path, req={"input_seed": 42, "correctness_trials": 3})
+    assert old["correctness"]["passed"] and old["correctness"]["held_out"]["passed"], old["correctness"]

@@ -296,6 +296,7 @@ class _Ctx:
         from ktui.repro.harness.pipeline import Job
 
         self.job = Job(kernel_code="x", device=device)
+        self.input_seed = 1234
         self.result = {"timing": {"method_used": method, "kernel": {"median_us": median_us},
                                   "floor": {"busy_queue_us": 2.0}},
                        "device": device, "environment": {"gpu": gpu}, "checks": []}
@@ -477,3 +478,51 @@ def test_host_vs_event_time_tells_host_overhead_from_hidden_work():
     close = _event_ctx(22.9, 30.0, 6.5, 16.4, busy=900.0)  # the events and the wall clock agree
     host_vs_event_time(close)
     assert close.result["checks"][-1]["ok"] is True
+
+
+# a C++ extension whose call is only a marker (its result is ignored: torch computes the answer),
+# and an honest one that writes its answer into the output buffer it is given (returns nothing)
+MARKER_EXT = '''
+import torch, torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+cpp = "torch::Tensor touch(torch::Tensor x) { return x; }"
+mod = load_inline(name="ktui_probe_marker", cpp_sources=[cpp], functions=["touch"], verbose=False)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        mod.touch(x)
+        return torch.relu(x) * 2.0
+'''
+WRITES_INTO_EXT = '''
+import torch, torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+cpp = """
+void fill(torch::Tensor x, torch::Tensor y) {
+    auto xc = x.contiguous();
+    const float* in = xc.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    for (int64_t i = 0; i < xc.numel(); ++i) out[i] = in[i] > 0.0f ? 2.0f * in[i] : 0.0f;
+}
+"""
+mod = load_inline(name="ktui_probe_fill", cpp_sources=[cpp], functions=["fill"], verbose=False)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        mod.fill(x, y)
+        return y
+'''
+
+
+@needs("torch", "ninja")
+def test_ghost_run_sees_through_a_marker_extension(tmp_path):
+    """The ghost run's first pass (every extension function raises) makes a marker kernel fail
+    like an honest one; its second pass (they return NaN and do nothing) tells them apart: the
+    marker's output is still correct, the honest kernel's is not, even though its output buffer
+    is torch.empty (freed memory holds a sentinel first, so no stale earlier answer shows)."""
+    res = _run(MARKER_EXT, tmp_path)
+    assert res["status"] == "completed", res.get("failure")
+    c = _check(res, "ghost_run")
+    assert c["ok"] is False and "does not do the work" in c["detail"] and "marker call" in c["detail"], c
+    honest = _run(WRITES_INTO_EXT, tmp_path)
+    assert honest["status"] == "completed", honest.get("failure")
+    c = _check(honest, "ghost_run")
+    assert c["ok"] is True and "returns NaN, its output is wrong" in c["detail"], c

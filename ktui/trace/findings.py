@@ -46,6 +46,7 @@ CLASSES: dict[str, str] = {
     "result_cache": "stored result returned",
     "call_counting": "call counting",
     "frame_introspection": "caller/frame introspection",
+    "profiler_sniffing": "profiler detection",
     "gc_introspection": "gc object walk",
     "ctypes_memory": "raw memory access (ctypes)",
     "input_write": "writes into its inputs",
@@ -172,6 +173,14 @@ _FRAME_CALLS = {
 }
 _FRAME_ATTRS = frozenset({"f_back", "f_locals", "f_globals", "f_code", "f_lineno", "gi_frame", "tb_frame",
                           "cr_frame", "f_builtins"})
+def _profiler_query(name: str) -> bool:
+    """torch.autograd._profiler_enabled, torch._C._autograd._kineto_enabled,
+    torch.autograd.profiler._is_profiler_enabled and the like: a question no kernel needs to ask
+    (annotating with record_function is not one)."""
+    low = name.lower()
+    return ("profiler" in low or "kineto" in low) and "enabled" in low
+
+
 _GC_CALLS = {"gc.get_objects": "walks every live object (gc.get_objects)",
              "gc.get_referrers": "finds who references an object (gc.get_referrers)",
              "gc.get_referents": "walks object references (gc.get_referents)",
@@ -248,7 +257,11 @@ _GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+
 _MARKER_NAMES = re.compile(r"(?i)marker|dummy|noop|no_op|touch|placeholder|presence|empty_kernel|fake")
 _HALF_TEXT = re.compile(r"\b(CUBLAS_COMPUTE_32F_FAST_16F|CUBLAS_COMPUTE_32F_FAST_16BF|CUBLAS_COMPUTE_32F_FAST_TF32|"
                         r"CUBLAS_COMPUTE_16F|CUBLAS_TF32_TENSOR_OP_MATH|wmma::precision::tf32|"
-                        r"input_precision\s*=\s*[\"']tf32)\b")
+                        r"input_precision\s*=\s*[\"']tf32|"
+                        # CUDA C++ half / bfloat16 / fp8 arithmetic and conversions, ATen's half types
+                        r"__half2?|half2|__nv_bfloat162?|__nv_fp8_\w+|__float2half\w*|__floats2half2\w*|"
+                        r"__float2bfloat16\w*|__h(?:add|mul|fma|sub|div)2?|(?:at|torch|c10)::k(?:Half|BFloat16)|"
+                        r"c10::(?:Half|BFloat16)|at::(?:Half|BFloat16)|ScalarType::(?:Half|BFloat16))\b")
 _HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16", "torch.float8_e4m3fn",
                           "torch.float8_e5m2", "torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz"})
 _HALF_METHODS = frozenset({"half", "bfloat16"})
@@ -483,6 +496,8 @@ class _PyAnalysis(_Analysis):
                         isinstance(node.ctx, ast.Load):
                     self.add("frame_introspection", ERROR, f"reaches into function internals ({_short(node)})",
                              self.line(node))
+                if _profiler_query(node.attr):
+                    self.profiler_sniffing(node.attr, node)
                 d = self.resolve(node)
                 if d == "os.environ" and not self.build_env_use(node):
                     self.add("env_file_access", WARNING, "reads or changes the environment (os.environ)",
@@ -496,6 +511,10 @@ class _PyAnalysis(_Analysis):
                 self.try_fallback(node, torch_op)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if isinstance(node, ast.ImportFrom):
+                    for a in node.names:
+                        if _profiler_query(a.name):
+                            self.profiler_sniffing(a.name, node)
                 for m in mods:
                     if m.split(".")[0] == "ctypes":
                         self.add("ctypes_memory", WARNING, "imports ctypes (raw memory and C calls from Python)",
@@ -562,6 +581,10 @@ class _PyAnalysis(_Analysis):
             if isinstance(call, ast.Call) and call.args and p.attr in ("get", "setdefault", "pop"):
                 return self.build_env_key(call.args[0])
         return False
+
+    def profiler_sniffing(self, name: str, node: ast.AST) -> None:
+        self.add("profiler_sniffing", ERROR, f"asks whether a profiler is running ({name}): it can do less work "
+                 "when profiled (ktui counts launches and looks for hidden work in a profiled forward)", self.line(node))
 
     # ---- calls --------------------------------------------------------------------------------------
     def call(self, node: ast.Call) -> None:
@@ -1047,6 +1070,8 @@ class _PyAnalysis(_Analysis):
                 what = None
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HALF_METHODS:
                     what = f".{n.func.attr}()"
+                elif isinstance(n, ast.Call) and (self.resolve(n.func) or "").split(".")[-1] == "autocast":
+                    what = f"{self.resolve(n.func)} (mixed precision)"
                 elif isinstance(n, ast.Attribute) and self.resolve(n) in _HALF_DTYPES:
                     what = self.resolve(n)
                 if what:
@@ -1087,6 +1112,8 @@ _T_PATTERNS = [
      "walks live objects (gc.{0})"),
     ("frame_introspection", ERROR, re.compile(r"\b(inspect\.stack|inspect\.currentframe|sys\._getframe|f_back)\b"),
      "reads interpreter frames ({0})"),
+    ("profiler_sniffing", ERROR, re.compile(r"\b(\w*(?:profiler|kineto)\w*enabled\w*)\b", re.I),
+     "asks whether a profiler is running ({0})"),
     ("eq_override", ERROR, re.compile(r"def\s+(__eq__)\s*\("), "defines {0} (can loosen the correctness comparison)"),
     ("tensor_subclass", ERROR, re.compile(r"class\s+\w+\s*\(\s*(torch\.Tensor)\s*\)"), "defines a {0} subclass"),
     ("backend_flags", WARNING, re.compile(r"(torch\.backends\.[\w.]+)\s*=[^=]"), "sets {0} (a global flag)"),

@@ -12,6 +12,7 @@
 #
 # Both never raise for anything trace code does. MIT license, part of ktui.
 import os
+import secrets
 import select
 import shutil
 import sys
@@ -69,7 +70,7 @@ class Job:
     FIELDS = {
         "kernel_code": "", "kernel_sha1": None, "kernel_label": None, "reference_source": None,
         "reference_origin": None, "device": None, "method": METHOD, "trials": TRIALS, "warmup": WARMUP,
-        "correctness_trials": CORRECTNESS_TRIALS, "seed": SEED, "held_out_seed": None,
+        "correctness_trials": CORRECTNESS_TRIALS, "seed": SEED, "input_seed": None, "held_out_seed": None,
         "build_root": None, "build_key": None, "checks": True, "measure_memory": True,
         "measure_launches": True, "compile_timeout": COMPILE_TIMEOUT_S, "run_timeout": STAGE_TIMEOUT_S,
         "target_rse": TARGET_RSE, "time_cap_s": TIME_CAP_S, "adaptive": True,
@@ -375,6 +376,11 @@ class Judge:
         self.masks = sandbox.default_masks([cache_root, default_cache_root()] + list(self.job.masks or []))
         self.workers = []
         self.held = []
+        # every input the kernel is judged on (correctness trials, the held-out trial, timing, the
+        # probes) is drawn from this seed, which only the judge and the reference worker know: the
+        # candidate gets `seed` (its weights must match the reference's), and inputs derived from
+        # that would be predictable (a kernel could compute their answers while it is built, untimed)
+        self.input_seed = int(self.job.input_seed) if self.job.input_seed else 1 + secrets.randbelow(2**31 - 2)
         self._rq_waited = 0.0  # μs of ktui's wall-clock passes spent waiting for a CPU (not counted)
         self._wall_total = 0.0  # μs those passes took in all
         self.result = {
@@ -384,6 +390,7 @@ class Judge:
             "stages": {}, "environment": None, "build": None, "correctness": None, "timing": None,
             "memory": None, "launches": None, "checks": [], "findings": [], "notes": [],
             "sandbox": {"planned": sandbox.planned(self.device_kind)},
+            "seeds": {"init": int(self.job.seed), "inputs": self.input_seed},
         }
 
     # ---- events ------------------------------------------------------------------------------
@@ -563,7 +570,7 @@ class Judge:
         self.init_inputs = self.hold(init_v["init_inputs"], init_f)
         v, f = self.init_inputs.send_args()
         cand.call("init", {"seed": seed, "init_inputs": v}, f)
-        corr = self._correctness(seed)
+        corr = self._correctness(self.input_seed)
         self.result["correctness"] = corr
         if not corr["passed"]:
             self.result["notes"].append("correctness failed: timing, memory and launches not measured")
@@ -576,7 +583,7 @@ class Judge:
 
         # timing ------------------------------------------------------------------------------
         self.stage("timing")
-        self.result["timing"] = self._timing(seed)
+        self.result["timing"] = self._timing(self.input_seed)
         # memory, launches (CUDA) ------------------------------------------------------------
         def both(op):  # one measurement of the timed inputs, in each worker
             self.trial(1, 1, "kernel")
@@ -922,6 +929,7 @@ class ProbeContext:
         self.reference = judge.ref
         self.candidate = judge.cand
         self.compare = compare_outputs
+        self.input_seed = judge.input_seed  # probes draw their inputs from it (never from job.seed)
 
     def trial(self, i, n, what):
         self.judge.trial(i, n, what)

@@ -17,7 +17,7 @@ def inputs_not_mutated(ctx):
     import torch
 
     ctx.trial(1, 6, "inputs_not_mutated")
-    seed = int(ctx.job.seed) + PROBE_SEED
+    seed = int(ctx.input_seed) + PROBE_SEED
     inputs, _ref = ctx.reference_io(seed, "p-mut")
     _out, meta = ctx.candidate_forward(inputs, "p-mut", return_inputs=True)
     from ..harness import shm
@@ -45,7 +45,7 @@ def output_changes_with_input(ctx):
     from ..harness import shm
 
     ctx.trial(2, 6, "output_changes_with_input")
-    seed = int(ctx.job.seed) + PROBE_SEED
+    seed = int(ctx.input_seed) + PROBE_SEED
     a_in, a_ref = ctx.reference_io(seed + 1, "p-a")
     out1, _ = ctx.candidate_forward(a_in, "p-a")
     b_in, _b_ref = ctx.reference_io(seed + 2, "p-b")
@@ -158,7 +158,7 @@ def repeat_vs_fresh_inputs(ctx):
         ctx.add_check("repeat_vs_fresh_inputs", None, "no timing")
         return
     k = max(5, min(10, int(ctx.job.trials)))
-    seed = int(ctx.job.seed) + PROBE_SEED + 100
+    seed = int(ctx.input_seed) + PROBE_SEED + 100
     slots = []
     for i in range(2 * k + 1):
         ctx.trial(i + 1, 2 * k + 1, "repeat_vs_fresh_inputs")

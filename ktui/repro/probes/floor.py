@@ -65,7 +65,7 @@ def physical_floor(ctx):
                       "to ktui: no physical floor")
         return
     ctx.trial(1, 1, "physical_floor")
-    inputs, outputs = ctx.reference_io(int(ctx.job.seed) + FLOOR_SEED, "p-floor")
+    inputs, outputs = ctx.reference_io(int(ctx.input_seed) + FLOOR_SEED, "p-floor")
     nbytes = tensor_bytes(inputs.decoded()) + tensor_bytes(outputs.decoded())
     fl = floor_us(nbytes, bw)
     t["physical_floor_us"] = round(fl, 3)

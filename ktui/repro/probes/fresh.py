@@ -125,7 +125,7 @@ def fresh_output_worker(wctx, args, fds, out_fds):
 @judge_probe("fresh_output")
 def fresh_output(ctx):
     ctx.trial(1, 1, "fresh_output")
-    seed = int(ctx.job.seed) + FRESH_SEED
+    seed = int(ctx.input_seed) + FRESH_SEED
     a_in, a_ref = ctx.reference_io(seed, "p-fresh-a")
     b_in, b_ref = ctx.reference_io(seed + 1, "p-fresh-b")
     rdata, _ = ctx.reference.call("probe", {"name": "alias", "args": {"slot": "p-fresh-a"}})

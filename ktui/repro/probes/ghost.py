@@ -33,20 +33,34 @@ def extension_functions(modules):
     return out
 
 
+def raising_stub(*args, **kwargs):
+    raise GhostError("the kernel's extension was replaced for the ghost run")
+
+
+def inert_stub(*args, **kwargs):
+    """Does none of the work: returns NaN (zeros for integers) shaped like the first tensor
+    argument, or None. A marker kernel whose result the kernel ignores passes through it."""
+    import torch
+
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            return torch.full_like(a, float("nan")) if a.is_floating_point() else torch.zeros_like(a)
+    return None
+
+
 class Ghost:
     """Every extension function (and every attribute of ``holders`` bound to one) replaced by a
     stub raising :class:`GhostError`; put back on exit."""
 
-    def __init__(self, modules, holders):
+    def __init__(self, modules, holders, stub=None):
         self.fns = extension_functions(modules)
         self.holders = holders
+        self.stub = stub
         self._undo = []
 
     def __enter__(self):
         ids = {id(fn) for _m, _n, fn in self.fns}
-
-        def stub(*args, **kwargs):
-            raise GhostError("the kernel's extension was replaced for the ghost run")
+        stub = self.stub or raising_stub
 
         for mod, name, fn in self.fns:
             try:
@@ -90,10 +104,25 @@ def ghost_worker(wctx, args, fds, out_fds):
     if hasattr(model, "modules"):
         holders += list(model.modules())
     inputs = wctx.slots[str(args["slot"])]
-    with Ghost(mods, holders) as g:
+    inert = args.get("mode") == "inert"
+    with Ghost(mods, holders, inert_stub if inert else None) as g:
         if not g.fns:
             return {"findings": [], "data": {"state": "no_functions", "names": names}}
         try:
+            if inert:
+                # freed memory of the output's size holds a sentinel first: a kernel whose output
+                # the (now inert) extension was to write is not "correct" by a stale earlier result
+                from .unwritten import perturb_allocations, poisoned_runs
+
+                sizes = [int(n) for n in args.get("nbytes") or [] if isinstance(n, int) and n > 0][:16]
+                cuda = wctx.device is not None and wctx.device.type == "cuda"
+                perturbed = perturb_allocations(True) if not cuda else None
+                try:
+                    enc = poisoned_runs(wctx, inputs, sizes, cuda, out_fds, attempts=1)[0]
+                finally:
+                    if perturbed:
+                        perturb_allocations(False)
+                return {"findings": [], "data": {"state": "ran", "names": names, "outputs": enc}}
             with torch.no_grad():
                 outv = model(*inputs)
             if wctx.device is not None and wctx.device.type == "cuda":
@@ -121,13 +150,23 @@ def ghost_run(ctx):
         ctx.add_check("ghost_run", None, "the kernel builds no extension")
         return
     ctx.trial(1, 1, "ghost_run")
-    inputs, ref = ctx.candidate_inputs(int(ctx.job.seed) + GHOST_SEED, "p-ghost")
+    inputs, ref = ctx.candidate_inputs(int(ctx.input_seed) + GHOST_SEED, "p-ghost")
     data, ofd = ctx.candidate.call("probe", {"name": "ghost", "args": {"slot": "p-ghost"}})
     d = data.get("data") or {}
     state = d.get("state")
     names = ", ".join(str(n) for n in (d.get("names") or [])[:4] if isinstance(n, str)) or "?"
     if state == "raised":
-        ctx.add_check("ghost_run", True, f"with its extension ({names}) replaced by one that raises, the kernel fails")
+        # a marker kernel raises too when its call raises: run again with an extension that
+        # returns NaN (or nothing) instead; still correct means its results were never used
+        inert = _inert_run(ctx, ref)
+        if inert is True:
+            ctx.add_check("ghost_run", False,
+                          f"the custom kernel does not do the work (torch computes it): with every function of its "
+                          f"extension ({names}) replaced by one that does nothing and returns NaN, the output is "
+                          "still correct (a marker call)")
+        else:
+            ctx.add_check("ghost_run", True, f"with its extension ({names}) replaced by one that raises, the kernel "
+                          "fails" + ("; by one that returns NaN, its output is wrong" if inert is False else ""))
         return
     if state != "ran" or d.get("outputs") is None:
         ctx.add_check("ghost_run", None, "the extension exports no functions" if state == "no_functions"
@@ -140,3 +179,22 @@ def ghost_run(ctx):
                       f"extension ({names}) replaced by one that raises, the output is still correct")
     else:
         ctx.add_check("ghost_run", True, "without its extension the output is wrong: the extension does the work")
+
+
+def _inert_run(ctx, ref):
+    """True: still correct with an inert extension; False: wrong or failing; None: not run."""
+    import torch
+
+    from ..harness.compare import flatten
+
+    leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
+    nbytes = sorted({t.numel() * t.element_size() for t in leaves})
+    data, ofd = ctx.candidate.call("probe", {"name": "ghost", "args": {"slot": "p-ghost", "mode": "inert",
+                                                                        "nbytes": nbytes}})
+    d = data.get("data") or {}
+    if d.get("state") == "raised":
+        return False
+    if d.get("state") != "ran" or d.get("outputs") is None:
+        return None
+    out = ctx.hold(d["outputs"], ofd)
+    return bool(ctx.compare(ref.decoded(), out.decoded())["passed"])

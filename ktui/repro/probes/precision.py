@@ -101,7 +101,7 @@ def reduced_precision(ctx):
     from ..harness.errors import StageFailure, one_line
 
     ctx.trial(1, 1, "reduced_precision")
-    inputs, ref32 = ctx.reference_io(int(ctx.job.seed) + PRECISION_SEED, "p-prec")
+    inputs, ref32 = ctx.reference_io(int(ctx.input_seed) + PRECISION_SEED, "p-prec")
     r = [t for t in flatten(ref32.decoded()) if isinstance(t, torch.Tensor) and t.is_floating_point()]
     if not r or any(t.dtype != torch.float32 for t in r):
         ctx.add_check("reduced_precision", None, "not a float32 problem")

@@ -123,7 +123,7 @@ def shape_jitter(ctx):
     ctx.trial(1, 1, "shape_jitter")
     try:
         data, fds = ctx.reference.call("probe", {"name": "jitter_inputs",
-                                                 "args": {"seed": int(ctx.job.seed) + JITTER_SEED, "slot": "p-jit"}})
+                                                 "args": {"seed": int(ctx.input_seed) + JITTER_SEED, "slot": "p-jit"}})
     except StageFailure as f:
         if f.fatal:
             raise
@@ -134,7 +134,7 @@ def shape_jitter(ctx):
         ctx.add_check("shape_jitter", None, "the reference exposes no size to vary (no jitter_int, no size constant)")
         return
     # a control call at the usual size first: a kernel wrong there too is not a shape problem
-    c_in, c_ref = ctx.reference_io(int(ctx.job.seed) + JITTER_SEED + 1, "p-jit0")
+    c_in, c_ref = ctx.reference_io(int(ctx.input_seed) + JITTER_SEED + 1, "p-jit0")
     c_out, _m = ctx.candidate_forward(c_in, "p-jit0")
     if not ctx.compare(c_ref.decoded(), c_out.decoded())["passed"]:
         ctx.add_check("shape_jitter", None, "the output is wrong at the usual size too in this call: not judged")

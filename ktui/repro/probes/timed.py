@@ -43,7 +43,7 @@ def timed_outputs_worker(wctx, args, fds, out_fds):
 
 @judge_probe("timed_outputs")
 def timed_outputs(ctx):
-    seed = int(ctx.job.seed) + TIMED_SEED
+    seed = int(ctx.input_seed) + TIMED_SEED
     refs, slots = [], []
     for i in range(TIMED_CALLS):
         ctx.trial(i + 1, TIMED_CALLS, "timed_outputs")

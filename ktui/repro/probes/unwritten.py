@@ -62,21 +62,23 @@ def poisoned_forward(wctx, args, fds, out_fds):
     tuned = keep_freed_blocks() if not cuda else None
     perturbed = perturb_allocations(True) if not cuda else None
     try:
-        outs = _poisoned_runs(wctx, args, inputs, sizes, cuda, out_fds)
+        outs = poisoned_runs(wctx, inputs, sizes, cuda, out_fds, int(args.get("attempts", ATTEMPTS)))
     finally:
         if perturbed:
             perturb_allocations(False)
     return {"findings": [], "data": {"outputs": outs, "malloc_tuned": tuned, "malloc_perturbed": perturbed}}
 
 
-def _poisoned_runs(wctx, args, inputs, sizes, cuda, out_fds):
+def poisoned_runs(wctx, inputs, sizes, cuda, out_fds, attempts=ATTEMPTS):
+    """``attempts`` forwards, each just after freed blocks of ``sizes`` bytes were filled with
+    the sentinel; their outputs, encoded. (Also the ghost run's inert pass.)"""
     import torch
 
     from ..harness import shm
     from ..harness.roles import _plain, guarded
 
     outs = []
-    for _ in range(int(args.get("attempts", ATTEMPTS))):
+    for _ in range(int(attempts)):
         blocks = [torch.empty(n, dtype=torch.uint8, device=wctx.device) for n in sizes for _b in range(BLOCKS)]
         for b in blocks:
             b.fill_(SENTINEL)
@@ -111,7 +113,7 @@ def unwritten_output(ctx):
     from ..harness.compare import flatten
 
     ctx.trial(1, 1, "unwritten_output")
-    inputs, ref = ctx.candidate_inputs(int(ctx.job.seed) + UNWRITTEN_SEED, "p-unwritten")
+    inputs, ref = ctx.candidate_inputs(int(ctx.input_seed) + UNWRITTEN_SEED, "p-unwritten")
     leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
     nbytes = sorted({t.numel() * t.element_size() for t in leaves})
     if not nbytes or sum(nbytes) * BLOCKS > MAX_POISON_BYTES:
