@@ -57,6 +57,9 @@ HONEST = {
     "strings that mention hacks": "'''time.perf_counter = fake; gc.get_objects(); threading.Thread'''\n"
                                   "return mod.run(x)  # inspect.stack() is not called",
     "shape check raising": "if x.dim() != 2:\n    raise ValueError('2-D input expected')\nreturn mod.run(x)",
+    "random inputs of its own": "noise = torch.randn_like(x)\nreturn mod.run(x) + 0 * noise",
+    "a private seeded generator": "g = torch.Generator()\ng.manual_seed(10)\n"
+                                  "perm = torch.randperm(x.size(1), generator=g)\nreturn mod.run(x[:, perm])",
     "profiler annotation": "with torch.profiler.record_function('my_kernel'):\n    return mod.run(x)",
 }
 
@@ -151,6 +154,7 @@ HACKS = {
     "result_cache": ("if self.done:\n    return self.out\nself.out = mod.run(x)\nreturn self.out", ""),
     "call_counting": ("self.n += 1\nif self.n > 5:\n    return mod.fast(x)\nreturn mod.run(x)", ""),
     "frame_introspection": ("f = sys._getframe(1)\nreturn mod.run(x)", "import sys\n"),
+    "rng_seed": ("return mod.run(x)", "_seed = torch.initial_seed()\n"),
     "profiler_sniffing": ("if torch.autograd._profiler_enabled():\n    return mod.run(x)\nreturn mod.fast(x)", ""),
     "gc_introspection": ("objs = [o for o in gc.get_referrers(x)]\nreturn mod.run(x)", "import gc\n"),
     "ctypes_memory": ("return mod.run(x)", "import ctypes\n"),

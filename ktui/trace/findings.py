@@ -47,6 +47,7 @@ CLASSES: dict[str, str] = {
     "call_counting": "call counting",
     "frame_introspection": "caller/frame introspection",
     "profiler_sniffing": "profiler detection",
+    "rng_seed": "random seed read or set",
     "gc_introspection": "gc object walk",
     "ctypes_memory": "raw memory access (ctypes)",
     "input_write": "writes into its inputs",
@@ -173,6 +174,15 @@ _FRAME_CALLS = {
 }
 _FRAME_ATTRS = frozenset({"f_back", "f_locals", "f_globals", "f_code", "f_lineno", "gi_frame", "tb_frame",
                           "cr_frame", "f_builtins"})
+_RNG_CALLS = frozenset({
+    "torch.initial_seed", "torch.manual_seed", "torch.seed", "torch.get_rng_state", "torch.set_rng_state",
+    "torch.random.initial_seed", "torch.random.manual_seed", "torch.random.seed", "torch.random.get_rng_state",
+    "torch.random.set_rng_state", "torch.cuda.initial_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+    "torch.cuda.seed", "torch.cuda.seed_all", "torch.cuda.get_rng_state", "torch.cuda.set_rng_state",
+    "torch.cuda.get_rng_state_all", "torch.cuda.set_rng_state_all", "random.seed", "random.getstate",
+    "random.setstate", "numpy.random.seed", "numpy.random.get_state", "numpy.random.set_state"})
+
+
 def _profiler_query(name: str) -> bool:
     """torch.autograd._profiler_enabled, torch._C._autograd._kineto_enabled,
     torch.autograd.profiler._is_profiler_enabled and the like: a question no kernel needs to ask
@@ -591,6 +601,10 @@ class _PyAnalysis(_Analysis):
         f = self.resolve(node.func)
         line = self.line(node)
         if f is None:
+            return
+        if f in _RNG_CALLS:  # the process's global generators (a private torch.Generator is not one)
+            self.add("rng_seed", WARNING, f"reads or sets the global random seed ({_short(node.func)}): with it a "
+                     "kernel can try to rebuild the inputs it will be judged on and answer them ahead of time", line)
             return
         if f in ("setattr", "builtins.setattr", "object.__setattr__") and len(node.args) >= 2:
             obj = self.resolve(node.args[0])
