@@ -180,13 +180,16 @@ def diff(trace: str, version_a: str | None, version_b: str | None, split: bool, 
 @click.option("--compile-timeout", type=float, default=None,
               help="Seconds for the build stage (default: --timeout).")
 @click.option("--fresh", is_flag=True, help="Ignore cached results.")
+@click.option("--input-seed", type=int, default=None,
+              help="Judge on the inputs of an earlier run (its result's seeds.inputs; implies --fresh). "
+                   "Default: a new secret seed each run.")
 @click.option("--json", "as_json", is_flag=True, help="JSON result on stdout.")
 @click.option("--profile", is_flag=True,
               help="Re-measure the page's hardware counters (SOL, roofline, warp stalls) with Nsight Compute.")
 @click.option("--clock-control", type=click.Choice(["none", "base"]), default="none", show_default=True,
               help="With --profile: ncu's GPU clock control.")
 def repro(trace, turn, version, final, all_, reference, device, trials, method, timeout, compile_timeout, fresh,
-          as_json, profile, clock_control):
+          input_seed, as_json, profile, clock_control):
     """Re-execute a kernel snapshot and compare with what the trace recorded."""
     from ktui.repro.command import repro_command
 
@@ -201,7 +204,8 @@ def repro(trace, turn, version, final, all_, reference, device, trials, method, 
                                  as_json=as_json))
     sys.exit(repro_command(path, turn=turn, version=version, final=final, all_=all_,
                            reference=reference, device=device, trials=trials, method=method,
-                           timeout=timeout, compile_timeout=compile_timeout, fresh=fresh, as_json=as_json))
+                           timeout=timeout, compile_timeout=compile_timeout, fresh=fresh, as_json=as_json,
+                           input_seed=input_seed))
 
 
 @main.command()

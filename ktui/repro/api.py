@@ -45,6 +45,8 @@ class ReproOptions:
     correctness_trials: int = CORRECTNESS_TRIALS
     fresh: bool = False  # ignore (but refresh) the result cache
     reference_path: str | None = None  # a reference file when the trace has none
+    input_seed: int | None = None  # replay a run's inputs (its result.seeds.inputs); None: a secret new one
+
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -53,6 +55,10 @@ class ReproOptions:
             raise ReproError("--trials must be at least 1")
         if self.timeout <= 0:
             raise ReproError("--timeout must be positive")
+        if self.input_seed is not None:
+            if not 0 < self.input_seed < 2**31 - 1:
+                raise ReproError("--input-seed must be between 1 and 2147483646")
+            self.fresh = True  # a cached result was judged on other inputs
 
 
 @dataclass
@@ -155,6 +161,7 @@ def make_request(kv: Any, options: ReproOptions, reference: str | None, referenc
         "method": options.method,
         "trials": options.trials,
         "correctness_trials": options.correctness_trials,
+        "input_seed": options.input_seed,
         "build_root": str(cache.build_root()),
         "lock_dir": str(cache.lock_dir()),
     }

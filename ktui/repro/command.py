@@ -120,6 +120,10 @@ def render_report(console: Any, report: Any) -> None:
     sbl = sandbox_line(res)
     if sbl:
         console.print(plain(sbl, "dim"))
+    seeds = res.get("seeds") if isinstance(res.get("seeds"), dict) else {}
+    if isinstance(seeds.get("inputs"), int):
+        console.print(plain(f"inputs: drawn from seed {seeds['inputs']}, new for this run and unknown to the kernel "
+                            f"(--input-seed {seeds['inputs']} replays them)", "dim"))
 
     table = comparison_table(34)
     noted = []
@@ -241,7 +245,7 @@ class _ProgressDisplay:
 def repro_command(path: Path | str, *, turn: int | None = None, version: str | None = None, final: bool = False,
                   all_: bool = False, reference: str | None = None, device: str | None = None, trials: int = TRIALS,
                   method: str = METHOD, timeout: float = STAGE_TIMEOUT_S, fresh: bool = False,
-                  as_json: bool = False, compile_timeout: float | None = None) -> int:
+                  as_json: bool = False, compile_timeout: float | None = None, input_seed: int | None = None) -> int:
     from ktui.repro.api import ReproError, ReproOptions, reproduce, select_kernels
     from ktui.repro.runner import install_signal_handlers
     from ktui.trace import load
@@ -251,7 +255,7 @@ def repro_command(path: Path | str, *, turn: int | None = None, version: str | N
     try:
         kernels = select_kernels(run, turn=turn, version=version, final=final, all_=all_)
         options = ReproOptions(device=device, trials=trials, method=method, timeout=timeout, fresh=fresh,
-                               reference_path=reference, compile_timeout=compile_timeout)
+                               reference_path=reference, compile_timeout=compile_timeout, input_seed=input_seed)
     except ReproError as exc:
         _err(str(exc))
         return 2
