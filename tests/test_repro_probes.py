@@ -526,3 +526,50 @@ def test_ghost_run_sees_through_a_marker_extension(tmp_path):
     assert honest["status"] == "completed", honest.get("failure")
     c = _check(honest, "ghost_run")
     assert c["ok"] is True and "returns NaN, its output is wrong" in c["detail"], c
+
+
+# a stand-in for triton.jit (triton needs a GPU): kernel[grid](...) calls self.run, as triton's
+# JITFunction does; the ghost run finds such objects by their type's name
+_FAKE_TRITON = '''
+import torch, torch.nn as nn
+class JITFunction:  # stands in for triton.runtime.jit.JITFunction
+    def __init__(self, fn):
+        self.fn = fn
+    def __getitem__(self, grid):
+        return lambda *a, **k: self.run(*a, grid=grid, **k)
+    def run(self, *a, grid=None, **k):
+        return self.fn(*a, **k)
+'''
+TRITON_MARKER = _FAKE_TRITON + '''
+def _presence(x, y):
+    pass
+presence = JITFunction(_presence)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        presence[(1,)](x, y)
+        return torch.relu(x) * 2.0
+'''
+TRITON_HONEST = _FAKE_TRITON + '''
+def _fill(x, y):
+    y.copy_(torch.where(x > 0, x + x, torch.zeros_like(x)))
+fill = JITFunction(_fill)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        fill[(1,)](x, y)
+        return y
+'''
+
+
+@torch_missing
+def test_ghost_run_covers_triton_kernels(tmp_path):
+    """Triton kernels are ghosted too (their run replaced): a marker launch is seen through, a
+    kernel that writes its output through the launch is not flagged."""
+    res = _run(TRITON_MARKER, tmp_path)
+    assert res["status"] == "completed", res.get("failure")
+    c = _check(res, "ghost_run")
+    assert c["ok"] is False and "_presence" in c["detail"] and "does not do the work" in c["detail"], c
+    honest = _run(TRITON_HONEST, tmp_path)
+    c = _check(honest, "ghost_run")
+    assert c["ok"] is True and "_fill" in c["detail"], c

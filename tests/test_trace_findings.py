@@ -257,3 +257,38 @@ def test_fuzz_never_raises(noise, hack):
     for text in (noise, code[:cut] + noise + code[cut:], code.replace("\n", noise[:3] + "\n")):
         for f in source_findings(text, noise):
             assert f.code in CLASSES
+
+
+TRITON = """import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def {name}(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask)
+{body}
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        {name}[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return {ret}
+"""
+
+
+def test_triton_marker_kernel():
+    """A @triton.jit kernel that stores nothing is a marker (the result comes from torch); one
+    that stores its result is not."""
+    marker = TRITON.format(name="presence", body="    v = v * 2", ret="torch.relu(x) * 2")
+    found = {f.code: f for f in source_findings(marker)}
+    assert "dummy_kernel" in found and "presence" in found["dummy_kernel"].what, list(found)
+    assert found["dummy_kernel"].line == 7  # the def line
+    honest = TRITON.format(name="scaled_relu", body="    tl.store(y_ptr + offs, tl.maximum(v, 0) * 2, mask=mask)",
+                           ret="y")
+    assert "dummy_kernel" not in codes(honest), codes(honest)
+    autotuned = honest.replace("@triton.jit", "@triton.autotune(configs=[], key=['n'])\n@triton.jit")
+    assert "dummy_kernel" not in codes(autotuned)
+

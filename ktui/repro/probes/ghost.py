@@ -1,10 +1,12 @@
 """Ghost run: does the kernel's own extension do the work?
 
 The candidate worker replaces every function its load_inline / load extensions export (and every
-reference to one held by the kernel's module or model) with a stub that raises, then runs the
-kernel once. The judge compares what came back with the reference: still correct means torch (or
-a fallback) computes the result, not the custom kernel. A build that failed and was swallowed by
-the kernel (``failed_builds``) is the same thing found earlier: its fallback ran.
+reference to one held by the kernel's module or model), and the ``run`` of every Triton kernel
+they hold, with a stub that raises, then runs the kernel once; when that fails, once more with
+stubs that do nothing (a marker call passes through them). The judge compares what came back
+with the reference: still correct means torch (or a fallback) computes the result, not the
+custom kernel. A build that failed and was swallowed by the kernel (``failed_builds``) is the
+same thing found earlier: its fallback ran.
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ def inert_stub(*args, **kwargs):
     return None
 
 
+TRITON_TYPES = ("JITFunction", "Autotuner", "Heuristics")
+
+
+def triton_kernels(holders):
+    """Triton kernels (``@triton.jit`` functions, also behind autotune / heuristics) the kernel's
+    module or model holds: ``kernel[grid](...)`` calls their ``run``."""
+    out, seen = [], set()
+    for h in holders:
+        d = getattr(h, "__dict__", None)
+        if not isinstance(d, dict):
+            continue
+        for v in list(d.values()):
+            if type(v).__name__ in TRITON_TYPES and callable(getattr(v, "run", None)) and id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+    return out
+
+
+def _kernel_name(k):
+    fn = getattr(k, "fn", None)
+    return str(getattr(fn, "__name__", None) or getattr(k, "__name__", None) or type(k).__name__)
+
+
 class Ghost:
     """Every extension function (and every attribute of ``holders`` bound to one) replaced by a
     stub raising :class:`GhostError`; put back on exit."""
@@ -56,11 +81,21 @@ class Ghost:
         self.fns = extension_functions(modules)
         self.holders = holders
         self.stub = stub
+        self.triton = triton_kernels(holders)
         self._undo = []
+        self._undo_triton = []
 
     def __enter__(self):
         ids = {id(fn) for _m, _n, fn in self.fns}
         stub = self.stub or raising_stub
+        for k in self.triton:  # an instance attribute shadows the class's run (kernel[grid] looks it up)
+            try:
+                had = "run" in vars(k)
+                old = vars(k).get("run")
+                k.run = (lambda *a, **kw: None) if self.stub is not None else raising_stub
+                self._undo_triton.append((k, had, old))
+            except (AttributeError, TypeError):
+                continue
 
         for mod, name, fn in self.fns:
             try:
@@ -79,6 +114,11 @@ class Ghost:
         return self
 
     def __exit__(self, *exc):
+        for k, had, old in reversed(self._undo_triton):
+            if had:
+                k.run = old
+            else:
+                del k.run
         for obj, name, fn in reversed(self._undo):
             d = getattr(obj, "__dict__", None)
             if isinstance(d, dict) and not isinstance(obj, types.ModuleType) and name in d:
@@ -97,16 +137,18 @@ def ghost_worker(wctx, args, fds, out_fds):
 
     mods = list(wctx.ext_modules or [])
     names = sorted({str(getattr(m, "__name__", "?")).rsplit("_k", 1)[0] for m in mods})
-    if not mods:
-        return {"findings": [], "data": {"state": "no_extension", "names": []}}
     model = wctx.model
     holders = [wctx.module, model]
     if hasattr(model, "modules"):
         holders += list(model.modules())
+    tk = triton_kernels(holders)
+    names += sorted({_kernel_name(k) for k in tk})
+    if not mods and not tk:
+        return {"findings": [], "data": {"state": "no_extension", "names": []}}
     inputs = wctx.slots[str(args["slot"])]
     inert = args.get("mode") == "inert"
     with Ghost(mods, holders, inert_stub if inert else None) as g:
-        if not g.fns:
+        if not g.fns and not g.triton:
             return {"findings": [], "data": {"state": "no_functions", "names": names}}
         try:
             if inert:
@@ -146,7 +188,8 @@ def ghost_run(ctx):
                       f"the extension {failed[0].get('name', '?')} failed to build and the kernel carried on: "
                       "its fallback ran (the custom kernel does not do the work)")
         return
-    if not exts:
+    triton = "triton" in str(ctx.job.kernel_code or "")
+    if not exts and not triton:
         ctx.add_check("ghost_run", None, "the kernel builds no extension")
         return
     ctx.trial(1, 1, "ghost_run")
@@ -169,8 +212,9 @@ def ghost_run(ctx):
                           "fails" + ("; by one that returns NaN, its output is wrong" if inert is False else ""))
         return
     if state != "ran" or d.get("outputs") is None:
-        ctx.add_check("ghost_run", None, "the extension exports no functions" if state == "no_functions"
-                      else "the worker ran no ghost run")
+        ctx.add_check("ghost_run", None, {"no_functions": "the extension exports no functions",
+                                          "no_extension": "the kernel builds no extension and holds no Triton "
+                                                          "kernel"}.get(state, "the worker ran no ghost run"))
         return
     out = ctx.hold(d["outputs"], ofd)
     if ctx.compare(ref.decoded(), out.decoded())["passed"]:
