@@ -260,8 +260,9 @@ def metrics_document(run: Run) -> list[Block]:
             tbl = Table(box=None, padding=(0, 2, 0, 0), pad_edge=False, show_header=True, header_style="grey62")
             tbl.add_column("metric", no_wrap=True)
             tbl.add_column("value", justify="right", no_wrap=True)
-            tbl.add_column("recorded", style="grey62", no_wrap=True)
-            tbl.add_column("flag / note", overflow="fold")
+            # in a narrow pane the recorded text folds so that the notes keep a readable width
+            tbl.add_column("recorded", style="grey62", overflow="fold")
+            tbl.add_column("flag / note", overflow="fold", min_width=16)
             for x in g.rows:
                 note = Text(end="")
                 for msg in x.flags:
