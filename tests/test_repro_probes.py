@@ -492,6 +492,16 @@ class ModelNew(nn.Module):
         mod.touch(x)
         return torch.relu(x) * 2.0
 '''
+IDENTITY_MARKER_EXT = '''
+import torch, torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+cpp = "torch::Tensor prepare(torch::Tensor x) { return x.contiguous(); }"
+mod = load_inline(name="ktui_probe_identity", cpp_sources=[cpp], functions=["prepare"], verbose=False)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = mod.prepare(x)
+        return torch.relu(y) * 2.0
+'''
 WRITES_INTO_EXT = '''
 import torch, torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -522,10 +532,15 @@ def test_ghost_run_sees_through_a_marker_extension(tmp_path):
     assert res["status"] == "completed", res.get("failure")
     c = _check(res, "ghost_run")
     assert c["ok"] is False and "does not do the work" in c["detail"] and "marker call" in c["detail"], c
+    # its result is used, but it only hands its input back: torch computes the answer
+    ident = _run(IDENTITY_MARKER_EXT, tmp_path)
+    c = _check(ident, "ghost_run")
+    assert c["ok"] is False and "returns its input, the output is still correct" in c["detail"], c
     honest = _run(WRITES_INTO_EXT, tmp_path)
     assert honest["status"] == "completed", honest.get("failure")
     c = _check(honest, "ghost_run")
     assert c["ok"] is True and "returns NaN, its output is wrong" in c["detail"], c
+    assert "returns its input, its output is wrong" in c["detail"], c
 
 
 # a stand-in for triton.jit (triton needs a GPU): kernel[grid](...) calls self.run, as triton's

@@ -73,6 +73,21 @@ def _kernel_name(k):
     return str(getattr(fn, "__name__", None) or getattr(k, "__name__", None) or type(k).__name__)
 
 
+def identity_stub(*args, **kwargs):
+    """Does none of the work and hands its first tensor argument back unchanged: a marker whose
+    result the kernel then computes on with torch passes through it."""
+    import torch
+
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            return a
+    return None
+
+
+STUBS = {"inert": (inert_stub, "does nothing and returns NaN"),
+         "identity": (identity_stub, "does nothing and returns its input")}
+
+
 class Ghost:
     """Every extension function (and every attribute of ``holders`` bound to one) replaced by a
     stub raising :class:`GhostError`; put back on exit."""
@@ -92,7 +107,7 @@ class Ghost:
             try:
                 had = "run" in vars(k)
                 old = vars(k).get("run")
-                k.run = (lambda *a, **kw: None) if self.stub is not None else raising_stub
+                k.run = (lambda *a, **kw: None) if self.stub is not None else raising_stub  # a launch returns nothing
                 self._undo_triton.append((k, had, old))
             except (AttributeError, TypeError):
                 continue
@@ -146,8 +161,8 @@ def ghost_worker(wctx, args, fds, out_fds):
     if not mods and not tk:
         return {"findings": [], "data": {"state": "no_extension", "names": []}}
     inputs = wctx.slots[str(args["slot"])]
-    inert = args.get("mode") == "inert"
-    with Ghost(mods, holders, inert_stub if inert else None) as g:
+    inert = args.get("mode") in STUBS
+    with Ghost(mods, holders, STUBS[args["mode"]][0] if inert else None) as g:
         if not g.fns and not g.triton:
             return {"findings": [], "data": {"state": "no_functions", "names": names}}
         try:
@@ -199,17 +214,21 @@ def ghost_run(ctx):
     state = d.get("state")
     names = ", ".join(str(n) for n in (d.get("names") or [])[:4] if isinstance(n, str)) or "?"
     if state == "raised":
-        # a marker kernel raises too when its call raises: run again with an extension that
-        # returns NaN (or nothing) instead; still correct means its results were never used
-        inert = _inert_run(ctx, ref)
-        if inert is True:
-            ctx.add_check("ghost_run", False,
-                          f"the custom kernel does not do the work (torch computes it): with every function of its "
-                          f"extension ({names}) replaced by one that does nothing and returns NaN, the output is "
-                          "still correct (a marker call)")
-        else:
-            ctx.add_check("ghost_run", True, f"with its extension ({names}) replaced by one that raises, the kernel "
-                          "fails" + ("; by one that returns NaN, its output is wrong" if inert is False else ""))
+        # a marker kernel raises too when its call raises: run again with an extension that does
+        # nothing (returns NaN, then its input); still correct means it never did the work
+        seen = []
+        for mode in ("inert", "identity"):
+            got = _inert_run(ctx, ref, mode)
+            if got is True:
+                ctx.add_check("ghost_run", False,
+                              f"the custom kernel does not do the work (torch computes it): with every function of "
+                              f"its extension ({names}) replaced by one that {STUBS[mode][1]}, the output is still "
+                              "correct (a marker call)")
+                return
+            if got is False:
+                seen.append(STUBS[mode][1])
+        ctx.add_check("ghost_run", True, f"with its extension ({names}) replaced by one that raises, the kernel fails"
+                      + "".join(f"; by one that {w}, its output is wrong" for w in seen))
         return
     if state != "ran" or d.get("outputs") is None:
         ctx.add_check("ghost_run", None, {"no_functions": "the extension exports no functions",
@@ -225,15 +244,16 @@ def ghost_run(ctx):
         ctx.add_check("ghost_run", True, "without its extension the output is wrong: the extension does the work")
 
 
-def _inert_run(ctx, ref):
-    """True: still correct with an inert extension; False: wrong or failing; None: not run."""
+def _inert_run(ctx, ref, mode="inert"):
+    """True: still correct with the extension's functions doing nothing (``mode``: what they
+    return, :data:`STUBS`); False: wrong or failing; None: not run."""
     import torch
 
     from ..harness.compare import flatten
 
     leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
     nbytes = sorted({t.numel() * t.element_size() for t in leaves})
-    data, ofd = ctx.candidate.call("probe", {"name": "ghost", "args": {"slot": "p-ghost", "mode": "inert",
+    data, ofd = ctx.candidate.call("probe", {"name": "ghost", "args": {"slot": "p-ghost", "mode": mode,
                                                                         "nbytes": nbytes}})
     d = data.get("data") or {}
     if d.get("state") == "raised":
