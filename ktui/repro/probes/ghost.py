@@ -39,15 +39,32 @@ def raising_stub(*args, **kwargs):
     raise GhostError("the kernel's extension was replaced for the ghost run")
 
 
+def _first_tensor(args, kwargs):
+    import torch
+
+    return next((a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)), None)
+
+
 def inert_stub(*args, **kwargs):
     """Does none of the work: returns NaN (zeros for integers) shaped like the first tensor
     argument, or None. A marker kernel whose result the kernel ignores passes through it."""
     import torch
 
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, torch.Tensor):
-            return torch.full_like(a, float("nan")) if a.is_floating_point() else torch.zeros_like(a)
-    return None
+    a = _first_tensor(args, kwargs)
+    if a is None:
+        return None
+    return torch.full_like(a, float("nan")) if a.is_floating_point() else torch.zeros_like(a)
+
+
+def identity_stub(*args, **kwargs):
+    """Does none of the work and hands its first tensor argument back unchanged: a marker whose
+    result the kernel then computes on with torch passes through it."""
+    return _first_tensor(args, kwargs)
+
+
+# the passes after the raising one: a stub doing no work, and what the verdict says it does
+STUBS = {"inert": (inert_stub, "does nothing and returns NaN"),
+         "identity": (identity_stub, "does nothing and returns its input")}
 
 
 TRITON_TYPES = ("JITFunction", "Autotuner", "Heuristics")
@@ -73,24 +90,10 @@ def _kernel_name(k):
     return str(getattr(fn, "__name__", None) or getattr(k, "__name__", None) or type(k).__name__)
 
 
-def identity_stub(*args, **kwargs):
-    """Does none of the work and hands its first tensor argument back unchanged: a marker whose
-    result the kernel then computes on with torch passes through it."""
-    import torch
-
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, torch.Tensor):
-            return a
-    return None
-
-
-STUBS = {"inert": (inert_stub, "does nothing and returns NaN"),
-         "identity": (identity_stub, "does nothing and returns its input")}
-
-
 class Ghost:
-    """Every extension function (and every attribute of ``holders`` bound to one) replaced by a
-    stub raising :class:`GhostError`; put back on exit."""
+    """Every extension function (and every attribute of ``holders`` bound to one) replaced by
+    ``stub`` (default: one raising :class:`GhostError`), every Triton kernel's ``run`` by one that
+    raises or (with a ``stub``) launches nothing; all put back on exit."""
 
     def __init__(self, modules, holders, stub=None):
         self.fns = extension_functions(modules)
@@ -145,7 +148,8 @@ class Ghost:
 
 @worker_probe("ghost")
 def ghost_worker(wctx, args, fds, out_fds):
-    """Run the kernel on slot ``args['slot']`` with its extensions replaced by raising stubs."""
+    """Run the kernel on slot ``args['slot']`` with its extensions replaced by raising stubs, or
+    (``args['mode']``, a key of :data:`STUBS`) by stubs doing no work, on prepared memory."""
     import torch
 
     from ..harness import shm
@@ -161,24 +165,17 @@ def ghost_worker(wctx, args, fds, out_fds):
     if not mods and not tk:
         return {"findings": [], "data": {"state": "no_extension", "names": []}}
     inputs = wctx.slots[str(args["slot"])]
-    inert = args.get("mode") in STUBS
-    with Ghost(mods, holders, STUBS[args["mode"]][0] if inert else None) as g:
+    no_work = args.get("mode") in STUBS
+    with Ghost(mods, holders, STUBS[args["mode"]][0] if no_work else None) as g:
         if not g.fns and not g.triton:
             return {"findings": [], "data": {"state": "no_functions", "names": names}}
         try:
-            if inert:
+            if no_work:
                 # freed memory of the output's size holds a sentinel first: a kernel whose output
-                # the (now inert) extension was to write is not "correct" by a stale earlier result
-                from .unwritten import perturb_allocations, poisoned_runs
+                # the (now idle) extension was to write is not "correct" by a stale earlier result
+                from .unwritten import poisoned_forwards
 
-                sizes = [int(n) for n in args.get("nbytes") or [] if isinstance(n, int) and n > 0][:16]
-                cuda = wctx.device is not None and wctx.device.type == "cuda"
-                perturbed = perturb_allocations(True) if not cuda else None
-                try:
-                    enc = poisoned_runs(wctx, inputs, sizes, cuda, out_fds, attempts=1)[0]
-                finally:
-                    if perturbed:
-                        perturb_allocations(False)
+                (enc,), _t, _p = poisoned_forwards(wctx, args, inputs, out_fds, attempts=1)
                 return {"findings": [], "data": {"state": "ran", "names": names, "outputs": enc}}
             with torch.no_grad():
                 outv = model(*inputs)
@@ -218,7 +215,7 @@ def ghost_run(ctx):
         # nothing (returns NaN, then its input); still correct means it never did the work
         seen = []
         for mode in ("inert", "identity"):
-            got = _inert_run(ctx, ref, mode)
+            got = _no_work_run(ctx, ref, mode)
             if got is True:
                 ctx.add_check("ghost_run", False,
                               f"the custom kernel does not do the work (torch computes it): with every function of "
@@ -244,17 +241,14 @@ def ghost_run(ctx):
         ctx.add_check("ghost_run", True, "without its extension the output is wrong: the extension does the work")
 
 
-def _inert_run(ctx, ref, mode="inert"):
+def _no_work_run(ctx, ref, mode):
     """True: still correct with the extension's functions doing nothing (``mode``: what they
     return, :data:`STUBS`); False: wrong or failing; None: not run."""
-    import torch
+    from .unwritten import output_nbytes, preparable
 
-    from ..harness.compare import flatten
-
-    leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
-    nbytes = sorted({t.numel() * t.element_size() for t in leaves})
-    data, ofd = ctx.candidate.call("probe", {"name": "ghost", "args": {"slot": "p-ghost", "mode": mode,
-                                                                        "nbytes": nbytes}})
+    nbytes = output_nbytes(ref)
+    data, ofd = ctx.candidate.call("probe", {"name": "ghost", "args": {
+        "slot": "p-ghost", "mode": mode, "nbytes": nbytes if preparable(nbytes) else []}})
     d = data.get("data") or {}
     if d.get("state") == "raised":
         return False

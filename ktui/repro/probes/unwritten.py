@@ -54,18 +54,39 @@ def keep_freed_blocks():
         return False  # not glibc: the repeated attempts still often land on a poisoned block
 
 
-@worker_probe("poisoned_forward")
-def poisoned_forward(wctx, args, fds, out_fds):
-    inputs = wctx.slots[str(args["slot"])]
+def output_nbytes(ref):
+    """The byte sizes of the reference's output tensors (each once): the blocks to prepare."""
+    import torch
+
+    from ..harness.compare import flatten
+
+    leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
+    return sorted({t.numel() * t.element_size() for t in leaves})
+
+
+def preparable(nbytes):
+    return sum(nbytes) * BLOCKS <= MAX_POISON_BYTES
+
+
+def poisoned_forwards(wctx, args, inputs, out_fds, attempts):
+    """The kernel's outputs of ``attempts`` forwards on prepared memory (``args['nbytes']``: the
+    sizes to poison), the allocator tuned on the CPU for the time of them. Returns (encoded
+    outputs, whether malloc was tuned, whether allocations were perturbed)."""
     sizes = [int(n) for n in args.get("nbytes") or [] if isinstance(n, int) and n > 0][:16]
     cuda = wctx.device is not None and wctx.device.type == "cuda"
     tuned = keep_freed_blocks() if not cuda else None
     perturbed = perturb_allocations(True) if not cuda else None
     try:
-        outs = poisoned_runs(wctx, inputs, sizes, cuda, out_fds, int(args.get("attempts", ATTEMPTS)))
+        return poisoned_runs(wctx, inputs, sizes, cuda, out_fds, attempts), tuned, perturbed
     finally:
         if perturbed:
             perturb_allocations(False)
+
+
+@worker_probe("poisoned_forward")
+def poisoned_forward(wctx, args, fds, out_fds):
+    outs, tuned, perturbed = poisoned_forwards(wctx, args, wctx.slots[str(args["slot"])], out_fds,
+                                               int(args.get("attempts", ATTEMPTS)))
     return {"findings": [], "data": {"outputs": outs, "malloc_tuned": tuned, "malloc_perturbed": perturbed}}
 
 
@@ -107,16 +128,13 @@ def sentinel_fraction(t):
 
 @judge_probe("unwritten_output", on_failure=True)
 def unwritten_output(ctx):
-    import torch
-
     from ..harness import shm
     from ..harness.compare import flatten
 
     ctx.trial(1, 1, "unwritten_output")
     inputs, ref = ctx.candidate_inputs(int(ctx.input_seed) + UNWRITTEN_SEED, "p-unwritten")
-    leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
-    nbytes = sorted({t.numel() * t.element_size() for t in leaves})
-    if not nbytes or sum(nbytes) * BLOCKS > MAX_POISON_BYTES:
+    nbytes = output_nbytes(ref)
+    if not nbytes or not preparable(nbytes):
         ctx.add_check("unwritten_output", None, "no output to prepare memory for" if not nbytes
                       else "the outputs are too large to prepare memory for")
         return
