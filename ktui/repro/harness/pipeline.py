@@ -51,6 +51,7 @@ from .errors import (
     describe_position,
     exception_text,
     now,
+    one_line,
     round_,
     sha1_text,
     stats_us,
@@ -947,6 +948,18 @@ class ProbeContext:
 
     def candidate_forward(self, inputs, slot, return_inputs=False):
         return self.judge.candidate_forward(inputs, slot, return_inputs)
+
+    def reference_probe(self, name, args, check, failing):
+        """The reply (data, fds) of the reference worker's probe ``name``; None when the reference
+        cannot run it (not fatal), after recording check ``check`` as not judged: ``failing``
+        says why, followed by the reference's error."""
+        try:
+            return self.reference.call("probe", {"name": name, "args": args})
+        except StageFailure as f:
+            if f.fatal:
+                raise
+            self.add_check(check, None, f"{failing} ({one_line(f.message, 100)})")
+            return None
 
     def hold(self, value, fds):
         """Hold a value tree a probe reply carried. Probe data is free-form, so its tensors and

@@ -98,7 +98,6 @@ def reduced_precision(ctx):
     import torch
 
     from ..harness.compare import flatten
-    from ..harness.errors import StageFailure, one_line
 
     ctx.trial(1, 1, "reduced_precision")
     inputs, ref32 = ctx.reference_io(int(ctx.input_seed) + PRECISION_SEED, "p-prec")
@@ -111,13 +110,11 @@ def reduced_precision(ctx):
         # outside the tolerance in this call: wrong, not a precision question (other probes name it)
         ctx.add_check("reduced_precision", None, "the output of this call is outside the tolerance: not judged")
         return
-    try:
-        data, fds = ctx.reference.call("probe", {"name": "forward64", "args": {"slot": "p-prec"}})
-    except StageFailure as f:
-        if f.fatal:
-            raise
-        ctx.add_check("reduced_precision", None, f"the reference does not run in float64 ({one_line(f.message, 80)})")
+    reply = ctx.reference_probe("forward64", {"slot": "p-prec"}, "reduced_precision",
+                                "the reference does not run in float64")
+    if reply is None:
         return
+    data, fds = reply
     d = data.get("data") or {}
     dtypes = d.get("dtypes") if isinstance(d.get("dtypes"), list) else []
     if d.get("outputs") is None or len(dtypes) != len(r) or any(x != "float64" for x in dtypes):

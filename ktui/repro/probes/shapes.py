@@ -121,14 +121,11 @@ def shape_jitter(ctx):
     from ..harness.errors import StageFailure, one_line
 
     ctx.trial(1, 1, "shape_jitter")
-    try:
-        data, fds = ctx.reference.call("probe", {"name": "jitter_inputs",
-                                                 "args": {"seed": int(ctx.input_seed) + JITTER_SEED, "slot": "p-jit"}})
-    except StageFailure as f:
-        if f.fatal:
-            raise
-        ctx.add_check("shape_jitter", None, f"the reference fails at another size ({one_line(f.message, 100)})")
+    reply = ctx.reference_probe("jitter_inputs", {"seed": int(ctx.input_seed) + JITTER_SEED, "slot": "p-jit"},
+                                "shape_jitter", "the reference fails at another size")
+    if reply is None:
         return
+    data, fds = reply
     d = data.get("data") or {}
     if not d.get("changed") or d.get("inputs") is None or not isinstance(d.get("forward"), dict):
         ctx.add_check("shape_jitter", None, "the reference exposes no size to vary (no jitter_int, no size constant)")
