@@ -198,8 +198,7 @@ class Follower:
     """Incremental reader: ``poll()`` consumes only bytes appended since the last call.
 
     A half-written last line is held back until its newline arrives. The line separator is
-    decided once, from the first bytes that show one: ``\n`` (also for CRLF), or ``\r`` for a
-    classic-Mac (CR-only) file, as :func:`line_separator` does for a whole file.
+    decided once, from the first bytes that show one (:func:`shown_separator`).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -249,10 +248,7 @@ class Follower:
             return True
         buf = self._tail + data
         if self._sep is None:
-            if b"\n" in buf:
-                self._sep = b"\n"
-            elif b"\r" in buf.rstrip(b"\r"):  # a trailing CR may still be half of a CRLF
-                self._sep = b"\r"
+            self._sep = shown_separator(buf)
         sep = self._sep or b"\n"
         last_nl = buf.rfind(sep)
         if last_nl < 0:  # only a partial line so far: report the change of 'incomplete'
@@ -272,9 +268,17 @@ class Follower:
         return True
 
 
+def shown_separator(data: bytes) -> bytes | None:
+    """The line separator ``data`` shows: ``\n`` (also for CRLF), ``\r`` for classic-Mac
+    (CR-only) line endings, None while it shows neither (a trailing CR may be half of a CRLF)."""
+    if b"\n" in data:
+        return b"\n"
+    return b"\r" if b"\r" in data.rstrip(b"\r") else None
+
+
 def line_separator(first_chunk: bytes) -> bytes:
     """``\n``, or ``\r`` for a file with classic-Mac (CR-only) line endings."""
-    return b"\r" if b"\n" not in first_chunk and b"\r" in first_chunk.rstrip(b"\r") else b"\n"
+    return shown_separator(first_chunk) or b"\n"
 
 
 def _feed_chunks(parser: LineParser, chunks) -> int:
