@@ -47,7 +47,6 @@ class ReproOptions:
     reference_path: str | None = None  # a reference file when the trace has none
     input_seed: int | None = None  # replay a run's inputs (its result.seeds.inputs); None: a secret new one
 
-
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ReproError(f"unknown timing method {self.method!r} (one of {', '.join(METHODS)})")

@@ -593,8 +593,8 @@ def enter(private_shm=True):
     keep_dev = gpu and not dev_ok  # the host's /dev stays as it is for the GPU's device nodes
     report["dev_writable"] = keep_dev
     for mp in sorted(set(_mount_points())):
-        if mp in ours or _under(mp, rw) or _under(mp, ["/proc"]) or (keep_dev and _under(mp, ["/dev"])) \
-                or (dev_ok and _under(mp, ["/dev"])):
+        # /dev is skipped either way: the minimal one is read-only already, the host's is kept
+        if mp in ours or _under(mp, rw) or _under(mp, ["/proc"]) or ((dev_ok or keep_dev) and _under(mp, ["/dev"])):
             continue
         try:
             _mount(None, mp, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(mp))
@@ -625,7 +625,7 @@ def in_own_pid_namespace(spec):
     """Whether this process runs in a PID namespace other than the one ktui launched it from: the
     namespace's identity against the one ktui recorded in the spec. (Not "am I PID 1 or 2": under
     ncu, which starts helper processes first, the profiled worker is PID 7 or so in its namespace,
-    and that test had it skip every mount of the sandbox.) Without a recorded identity: PID 1 or 2,
+    and that test made it skip every mount of the sandbox.) Without a recorded identity: PID 1 or 2,
     or a namespace nested below the one /proc shows."""
     host = (spec or {}).get("host_pidns")
     own = _pid_namespace()
