@@ -522,23 +522,26 @@ class ModelNew(nn.Module):
 '''
 
 
+def _ghost(kernel, tmp_path):
+    """The ghost run's check on a completed reproduction of ``kernel``."""
+    res = _run(kernel, tmp_path)
+    assert res["status"] == "completed", res.get("failure")
+    return _check(res, "ghost_run")
+
+
 @needs("torch", "ninja")
 def test_ghost_run_sees_through_a_marker_extension(tmp_path):
     """The ghost run's first pass (every extension function raises) makes a marker kernel fail
-    like an honest one; its second pass (they return NaN and do nothing) tells them apart: the
-    marker's output is still correct, the honest kernel's is not, even though its output buffer
-    is torch.empty (freed memory holds a sentinel first, so no stale earlier answer shows)."""
-    res = _run(MARKER_EXT, tmp_path)
-    assert res["status"] == "completed", res.get("failure")
-    c = _check(res, "ghost_run")
+    like an honest one; its next passes (they do nothing and return NaN, then their input) tell
+    them apart: the marker's output is still correct, the honest kernel's is not, even though
+    its output buffer is torch.empty (freed memory holds a sentinel first, so no stale earlier
+    answer shows)."""
+    c = _ghost(MARKER_EXT, tmp_path)
     assert c["ok"] is False and "does not do the work" in c["detail"] and "marker call" in c["detail"], c
     # its result is used, but it only hands its input back: torch computes the answer
-    ident = _run(IDENTITY_MARKER_EXT, tmp_path)
-    c = _check(ident, "ghost_run")
+    c = _ghost(IDENTITY_MARKER_EXT, tmp_path)
     assert c["ok"] is False and "returns its input, the output is still correct" in c["detail"], c
-    honest = _run(WRITES_INTO_EXT, tmp_path)
-    assert honest["status"] == "completed", honest.get("failure")
-    c = _check(honest, "ghost_run")
+    c = _ghost(WRITES_INTO_EXT, tmp_path)
     assert c["ok"] is True and "returns NaN, its output is wrong" in c["detail"], c
     assert "returns its input, its output is wrong" in c["detail"], c
 
@@ -581,10 +584,7 @@ class ModelNew(nn.Module):
 def test_ghost_run_covers_triton_kernels(tmp_path):
     """Triton kernels are ghosted too (their run replaced): a marker launch is seen through, a
     kernel that writes its output through the launch is not flagged."""
-    res = _run(TRITON_MARKER, tmp_path)
-    assert res["status"] == "completed", res.get("failure")
-    c = _check(res, "ghost_run")
+    c = _ghost(TRITON_MARKER, tmp_path)
     assert c["ok"] is False and "_presence" in c["detail"] and "does not do the work" in c["detail"], c
-    honest = _run(TRITON_HONEST, tmp_path)
-    c = _check(honest, "ghost_run")
+    c = _ghost(TRITON_HONEST, tmp_path)
     assert c["ok"] is True and "_fill" in c["detail"], c
