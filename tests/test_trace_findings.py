@@ -60,6 +60,8 @@ HONEST = {
     "random inputs of its own": "noise = torch.randn_like(x)\nreturn mod.run(x) + 0 * noise",
     "a private seeded generator": "g = torch.Generator()\ng.manual_seed(10)\n"
                                   "perm = torch.randperm(x.size(1), generator=g)\nreturn mod.run(x[:, perm])",
+    "extension lookup": "fn = getattr(mod, 'run', None)\nif fn is None or not hasattr(mod, 'run'):\n"
+                        "    raise RuntimeError('no run')\nreturn fn(x)",
     "profiler annotation": "with torch.profiler.record_function('my_kernel'):\n    return mod.run(x)",
 }
 
@@ -154,6 +156,8 @@ HACKS = {
     "result_cache": ("if self.done:\n    return self.out\nself.out = mod.run(x)\nreturn self.out", ""),
     "call_counting": ("self.n += 1\nif self.n > 5:\n    return mod.fast(x)\nreturn mod.run(x)", ""),
     "frame_introspection": ("f = sys._getframe(1)\nreturn mod.run(x)", "import sys\n"),
+    "extension_sniffing": ("if type(mod.run).__name__ != 'builtin_function_or_method':\n    return x * 3\n"
+                           "return mod.run(x)", ""),
     "rng_seed": ("return mod.run(x)", "_seed = torch.initial_seed()\n"),
     "profiler_sniffing": ("if torch.autograd._profiler_enabled():\n    return mod.run(x)\nreturn mod.fast(x)", ""),
     "gc_introspection": ("objs = [o for o in gc.get_referrers(x)]\nreturn mod.run(x)", "import gc\n"),
@@ -291,4 +295,13 @@ def test_triton_marker_kernel():
     assert "dummy_kernel" not in codes(honest), codes(honest)
     autotuned = honest.replace("@triton.jit", "@triton.autotune(configs=[], key=['n'])\n@triton.jit")
     assert "dummy_kernel" not in codes(autotuned)
+
+
+def test_extension_sniffing_identity_and_name():
+    """Every way the ghost run's swap can be seen: identity against a saved reference, type()
+    or id(), a dunder of the function."""
+    for body in ("if mod.run is not _keep[0]:\n    return x * 3\nreturn mod.run(x)",
+                 "if id(mod.run) != _ID:\n    return x * 3\nreturn mod.run(x)",
+                 "if mod.run.__module__ != 'k':\n    return x * 3\nreturn mod.run(x)"):
+        assert "extension_sniffing" in codes(fwd(body, "_keep = [mod.run]\n_ID = id(mod.run)\n")), body
 

@@ -47,6 +47,7 @@ CLASSES: dict[str, str] = {
     "call_counting": "call counting",
     "frame_introspection": "caller/frame introspection",
     "profiler_sniffing": "profiler detection",
+    "extension_sniffing": "checks its extension is its own",
     "rng_seed": "random seed read or set",
     "gc_introspection": "gc object walk",
     "ctypes_memory": "raw memory access (ctypes)",
@@ -535,6 +536,7 @@ class _PyAnalysis(_Analysis):
                         self.add("frame_introspection", WARNING, "imports __main__ (the harness's module)",
                                  self.line(node))
         self.ptr_caches()
+        self.extension_sniffing()
         self.call_counting()
         self.result_cache()
         for fn in self.forwards:
@@ -729,6 +731,39 @@ class _PyAnalysis(_Analysis):
                 elif st.name in ("__bool__", "__float__", "__array__", "__index__") and container is not None:
                     self.add("eq_override", WARNING, f"{node.name} defines {st.name} (what a check reads from it can "
                              "be faked)", st.lineno)
+
+    # ---- checks on its own extension ------------------------------------------------------------------
+    def extension_sniffing(self) -> None:
+        """Code that asks whether its extension's functions are still the ones it built (their type,
+        identity or name): it can tell when they are swapped out (ktui's ghost run) and be wrong on
+        purpose then, so that the extension looks as if it did the work."""
+        exts = {t.id for n in ast.walk(self.tree) if isinstance(n, ast.Assign) and self.is_build(n.value)
+                for t in n.targets if isinstance(t, ast.Name)}
+        if not exts:
+            return
+
+        def ext_fn(n: ast.AST) -> bool:  # mod.fn (not called)
+            return isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in exts \
+                and not (isinstance(self.parent.get(n), ast.Call) and self.parent[n].func is n)
+
+        for n in ast.walk(self.tree):
+            what = None
+            if isinstance(n, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
+                                                  for op in n.ops):
+                if any(ext_fn(x) for x in [n.left, *n.comparators]):
+                    what = "compares one of its extension's functions by identity"
+            elif isinstance(n, ast.Call) and (self.resolve(n.func) or "") in ("type", "id", "isinstance", "repr") \
+                    and any(ext_fn(a) for a in n.args):
+                what = f"asks {self.resolve(n.func)}() of one of its extension's functions"
+            elif isinstance(n, ast.Attribute) and n.attr in ("__name__", "__qualname__", "__module__", "__class__",
+                                                             "__self__", "__doc__", "__text_signature__") \
+                    and ext_fn(n.value):
+                what = f"reads {n.attr} of one of its extension's functions"
+            if what:
+                self.add("extension_sniffing", ERROR, f"{what} ({_short(n)}): it can tell when they are swapped "
+                         "out and then be wrong on purpose, so that the extension seems to do the work",
+                         self.line(n))
+                return
 
     # ---- try/except around the build --------------------------------------------------------------
     def is_build(self, node: ast.AST) -> bool:
