@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from conftest import needs
 
 from ktui.repro.runner import run_request
@@ -588,3 +589,215 @@ def test_ghost_run_covers_triton_kernels(tmp_path):
     assert c["ok"] is False and "_presence" in c["detail"] and "does not do the work" in c["detail"], c
     c = _ghost(TRITON_HONEST, tmp_path)
     assert c["ok"] is True and "_fill" in c["detail"], c
+
+
+# ---- stream order (CUDA): work on a stream never ordered after the caller's -----------------------
+def _has_cuda():
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None and __import__("torch").cuda.is_available()
+
+
+cuda_missing = pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA GPU")
+
+
+class _FakeStreamPrims:
+    """CPU stand-ins for the primitives the stream-order worker uses, logging what runs where."""
+
+    def __init__(self, log):
+        import time
+
+        self.log, self.stream, self.perf, self.in_caller = log, "caller", time.perf_counter, False
+
+    def stream_ctx(self, stream):
+        import contextlib
+
+        prims = self
+
+        @contextlib.contextmanager
+        def ctx():
+            prims.in_caller = stream == "caller"
+            try:
+                yield
+            finally:
+                prims.in_caller = False
+        return ctx()
+
+    def sync_all(self):
+        self.log.append("sync")
+
+    def event(self):
+        return {}
+
+    def record(self, ev):
+        ev["t"] = self.perf()
+        self.log.append(("record", self.in_caller))
+
+    def gpu_sleep(self, cycles):
+        self.log.append(("sleep", cycles, self.in_caller))
+
+    def ev_elapsed(self, a, b):
+        return 50.0  # ms: the "GPU" was still sleeping when forward returned
+
+
+@torch_missing
+def test_late_forward_delays_inputs_on_the_callers_stream_only(monkeypatch):
+    """The worker half, on stand-in primitives: the inputs are NaN until a sleep and the copy
+    queued on the caller's stream, forward runs outside that stream context (where the kernel
+    put it: the timed loop's situation), and its output is copied on the caller's stream."""
+    import torch
+
+    import ktui.repro.harness.roles as roles
+    from ktui.repro.probes.streams import CYCLES_PER_MS, late_forward
+
+    log = []
+    prims = _FakeStreamPrims(log)
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))  # stand-in CUDA tensors
+    x, idx = torch.randn(4, 8), torch.arange(4)
+
+    class Model:
+        def __call__(self, a, b):
+            log.append(("forward", prims.in_caller, bool(torch.isnan(a).any()), b.tolist()))
+            return {"y": [a * 2.0]}
+
+    class W:
+        pass
+
+    w = W()
+    w.prims, w.model = prims, Model()
+    monkeypatch.setattr(roles, "guarded", lambda stage, fn, *a, **k: fn(*a))
+    snap, host_s, gpu_ms = late_forward(w, [x, idx], 20.0)
+    assert ("sleep", int(20.0 * CYCLES_PER_MS), True) in log
+    fwd = next(e for e in log if e[0] == "forward")
+    assert fwd == ("forward", False, False, [0, 1, 2, 3])  # real values back, integers untouched
+    assert log.index(("sleep", int(20.0 * CYCLES_PER_MS), True)) < log.index(fwd)
+    assert log.count("sync") == 2 and log[-1] == "sync"
+    assert torch.equal(snap["y"][0], x * 2.0) and gpu_ms == 50.0 and host_s >= 0
+
+
+def _stream_ctx(runs, ref_value):
+    """A judge-side ProbeContext stand-in whose candidate returns ``runs`` (outputs encoded for
+    real, through memfds), the reference's output being ``ref_value``."""
+    import torch
+
+    from ktui.repro.harness import shm
+    from ktui.repro.harness.compare import compare_outputs
+
+    x = torch.randn(4, 8)
+    fds, enc_runs = [], []
+    for out, host_ms, gpu_ms in runs:
+        enc_runs.append({"output": shm.encode_value(out, fds), "host_ms": host_ms, "gpu_ms": gpu_ms, "sleep_ms": 20.0})
+
+    class Held:
+        def __init__(self, value, fds_):
+            self.value, self.fds = value, fds_
+
+        def decoded(self):
+            return self.value
+
+    class Cand:
+        def call(self, op, args, fds_=None):
+            assert (op, args["name"]) == ("probe", "late_inputs")
+            return {"data": {"runs": enc_runs}}, fds
+
+    class Ctx:
+        judge = type("J", (), {"device_kind": "cuda"})()
+        input_seed = 5
+        candidate = Cand()
+        compare = staticmethod(compare_outputs)
+        result = {"checks": []}
+
+        def trial(self, *a):
+            pass
+
+        def candidate_inputs(self, seed, slot):
+            return Held([x], []), Held(ref_value, [])
+
+        def hold(self, value, fds_):
+            return Held(value, fds_)
+
+        def add_check(self, name, ok, detail):
+            self.result["checks"].append({"name": name, "ok": ok, "detail": detail})
+
+    return Ctx()
+
+
+@torch_missing
+def test_stream_order_judges_what_the_callers_stream_saw():
+    """The judge half: an output read on the caller's stream that is wrong is a finding whatever
+    the timings; a right one passes only when forward returned while the inputs were still late
+    (otherwise the run proves nothing: not judged, never a pass)."""
+    import torch
+
+    from ktui.repro.probes.streams import stream_order
+
+    ref = torch.ones(4, 8)
+    stale = torch.full((4, 8), float("nan"))
+    ctx = _stream_ctx([(stale, 0.2, 20.0)], ref)
+    stream_order(ctx)
+    c = ctx.result["checks"][-1]
+    assert c["ok"] is False and "never joins" in c["detail"] and "20.0 ms late" in c["evidence"], c
+    ctx = _stream_ctx([(ref.clone(), 0.3, 20.0)], ref)
+    stream_order(ctx)
+    c = ctx.result["checks"][-1]
+    assert c["ok"] is True and "ordered after the caller's stream" in c["detail"], c
+    ctx = _stream_ctx([(ref.clone(), 25.0, 20.0), (ref.clone(), 250.0, 200.0), (ref.clone(), 1500.0, 1000.0)], ref)
+    stream_order(ctx)
+    c = ctx.result["checks"][-1]
+    assert c["ok"] is None and "not judged" in c["detail"], c
+    # a wrong output in an early (inconclusive) run still counts
+    ctx = _stream_ctx([(stale, 25.0, 20.0), (ref.clone(), 50.0, 200.0)], ref)
+    stream_order(ctx)
+    assert ctx.result["checks"][-1]["ok"] is False
+
+
+@torch_missing
+def test_stream_order_needs_cuda(tmp_path):
+    res = _run(HONEST, tmp_path)
+    c = _check(res, "stream_order")
+    assert c["ok"] is None and "needs CUDA" in c["detail"], c
+
+
+UNJOINED_STREAM = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.cuda.synchronize()  # a decoy "join" for a text search
+        self.side = torch.cuda.streams.Stream()
+    def forward(self, x):
+        with torch.cuda.stream(self.side):
+            return torch.relu(x) * 2.0
+'''
+GLOBAL_STREAM = '''
+import torch, torch.nn as nn
+torch.cuda.set_stream(torch.cuda.Stream())  # every later launch, the timed ones included, goes there
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+'''
+JOINED_STREAM = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.side = torch.cuda.Stream()
+    def forward(self, x):
+        main = torch.cuda.current_stream()
+        self.side.wait_stream(main)
+        with torch.cuda.stream(self.side):
+            y = torch.relu(x) * 2.0
+        main.wait_stream(self.side)
+        y.record_stream(main)
+        return y
+'''
+
+
+@cuda_missing
+@pytest.mark.parametrize("kernel, ok", [(UNJOINED_STREAM, False), (GLOBAL_STREAM, False), (JOINED_STREAM, True),
+                                        (HONEST, True)], ids=["unjoined", "global", "joined", "same-stream"])
+def test_stream_order_on_a_gpu(tmp_path, kernel, ok):
+    res = _run(kernel, tmp_path, device="cuda")
+    assert res["status"] == "completed", res.get("failure")
+    c = _check(res, "stream_order")
+    assert c["ok"] is ok, c

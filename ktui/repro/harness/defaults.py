@@ -2,7 +2,7 @@
 # Every number the harness, the judge, the runner, the CLI and the app use lives here.
 # Stdlib only. MIT license, part of ktui.
 
-HARNESS_VERSION = 4  # 4: inputs from a secret per-run seed (results of 3 were judged on predictable inputs)
+HARNESS_VERSION = 5  # 5: the stream-order probe; 4: inputs from a secret per-run seed (3: predictable inputs)
 
 STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
 COMPILE_STAGES = ("startup", "build")

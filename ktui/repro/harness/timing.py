@@ -39,6 +39,9 @@ class Primitives:
             self.ev_sync = base.synchronize
             self.sync_all = torch._C._cuda_synchronize
             self.stream = None
+            # for the stream-order probe: a GPU-side delay and the stream context, bound here too
+            self.gpu_sleep = getattr(torch.cuda, "_sleep", None)
+            self.stream_ctx = torch.cuda.stream
 
     def bind_device(self, device):
         """After the CUDA context exists: the stream events are recorded on."""

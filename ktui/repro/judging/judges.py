@@ -438,6 +438,7 @@ CHECK_TITLES = {
     "plain_output": "not a plain tensor output",
     "no_eq_override": "__eq__ / __torch_function__ override",
     "host_vs_event_time": "work hidden from the timer",
+    "stream_order": "work on a stream it never joins",
     "repeat_vs_fresh_inputs": "reuses earlier results",
     "ghost_run": "the custom kernel does not do the work",
     "threads_left_running": "threads or processes left running",
