@@ -680,13 +680,14 @@ def _stream_ctx(runs, ref_value):
     real, through memfds), the reference's output being ``ref_value``."""
     import torch
 
-    from ktui.repro.harness import shm
+    from ktui.repro.harness import protocol, shm
     from ktui.repro.harness.compare import compare_outputs
 
     x = torch.randn(4, 8)
-    fds, enc_runs = [], []
+    fds, outs, timings = [], [], []
     for out, host_ms, gpu_ms in runs:
-        enc_runs.append({"output": shm.encode_value(out, fds), "host_ms": host_ms, "gpu_ms": gpu_ms, "sleep_ms": 20.0})
+        outs.append(shm.encode_value(out, fds))
+        timings.append({"host_ms": host_ms, "gpu_ms": gpu_ms, "sleep_ms": 20.0})
 
     class Held:
         def __init__(self, value, fds_):
@@ -698,7 +699,7 @@ def _stream_ctx(runs, ref_value):
     class Cand:
         def call(self, op, args, fds_=None):
             assert (op, args["name"]) == ("probe", "late_inputs")
-            return {"data": {"runs": enc_runs}}, fds
+            return {"data": {"outputs": outs, "runs": timings}}, fds
 
     class Ctx:
         judge = type("J", (), {"device_kind": "cuda"})()
@@ -714,6 +715,7 @@ def _stream_ctx(runs, ref_value):
             return Held([x], []), Held(ref_value, [])
 
         def hold(self, value, fds_):
+            protocol.check_value(value, len(fds_), "probe data")  # as ProbeContext.hold does
             return Held(value, fds_)
 
         def add_check(self, name, ok, detail):

@@ -96,16 +96,16 @@ def late_inputs(wctx, args, fds, out_fds):
     if dev is None or dev.type != "cuda" or getattr(p, "gpu_sleep", None) is None:
         raise StageFailure("checks", "unsupported", "needs CUDA (a GPU-side delay on the caller's stream)")
     inputs = wctx.slots[str(args["slot"])]
-    runs = []
+    outputs, runs = [], []
     for ms in SLEEP_MS:
         snap, host_s, gpu_ms = late_forward(wctx, inputs, ms)
         with torch._C.DisableTorchFunctionSubclass():
-            enc = shm.encode_value(snap, out_fds)
-        runs.append({"output": enc, "host_ms": round(host_s * 1000.0, 3), "gpu_ms": round(float(gpu_ms), 3),
-                     "sleep_ms": ms})
+            outputs.append(shm.encode_value(snap, out_fds))
+        runs.append({"host_ms": round(host_s * 1000.0, 3), "gpu_ms": round(float(gpu_ms), 3), "sleep_ms": ms})
         if host_s * 1000.0 < gpu_ms:
             break  # forward returned while the caller's stream still slept: conclusive
-    return {"findings": [], "data": {"runs": runs}}
+    # the outputs are a value tree (validated when held), the timings plain data beside them
+    return {"findings": [], "data": {"outputs": outputs, "runs": runs}}
 
 
 @judge_probe("stream_order", order=80)  # a kernel that reads NaN may crash: after the others
@@ -121,10 +121,11 @@ def stream_order(ctx):
         ctx.add_check("stream_order", None, "no floating-point input to make ready late")
         return
     data, ofd = ctx.candidate.call("probe", {"name": "late_inputs", "args": {"slot": "p-stream"}})
-    runs = (data.get("data") or {}).get("runs")
-    held = ctx.hold(runs, ofd)
-    runs = held.value
-    if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) for r in runs):
+    reply = data.get("data") or {}
+    runs, outs = reply.get("runs"), reply.get("outputs")
+    held = ctx.hold(outs, ofd)
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) for r in runs) \
+            or not isinstance(held.value, list) or len(held.value) != len(runs):
         ctx.add_check("stream_order", None, "the worker returned no output")
         return
 
@@ -132,11 +133,11 @@ def stream_order(ctx):
         return (f"inputs ready {r['gpu_ms']:.1f} ms late on the caller's stream, forward returned after "
                 f"{r['host_ms']:.1f} ms")
 
-    for r in runs:
+    for r, out in zip(runs, held.value, strict=True):
         if not isinstance(r.get("host_ms"), (int, float)) or not isinstance(r.get("gpu_ms"), (int, float)):
             ctx.add_check("stream_order", None, "the worker returned no timings")
             return
-        res = ctx.compare(ref.decoded(), shm.decode_value(r.get("output"), held.fds))
+        res = ctx.compare(ref.decoded(), shm.decode_value(out, held.fds))
         if not res["passed"]:
             ctx.add_check("stream_order", False,
                           "work on a stream not ordered after the caller's: with its inputs made ready late on the "
