@@ -147,7 +147,10 @@ def stream_order(ctx):
             return
     last = runs[-1]
     if last["host_ms"] >= last["gpu_ms"]:
-        ctx.add_check("stream_order", None, f"not judged: the forward's host side outlasted the delay ({how(last)})")
+        ctx.add_check("stream_order", None,
+                      "not judged: forward did not return before the caller's stream caught up (it waits for that "
+                      "stream: a synchronize, .item() or a pageable host-to-device copy), so an unordered read "
+                      f"cannot show ({how(last)})")
     else:
         ctx.add_check("stream_order", True,
                       f"its work is ordered after the caller's stream ({how(last)}: output correct)")
