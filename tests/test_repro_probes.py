@@ -642,8 +642,8 @@ class _FakeStreamPrims:
 
 @torch_missing
 def test_late_forward_delays_inputs_on_the_callers_stream_only(monkeypatch):
-    """The worker half, on stand-in primitives: the inputs are NaN until a sleep and the copy
-    queued on the caller's stream, forward runs outside that stream context (where the kernel
+    """The worker half, on stand-in primitives: the inputs hold other values until a sleep and
+    the copy queued on the caller's stream, forward runs outside that stream context (where the kernel
     put it: the timed loop's situation), and its output is copied on the caller's stream."""
     import torch
 
@@ -653,11 +653,11 @@ def test_late_forward_delays_inputs_on_the_callers_stream_only(monkeypatch):
     log = []
     prims = _FakeStreamPrims(log)
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))  # stand-in CUDA tensors
-    x, idx = torch.randn(4, 8), torch.arange(4)
+    x, idx, stale = torch.randn(4, 8), torch.arange(4), [torch.randn(4, 8), torch.arange(4) + 10]
 
     class Model:
         def __call__(self, a, b):
-            log.append(("forward", prims.in_caller, bool(torch.isnan(a).any()), b.tolist()))
+            log.append(("forward", prims.in_caller, torch.equal(a, x), b.tolist()))
             return {"y": [a * 2.0]}
 
     class W:
@@ -666,16 +666,18 @@ def test_late_forward_delays_inputs_on_the_callers_stream_only(monkeypatch):
     w = W()
     w.prims, w.model = prims, Model()
     monkeypatch.setattr(roles, "guarded", lambda stage, fn, *a, **k: fn(*a))
-    snap, host_s, gpu_ms = late_forward(w, [x, idx], 20.0)
+    x0 = x.clone()
+    snap, host_s, gpu_ms = late_forward(w, [x, idx], stale, 20.0)
     assert ("sleep", int(20.0 * CYCLES_PER_MS), True) in log
     fwd = next(e for e in log if e[0] == "forward")
-    assert fwd == ("forward", False, False, [0, 1, 2, 3])  # real values back, integers untouched
+    assert fwd == ("forward", False, True, [0, 1, 2, 3])  # real values back, integers untouched
+    assert torch.equal(x, x0)
     assert log.index(("sleep", int(20.0 * CYCLES_PER_MS), True)) < log.index(fwd)
     assert log.count("sync") == 2 and log[-1] == "sync"
     assert torch.equal(snap["y"][0], x * 2.0) and gpu_ms == 50.0 and host_s >= 0
 
 
-def _stream_ctx(runs, ref_value):
+def _stream_ctx(runs, ref_value, stale_value=None):
     """A judge-side ProbeContext stand-in whose candidate returns ``runs`` (outputs encoded for
     real, through memfds), the reference's output being ``ref_value``."""
     import torch
@@ -698,7 +700,8 @@ def _stream_ctx(runs, ref_value):
 
     class Cand:
         def call(self, op, args, fds_=None):
-            assert (op, args["name"]) == ("probe", "late_inputs")
+            assert (op, args["name"], args["args"]) == ("probe", "late_inputs",
+                                                        {"slot": "p-stream", "stale": "p-stream-stale"})
             return {"data": {"outputs": outs, "runs": timings}}, fds
 
     class Ctx:
@@ -712,6 +715,8 @@ def _stream_ctx(runs, ref_value):
             pass
 
         def candidate_inputs(self, seed, slot):
+            if slot == "p-stream-stale":
+                return Held([x + 1.0], []), Held(stale_value if stale_value is not None else ref_value * 0 - 7, [])
             return Held([x], []), Held(ref_value, [])
 
         def hold(self, value, fds_):
@@ -734,11 +739,17 @@ def test_stream_order_judges_what_the_callers_stream_saw():
     from ktui.repro.probes.streams import stream_order
 
     ref = torch.ones(4, 8)
-    stale = torch.full((4, 8), float("nan"))
-    ctx = _stream_ctx([(stale, 0.2, 20.0)], ref)
+    stale = torch.full((4, 8), 3.0)  # the reference's answer on the values the inputs held until ready
+    ctx = _stream_ctx([(stale, 0.2, 20.0)], ref, stale)
     stream_order(ctx)
     c = ctx.result["checks"][-1]
-    assert c["ok"] is False and "never joins" in c["detail"] and "20.0 ms late" in c["evidence"], c
+    assert c["ok"] is False and "20.0 ms late" in c["evidence"], c
+    assert "computed on the values its inputs held before the caller's stream wrote them" in c["detail"], c
+    unfinished = torch.zeros(4, 8)  # neither answer: read too early or not finished
+    ctx = _stream_ctx([(unfinished, 0.2, 20.0)], ref, stale)
+    stream_order(ctx)
+    c = ctx.result["checks"][-1]
+    assert c["ok"] is False and "before it was finished" in c["detail"], c
     ctx = _stream_ctx([(ref.clone(), 0.3, 20.0)], ref)
     stream_order(ctx)
     c = ctx.result["checks"][-1]

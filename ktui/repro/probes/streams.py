@@ -5,15 +5,17 @@ private stream and does not make that stream wait for the caller's (and the call
 timed as if it did nothing, and it races with its own inputs and output (KernelBench's
 non-default-stream attack). How the stream was made does not matter here (``torch.cuda.Stream``,
 ``cudaStreamCreateWithFlags`` in C++, a stream pool, a stream made under another name), nor
-whether some unrelated synchronize appears in the source: the static ``side_stream`` check can be
-talked past, this one cannot.
+whether some unrelated synchronize appears in the source (which talks the static ``side_stream``
+check past): this probe looks at the order the work ran in.
 
-The candidate worker overwrites the floating-point inputs with NaN, then, on the caller's stream
-only, queues a GPU sleep followed by the copy of the real values, and calls forward at once
-without synchronizing; the output is copied on the caller's stream right after forward returns.
-A kernel whose work is ordered after the caller's stream (it runs on that stream, or joins its
-side stream both ways, or synchronizes) reads the real values and its output is final when the
-caller's stream reads it. A kernel on an unjoined stream has read NaN, or not finished writing.
+The candidate worker overwrites the floating-point inputs with other values (the inputs of
+another seed). Then, on the caller's stream only, it queues a GPU sleep followed by the copy of
+the real values, and calls forward at once without synchronizing; the output is copied on the
+caller's stream right after forward returns. A kernel whose work is ordered after the caller's
+stream (it runs on that stream, joins its side stream both ways, or synchronizes) reads the real
+values, and its output is final when the caller's stream reads it. A kernel on an unjoined stream
+has computed on the stale values (the judge recognises the reference's answer on them) or was
+not finished writing.
 
 The judge compares the copy with the reference. The run counts only when the forward returned
 to the host before the caller's stream had finished its sleep (measured with events on that
@@ -38,22 +40,25 @@ def _tensors(v):
     return [t for t in flatten(v) if isinstance(t, torch.Tensor)]
 
 
-def late_forward(wctx, inputs, sleep_ms):
-    """One forward whose inputs become ready on the caller's stream ``sleep_ms`` late. Returns
-    (the output as copied on the caller's stream, host seconds from the sleep's launch to
-    forward's return, the caller stream's milliseconds for the sleep and the copy)."""
+def late_forward(wctx, inputs, stale, sleep_ms):
+    """One forward whose inputs become ready on the caller's stream ``sleep_ms`` late: until
+    then they hold the values of ``stale`` (other inputs of the same shapes). Returns (the
+    output as copied on the caller's stream, host seconds from the sleep's launch to forward's
+    return, the caller stream's milliseconds for the sleep and the copy)."""
     import torch
 
     from ..harness.roles import _plain, guarded
 
     p = wctx.prims
-    late = [t for t in inputs
-            if isinstance(t, torch.Tensor) and t.is_cuda and t.is_floating_point() and t.numel()]
+    pairs = [(t, s) for t, s in zip(inputs, stale, strict=False)
+             if isinstance(t, torch.Tensor) and isinstance(s, torch.Tensor) and t.is_cuda and t.is_floating_point()
+             and t.numel() and s.shape == t.shape and s.dtype == t.dtype]
+    late = [t for t, _s in pairs]
     with torch.no_grad():
         with p.stream_ctx(p.stream):
             real = [t.clone() for t in late]
-            for t in late:
-                t.fill_(float("nan"))
+            for t, s in pairs:
+                t.copy_(s)
         p.sync_all()
         start, ready = p.event(), p.event()
         with p.stream_ctx(p.stream):
@@ -95,10 +100,10 @@ def late_inputs(wctx, args, fds, out_fds):
     p = wctx.prims
     if dev is None or dev.type != "cuda" or getattr(p, "gpu_sleep", None) is None:
         raise StageFailure("checks", "unsupported", "needs CUDA (a GPU-side delay on the caller's stream)")
-    inputs = wctx.slots[str(args["slot"])]
+    inputs, stale = wctx.slots[str(args["slot"])], wctx.slots[str(args["stale"])]
     outputs, runs = [], []
     for ms in SLEEP_MS:
-        snap, host_s, gpu_ms = late_forward(wctx, inputs, ms)
+        snap, host_s, gpu_ms = late_forward(wctx, inputs, stale, ms)
         with torch._C.DisableTorchFunctionSubclass():
             outputs.append(shm.encode_value(snap, out_fds))
         runs.append({"host_ms": round(host_s * 1000.0, 3), "gpu_ms": round(float(gpu_ms), 3), "sleep_ms": ms})
@@ -108,7 +113,7 @@ def late_inputs(wctx, args, fds, out_fds):
     return {"findings": [], "data": {"outputs": outputs, "runs": runs}}
 
 
-@judge_probe("stream_order", order=80)  # a kernel that reads NaN may crash: after the others
+@judge_probe("stream_order", order=80)  # after the others: it may leave the worker in a racy state
 def stream_order(ctx):
     from ..harness import shm
 
@@ -120,7 +125,10 @@ def stream_order(ctx):
     if not any(t.is_floating_point() and t.numel() for t in _tensors(inputs.decoded())):
         ctx.add_check("stream_order", None, "no floating-point input to make ready late")
         return
-    data, ofd = ctx.candidate.call("probe", {"name": "late_inputs", "args": {"slot": "p-stream"}})
+    # what the inputs hold until they are ready: other inputs (and the reference's answer on them)
+    _stale_in, stale_ref = ctx.candidate_inputs(int(ctx.input_seed) + STREAM_SEED + 1, "p-stream-stale")
+    data, ofd = ctx.candidate.call("probe", {"name": "late_inputs",
+                                             "args": {"slot": "p-stream", "stale": "p-stream-stale"}})
     reply = data.get("data") or {}
     runs, outs = reply.get("runs"), reply.get("outputs")
     held = ctx.hold(outs, ofd)
@@ -137,12 +145,17 @@ def stream_order(ctx):
         if not isinstance(r.get("host_ms"), (int, float)) or not isinstance(r.get("gpu_ms"), (int, float)):
             ctx.add_check("stream_order", None, "the worker returned no timings")
             return
-        res = ctx.compare(ref.decoded(), shm.decode_value(out, held.fds))
+        got = shm.decode_value(out, held.fds)
+        res = ctx.compare(ref.decoded(), got)
         if not res["passed"]:
+            what = ("it computed on the values its inputs held before the caller's stream wrote them"
+                    if ctx.compare(stale_ref.decoded(), got)["passed"]
+                    else "it read its inputs before they were ready or its output before it was finished")
             ctx.add_check("stream_order", False,
                           "work on a stream not ordered after the caller's: with its inputs made ready late on the "
                           f"caller's stream, the output read there right after forward is wrong ({res['reason']}): "
-                          "the kernel runs on a stream it never joins, so the caller's timer does not see its work")
+                          f"{what}; work on a stream that is not joined is also outside what the caller's events "
+                          "time")
             ctx.result["checks"][-1]["evidence"] = how(r)
             return
     last = runs[-1]
