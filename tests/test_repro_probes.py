@@ -126,6 +126,29 @@ class ModelNew(nn.Module):
     assert c["ok"] is True, c  # threads that finish inside forward are honest parallelism
 
 
+# a thread that forward never waits for but whose work is short: it is over long before forward
+# returns on an idle machine, and still running on a busy one (the corpus's thread injection)
+FAST_UNJOINED = '''
+import threading, time, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        threading.Thread(target=lambda: out.copy_(torch.clamp(x, min=0) * 2.0), daemon=True).start()
+        time.sleep(0.003)
+        return out
+'''
+
+
+@torch_missing
+def test_an_unjoined_thread_is_seen_however_fast_its_work(tmp_path):
+    """During the probe's forward a thread the kernel starts begins late, so one forward does not
+    wait for is alive when forward returns: the race does not depend on the machine's load."""
+    res = _run(FAST_UNJOINED, tmp_path)
+    c = _check(res, "threads_left_running")
+    assert c["ok"] is False and "still running when forward returned" in c["detail"], c
+    assert res["correctness"]["passed"]  # the race is won outside the probe: only the probe sees it
+
+
 @torch_missing
 def test_threads_seen_from_outside_when_the_worker_probe_lies(tmp_path):
     """The kernel replaces the worker-side probe with one that reports nothing: the judge's own

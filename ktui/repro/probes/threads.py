@@ -4,7 +4,10 @@ a queue).
 
 In the candidate worker, before the kernel's code loads, ``threading.Thread.start`` is wrapped to
 remember where each thread was started from (the innermost frame outside the standard library:
-kernel code, or a library such as torch starting its own pool). The probe then runs one forward
+kernel code, or a library such as torch starting its own pool). During the probe's forward a
+thread started from kernel code begins its work ``START_DELAY_S`` late, so one that forward does
+not wait for is still alive when forward returns however short its work (a race the kernel
+would otherwise win on an idle machine and lose on a busy one). The probe then runs one forward
 and reports Python threads the kernel started that are still alive when it returns, Python
 threads started by kernel code since it loaded that are still alive, and native threads
 (``/proc/self/task``) that appeared during the forward. The judge counts the worker's native
@@ -25,7 +28,11 @@ THREADS_SEED = 7919 + 60
 SETTLE_S = 0.05  # after the forward returns: threads that are about to end have ended
 
 _STARTED: list = []  # (sequence number, thread, origin, from kernel code) per Thread.start since the hook
-_HOOKED = {"on": False, "before": None, "seq": 0}
+_HOOKED = {"on": False, "before": None, "seq": 0, "delay": 0.0}
+# during the probe's forward, a thread the kernel starts begins its work this late: one that forward
+# does not wait for is then still running when forward returns, however fast its work is (a
+# thread that is joined only makes forward this much slower; the probe's forward is not timed)
+START_DELAY_S = 0.05
 
 
 def _library_roots():
@@ -81,6 +88,7 @@ def install_start_hook():
     _HOOKED["before"] = thread_state()
     orig = threading.Thread.start
     stdlib, libraries = _stdlib_roots(), _library_roots()
+    sleep = time.sleep  # bound before trace code loads
 
     def start(self, *args, **kwargs):
         try:
@@ -90,6 +98,15 @@ def install_start_hook():
         _HOOKED["seq"] += 1
         _STARTED.append((_HOOKED["seq"], self, where[0], where[1]))
         del _STARTED[:-1000]
+        delay = _HOOKED["delay"]
+        if delay > 0 and where[1]:
+            run = self.run
+
+            def late_run(*a, **k):
+                sleep(delay)
+                return run(*a, **k)
+
+            self.run = late_run
         return orig(self, *args, **kwargs)
 
     start.__wrapped__ = orig
@@ -151,7 +168,11 @@ def threads_worker(wctx, args, fds, out_fds):
     time.sleep(SETTLE_S)
     before = thread_state()
     mark = _HOOKED["seq"]
-    out = forward()
+    _HOOKED["delay"] = START_DELAY_S
+    try:
+        out = forward()
+    finally:
+        _HOOKED["delay"] = 0.0
     # the moment forward returned: anything it started that still runs works outside the call
     alive_at_return = [_label(t) for t in _live(before[0]) if _origin(t)[1]]
     if cuda:
