@@ -106,6 +106,32 @@ class ModelNew(nn.Module):
     assert codes(code) == []
 
 
+# state kept across calls in module-level containers (no ``global`` needed), and who-am-I
+# sniffing of the host: unseen variants of the corpus's classes
+VARIANTS = [
+    ("call_counting", "_N[0] += 1\nif _N[0] > 5:\n    return mod.fast(x)\nreturn mod.run(x)", "_N = [0]\n"),
+    ("call_counting", "_S.n += 1\nif _S.n > 5:\n    return mod.fast(x)\nreturn mod.run(x)",
+     "class _St:\n    n = 0\n_S = _St()\n"),
+    ("result_cache", "if _LAST[0] is not None:\n    return _LAST[0]\n_LAST[0] = mod.run(x)\nreturn _LAST[0]",
+     "_LAST = [None]\n"),
+    ("env_file_access", "if socket.gethostname().startswith('ci'):\n    return x\nreturn mod.run(x)", "import socket\n"),
+    ("env_file_access", "if platform.node() == 'bench-01':\n    return x\nreturn mod.run(x)", "import platform\n"),
+]
+
+
+@pytest.mark.parametrize("cls, body, head", VARIANTS, ids=[f"{c}-{i}" for i, (c, _b, _h) in enumerate(VARIANTS)])
+def test_variants_are_named(cls, body, head):
+    assert cls in codes(fwd(body, head)), (cls, codes(fwd(body, head)))
+
+
+def test_module_level_build_cache_is_not_a_result_cache():
+    """An extension built once and kept in a module-level list, and a local that shadows a
+    module-level counter: state, but not results or call counts."""
+    body = ("if _EXT[0] is None:\n    _EXT[0] = load_inline(name='y', cpp_sources='', functions=['run'])\n"
+            "_N = [0]\n_N[0] += 1\nif _N[0] > 5:\n    raise RuntimeError('unreachable')\nreturn _EXT[0].run(x)")
+    assert codes(fwd(body, "_EXT = [None]\n_N = [0]\n")) == []
+
+
 def _fixture_runs():
     paths = sorted(glob.glob(os.path.join(SHARED, "fixtures", "*", "*.jsonl")))
     paths += sorted(glob.glob(os.path.join(ROOT, "traces", "*.jsonl")))

@@ -225,7 +225,13 @@ _ENV_CALLS = {"os.getenv": "reads the environment", "os.putenv": "changes the en
               "requests.post": "makes a network request", "http.client.HTTPConnection": "opens a network connection",
               "os.chdir": "changes the working directory", "pickle.load": "unpickles a file",
               "torch.load": "loads a file", "numpy.load": "loads a file", "os.getppid": "looks up its parent process",
-              "pathlib.Path.home": "looks at the home directory", "os.path.expanduser": "looks at the home directory"}
+              "pathlib.Path.home": "looks at the home directory", "os.path.expanduser": "looks at the home directory",
+              # who and where it runs: a kernel can behave one way under a harness's machine and another here
+              "socket.gethostname": "reads the host's name", "socket.getfqdn": "reads the host's name",
+              "platform.node": "reads the host's name", "platform.uname": "reads the host's identity",
+              "os.uname": "reads the host's identity", "getpass.getuser": "reads the user's name",
+              "os.getlogin": "reads the user's name", "os.getuid": "reads the user's id",
+              "os.geteuid": "reads the user's id"}
 _PATH_METHODS = frozenset({"read_text", "read_bytes", "write_text", "write_bytes", "open", "unlink",
                            "iterdir", "glob", "rglob", "touch"})
 _BUILD_ENV = frozenset({"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUDA_HOME", "CUDA_PATH", "TORCH_EXTENSIONS_DIR",
@@ -956,7 +962,7 @@ class _PyAnalysis(_Analysis):
                     t = n.target
                     name = t.attr if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
                         t.value.id == "self" else (t.id if isinstance(t, ast.Name) and self._is_global(fn, t.id)
-                                                   else None)
+                                                   else self._module_state(fn, t))
                     if name and name in tested:
                         self.add("call_counting", ERROR, f"counts its calls ({_short(n)}) and branches on the count: "
                                  "it can behave differently when timed than when checked", n.lineno)
@@ -964,6 +970,31 @@ class _PyAnalysis(_Analysis):
 
     def _is_global(self, fn: ast.AST, name: str) -> bool:
         return any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(fn))
+
+    def _module_state(self, fn: ast.AST, node: ast.AST) -> str | None:
+        """The module-level name behind ``_N[0]`` or ``_STATE.n`` (state kept across calls in a
+        module-level container, no ``global`` needed), when forward does not rebind that name."""
+        if not isinstance(node, (ast.Subscript, ast.Attribute)) or not isinstance(node.value, ast.Name):
+            return None
+        name = node.value.id
+        if name == "self" or name not in self._module_names():
+            return None
+        local = any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Store) for x in ast.walk(fn))
+        return None if local else name
+
+    def _module_names(self) -> set[str]:
+        names = getattr(self, "_module_names_cache", None)
+        if names is None:
+            names = set()
+            for st in getattr(self.tree, "body", []):
+                targets = st.targets if isinstance(st, ast.Assign) else \
+                    [st.target] if isinstance(st, (ast.AnnAssign, ast.AugAssign)) else []
+                for t in targets:
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Name):
+                            names.add(x.id)
+            self._module_names_cache = names
+        return names
 
     def result_cache(self) -> None:
         for fn in self.forwards:
@@ -979,6 +1010,8 @@ class _PyAnalysis(_Analysis):
                     stored = _short(v)
                 elif isinstance(v, ast.Name) and self._is_global(fn, v.id):
                     stored = v.id
+                elif self._module_state(fn, v):
+                    stored = _short(v)
                 if stored is None:
                     continue
                 cond = self.parent.get(n)
