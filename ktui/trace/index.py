@@ -51,7 +51,7 @@ from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.reader import LineParser, file_problem, line_separator, open_regular
 
-SCHEMA = 11  # bump when RunSummary, the skim or the static findings change: invalidates cached entries
+SCHEMA = 12  # bump when RunSummary, the skim or the static findings change: invalidates cached entries
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
