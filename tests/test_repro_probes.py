@@ -837,3 +837,59 @@ def test_stream_order_on_a_gpu(tmp_path, kernel, ok):
     assert res["status"] == "completed", res.get("failure")
     c = _check(res, "stream_order")
     assert c["ok"] is ok, c
+
+
+# a kernel that leaves a thread burning the CPU between its calls: while the reference is timed
+# it would slow the reference (and so inflate the speedup), unless ktui stops the kernel's processes
+SPINNER = '''
+import threading, torch, torch.nn as nn
+def _spin():
+    n = 0
+    while True:
+        n += 1
+threading.Thread(target=_spin, daemon=True).start()
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0) * 2.0
+'''
+
+
+@torch_missing
+def test_the_kernel_is_stopped_while_the_reference_is_timed(tmp_path):
+    """The reference's timing and its wall clock run with the candidate's processes stopped: the
+    spinning thread gets no CPU then (measured by ktui from /proc), and the candidate works
+    again afterwards (the probes after timing still run it)."""
+    res = _run(SPINNER, tmp_path, trials=60)
+    assert res["status"] == "completed", res.get("failure")
+    st = res["timing"]["candidate_stopped"]
+    assert st["windows"] >= 2 and st["processes"] >= 1, st
+    assert st["seconds"] > 0.05, st  # long enough for a spinning thread to show on /proc's clock
+    assert st["cpu_seconds"] <= 0.02 + 0.1 * st["seconds"], st
+    assert _check(res, "timed_outputs")["ok"] is True  # the candidate ran again after the windows
+    assert _check(res, "threads_left_running")["ok"] is False  # and the spinner is named
+
+
+@torch_missing
+def test_stopping_a_process_tree_stops_its_cpu_use():
+    """The mechanism on its own: a child that spins uses no CPU while its tree is stopped, and
+    spins again once it continues."""
+    import subprocess
+    import time
+
+    from ktui.repro.harness import sandbox
+
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        time.sleep(0.3)
+        pids = sandbox.stop_tree(p)
+        assert p.pid in pids and sandbox.wait_stopped(pids)
+        c0 = sandbox.cpu_seconds(pids)
+        time.sleep(0.5)
+        assert sandbox.cpu_seconds(pids) - c0 <= 0.02
+        sandbox.continue_tree(p, pids)
+        c1 = sandbox.cpu_seconds(pids)
+        time.sleep(0.5)
+        assert sandbox.cpu_seconds(pids) - c1 >= 0.1
+    finally:
+        p.kill()
+        p.wait()

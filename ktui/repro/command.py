@@ -91,6 +91,9 @@ def environment_line(result: dict[str, Any]) -> str:
         s = f"{m}, {t.get('trials')} trials"
         if t.get("l2_flush_mib"):
             s += f", L2 flush {t['l2_flush_mib']} MiB"
+        cs = t.get("candidate_stopped")
+        if isinstance(cs, dict) and cs.get("windows"):
+            s += f", the kernel's processes stopped while the reference was timed (they used {float(cs.get('cpu_seconds') or 0):.2f} s of CPU)"
         parts.append(s)
         fl = t.get("floor")
         if fl:

@@ -11,6 +11,7 @@
 #   judge(job, build=None) -> result dict   everything (builds too when `build` is None)
 #
 # Both never raise for anything trace code does. MIT license, part of ktui.
+import contextlib
 import os
 import secrets
 import select
@@ -682,6 +683,29 @@ class Judge:
                 res["failed_trial"] = n + 1
         return res
 
+    @contextlib.contextmanager
+    def _candidate_stopped(self, timing):
+        """While the reference is timed the candidate's processes are stopped (SIGSTOP): nothing
+        the kernel left running (a thread, a native thread, a child) can load the host or launch
+        GPU work that slows the reference and so inflates the speedup. What it queued on the GPU
+        before is finished: its own timing ended with a synchronize. The candidate's CPU time
+        over the window (from /proc, which it cannot understate) is recorded: about 0."""
+        proc = self.cand.proc.proc
+        pids = sandbox.stop_tree(proc)
+        sandbox.wait_stopped(pids)
+        cpu0, t0 = sandbox.cpu_seconds(pids), now()
+        try:
+            yield
+        finally:
+            cpu1 = sandbox.cpu_seconds(pids)
+            sandbox.continue_tree(proc, pids)
+            rec = timing.setdefault("candidate_stopped", {"processes": 0, "windows": 0, "seconds": 0.0,
+                                                          "cpu_seconds": 0.0})
+            rec["processes"] = max(rec["processes"], len(pids))
+            rec["windows"] += 1
+            rec["seconds"] = round_(rec["seconds"] + now() - t0, 3)
+            rec["cpu_seconds"] = round_(rec["cpu_seconds"] + max(0.0, cpu1 - cpu0), 3)
+
     def _time_side(self, w, label, cap_s=None):
         job = self.job
         # a sample cap the kernel cannot stretch (its own clock may be patched to stand still)
@@ -771,7 +795,8 @@ class Judge:
         try:
             try:
                 kdata, ks = self._time_side(self.cand, "kernel")
-                rdata, rs = self._time_side(self.ref, "reference")
+                with self._candidate_stopped(timing):
+                    rdata, rs = self._time_side(self.ref, "reference")
             except StageFailure as f:
                 if f.kind != "method_unsupported":
                     raise
@@ -809,7 +834,8 @@ class Judge:
         n = 1
         slots = ["t"]
         kper, kf, kouts = self._wall(self.cand, slots, "kernel")
-        rper, rf, _routs = self._wall(self.ref, slots, "reference")
+        with self._candidate_stopped(timing):
+            rper, rf, _routs = self._wall(self.ref, slots, "reference")
         wrong = []
         for i, o in enumerate(kouts.value):
             cmp = compare_outputs(ref_out.decoded(), shm.decode_value(o["outputs"], kouts.fds))
@@ -848,8 +874,9 @@ class Judge:
                 if own * (1 + tol) + WALL_SLACK_US >= min(per):
                     break
                 remeasured += 1
-                _d, again = self._time_side(w, side, cap_s=max(0.1, float(self.job.time_cap_s) / 4))
-                more, _f, _o = self._wall(w, slots, side)
+                with self._candidate_stopped(timing) if side == "reference" else contextlib.nullcontext():
+                    _d, again = self._time_side(w, side, cap_s=max(0.1, float(self.job.time_cap_s) / 4))
+                    more, _f, _o = self._wall(w, slots, side)
                 per = list(more)
                 st = stats_us(again)
                 own = st["mean_us"]

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from .defaults import (
     CPU_LIMIT_S,
@@ -374,6 +375,82 @@ def _rss(pid):
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def stop_tree(proc):
+    """SIGSTOP a worker's session and every process below it (twice over: a fork in flight
+    during the first sweep is caught by the second). Returns the pids stopped, for
+    :func:`continue_tree`. Nothing of the worker runs until then: no thread, no child, no
+    launch of GPU work (what it queued before keeps running on the device)."""
+    stopped: list[int] = []
+    for _sweep in range(2):
+        try:
+            os.killpg(proc.pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for p in descendants(proc.pid) if proc.poll() is None else []:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                continue
+            if p not in stopped:
+                stopped.append(p)
+    return stopped
+
+
+def wait_stopped(pids, timeout=0.5):
+    """Until every thread of ``pids`` is in the stopped state (SIGSTOP is delivered
+    asynchronously), or ``timeout``."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        running = False
+        for p in pids:
+            try:
+                tasks = os.listdir(f"/proc/{p}/task")
+            except OSError:
+                continue
+            for t in tasks:
+                try:
+                    with open(f"/proc/{p}/task/{t}/stat") as fh:
+                        state = fh.read().rsplit(")", 1)[1].split()[0]
+                except (OSError, IndexError):
+                    continue
+                if state not in ("T", "t", "Z", "X"):
+                    running = True
+                    break
+            if running:
+                break
+        if not running:
+            return True
+        time.sleep(0.002)
+    return False
+
+
+def continue_tree(proc, pids):
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGCONT)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def cpu_seconds(pids):
+    """User + system CPU time of processes (all their threads), from /proc/PID/stat: kept by the
+    kernel, so a worker cannot understate it."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / tick
 
 
 def kill_tree(proc):
