@@ -2,7 +2,7 @@
 # Every number the harness, the judge, the runner, the CLI and the app use lives here.
 # Stdlib only. MIT license, part of ktui.
 
-HARNESS_VERSION = 5  # 5: the stream-order probe; 4: inputs from a secret per-run seed (3: predictable inputs)
+HARNESS_VERSION = 6  # 6: the kernel stopped while the reference is timed; 5: stream order; 4: secret input seeds
 
 STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
 COMPILE_STAGES = ("startup", "build")
