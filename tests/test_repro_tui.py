@@ -207,3 +207,32 @@ def test_q_in_the_panel_quits_and_kills_a_running_kernel(cache):
 
     asyncio.run(go())
     assert exits == [True]  # q quits (the app's exit), after the worker's cancel was set
+
+
+def test_the_report_is_laid_out_at_the_panels_width(cache):
+    """At 100x30 the report is wrapped once, at the body's own width (laid out at the screen's,
+    the panel wrapped its long lines a second time), and again at the new width on a resize."""
+    run = load("cpu_run")
+    kv = run.kernel("v2")
+    opts = ReproOptions(device="cpu", trials=5, timeout=60)
+
+    def widest(screen):
+        return max(len(line) for line in screen.query_one("#repro-report").render().plain.splitlines())
+
+    async def go():
+        screen = ReproScreen(run, kv, opts, confirm=False)
+        app = Host(screen)
+        async with app.run_test(size=(100, 30)) as pilot:
+            assert await wait_for(pilot, lambda: screen.state == "done")
+            await pilot.pause()
+            body = screen.query_one("#repro-body")
+            narrow = widest(screen)
+            assert narrow <= body.scrollable_content_region.width, (narrow, body.scrollable_content_region)
+            assert narrow >= body.scrollable_content_region.width - 12  # it uses the room it has
+            await pilot.resize_terminal(160, 48)
+            await pilot.pause()
+            await pilot.pause()
+            wide = widest(screen)
+            assert narrow < wide <= screen.query_one("#repro-body").scrollable_content_region.width
+
+    asyncio.run(go())

@@ -98,11 +98,13 @@ def show_profile(screen: Any, report: Any) -> None:
     body = screen.query_one("#repro-report", Static)
     if report.status == "unavailable":
         screen._status(f"cannot profile: {report.message}")
+        screen._shown = None
         body.update(Text(f"cannot profile: {report.message}"))
     elif report.status != "completed":
         screen._status(f"profile {report.status}: {report.message}")
+        screen._shown = None
         body.update(Text(f"profile {report.status}: {report.message}"))
     else:
         screen._status(f"profile: {report.verdict}")
-        body.update(render_profile_text(report, max(60, (screen.size.width or 110) - 6)))
+        screen.show_rendered(lambda width: render_profile_text(report, width))
     screen._hint("p: profile again  ·  r: re-run  ·  esc: close")

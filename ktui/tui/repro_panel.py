@@ -111,6 +111,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self._confirm = confirm
         self.state = "idle"  # idle | looking | confirm | running | cancelling | done
         self.report: ReproReport | None = None
+        self._shown: Any = None  # render(width) of what the body shows, for a resize
         self._cancel: threading.Event | None = None
 
     # ---- layout ----------------------------------------------------------------------------------
@@ -181,7 +182,8 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self.query_one("#repro-report", Static).update(Text(
             f"kernel {sanitize(self.kernel.label)} (sha1 {self.kernel.sha1[:12]}) will be built and run; "
             f"ktui's judge (no trace code) compares and times it. Protections on this machine:\n"
-            f"{protections}\n  • {opts.timeout:g} s per stage\n\n"
+            f"{protections}\n  • the kernel's processes stopped while the reference is timed\n"
+            f"  • {opts.timeout:g} s per stage\n\n"
             f"device: {dev} · timing: {opts.method}, {opts.trials} trials per batch until the median is "
             f"stable · correctness: {opts.correctness_trials} seeded trials + 1 held-out\n\n"
             "Results are cached under ~/.cache/ktui/repro (never written into the trace), signed so that "
@@ -199,6 +201,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         bar.display = True
         bar.update(progress=0)
         self._status(status)
+        self._shown = None
         self.query_one("#repro-report", Static).update("")
         self._hint("esc: cancel (kills the worker)")
         return self._cancel
@@ -212,9 +215,31 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self.query_one(ProgressBar).display = False
         when = f" (cached, {report.created})" if report.cached else ""
         self._status(sanitize(f"verdict: {report.verdict}{when}"))
-        width = max(60, (self.size.width or 110) - 6)
-        self.query_one("#repro-report", Static).update(render_report_text(report, width))
+        self.show_rendered(lambda width: render_report_text(report, width))
         self._hint("r: re-run  ·  p: profile (ncu)  ·  esc: close")
+
+    def _report_width(self) -> int:
+        """The width the report is laid out at: the body's own, less the vertical scrollbar a
+        long report brings (laid out at the screen's width, the panel wrapped every long line a
+        second time: at 100x30 a line ended with "0.00 s of" and "CPU)" stood alone)."""
+        body = self.query_one("#repro-body")
+        w = body.scrollable_content_region.width or body.size.width or 110
+        return max(40, w - max(1, body.styles.scrollbar_size_vertical))
+
+    def show_rendered(self, render: Any) -> None:
+        """Show ``render(width)`` (a report or a profile) in the body, laid out at its width, and
+        again at the new width after a resize."""
+        self._shown = render
+        self._render_shown()
+
+    def _render_shown(self) -> None:
+        render = getattr(self, "_shown", None)
+        if render is not None:
+            self.query_one("#repro-report", Static).update(render(self._report_width()))
+
+    def on_resize(self, event: Any) -> None:
+        if self.state == "done":
+            self.call_after_refresh(self._render_shown)  # after the new layout: its width
 
     # ---- the run (thread) -----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="repro", exit_on_error=False)
