@@ -47,7 +47,7 @@ def late_forward(wctx, inputs, stale, sleep_ms):
     return, the caller stream's milliseconds for the sleep and the copy)."""
     import torch
 
-    from ..harness.roles import _plain, guarded
+    from ..harness.roles import _clone, _plain, guarded
 
     p = wctx.prims
     pairs = [(t, s) for t, s in zip(inputs, stale, strict=False)
@@ -71,22 +71,10 @@ def late_forward(wctx, inputs, stale, sleep_ms):
         out = guarded("checks", wctx.model, *inputs, what="kernel")
         host_s = p.perf() - t0
         with p.stream_ctx(p.stream), torch._C.DisableTorchFunctionSubclass():
-            snap = _copy(_plain(out))
+            snap = _clone(_plain(out))
         p.sync_all()
         gpu_ms = p.ev_elapsed(start, ready)
     return snap, host_s, gpu_ms
-
-
-def _copy(v):
-    import torch
-
-    if isinstance(v, torch.Tensor):
-        return v.clone()
-    if isinstance(v, (list, tuple)):
-        return type(v)(_copy(x) for x in v)
-    if isinstance(v, dict):
-        return {k: _copy(x) for k, x in v.items()}
-    return v
 
 
 @worker_probe("late_inputs")
