@@ -339,6 +339,17 @@ class Launched:
                 pass
 
 
+def _stat_fields(path):
+    """The fields of a /proc/.../stat file after the command name (state, ppid, ...: field 3 of
+    proc(5) is index 0); None when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            s = fh.read()
+        return s[s.rindex(b")") + 2:].decode("ascii", "replace").split()
+    except (OSError, ValueError):
+        return None
+
+
 def _children_map():
     kids = {}
     try:
@@ -348,13 +359,13 @@ def _children_map():
     for n in names:
         if not n.isdigit():
             continue
+        f = _stat_fields(f"/proc/{n}/stat")
         try:
-            with open(f"/proc/{n}/stat", "rb") as fh:
-                s = fh.read()
-            ppid = int(s[s.rindex(b")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        kids.setdefault(ppid, []).append(int(n))
+            ppid = int(f[1]) if f else None
+        except (ValueError, IndexError):
+            ppid = None
+        if ppid is not None:
+            kids.setdefault(ppid, []).append(int(n))
     return kids
 
 
@@ -377,6 +388,22 @@ def _rss(pid):
         return 0
 
 
+def _signal(pid, sig):
+    """Send ``sig`` to ``pid``; False when it is gone (or not ours)."""
+    try:
+        os.kill(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _signal_group(proc, sig):
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def stop_tree(proc):
     """SIGSTOP a worker's session and every process below it (twice over: a fork in flight
     during the first sweep is caught by the second). Returns the pids stopped, for
@@ -384,16 +411,9 @@ def stop_tree(proc):
     launch of GPU work (what it queued before keeps running on the device)."""
     stopped: list[int] = []
     for _sweep in range(2):
-        try:
-            os.killpg(proc.pid, signal.SIGSTOP)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal_group(proc, signal.SIGSTOP)
         for p in descendants(proc.pid) if proc.poll() is None else []:
-            try:
-                os.kill(p, signal.SIGSTOP)
-            except (ProcessLookupError, PermissionError):
-                continue
-            if p not in stopped:
+            if _signal(p, signal.SIGSTOP) and p not in stopped:
                 stopped.append(p)
     return stopped
 
@@ -401,26 +421,18 @@ def stop_tree(proc):
 def wait_stopped(pids, timeout=0.5):
     """Until every thread of ``pids`` is in the stopped state (SIGSTOP is delivered
     asynchronously), or ``timeout``."""
+
+    def running(p):
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            return False
+        return any((f := _stat_fields(f"/proc/{p}/task/{t}/stat")) and f[0] not in ("T", "t", "Z", "X")
+                   for t in tasks)
+
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        running = False
-        for p in pids:
-            try:
-                tasks = os.listdir(f"/proc/{p}/task")
-            except OSError:
-                continue
-            for t in tasks:
-                try:
-                    with open(f"/proc/{p}/task/{t}/stat") as fh:
-                        state = fh.read().rsplit(")", 1)[1].split()[0]
-                except (OSError, IndexError):
-                    continue
-                if state not in ("T", "t", "Z", "X"):
-                    running = True
-                    break
-            if running:
-                break
-        if not running:
+        if not any(running(p) for p in pids):
             return True
         time.sleep(0.002)
     return False
@@ -428,44 +440,30 @@ def wait_stopped(pids, timeout=0.5):
 
 def continue_tree(proc, pids):
     for p in pids:
-        try:
-            os.kill(p, signal.SIGCONT)
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGCONT)
-    except (ProcessLookupError, PermissionError):
-        pass
+        _signal(p, signal.SIGCONT)
+    _signal_group(proc, signal.SIGCONT)
 
 
 def cpu_seconds(pids):
     """User + system CPU time of processes (all their threads), from /proc/PID/stat: kept by the
     kernel, so a worker cannot understate it."""
-    tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for p in pids:
+        f = _stat_fields(f"/proc/{p}/stat")
         try:
-            with open(f"/proc/{p}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-        except (OSError, ValueError, IndexError):
+            total += int(f[11]) + int(f[12]) if f else 0  # utime, stime (fields 14 and 15 of proc(5))
+        except (ValueError, IndexError):
             continue
-    return total / tick
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def kill_tree(proc):
     """SIGKILL a worker, its session and every descendant (in a PID namespace, killing its
     init ends all the others; outside one, the sweep catches what left the session)."""
     pids = descendants(proc.pid) if proc.poll() is None else []
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _signal_group(proc, signal.SIGKILL)
     for p in reversed(pids):
-        try:
-            os.kill(p, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal(p, signal.SIGKILL)
 
 
 # ---- inside the worker ---------------------------------------------------------------------------
