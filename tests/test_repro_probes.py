@@ -893,3 +893,32 @@ def test_stopping_a_process_tree_stops_its_cpu_use():
     finally:
         p.kill()
         p.wait()
+
+
+# tried as an attack on the stop while the reference is timed: a daemon double-forked (setsid) at
+# load, spinning in the background, outside the forward the threads probe watches
+DAEMON = '''
+import os, time, torch, torch.nn as nn
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            pass
+    os._exit(0)
+time.sleep(0.2)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0) * 2.0
+'''
+
+
+@torch_missing
+def test_a_daemon_started_at_load_is_stopped_and_named(tmp_path):
+    """Still in the worker's tree (its PID namespace), the daemon is stopped while the reference
+    is timed (no CPU then), and the threads check names it: it works while the kernel is idle."""
+    res = _run(DAEMON, tmp_path, trials=60)
+    assert res["status"] == "completed", res.get("failure")
+    st = res["timing"]["candidate_stopped"]
+    assert st["processes"] >= 3 and st["cpu_seconds"] <= 0.02 + 0.1 * st["seconds"], st
+    c = _check(res, "threads_left_running")
+    assert c["ok"] is False and "1 process(es) the kernel's code started keep working" in c["detail"], c

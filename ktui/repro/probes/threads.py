@@ -192,6 +192,28 @@ def threads_worker(wctx, args, fds, out_fds):
         "python_before": len(before[0]), "native_before": len(before[1])}}
 
 
+IDLE_WINDOW_S = 0.2  # the judge watches the kernel's other processes this long while nothing calls it
+IDLE_CPU_S = 0.05  # more CPU than this in the window: working in the background
+
+
+def _busy_background(ctx, skip):
+    """Processes of the candidate's tree other than the worker itself (and its namespace's
+    unshare) that use the CPU while nothing calls the kernel: a daemon the kernel's code started
+    (at load, double-forked or setsid: still in the tree). Idle helper processes (a compile pool
+    blocked on its pipe) use none. Counted from /proc by the judge. Returns (pids, CPU seconds)."""
+    from ..harness import sandbox
+
+    ours = {ctx.candidate.proc.proc.pid, ctx.candidate.main_pid()}
+    others = [p for p in ctx.candidate.proc.tree() if p not in ours and p not in skip]
+    if not others:
+        return [], 0.0
+    c0 = {p: sandbox.cpu_seconds([p]) for p in others}
+    time.sleep(IDLE_WINDOW_S)
+    used = {p: sandbox.cpu_seconds([p]) - c for p, c in c0.items()}
+    total = sum(used.values())
+    return ([p for p, u in used.items() if u > 0], total) if total > IDLE_CPU_S else ([], total)
+
+
 def _names(d, key):
     v = d.get(key)
     return [str(x)[:80] for x in v if isinstance(x, str)][:16] if isinstance(v, list) else []
@@ -236,6 +258,10 @@ def threads_left_running(ctx):
     if new_procs:
         problems.append(f"{len(new_procs)} process(es) started during forward and still running (seen by ktui "
                         "in the worker's process tree)")
+    busy, used = _busy_background(ctx, set(new_procs))
+    if busy:
+        problems.append(f"{len(busy)} process(es) the kernel's code started keep working in the background "
+                        f"({used:.2f} s of CPU in {IDLE_WINDOW_S:.1f} s while the kernel was idle, seen by ktui)")
     evidence = (f"Python threads the kernel started during forward: {started}; native threads seen by ktui "
                 f"before/after: {len(outside0)}/{len(outside1)}")
     if problems:
