@@ -265,6 +265,36 @@ def runs(directory: str, print_: bool, fmt: str | None, no_cache: bool) -> None:
 
 
 @main.command()
+@click.argument("path", type=click.Path())
+@click.argument("pattern")
+@click.option("--regex", "-e", is_flag=True, help="PATTERN is a Python regular expression (default: literal text).")
+@click.option("--in", "fields", metavar="FIELDS", default=None,
+              help="Comma-separated fields to search: reasoning,text,calls,results,kernels (default: all).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object a hit (JSON Lines).")
+@click.option("--case-sensitive", "-s", "case", flag_value=True, default=None,
+              help="Match case (default: smart case, sensitive only when PATTERN has an upper-case letter).")
+@click.option("--ignore-case", "-i", "case", flag_value=False, help="Ignore case.")
+@click.option("--max-per-run", type=click.IntRange(1), default=50, show_default=True, help="Hits shown per run.")
+@click.option("--no-cache", is_flag=True, help="Do not use the runs index cache.")
+def search(path: str, pattern: str, regex: bool, fields: str | None, as_json: bool, case: bool | None,
+           max_per_run: int, no_cache: bool) -> None:
+    """Search every transcript, tool call, result and kernel of a trace or a sweep directory.
+
+    One line a hit: run, turn, field, excerpt. Exit 0 when something matched, 1 when nothing did.
+    """
+    import os
+
+    if not os.path.lexists(path):
+        fail(f"{_shown(path)}: no such file or directory")
+    if os.path.isfile(path):
+        check_trace_path(path)
+    from ktui.report.search import search_command
+
+    sys.exit(search_command(path, pattern, regex=regex, fields=fields, as_json=as_json, case_sensitive=case,
+                            max_per_run=max_per_run, use_index=not no_cache))
+
+
+@main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--final", "final", is_flag=True, help="Each run's final kernel (default).")
 @click.option("--all-versions", is_flag=True, help="Every kernel version of every run.")
