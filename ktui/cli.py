@@ -79,8 +79,11 @@ class _DefaultReplayGroup(click.Group):
             import os
 
             near = difflib.get_close_matches(args[0], list(self.commands), n=3, cutoff=0.6)
-            if near and not os.path.lexists(args[0]):  # a typo of a command, not a file
-                return super().resolve_command(ctx, args)  # click: "No such command ... Did you mean ..."
+            if not os.path.lexists(args[0]):
+                if near:  # a typo of a command, not a file
+                    return super().resolve_command(ctx, args)  # click: "No such command ... Did you mean ..."
+                fail(f"{_shown(args[0])}: neither a command nor a file (commands: {', '.join(sorted(self.commands))}; "
+                     "`ktui --help` says more)")
             args = ["replay", *args]
         return super().resolve_command(ctx, args)
 

@@ -303,3 +303,34 @@ def test_screenshots_match_chart_snapshots():
         shot = shots / f"runs_chart_{kind}.svg"
         assert shot.is_file(), f"{shot} missing: copy {snap.name} there"
         assert shot.read_bytes() == snap.read_bytes(), f"{shot} differs from {snap.name}"
+
+
+def _tick_value_at(labels: str, col: int) -> float:
+    """The value at column ``col`` of a linear axis, from the label line's numbers (their centres)."""
+    import re
+
+    marks = [((m.start() + m.end() - 1) / 2, float(m.group(1)) * (1000 if m.group(2) == "k" else 1))
+             for m in re.finditer(r"(\d+(?:\.\d+)?)(k|s)?", labels)]
+    assert len(marks) >= 2, labels
+    (c0, v0), (c1, v1) = marks[0], marks[-1]
+    return v0 + (col - c0) * (v1 - v0) / (c1 - c0)
+
+
+def test_first_correct_one_value_is_drawn_where_its_axis_says(sweep):
+    """Every run reached a correct kernel in 0.05 s: the dot sits where the axis labels read 0.05 s
+    (it was drawn in the middle of an axis from 0.05 to 1.05: at 0.55 s)."""
+    from ktui.view.charts import FirstCorrectChart, FirstCorrectRow, box_stats, first_correct_axis
+
+    c = sweep_charts(_runs(sweep))
+    c.first_correct = FirstCorrectChart(
+        [FirstCorrectRow("m", 1, 1, {"turns": box_stats([3.0]), "tokens": box_stats([1200.0]),
+                                     "wall_s": box_stats([0.05])})],
+        {"turns": (3.0, 3.0), "tokens": (1200.0, 1200.0), "wall_s": (0.05, 0.05)})
+    lo, hi, log = first_correct_axis(c.first_correct, "wall_s")
+    assert lo < 0.05 < hi and not log
+    lines = render_chart("first_correct", c, 100, 30).plain.splitlines()
+    at = next(i for i, s in enumerate(lines) if s.startswith("wall time"))
+    dot = lines[at + 1].index("●")
+    assert _tick_value_at(lines[at + 2], dot) == pytest.approx(0.05, abs=0.02)
+    tok = next(i for i, s in enumerate(lines) if s.startswith("tokens"))
+    assert _tick_value_at(lines[tok + 2], lines[tok + 1].index("●")) == pytest.approx(1200, rel=0.05)

@@ -204,3 +204,54 @@ def test_pager_key_hands_safe_raw_lines(tmp_path):
             assert app.return_code is None
 
     asyncio.run(go())
+
+
+def test_unknown_word_is_neither_a_command_nor_a_file():
+    """`ktui bogus-cmd`: not "no such file" alone: it says it is no command either, and lists them."""
+    r = ktui("bogus-cmd")
+    one_line_error(r, "bogus-cmd: neither a command nor a file")
+    for cmd in ("show", "validate", "runs", "repro", "verify", "report"):
+        assert cmd in r.stderr
+
+
+def test_validate_missing_file_says_it_once():
+    r = ktui("validate", "missing.jsonl")
+    assert r.returncode == 1 and r.stderr == "ktui: missing.jsonl: no such file or directory\n"
+    assert (r.stdout + r.stderr).lower().count("no such file") == 1, (r.stdout, r.stderr)
+    assert "1 file(s), 1 with problems" in r.stdout
+
+
+def test_validate_binary_file_is_one_not_a_trace_line(tmp_path):
+    """Like every other command: one line "not a trace", not a line per bad line."""
+    f = tmp_path / "ls.jsonl"
+    f.write_bytes(Path(LS).read_bytes()[:200_000])
+    r = ktui("validate", str(f))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 2 and "not a trace" in lines[0] and lines[0].startswith("✗ "), r.stdout
+    shown = ktui("show", str(f))
+    assert shown.stderr.strip().split(": ", 2)[-1] in lines[0]  # the same words as `show`
+
+
+def test_validate_prints_one_record_a_line(tmp_path):
+    """A long path, a long problem and excerpt: never wrapped (grep finds every record whole)."""
+    d = tmp_path / ("d" * 90)
+    d.mkdir()
+    f = d / "t.jsonl"
+    f.write_text(json.dumps(EV) + "\n" + '{"tick": 1, "payload": ' + "x" * 300 + "\n" + json.dumps(MSG) + "\n")
+    env_cols = {**os.environ, "COLUMNS": "80"}
+    r = subprocess.run([sys.executable, "-m", "ktui", "validate", str(f)], capture_output=True, text=True,
+                       timeout=60, cwd=ROOT, env=env_cols, stdin=subprocess.DEVNULL)
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3, r.stdout
+    assert lines[0].startswith("✗ ") and str(f) in lines[0] and "events=" in lines[0]
+    assert lines[1].startswith("    line 2: ") and lines[1].endswith("…]") and len(lines[1]) > 80
+
+
+def test_export_suggests_the_device_the_trace_ran_on(tmp_path):
+    cpu = ROOT / "tests" / "fixtures" / "repro" / "cpu_run.jsonl"
+    r = ktui("export", str(cpu), "--version", "v3", "-o", str(tmp_path / "a.py"))
+    assert r.returncode == 0, r.stderr
+    assert "--device cpu" in r.stderr and "--device cuda" not in r.stderr
+    r = ktui("export", str(SEED_TRACE), "-o", str(tmp_path / "b.py"))
+    assert r.returncode == 0 and "--device cuda" in r.stderr and "H100" in r.stderr

@@ -418,3 +418,16 @@ def test_input_seed_is_new_each_run_and_replayable(tmp_path):
     assert c["correctness"]["held_out"]["seed"] == a["correctness"]["held_out"]["seed"]
     text = go("--input-seed", str(n))
     assert f"--input-seed {n} replays them" in " ".join(text.split())
+
+
+def test_timer_cross_check_never_agrees_with_a_clock_that_read_nothing():
+    """`own timing 4.00 μs agrees with ktui's clock (0.00 μs ...)` was printed when every microsecond
+    of the clock's window was a wait for a CPU: that is not checked, and not an agreement."""
+    from ktui.repro.harness.pipeline import agreeing_cross_check
+
+    c = agreeing_cross_check(4.0, 0.0, 1000, 0.5)
+    assert c["ok"] is None and "not cross-checked" in c["detail"] and "agrees" not in c["detail"]
+    c = agreeing_cross_check(4.0, 3.9, 1000, 0.5)
+    assert c["ok"] is True and "agrees with ktui's clock (3.90 μs" in c["detail"]
+    c = agreeing_cross_check(900.0, 100.0, 1000, 0.5)
+    assert c["ok"] is True and "agrees" not in c["detail"] and "above" in c["detail"]

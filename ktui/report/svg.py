@@ -218,7 +218,7 @@ def first_correct_svg(fc: FirstCorrectChart) -> str:
             g.append("</g>")
             out.append("".join(g))
         ay = top + 30 + RH * max(1, len(rows)) + 4
-        ticks = _xticks(lo, hi) if log else lin_ticks(lo, hi if hi > lo else lo + 1, 8)
+        ticks = _xticks(lo, hi) if log else lin_ticks(lo, hi, 8)
         _x_axis(sx, ticks, ay, lambda t, u=unit: fmt_num(t, u), out)
     if never:
         txt = "no correct kernel: " + " · ".join(f"{one_line(r.model, 40)} 0/{r.runs}" for r in never)

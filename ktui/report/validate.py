@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ktui.report.console import err_console, out_console
 from ktui.trace import load
-from ktui.view.text import one_line, safe_data, sanitize
+from ktui.view.text import one_line, safe_data
 
 
 def trace_files(paths: list[str], err) -> list[Path]:
@@ -24,7 +24,7 @@ def trace_files(paths: list[str], err) -> list[Path]:
             is_dir = stat.S_ISDIR(os.stat(path).st_mode)
         except FileNotFoundError:
             err.print(Text(f"ktui: {one_line(p)}: no such file or directory"))
-            out.append(path)
+            out.append(path)  # counted, and in --json; no second line on stdout
             continue
         except OSError:
             is_dir = False  # load() reports it as one problem line
@@ -49,6 +49,11 @@ def trace_files(paths: list[str], err) -> list[Path]:
 
 
 def validate_command(paths: list[str], as_json: bool = False) -> int:
+    """One record a line (grep-able, never wrapped, whatever the width): a file's line, then one
+    line per problem. A file that is not a trace at all (missing, binary, no readable event) is
+    one line saying so, the same words every other command prints."""
+    from ktui.trace.facts import not_a_trace
+
     console = out_console()
     err = err_console()
     files = trace_files(paths, err)
@@ -60,6 +65,7 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
     for f in files:
         run = load(f)
         probs = run.problems
+        why = not_a_trace(run) if probs else None
         bad += bool(probs)
         entry = {
             "file": str(f), "variant": run.variant, "events": len(run.events), "turns": len(run.turns),
@@ -68,21 +74,28 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
             "problems": [{"line": p.line, "severity": p.severity, "message": p.message, "excerpt": p.excerpt}
                          for p in probs],
         }
+        if why:
+            entry["not_a_trace"] = why
         report.append(entry)
         if as_json:
             continue
+        name = (one_line(str(f)), "bold")
+        if not os.path.lexists(f):
+            continue  # said on stderr by trace_files
+        if why:
+            console.print(Text.assemble(("✗ ", "red"), name, "  ", (one_line(why), "red")), soft_wrap=True)
+            continue
         mark = Text("✗ ", "red") if probs else Text("✓ ", "green")
-        f = one_line(str(f))
-        line = Text.assemble(mark, (sanitize(str(f)), "bold"),
+        line = Text.assemble(mark, name,
                              f"  {run.variant}  events={len(run.events)} turns={len(run.turns)} "
                              f"calls={len(run.agent_calls)} kernels={len(run.kernels)} end={run.terminal_state}")
         if run.incomplete:
             line.append("  (incomplete last line)", "yellow")
-        console.print(line)
+        console.print(line, soft_wrap=True)
         for p in probs:
-            console.print(Text.assemble(f"    line {p.line}: ", (sanitize(p.message), "red" if p.severity == "error"
-                                                                 else "yellow"),
-                                        (f"  [{sanitize(p.excerpt)}]" if p.excerpt else "", "dim")))
+            console.print(Text.assemble(f"    line {p.line}: ", (one_line(p.message), "red" if p.severity == "error"
+                                                                  else "yellow"),
+                                        (f"  [{one_line(p.excerpt)}]" if p.excerpt else "", "dim")), soft_wrap=True)
     if as_json:
         print(json.dumps(safe_data(report), indent=2, ensure_ascii=False))
     else:

@@ -229,6 +229,24 @@ def export_command(path: Path | str, *, version: str = "final", output: str, ref
     except OSError as exc:
         print(f"ktui: {sanitize(output)}: cannot write: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    device, why = suggested_device(run)
     print(f"wrote {sanitize(output)}: {sanitize(kv.label)} (sha1 {kv.sha1[:12]}), {len(text.splitlines())} lines; "
-          f"run it with: python {sanitize(output)} --device cuda", file=sys.stderr)
+          f"run it with: python {sanitize(output)}" + (f" --device {device}" if device else "") + f" ({why})",
+          file=sys.stderr)
     return 0
+
+
+def suggested_device(run: Any) -> tuple[str | None, str]:
+    """The ``--device`` to suggest for a run's script, and why: the hardware the trace recorded
+    (a CPU, or a GPU), or none when it recorded none (the script then takes a GPU if it sees one)."""
+    import re
+
+    from ktui.repro.recorded import recorded_hardware
+    from ktui.trace.text import sanitize, shorten
+
+    hw = recorded_hardware(run)
+    if not hw:
+        return None, "the trace records no hardware: the script uses a GPU when it sees one, else add --device cpu"
+    if re.search(r"\bcpu\b", hw, re.I):
+        return "cpu", f"the trace ran on {shorten(sanitize(hw), 60)}"
+    return "cuda", f"the trace ran on {shorten(sanitize(hw), 60)}"

@@ -402,10 +402,14 @@ class Axis:
 
 def first_correct_axis(fc: FirstCorrectChart, metric: str) -> tuple[float, float, bool]:
     """(lo, hi, log) of one metric's axis: the range over every model (turns start at 1 at the
-    most), log-scaled when it spans more than 20x (never for turns). ``hi`` may equal ``lo``."""
+    most), log-scaled when it spans more than 20x (never for turns). ``hi`` is always above ``lo``:
+    one value alone (every run took 0.05 s) gets the axis from 0 to twice it, so the renderers
+    draw it in the middle of an axis whose labels say where that is."""
     lo, hi = fc.ranges[metric]
     if metric == "turns":
         lo = min(lo, 1.0)
+    if hi <= lo:
+        lo, hi = (0.0, 2 * lo) if lo > 0 else (lo, lo + 1)
     return lo, hi, metric != "turns" and lo > 0 and hi / lo > 20
 
 

@@ -333,7 +333,7 @@ def _box_line(s: BoxStats, lo: float, hi: float, w: int, log: bool, color: str) 
     axis = Axis(lo, hi, log)
 
     def col(v: float) -> int:
-        return axis.index(v, w) if hi > lo else round(0.5 * (w - 1))
+        return axis.index(v, w)
 
     cells = [" "] * w
     a, q1, md, q3, b = col(s.lo), col(s.q1), col(s.median), col(s.q3), col(s.hi)
@@ -390,7 +390,7 @@ def render_first_correct(charts: SweepCharts, width: int, height: int) -> Text:
             t.append_text(_box_line(s, lo, hi, bw, log, color))
             t.append(f" median {fmt_num(s.median, unit)}", style="bold yellow")
             t.append(f" {r.reached}/{r.runs}\n", style="dim")
-        rule, labels = _axis(lo, hi if hi > lo else lo + 1, bw, log=log, unit=unit or "n", pad=name_w + 2)
+        rule, labels = _axis(lo, hi, bw, log=log, unit=unit or "n", pad=name_w + 2)
         t.append(labels + "\n", style="dim")
     if never:
         line = "no correct kernel: " + " · ".join(f"{sanitize(r.model)} 0/{r.runs}" for r in never)
