@@ -131,10 +131,18 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
             f = getattr(mod, "detect_object", None)
             if f is not None and not getattr(mod, "LINE_BASED", False) and _safe(f, dicts[0]):
                 return Detection(name, obj=dicts[0])
+    # the line-based format that matches the most head lines (a line of another format can carry
+    # a key that looks like one of ours, e.g. a Codex payload with a ``kind``); ties: registry order
+    best, best_n = None, 0
     for name, mod in FORMATS:
         f = getattr(mod, "detect_line", None)
-        if f is not None and any(_safe(f, o) for o in dicts):
-            return Detection(name)
+        if f is None:
+            continue
+        n = sum(1 for o in dicts if _safe(f, o))
+        if n > best_n:
+            best, best_n = name, n
+    if best is not None:
+        return Detection(best)
     single = None
     if len(lines) == 1 and not more and objs and objs[0] is not None:
         single = objs[0]

@@ -6,8 +6,12 @@ and an Anthropic Messages ``message``. One API response is split over several li
 content block) sharing ``message.id``: they are one turn, and their repeated ``usage`` is counted
 once (the last line's, which has the final output count). Tool results are user lines with
 ``tool_result`` blocks, paired by ``tool_use_id``; the structured ``toolUseResult`` beside them
-gives the file content a ``Read`` saw and an ``Edit``'s ``originalFile`` (the base the edit is
-applied to). Streaming: the file is read line by line.
+gives the file content a ``Read`` saw and an ``Edit`` / ``Write``'s ``originalFile`` (the file as it
+was just before the call: the base the edit is applied to, whenever it is there). A write or edit
+whose ``tool_result`` has ``is_error: true`` changed nothing and is not applied. Claude Code 2.x
+also writes bookkeeping lines with no message (``queue-operation``, ``file-history-snapshot``,
+``custom-title``, ``last-prompt``, ``progress``, ``attachment`` ...): they are not problems.
+Streaming: the file is read line by line.
 """
 
 from __future__ import annotations
@@ -32,11 +36,19 @@ NAME = "claude-code"
 LABEL = "Claude Code session JSONL"
 LINE_BASED = True
 _EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit"}
+# line types Claude Code writes besides messages: bookkeeping, not part of the conversation
+BOOKKEEPING = {"queue-operation", "file-history-snapshot", "custom-title", "ai-title", "last-prompt", "progress",
+               "attachment", "agent-name", "tag", "pr-link", "mode", "worktree-state", "permission-mode",
+               "content-replacement", "marble-origami-commit", "marble-origami-snapshot", "agent-setting"}
 
 
 def detect_line(obj: Any) -> bool:
     t = obj.get("type")
     if t == "summary" and "leafUuid" in obj:
+        return True
+    if t == "queue-operation" and "operation" in obj and "sessionId" in obj:
+        return True
+    if t == "file-history-snapshot" and "messageId" in obj and isinstance(obj.get("snapshot"), dict):
         return True
     if t in ("user", "assistant", "system") and "uuid" in obj and "sessionId" in obj:
         return isinstance(obj.get("message"), dict) or t == "system"
@@ -51,6 +63,7 @@ class _State:
         self.usage: dict[int, dict] = {}  # turn index -> last usage of its message id
         self.deferred: dict[str, ToolCall] = {}  # edit/write calls tracked when their result arrives
         self.cwd: str | None = None
+        self.unknown_types: dict[str, int] = {}  # line types without a message, not known: first line
 
 
 def load(path: str, data: bytes | None = None) -> Run:
@@ -67,6 +80,8 @@ def load(path: str, data: bytes | None = None) -> Run:
                   st.turn.index if st.turn is not None and kind == "assistant" else None)
     for c in st.deferred.values():  # edits whose result never came
         asm.track_call(c, st.cwd)
+    for kind, no in st.unknown_types.items():
+        asm.warn(no, f"'{kind}' lines have no message object (a line type ktui does not know; skipped)")
     for idx, u in st.usage.items():
         t = asm.run.turns[idx]
         tin = sum(as_int(u.get(k)) or 0 for k in ("input_tokens", "cache_creation_input_tokens",
@@ -84,12 +99,19 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
         asm.note(no, f"summary: {as_str(obj.get('summary')) or ''}")
         return
     msg = obj.get("message")
+    if not isinstance(msg, dict) and kind in BOOKKEEPING:
+        if kind == "queue-operation" and obj.get("operation") == "enqueue" and as_str(obj.get("content")):
+            asm.note(no, f"queued while the agent was busy: {obj['content']}")
+        return
     if kind == "system":
         asm.note(no, as_str(obj.get("content")) or "system")
         asm.ts(ts)
         return
     if not isinstance(msg, dict):
-        asm.warn(no, f"'{kind}' line without a message object")
+        if kind in ("user", "assistant"):
+            asm.warn(no, f"'{kind}' line without a message object")
+        else:
+            st.unknown_types.setdefault(kind, no)
         return
     content = msg.get("content")
     if kind == "assistant":
@@ -143,11 +165,13 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
             if c is None:
                 asm.warn(no, f"tool_result for {cid!r} has no pending tool_use")
                 continue
-            _observe(st, c, tur)
+            is_err = b.get("is_error") is True
+            _observe(st, c, tur, is_err)
             key = c.id or f"#{c.index}"
             if key in st.deferred:
-                asm.track_call(st.deferred.pop(key), st.cwd)
-            is_err = b.get("is_error") is True
+                deferred = st.deferred.pop(key)
+                if not is_err:  # a failed Edit / Write changed nothing
+                    asm.track_call(deferred, st.cwd)
             text = text_of(b.get("content"))
             status = None
             if is_err:
@@ -161,9 +185,11 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
         asm.ts(ts)
 
 
-def _observe(st: _State, c: ToolCall, tur: Any) -> None:
-    """File content the result shows: a whole-file Read, an Edit's original file."""
-    if not isinstance(tur, dict):
+def _observe(st: _State, c: ToolCall, tur: Any, is_error: bool = False) -> None:
+    """File content the result shows: a whole-file Read, an Edit's or Write's original file (the
+    file as it was just before the call, so later edits apply to the real content even when an
+    earlier version in the trace was only partial)."""
+    if not isinstance(tur, dict) or is_error:
         return
     f = tur.get("file")
     if c.name == "Read" and isinstance(f, dict) and isinstance(f.get("content"), str):
@@ -174,6 +200,4 @@ def _observe(st: _State, c: ToolCall, tur: Any) -> None:
     orig = tur.get("originalFile")
     fp = tur.get("filePath") or c.args.get("file_path")
     if isinstance(orig, str) and isinstance(fp, str):
-        p = norm_path(fp, st.cwd)
-        if p not in st.asm.files.content:
-            st.asm.files.observe(p, orig)
+        st.asm.files.observe(norm_path(fp, st.cwd), orig)

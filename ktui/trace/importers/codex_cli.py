@@ -5,7 +5,16 @@ Every line is ``{timestamp, type, payload}``: ``session_meta`` first, ``turn_con
 ``function_call_output``, ``custom_tool_call`` / ``custom_tool_call_output``, ``local_shell_call``)
 and ``event_msg`` (UI events; ``token_count`` carries the only token figures, cumulative, so a
 turn gets the difference of the totals). A turn is one sampling round: the model's reasoning,
-messages and calls up to the next tool output or user message. Calls pair with outputs by
+messages and calls up to the next tool output or user message.
+
+Timing. Codex writes a round's response items (and, before 0.6x, a whole task's rounds) in one
+batch once its tools have run, so many items share one timestamp; the ``token_count`` event of a
+round is written when the model's response completes. A round's model time is therefore from the
+moment its input was ready (the last user message, tool output or turn context written before
+that ``token_count``, or the previous round's completion, whichever is later) to its
+``token_count``; the k-th changed ``token_count`` belongs to the k-th round. Lines the model
+writes (``token_count``, ``agent_reasoning``, ``agent_message``, reasoning and calls) never count
+as "input ready". Without ``token_count`` lines a round lasts from its input to its first item. Calls pair with outputs by
 ``call_id``. ``apply_patch`` (a custom tool from 0.63, a ``shell`` argv before) is applied to the
 last known content of each file. Older rollouts without the envelope (``{"record_type": ...}``
 or bare items) are read too.
@@ -13,6 +22,7 @@ or bare items) are read too.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from ktui.trace.importers.common import (
@@ -52,7 +62,12 @@ class _State:
         self.open = False  # the current turn still takes model output
         self.last_total: int | None = None
         self.last_parts: dict[str, int] = {}
-        self.pending_tokens: dict[str, int] = {}
+        # changed token totals not yet given to a round: (delta, completion ms, input-ready ms)
+        self.completions: deque[tuple[dict[str, int], int | None, int | None]] = deque()
+        self.input_ts: int | None = None  # the last line written on the input side
+        self.last_completion: int | None = None  # the completion time of the last round timed
+        self.timed = False  # the open round has had its token_count
+        self.turn_ready: int | None = None  # when the open round's input was ready
         self.cwd: str | None = None
         self.user_typed: list[str] = []
 
@@ -78,27 +93,56 @@ def load(path: str, data: bytes | None = None) -> Run:
             asm.problem(no, f"could not interpret a '{typ}/{ptype}' line ({type(exc).__name__}: {exc})", excerpt(raw))
         asm.event(no, off, len(raw), f"{typ}:{ptype}" if ptype else typ, ts, None,
                   st.turn.index if st.turn is not None and st.open else None)
-    if st.pending_tokens and asm.run.turns:
-        _give_tokens(asm.run.turns[-1], st.pending_tokens)
+    if st.completions and asm.run.turns:  # more token counts than rounds: the last round's
+        t = asm.run.turns[-1]
+        while st.completions:
+            _give_tokens(t, st.completions.popleft()[0])
+    for t in asm.run.turns:  # a round lasts from its input to its last item (at least its model time)
+        if t.start_ms is not None and t.end_ms is not None:
+            t.wall_ms = max(t.end_ms - t.start_ms, t.llm_ms or 0)
     return asm.finish()
 
 
 def _give_tokens(t: Turn, d: dict[str, int]) -> None:
     t.tokens_in = (t.tokens_in or 0) + d.get("input_tokens", 0)
     out = d.get("output_tokens", 0)
-    t.tokens_out = (t.tokens_out or 0) + out
-    d.clear()
+    t.tokens_out = (t.tokens_out or 0) + out  # OpenAI's output count includes the reasoning tokens
 
 
 def _model_turn(st: _State, no: int, ts: int | None) -> Turn:
     if st.turn is None or not st.open:
-        st.turn = st.asm.turn(no, ts)
+        st.turn = t = st.asm.turn(no, ts)
         st.open = True
-        if st.pending_tokens:
-            _give_tokens(st.turn, st.pending_tokens)
+        st.timed = False
+        st.turn_ready = st.input_ts
+        if st.completions:  # this round's response completed at a token_count written before it
+            delta, done, ready = st.completions.popleft()
+            _complete(st, t, delta, done, ready)
+        elif st.input_ts is not None and ts is not None and ts >= st.input_ts:
+            t.llm_ms = ts - st.input_ts  # until its first item (a later token_count refines it)
+            t.start_ms = min(t.start_ms if t.start_ms is not None else ts, st.input_ts)
     else:
         st.asm.touch(st.turn, no, ts)
     return st.turn
+
+
+def _complete(st: _State, t: Turn, delta: dict[str, int], done: int | None, ready: int | None) -> None:
+    """A round's token_count: its tokens, and its model time from its input to this completion."""
+    _give_tokens(t, delta)
+    st.timed = True
+    base = max((x for x in (ready, st.last_completion) if x is not None), default=None)
+    if done is None:
+        return
+    st.last_completion = done
+    if base is not None and done >= base:
+        t.llm_ms = done - base
+        t.start_ms = base if t.start_ms is None else min(t.start_ms, base)
+
+
+def _input(st: _State, ts: int | None) -> None:
+    """A line written on the input side (what the model reads next): it is when input was ready."""
+    if ts is not None:
+        st.input_ts = ts if st.input_ts is None else max(st.input_ts, ts)
 
 
 def _args(v: Any) -> dict:
@@ -125,6 +169,7 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
         if instr:
             run.messages.append((no, "system", None, instr))
         asm.ts(ts)
+        _input(st, ts)
         return
     if typ == "turn_context":
         m = as_str(p.get("model"))
@@ -133,6 +178,7 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
         st.cwd = as_str(p.get("cwd")) or st.cwd
         st.open = False
         asm.ts(ts)
+        _input(st, ts)
         return
     if typ == "event_msg":
         if ptype == "token_count":
@@ -143,22 +189,24 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
                                                               "reasoning_output_tokens", "total_tokens")}
                 if st.last_total is None or parts["total_tokens"] != st.last_total:
                     delta = {k: v - st.last_parts.get(k, 0) for k, v in parts.items()}
-                    if all(v >= 0 for v in delta.values()):
-                        for k, v in delta.items():
-                            st.pending_tokens[k] = st.pending_tokens.get(k, 0) + v
-                    else:
+                    if not all(v >= 0 for v in delta.values()):
                         asm.warn(no, "token totals went down (a new session in the same file?); counted afresh")
-                        for k, v in parts.items():
-                            st.pending_tokens[k] = st.pending_tokens.get(k, 0) + v
+                        delta = dict(parts)
+                    if st.turn is not None and st.open and not st.timed:
+                        # written after the round's items (older rollouts): this round's
+                        _complete(st, st.turn, delta, ts, st.turn_ready)
+                    else:  # written before them (a batch written later): the next round's
+                        st.completions.append((delta, ts, st.input_ts))
                     st.last_total, st.last_parts = parts["total_tokens"], parts
         elif ptype == "user_message":
+            _input(st, ts)
             text = as_str(p.get("message")) or ""
             st.user_typed.append(text)
             if not run.problem.prompt and text.strip():
                 run.problem.prompt = text
         elif ptype == "turn_aborted":
             asm.note(no, f"turn aborted: {as_str(p.get('reason')) or ''}")
-        asm.ts(ts)
+        _event_ts(asm, ts)  # model-side and UI events: part of the run's span, never "input ready"
         return
     if typ == "compacted":
         asm.note(no, "history compacted")
@@ -174,6 +222,7 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
             st.open = False  # first user_message event
             run.messages.append((no, "user" if role == "user" else f"message:{role}", None, text))
             asm.ts(ts)
+            _input(st, ts)
         return
     if ptype == "reasoning":
         t = _model_turn(st, no, ts)
@@ -199,6 +248,7 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
         return
     if ptype in _OUTPUTS:
         st.open = False
+        _input(st, ts)
         c = asm.pending(p.get("call_id"))
         if c is None:
             asm.warn(no, f"{ptype} for {p.get('call_id')!r} has no pending call")
@@ -211,6 +261,17 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
         asm.ts(ts)
         return
     asm.ts(ts)
+
+
+def _event_ts(asm: Assembler, ts: int | None) -> None:
+    """Widen the run's span without moving the "previous" stamp turns are timed from."""
+    run = asm.run
+    if ts is None:
+        return
+    if run.started_ms is None or ts < run.started_ms:
+        run.started_ms = ts
+    if run.ended_ms is None or ts > run.ended_ms:
+        run.ended_ms = ts
 
 
 def _output(out: Any) -> tuple[str, str | None, int | None]:
