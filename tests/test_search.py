@@ -154,3 +154,53 @@ def test_not_traces_are_skipped(tmp_path):
     _with_text(tmp_path / "t.jsonl", "an illegal memory access")
     hits = _hits(tmp_path, "illegal memory access")
     assert [Path(h.real).name for h in hits] == ["t.jsonl"]
+
+
+# ---- the app: F in ktui runs ---------------------------------------------------------------------
+def test_runs_screen_search_opens_the_replay_at_the_hit(tmp_path):
+    import asyncio
+
+    from ktui.tui.app import KtuiApp
+    from ktui.tui.screens.runs import RunsScreen
+
+    _with_text(tmp_path / "a" / "trace.jsonl", "plain words")
+    _with_text(tmp_path / "b" / "trace.jsonl", "then CUDA error: an illegal memory access was encountered")
+
+    async def flow():
+        app = KtuiApp(lambda: RunsScreen(tmp_path, use_cache=False))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(0.2)
+            runs = app.screen
+            await pilot.press("F")
+            await pilot.pause()
+            scr = app.screen
+            assert type(scr).__name__ == "SearchScreen"
+            await pilot.press(*"illegal memory", "enter")
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if scr.stats is not None:
+                    break
+            assert scr.query_one("#search-pattern").value == "illegal memory", (scr.focused, scr.query_one("#search-state").render())
+            assert [(Path(h.real).parent.name, h.turn, h.field) for h in scr.hits] == [("b", 3, "reasoning")]
+            assert "1 hits in 1 runs" in str(scr.query_one("#search-state").render())
+            await pilot.press("enter")
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if getattr(app.screen, "ready", False):
+                    break
+            rep = app.screen
+            assert type(rep).__name__ == "ReplayScreen" and rep.path.parent.name == "b"
+            assert rep.turn_index == 3
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if rep._search_turns:
+                    break
+            assert rep._search_turns == [3]
+            await pilot.press("escape", "escape")
+            await pilot.pause()
+            assert app.screen is scr
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is runs
+
+    asyncio.run(flow())

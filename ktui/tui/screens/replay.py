@@ -158,9 +158,11 @@ class ReplayScreen(KtuiScreen):
         Key("escape", "back", "close the search; clear the diff base; back to the previous screen"),
     ]
 
-    def __init__(self, path: str | Path, *, follow: bool = False, name: str | None = None):
+    def __init__(self, path: str | Path, *, follow: bool = False, name: str | None = None, turn: int | None = None,
+                 search: re.Pattern[str] | None = None):
         super().__init__(name=name)
         self.path = Path(path)
+        self._start = (turn, search)  # open at this turn, with this search run (a sweep search's hit)
         self.run: Run | None = None
         self.follow = follow
         self._feed = 0  # bumps each time follow mode starts: older feeds' snapshots are dropped
@@ -300,6 +302,14 @@ class ReplayScreen(KtuiScreen):
         self._gen += 1
         self._stale = set(PANE_IDS)
         self._refresh_all(first=first)
+        turn, regex = self._start
+        if first and (turn is not None or regex is not None):
+            self._start = (None, None)
+            if turn is not None:
+                self._goto_turn(turn)
+            if regex is not None:
+                self.query_one(SearchBar).set_status("searching…")
+                self._search(regex, run)
         self.ready = True
         freeze = getattr(self.app, "freeze_heap", None)
         if callable(freeze):

@@ -9,6 +9,8 @@ SweepIndex`, served from the index cache when it can) and posts batches to the s
 - ``m`` marks a run, ``c`` compares the marked runs (two or more), ``u`` clears the marks
 - ``enter`` opens the run in the replay screen
 - ``z`` hides or shows the per-model aggregates, ``i`` lists the problems found in the tree
+- ``F`` searches every transcript of the sweep (:mod:`ktui.tui.screens.search`): hits as rows,
+  ``enter`` opens the replay at the hit's turn
 - ``v`` verifies the marked runs (or all shown): a "reproduced" column fills in (:mod:`ktui.tui.verify_runs`)
 - ``C`` cycles the charts of the filtered runs (fast_p, speedups, model x problem grid, first
   correct kernel) and back to the table; ``enter`` on a grid cell lists its runs (or opens the one)
@@ -118,6 +120,8 @@ class RunsScreen(KtuiScreen):
         Key("C", "cycle_chart", "cycle the charts: fast_p, speedups, model × problem grid, first correct, table",
             footer="charts"),
         Key("i", "issues", "the problems found in the tree"),
+        Key("F", "find", "search every transcript, call, result and kernel of the sweep (hits as rows; "
+            "enter opens the replay at the hit's turn)", footer="search all"),
         Key("v", "verify", "verify the marked runs (or all shown): re-run their kernels, fill in 'reproduced'"),
         Key("escape", "back", "back to the table; from the table, back to the previous screen"),
     ]
@@ -289,6 +293,11 @@ class RunsScreen(KtuiScreen):
 
     def action_go(self) -> None:
         self.query_one(RunsTable).action_select()
+
+    def action_find(self) -> None:
+        from ktui.tui.screens.search import SearchScreen
+
+        self.app.push_screen(SearchScreen(self.root))
 
     def action_mark(self) -> None:
         self.query_one(RunsTable).action_mark()
