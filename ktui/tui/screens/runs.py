@@ -121,7 +121,7 @@ class RunsScreen(KtuiScreen):
             footer="charts"),
         Key("i", "issues", "the problems found in the tree"),
         Key("F", "find", "search every transcript, call, result and kernel of the sweep (hits as rows; "
-            "enter opens the replay at the hit's turn)", footer="search all"),
+            "enter opens the replay at the hit's turn)"),
         Key("v", "verify", "verify the marked runs (or all shown): re-run their kernels, fill in 'reproduced'"),
         Key("escape", "back", "back to the table; from the table, back to the previous screen"),
     ]
