@@ -100,3 +100,108 @@ def test_codex_040_rollout_with_a_kind_key_is_codex_and_read():
     assert run.problems == [] and len(run.turns) == 3 and len(run.calls) == 2
     assert run.model == "gpt-5-codex" and len(run.kernels) == 1
     assert run.metrics is not None and run.metrics.speedup == 1.52
+
+
+# ---- single-line chat rollouts; assistant text drawn once; the header's result ------------------
+CHAT1 = ST / "chat_rollout_one_line_final_never_evaluated.jsonl"
+
+
+def test_single_line_rollout_spreads_its_turns_and_messages():
+    from ktui.view.build import build_view, messages_by_turn
+
+    run = load(CHAT1)
+    assert run.format == "chat-messages" and len(run.turns) == 6
+    # message i is "line" i + 1: each assistant message its own turn span
+    assert [(t.first_line, t.last_line) for t in run.turns] == [(3, 4), (5, 6), (7, 8), (9, 10), (11, 12), (13, 13)]
+    before, by = messages_by_turn(run)
+    assert [m[1] for m in before] == ["system", "user"] and by == {}
+    # each assistant text is drawn once: in its own turn's text block, not also as a message block
+    view = build_view(run)
+    for t, tv in zip(run.turns, view.turns, strict=True):
+        drawn = [b for b in tv.blocks if t.text in str(b)]
+        assert len(drawn) == 1, (t.index, len(drawn))
+    assert view.turns[5].index == 5 and "out of turns" in run.turns[5].text
+
+
+def test_header_does_not_credit_the_final_kernel_with_another_versions_result():
+    from ktui.view.build import header_view
+
+    run = load(CHAT1)
+    assert run.final_kernel.label == "v3" and [u.status for u in run.kernel(2).uses if u.verdict] == ["ok"]
+    assert run.metrics is None  # v2 passed at 0.50x; v3 (final) never ran
+    h = header_view(run)
+    assert h.speedup is None and h.correct is None and h.final_kernel == "v3"
+    fl = [f for f in run.flags if f.code == "final_unevaluated"]
+    assert len(fl) == 1 and "v3" in fl[0].message and "about v2" in fl[0].message
+
+
+def test_a_final_kernel_with_its_own_result_keeps_it():
+    run = load(ST / "atif_terminus_inplace_script_edits.trajectory.json")
+    assert run.final_kernel_number == 4 and run.metrics is not None and run.metrics.correct is False
+    assert "about v4" in run.metrics.source
+    assert not [f for f in run.flags if f.code == "final_unevaluated"]
+
+
+# ---- in-place scripts: python heredoc, sed -i, a change ktui cannot replay ----------------------
+ATIF_INPLACE = ST / "atif_terminus_inplace_script_edits.trajectory.json"
+
+
+def test_versions_written_by_in_place_scripts_and_their_verifier_results():
+    run = load(ATIF_INPLACE)
+    assert [k.label for k in run.kernels] == ["v1", "v2", "v3", "v4"]
+    v1, v2, v3, v4 = run.kernels
+    assert "g = offs // GROUP" in v1.code
+    assert v2.code == v1.code.replace("g = offs // GROUP", "g = offs // 128") and not v2.partial
+    assert v3.code == v2.code.replace("g = offs // 128", "g = (offs // 128).to(tl.int32)") and not v3.partial
+    assert "python script" in v2.origin and "sed -i" in v3.origin
+    # re.sub: not replayed, but a version all the same, marked as of unknown content
+    assert v4.partial and v4.code == "" and v4.attachment and "not in the trace" in v4.attachment
+    # each verifier output is pinned to the version it ran on
+    verdicts = {k.label: [u.summary for u in k.uses if u.verdict] for k in run.kernels}
+    assert "CompilationError" in verdicts["v2"][0] and "CompilationError" not in verdicts["v1"][0]
+    assert '"correct": true' in verdicts["v3"][0]
+    assert "[KernelBench] Error: RuntimeError" in verdicts["v4"][0]
+    assert [f.code for f in run.flags if f.kernel == 4] == ["code_unavailable"]
+
+
+def test_in_place_change_forms():
+    from ktui.trace.importers.inplace import changes
+
+    base = "a = 1\nb = GROUP\nc = GROUP\n"
+
+    def one(cmd):
+        got = changes(cmd)
+        assert len(got) == 1, got
+        return got[0]
+
+    c = one("sed -i 's/GROUP/128/' k.py")
+    assert c.path == "k.py" and c.apply(base) == "a = 1\nb = 128\nc = 128\n"  # per line, first match
+    assert one("sed -i.bak -e 's/= \\(GROUP\\)/= 2*\\1/g' k.py").apply(base) == "a = 1\nb = 2*GROUP\nc = 2*GROUP\n"
+    assert one("sed -E -i 's#(b) = [A-Z]+#\\1 = 64#' k.py").apply(base) == "a = 1\nb = 64\nc = GROUP\n"
+    assert one("sed -i '' 's/a = 1/a = 2/' k.py").apply(base).startswith("a = 2\n")  # BSD form
+    assert one("perl -pi -e 's/GROUP/G/g' k.py").apply(base) == "a = 1\nb = G\nc = G\n"
+    assert one("sed -i '/GROUP/d' k.py").apply is None  # not a substitution: not replayed
+    py = one("python3 - <<'EOF'\nfrom pathlib import Path\np = Path('k.py')\ns = p.read_text()\n"
+             "old = 'b = GROUP'\np.write_text(s.replace(old, 'b = 7').replace('c = GROUP', 'c = 8', 1))\nEOF\n")
+    assert py.apply(base) == "a = 1\nb = 7\nc = 8\n"
+    w = one("python -c \"open('k.py','w').write('x = 1\\n')\"")
+    assert w.whole == "x = 1\n"
+    wf = one("python3 <<PY\nwith open('k.py') as f:\n    s = f.read()\ns = s.replace('a', 'z')\n"
+             "with open('k.py', 'w') as f:\n    f.write(s)\nPY")
+    assert wf.apply(base) == base.replace("a", "z")
+    u = one("python3 - <<'PY'\ns = open('k.py').read()\ns += '# more'\nopen('k.py', 'w').write(s)\nPY")
+    assert u.apply is None and u.whole is None
+    # reading only, and sed without -i, change nothing
+    assert changes("python3 - <<'PY'\nprint(open('k.py').read())\nPY\nsed 's/a/b/' k.py") == []
+
+
+def test_kernelbench_error_line_is_a_test_result():
+    from ktui.trace.importers.kernels import evidence
+    from ktui.trace.model import FAILED
+
+    ev = evidence("[KernelBench] Compiling kernel...\n[KernelBench] Error: RuntimeError: CUDA kernel failed: "
+                  "too many resources requested for launch\n")
+    assert ev is not None and ev.status == FAILED
+    assert ev.lines == ["[KernelBench] Error: RuntimeError: CUDA kernel failed: too many resources requested for launch"]
+    assert evidence("[INFO] Error: retrying download") is None  # a log level is not a harness's name
+    assert evidence('{\n  "reward": 0,\n  "correct": false\n}').correct is False

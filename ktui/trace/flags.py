@@ -40,8 +40,9 @@ def kernel_flags(kv: KernelVersion, reference: str | None = None) -> list[Flag]:
     """The static findings of one version (pinned to that version alone; :func:`compute_flags`
     pins them to the version and turn that introduced them)."""
     if kv.attachment:
-        return [Flag("code_unavailable", f"{kv.label}: code is an unresolved {kv.attachment[:24]}… stub",
-                     "info", kernel=kv.number)]
+        what = (f"code is an unresolved {kv.attachment[:24]}… stub" if kv.attachment.startswith("attachment://")
+                else f"code not in the trace: {kv.attachment[:120]}")
+        return [Flag("code_unavailable", f"{kv.label}: {what}", "info", kernel=kv.number)]
     return [_flag(f) for f in run_findings([kv], reference)]
 
 
@@ -73,6 +74,21 @@ def harness_flags(run: Run) -> list[Flag]:
                                     f"v{kn}: all cases failed with the same error: {next(iter(errs))[:90]}",
                                     "info", kernel=kn))
     return out
+
+
+def final_flags(run: Run) -> list[Flag]:
+    """A final kernel that no verifier output is about, while another version's is: the run's
+    result is not the final kernel's (imported formats, where outputs are pinned to versions)."""
+    final = run.final_kernel
+    if final is None or any(u.verdict for u in final.uses):
+        return []
+    judged = [(u.call_index, k, u) for k in run.kernels for u in k.uses if u.verdict and k is not final]
+    if not judged:
+        return []
+    _, k, u = max(judged, key=lambda x: x[0])
+    return [Flag("final_unevaluated", f"the final kernel {final.label} has no verifier result in the trace; the last "
+                                      f"one is about {k.label} ({u.status}: {u.summary[:90]})", "warning",
+                 kernel=final.number)]
 
 
 def metric_flags(run: Run) -> list[Flag]:
@@ -113,4 +129,5 @@ def compute_flags(run: Run) -> list[Flag]:
             flag.severity = "warning"
         flags.append(flag)
     flags.extend(harness_flags(run))
+    flags.extend(final_flags(run))
     return flags

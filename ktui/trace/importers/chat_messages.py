@@ -4,7 +4,7 @@ The shapes read (by structure):
 
 - one object per line with a ``messages`` list (an RL rollout: Wafer's KernelBench loop adds
   ``completions``, ``rewards``, ``metadata.sample_data``); the first line with messages is the
-  run, later ones are reported;
+  run, later ones are reported; its "lines" are message ordinals, as for a single object;
 - one message per line (``{role, content, ...}``);
 - a single (pretty-printed) object with ``messages``, or a JSON array of messages.
 
@@ -106,7 +106,10 @@ def load(path: str, data: bytes | None = None) -> Run:
         run.size_bytes = len(whole)
         return run
     if rollout is not None:
-        _rollout(asm, rollout, lambda i: rollout_line, lambda i: "")
+        # a whole conversation on one line: its messages are numbered like a single object's
+        # (message i is "line" i + 1), so each turn has its own span and the messages between
+        # turns lead into the right one; problems name the line and the message
+        _rollout(asm, rollout, lambda i: i + 1, lambda i: f"line {rollout_line}: $.messages[{i}]")
         if extra:
             asm.warn(rollout_line, f"{extra} more rollout line(s) in this file; ktui shows the first")
         if loose:

@@ -321,11 +321,11 @@ class Assembler:
             t.reasoning = text if not t.reasoning else t.reasoning + "\n\n" + text
 
     def assistant_text(self, t: Turn, text: str | None, line: int) -> None:
-        """Visible assistant text; fenced kernel code in it becomes a version."""
+        """Visible assistant text (the turn's text: not also a message, which would draw it
+        twice); fenced kernel code in it becomes a version."""
         self.add_text(t, text)
         if isinstance(text, str) and text:
             self.files.fenced(text, t.index, line)
-            self.run.messages.append((line, "assistant", t.actor, text))
 
     def message(self, line: int, kind: str, text: str, actor: str | None = "user") -> None:
         if isinstance(text, str):

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 
 from ktui.trace.derive import kernel_sha1
+from ktui.trace.importers.inplace import changes as inplace_changes
 from ktui.trace.model import ERROR, FAILED, OK, KernelUse, KernelVersion, Metrics, Run, ToolCall
 
 KERNEL_MARKERS = ("ModelNew", "triton.jit", "__global__", "load_inline", "tl.program_id", "cuda.jit",
@@ -63,6 +64,7 @@ class Candidate:
     line: int
     partial: bool = False
     final_answer: bool = False
+    unknown: bool = False  # changed in place by a command ktui cannot replay: content not known
 
 
 @dataclass(slots=True)
@@ -84,8 +86,11 @@ class Evidence:
 # ---- verifier outputs --------------------------------------------------------------------------
 _RESULT = re.compile(r"^[^\w\n]*(?:result|status|verdict|overall)\s*[:=]\s*\**\s*"
                      r"(PASS(?:ED)?|FAIL(?:ED)?|ERROR|CORRECT|INCORRECT)\b", re.I | re.M)
-_CORRECT = re.compile(r"\bcorrect(?:ness)?\b\s*[:=]\s*(True|False|PASS(?:ED)?|FAIL(?:ED)?|yes|no|"
+_CORRECT = re.compile(r"\bcorrect(?:ness)?\b[\"']?\s*[:=]\s*[\"']?(True|False|PASS(?:ED)?|FAIL(?:ED)?|yes|no|"
                       r"(\d+)\s*/\s*(\d+))", re.I | re.M)
+# a verifier's own error line: "[KernelBench] Error: RuntimeError: ..." (tagged with the harness name)
+_TAGGED_ERR = re.compile(r"^[^\S\n]*\[(?!(?:INFO|DEBUG|WARN|WARNING|NOTICE|TRACE|LOG)\])[A-Za-z][\w .:-]{0,40}\][^\S\n]*(?:Error|ERROR|Exception|EXCEPTION)[^\S\n]*:[^\S\n]*\S.*$",
+                         re.M)
 _CORRECT_FAILED = re.compile(r"\bcorrectness (?:check )?failed\b", re.I)
 _SPEEDUP = re.compile(r"\bspeed[- ]?up\b\s*[:=]\s*([0-9]*\.?[0-9]+)\s*x?", re.I)
 _NEW_REF = re.compile(r"\bNew:\s*([0-9.]+)\s*ms,\s*Ref:\s*([0-9.]+)\s*ms", re.I)
@@ -176,6 +181,10 @@ def evidence(text: str) -> Evidence | None:
 
     compile_err = lines_of(_COMPILE_ERR, 2) if any(h in low for h in _COMPILE_HINTS) else []
     runtime_err = lines_of(_RUNTIME_ERR, 2) if any(h in low for h in _RUNTIME_HINTS) else []
+    if "error" in low or "exception" in low:  # the harness's own "[Name] Error: ..." line
+        tagged = [x for x in lines_of(_TAGGED_ERR, 2) if x not in compile_err + runtime_err]
+        if tagged and not compile_err:
+            runtime_err = runtime_err + tagged
     infra_err = lines_of(_INFRA_ERR, 1) if any(h in low for h in _INFRA_HINTS) else []
     for s in compile_err + runtime_err + infra_err:
         add("error", s)
@@ -320,13 +329,54 @@ class FileTracker:
                 self._cand(target, text, "apply_patch applied to the last known content", call, turn, line)
         return problems
 
+    def resolve(self, path: str, cwd: str | None = None) -> str:
+        """A path as the tracker knows it: a relative path whose directory is not known matches
+        the one known file with that name (``solution.py`` and ``/app/solution.py``)."""
+        p = norm_path(path, cwd)
+        if p in self.content or p.startswith("/") or not p:
+            return p
+        tail = "/" + p
+        known = [k for k in list(self.content) + [c.candidate.path for c in self.actions
+                                                  if c.kind == "candidate" and c.candidate.path]
+                 if k.endswith(tail)]
+        return known[0] if known and all(k == known[0] for k in known) else p
+
+    def inplace(self, command: str, call: ToolCall | None, turn: int | None, line: int,
+                cwd: str | None = None) -> None:
+        """Files a command changes in place (sed -i, perl -pi, a Python script): the new
+        content when the change can be replayed on the last known content, else a version whose
+        content is not known."""
+        for ch in inplace_changes(command):
+            p = self.resolve(ch.path, cwd)
+            if ch.whole is not None:
+                self.write(p, ch.whole, call, turn, line, f"{ch.how} (wrote the file whole)")
+                continue
+            base = self.content.get(p)
+            if base is not None and ch.apply is not None:
+                try:
+                    new = ch.apply(base)
+                except (re.error, IndexError, RecursionError):
+                    new = None
+                if new is not None:
+                    if new != base:
+                        self.write(p, new, call, turn, line, f"{ch.how} applied to the last known content")
+                    continue
+            why = "the change cannot be replayed" if ch.apply is None else "the file's earlier content is not in the trace"
+            self.content.pop(p, None)
+            self.fragment.pop(p, None)
+            self.actions.append(_Action("candidate", Candidate(
+                p, "", f"modified in place by {ch.how} ({why}): its new content is not in the trace",
+                call, turn, line, partial=True, unknown=True)))
+
     def shell(self, command: str, call: ToolCall | None, turn: int | None, line: int,
               cwd: str | None = None) -> None:
-        """Heredocs that write files, and cp / mv of known files, in a shell command."""
+        """Heredocs that write files, in-place changes (sed -i, perl -pi, Python scripts), and
+        cp / mv of known files, in a shell command."""
         if not isinstance(command, str) or not command:
             return
         if "<<" in command:
             self._heredocs(command, call, turn, line, cwd)
+        self.inplace(command, call, turn, line, cwd)
         if "cp " in command or "mv " in command:
             for ln in command.splitlines():
                 m = _CP_MV.match(ln)
@@ -386,7 +436,7 @@ class FileTracker:
                     target, append = te.group(2), bool(te.group(1))
             if target is None:
                 continue
-            p = norm_path(target, cwd)
+            p = self.resolve(target, cwd)
             origin = "heredoc" if complete else "heredoc (no closing delimiter: cut short)"
             if append:
                 self.append(p, body, call, turn, line, origin + " >>")
@@ -413,12 +463,13 @@ class FileTracker:
         cands = [a.candidate for a in self.actions if a.kind == "candidate"]
         kernel_paths = {c.path for c in cands if c.path is not None and (is_kernel_code(c.code)
                                                                           or is_kernel_path(c.path))}
+        n_unknown = 0
         by_sha: dict[str, KernelVersion] = {}
         run.kernels = []
         latest_by_path: dict[str, int] = {}
         latest: int | None = None
         latest_model: int | None = None  # the last version that defines ModelNew
-        last_ev: tuple[Evidence, ToolCall, int] | None = None
+        last_ev: dict[int, tuple[Evidence, ToolCall, int]] = {}  # version -> its last verifier output
         for a in self.actions:
             if a.kind == "candidate":
                 c = a.candidate
@@ -426,7 +477,11 @@ class FileTracker:
                     continue
                 if c.path is None and not is_kernel_code(c.code):
                     continue
-                sha = kernel_sha1(c.code)
+                if c.unknown:
+                    n_unknown += 1
+                    sha = kernel_sha1(f"ktui: unknown content #{n_unknown} of {c.path} (line {c.line})")
+                else:
+                    sha = kernel_sha1(c.code)
                 kv = by_sha.get(sha)
                 if c.final_answer and kv is None:
                     stripped = c.code.strip()
@@ -434,7 +489,8 @@ class FileTracker:
                 if kv is None:
                     kv = KernelVersion(number=len(run.kernels) + 1, sha1=sha, code=c.code, first_turn=c.turn,
                                        first_line=c.line, from_final_answer=c.final_answer, path=c.path,
-                                       origin=c.origin, partial=c.partial)
+                                       origin=c.origin, partial=c.partial,
+                                       attachment=c.origin if c.unknown else None)
                     by_sha[sha] = kv
                     run.kernels.append(kv)
                     if kv.partial:
@@ -452,8 +508,9 @@ class FileTracker:
                 if c.path is not None:
                     latest_by_path[c.path] = kv.number
                 latest = kv.number
-                if "ModelNew" in kv.code:
-                    latest_model = kv.number
+                if "ModelNew" in kv.code or (c.unknown and latest_model is not None
+                                             and run.kernels[latest_model - 1].path == c.path):
+                    latest_model = kv.number  # (a change of unknown content to the ModelNew file)
             else:
                 if latest is None or a.call is None or a.ev is None:
                     continue
@@ -465,8 +522,9 @@ class FileTracker:
                 kv = run.kernels[num - 1]
                 a.call.kernel = num
                 kv.uses.append(KernelUse(a.call.turn, a.call.index, a.call.name, a.ev.status, a.ev.summary, True))
-                if a.ev.correct is not None or a.ev.status != ERROR or last_ev is None:
-                    last_ev = (a.ev, a.call, num)  # an infrastructure error does not hide a verdict
+                prev = last_ev.get(num)
+                if a.ev.correct is not None or a.ev.status != ERROR or prev is None:
+                    last_ev[num] = (a.ev, a.call, num)  # an infrastructure error does not hide a verdict
         final = latest_model
         if final is None and latest_by_path:  # no ModelNew: the file the task names, else the last whole version
             prompt = run.problem.prompt or ""
@@ -474,8 +532,14 @@ class FileTracker:
             whole = [k.number for k in run.kernels if not k.partial]
             final = max(named) if named else (whole[-1] if whole else None)
         run.final_kernel_number = final if final is not None else latest
-        if last_ev is not None:
-            ev, call, num = last_ev
+        # the run's metrics are the final kernel's: another version's result is not credited to it
+        fin = run.final_kernel_number
+        chosen = last_ev.get(fin) if fin is not None else None
+        if chosen is None and last_ev and fin is None:
+            chosen = max(last_ev.values(), key=lambda x: x[1].index)
+        # (a final kernel without a result of its own: the flag final_unevaluated says so)
+        if chosen is not None:
+            ev, call, num = chosen
             m = Metrics(source=f"{call.name} result (line {call.result.line if call.result else call.line}) "
                                f"about v{num}")
             m.correct = ev.correct if ev.correct is not None else (ev.status == OK if ev.status != ERROR else None)
