@@ -194,11 +194,11 @@ def diff(trace: str, version_a: str | None, version_b: str | None, split: bool, 
 def repro(trace, turn, version, final, all_, reference, device, trials, method, timeout, compile_timeout, fresh,
           input_seed, as_json, profile, clock_control):
     """Re-execute a kernel snapshot and compare with what the trace recorded."""
-    from ktui.repro.command import repro_command
+    from ktui.report.repro import repro_command
 
     path = check_trace_path(trace)
     if profile:
-        from ktui.repro.profile.command import profile_command
+        from ktui.report.profile import profile_command
 
         if all_:
             raise click.UsageError("--profile takes one version (--version, --turn or --final), not --all")
@@ -324,7 +324,7 @@ def search(path: str, pattern: str, regex: bool, fields: str | None, as_json: bo
 def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_csv, fresh, device, timeout,
            compile_timeout, method, trials, build_cache, cpu_slots, reference, events_out):
     """Re-execute every run's kernel of a sweep (DIR or TRACE files): which recorded claims hold."""
-    from ktui.repro.verify.command import verify_command
+    from ktui.report.verify import verify_command
 
     if final and all_versions:
         fail("choose one of --final, --all-versions")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ktui.repro.harness.sandbox import descendants
+from ktui.engine.sandbox import descendants
 
 
 def _stat(pid: int) -> list[str]:

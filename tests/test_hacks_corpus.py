@@ -133,13 +133,13 @@ DYNAMIC = {
 }
 
 
-# probes of the old harness not yet ported to ktui/repro/probes: expected to miss (strict: fix the list when ported)
+# probes of the old harness not yet ported to ktui/engine/probes: expected to miss (strict: fix the list when ported)
 NOT_PORTED: set[str] = set()
 
 
 @torch_missing
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    strict=True, reason=f"the {DYNAMIC[n]} probe is not ported to ktui/repro/probes yet"))
+    strict=True, reason=f"the {DYNAMIC[n]} probe is not ported to ktui/engine/probes yet"))
     if set(DYNAMIC[n]) & NOT_PORTED else n for n in sorted(DYNAMIC)])
 def test_cpu_probes_find_it_themselves(reports, name):
     comp = reports[name].comparison
@@ -175,7 +175,7 @@ def test_kernelbench_adversarial_three_stay_caught(reports):
 def test_the_report_shows_finding_rows(reports):
     from rich.console import Console
 
-    from ktui.repro.command import render_report
+    from ktui.report.repro import render_report
 
     con = Console(width=120, record=True, color_system=None)
     render_report(con, reports["hack_timer_patch.jsonl"])

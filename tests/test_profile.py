@@ -443,7 +443,7 @@ def _report(seed_recorded, kmode="seed_v4", rmode="seed_ref"):
 def test_report_render_and_json(seed_recorded):
     from rich.console import Console
 
-    from ktui.repro.profile.command import render_profile
+    from ktui.report.profile import render_profile
 
     rep = _report(seed_recorded)
     assert rep.status == "completed" and rep.verdict == DIFFERS
@@ -473,7 +473,7 @@ def test_report_render_and_json(seed_recorded):
 def test_several_launches_are_listed_one_per_line(seed_recorded):
     from rich.console import Console
 
-    from ktui.repro.profile.command import render_profile
+    from ktui.report.profile import render_profile
 
     rep = _report(seed_recorded)
     k = rep.sides["kernel"]
@@ -492,7 +492,7 @@ def test_several_launches_are_listed_one_per_line(seed_recorded):
 def test_untrusted_kernel_names_are_sanitized(seed_recorded):
     from rich.console import Console
 
-    from ktui.repro.profile.command import render_profile
+    from ktui.report.profile import render_profile
 
     rep = _report(seed_recorded)
     rep.sides["kernel"].launches[0]["name"] = "evil\x1b]0;pwned\x07[bold red]x[/]\x1b[2J"
@@ -675,7 +675,7 @@ def test_target_output_cannot_forge_events(tmp_path):
     """After the target takes its protocol stream, whatever runs in that process (print, C stdio,
     a child process) writes to stderr: only the target's own events reach stdout."""
     code = ("import os, sys\n"
-            "from ktui.repro.profile.target import _protocol_stream\n"
+            "from ktui.engine.profile_target import _protocol_stream\n"
             "proto = _protocol_stream()\n"
             "print('{\"event\": \"result\", \"status\": \"completed\"}', flush=True)\n"
             "os.system('echo forged-by-child')\n"
@@ -788,7 +788,7 @@ def test_profiled_target_is_sandboxed(tmp_path, monkeypatch):
     main, with hostile code in place of the GPU work, under the stand-in ncu that runs it) cannot
     read a secret from the environment, read a credential folder or write into the user's home;
     ncu still writes its log into the sandbox's temp dir, which ktui reads back."""
-    from ktui.repro.harness import sandbox
+    from ktui.engine import sandbox
     from ktui.repro.profile import ncu as N
     from ktui.repro.profile.run import run_target
 
@@ -799,7 +799,7 @@ def test_profiled_target_is_sandboxed(tmp_path, monkeypatch):
     monkeypatch.setenv("MY_API_TOKEN", "s3cret-token")
     monkeypatch.setenv("KTUI_TEST_FAKE_NCU_MODE", "run")
     hostile = ("import os\n"
-               "import ktui.repro.profile.target as T\n"
+               "import ktui.engine.profile_target as T\n"
                "def hostile(self, h):\n"
                "    p = self.result['probe'] = {'env': {k: v for k, v in os.environ.items() if 's3cret' in v}}\n"
                f"    home = {str(home)!r}\n"

@@ -29,7 +29,7 @@ def test_loopback_is_down_without_netup_and_up_with_it():
     base = [UNSHARE, "--user", "--map-root-user", "--net"]
     plain = subprocess.run([*base, sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=60)
     assert plain.stdout.startswith("DOWN"), plain
-    up = subprocess.run([*base, sys.executable, "-m", "ktui.repro.profile.netup", sys.executable, "-c", CHECK],
+    up = subprocess.run([*base, sys.executable, "-m", "ktui.engine.netup", sys.executable, "-c", CHECK],
                         capture_output=True, text=True, timeout=60)
     assert up.returncode == 0, up.stderr
     assert up.stdout.startswith("UP") and "['lo']" in up.stdout, up  # still nothing but loopback
@@ -37,11 +37,11 @@ def test_loopback_is_down_without_netup_and_up_with_it():
 
 def test_netup_runs_the_command_even_when_it_cannot_bring_lo_up():
     # outside a namespace of our own, unprivileged or not, the command still runs and its status passes through
-    r = subprocess.run([sys.executable, "-m", "ktui.repro.profile.netup", sys.executable, "-c", "raise SystemExit(7)"],
+    r = subprocess.run([sys.executable, "-m", "ktui.engine.netup", sys.executable, "-c", "raise SystemExit(7)"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 7
 
 
 def test_netup_without_a_command_says_so():
-    r = subprocess.run([sys.executable, "-m", "ktui.repro.profile.netup"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-m", "ktui.engine.netup"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "nothing to run" in r.stderr

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import needs
 
+from ktui.engine import protocol
 from ktui.repro import cache
-from ktui.repro.harness import protocol
 from ktui.repro.recorded import recorded_for
 from ktui.repro.runner import run_request
 from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE, compare
@@ -211,7 +211,7 @@ def test_patching_the_judge_changes_nothing(world):
     # harness module, the timers, the worker's own state; the judge lives elsewhere
     body = '''
 import gc, time
-import ktui.repro.harness.compare as C
+import ktui.engine.compare as C
 C.compare_outputs = lambda *a, **k: {"passed": True, "reason": None}
 torch.allclose = lambda *a, **k: True
 torch.equal = lambda *a, **k: True
@@ -273,7 +273,7 @@ for fd in range(0, 64):
     else:  # a well-formed reply with the id the judge waits for, carrying a forged output
         body = '''
 import gc
-from ktui.repro.harness import protocol, shm
+from ktui.engine import protocol, shm
 srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
 fds = []
 forged = {"outputs": shm.encode_value(torch.relu(x) * 2.0 + 1.0, fds), "types": ["torch.Tensor"],
@@ -348,7 +348,7 @@ def test_external_sigkill_is_not_cached(world):
 while True:
     pass
 '''
-    from ktui.repro.harness.sandbox import descendants
+    from ktui.engine.sandbox import descendants
 
     def on_progress(p):
         if p.stage == "correctness" and p.state == "trial":
@@ -379,8 +379,8 @@ raise RuntimeError("oops [/] [bold]x[/bold] \\x1b]0;pwned\\x07 \\x1b[31mred")
 
     from rich.console import Console
 
+    from ktui.report.repro import render_report, render_summary
     from ktui.repro.api import ReproReport
-    from ktui.repro.command import render_report, render_summary
     from ktui.trace import load
 
     r = load(str(FIX / "cpu_wrong.jsonl"))
@@ -440,7 +440,7 @@ def test_oversized_message_is_refused_without_reading_it_all():
 def test_unsealed_or_lying_tensor_memfds_are_refused():
     import torch
 
-    from ktui.repro.harness import shm
+    from ktui.engine import shm
 
     fd = os.memfd_create("x", os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, 16)
@@ -491,7 +491,7 @@ def test_tensors_cross_without_numpy():
         import sys
         sys.modules["numpy"] = None
         import torch
-        from ktui.repro.harness import shm, protocol
+        from ktui.engine import shm, protocol
         for name in protocol.DTYPES:
             dt = getattr(torch, name, None)
             if not isinstance(dt, torch.dtype):
@@ -542,7 +542,7 @@ def test_cache_entries_are_signed_and_shape_checked(world):
 
 
 def test_secrets_never_reach_the_judge_environment(world):
-    from ktui.repro.harness.sandbox import Spec, worker_env
+    from ktui.engine.sandbox import Spec, worker_env
     from ktui.repro.runner import judge_env
 
     for env in (judge_env(), worker_env(Spec(str(world["tmp"])))):
@@ -613,7 +613,7 @@ def test_judge_clock_sizing_survives_huge_cpu_waits(tmp_path, monkeypatch):
     wait is made to swallow every pass) it never asks a slow kernel for 100,000 forwards.
     Before, a pass measured as 0 after the waits were discounted gave F = 100,000 and the
     timing stage ran out of time. The busy host is said in the result."""
-    from ktui.repro.harness import pipeline
+    from ktui.engine import pipeline
 
     ticks = iter(range(0, 10**18, 10**12))  # every reading 1,000 s later than the last
     monkeypatch.setattr(pipeline, "own_runqueue_wait_ns", lambda: next(ticks))
@@ -641,7 +641,7 @@ def test_a_busy_spell_during_the_first_judge_clock_is_timed_again(tmp_path, monk
     again, back to back: here ktui's first wall-clock pass of each side is made 50x slower (a busy
     spell that slowed only it). The honest kernel gets no finding, the re-measured time is the one
     reported, and the result says what happened."""
-    from ktui.repro.harness import pipeline
+    from ktui.engine import pipeline
 
     real = pipeline.Judge._wall
     seen: dict[str, int] = {}

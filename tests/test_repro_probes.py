@@ -1,4 +1,4 @@
-"""The dynamic honesty probes ported to the sandboxed pipeline (ktui/repro/probes: threads,
+"""The dynamic honesty probes ported to the sandboxed pipeline (ktui/engine/probes: threads,
 fresh output, reduced precision, shape jitter, physical floor) with small Python kernels on the
 CPU, each tried by a kernel that should trip it and by one that must not; and their pure parts
 (the comparison's NaN handling, the size jitter, the bandwidth table, the GPU floor's logic)
@@ -155,7 +155,7 @@ def test_threads_seen_from_outside_when_the_worker_probe_lies(tmp_path):
     count of the worker's threads (/proc/PID/task, around a forward of its own) still sees them."""
     liar = '''
 import threading
-import ktui.repro.probes as P
+import ktui.engine.probes as P
 P.WORKER_PROBES["threads"] = lambda *a, **k: {"findings": [], "data": {}}
 threading.Thread.start = getattr(threading.Thread.start, "__wrapped__", threading.Thread.start)
 ''' + LEFT_RUNNING
@@ -254,7 +254,7 @@ class ModelNew(nn.Module):
 
 
 def test_size_jitter_keeps_tile_factors():
-    from ktui.repro.probes.shapes import jittered
+    from ktui.engine.probes.shapes import jittered
 
     for v in (1, 2, 3, 7, 8, 16, 48, 64, 96, 100, 128, 1000, 1024, 4096, 16384):
         j = jittered(v)
@@ -266,7 +266,7 @@ def test_size_jitter_keeps_tile_factors():
 def test_compare_outputs_is_nan_safe():
     import torch
 
-    from ktui.repro.harness.compare import compare_outputs
+    from ktui.engine.compare import compare_outputs
 
     nan, inf = float("nan"), float("inf")
     ref = torch.tensor([1.0, nan, inf, -inf, 2.0])
@@ -281,7 +281,7 @@ def test_compare_outputs_is_nan_safe():
 def test_precision_judgement_and_nan_safe_error():
     import torch
 
-    from ktui.repro.probes.precision import judge_precision, max_abs_diff
+    from ktui.engine.probes.precision import judge_precision, max_abs_diff
 
     assert judge_precision(2.7e-5, 7.7e-9, 0.09)[0]  # fp16 storage of a softmax
     assert not judge_precision(8e-6, 7e-6, 69.0)[0]  # a float32 row sum summed another way
@@ -293,7 +293,7 @@ def test_precision_judgement_and_nan_safe_error():
 
 
 def test_peak_bandwidth_table():
-    from ktui.repro.probes.floor import peak_dram_gbs
+    from ktui.engine.probes.floor import peak_dram_gbs
 
     assert peak_dram_gbs("NVIDIA H200")[0] == 4800.0
     assert peak_dram_gbs("NVIDIA GH200 480GB")[1] == "GH200"
@@ -317,7 +317,7 @@ class _Ctx:
     def __init__(self, median_us, gpu="NVIDIA H200", method="cuda_event", device="cuda:0", mib=64):
         import torch
 
-        from ktui.repro.harness.pipeline import Job
+        from ktui.engine.pipeline import Job
 
         self.job = Job(kernel_code="x", device=device)
         self.input_seed = 1234
@@ -338,7 +338,7 @@ class _Ctx:
 
 @torch_missing
 def test_physical_floor_logic():
-    from ktui.repro.probes.floor import physical_floor
+    from ktui.engine.probes.floor import physical_floor
 
     # 128 MiB moved at 4.8 TB/s takes ~28 us: 5 us is impossible, 40 us is fine
     fast = _Ctx(5.0)
@@ -399,7 +399,7 @@ class ModelNew(nn.Module):
 
 @torch_missing
 def test_physical_floor_judges_the_timers_own_claim():
-    from ktui.repro.probes.floor import physical_floor
+    from ktui.engine.probes.floor import physical_floor
 
     # ktui's clock disagreed and replaced the reported time: the event timer's claim is judged
     ctx = _Ctx(120.0)
@@ -426,7 +426,7 @@ class ModelNew(nn.Module):
 def test_sentinel_fraction():
     import torch
 
-    from ktui.repro.probes.unwritten import SENTINEL, sentinel_fraction
+    from ktui.engine.probes.unwritten import SENTINEL, sentinel_fraction
 
     t = torch.zeros(8, dtype=torch.float32)
     t.view(torch.uint8)[:16] = SENTINEL  # 4 of 8 elements are all-sentinel bytes
@@ -441,7 +441,7 @@ def test_a_forged_probe_reply_is_a_protocol_error(tmp_path):
     that does not exist: the run ends as a protocol error (about the worker it took over), never
     a harness error."""
     forged = '''
-import ktui.repro.probes as P
+import ktui.engine.probes as P
 P.WORKER_PROBES["fresh_output"] = lambda *a, **k: {"findings": [], "data": {
     "problems": [], "first": {"__tensor__": 7, "dtype": "float32", "shape": [8, 64], "nbytes": 2048, "type": "x"},
     "second": None}}
@@ -454,7 +454,7 @@ P.WORKER_PROBES["fresh_output"] = lambda *a, **k: {"findings": [], "data": {
 
 def test_thread_origin_kernel_or_library():
 
-    from ktui.repro.probes.threads import origin_of
+    from ktui.engine.probes.threads import origin_of
 
     # a frame of this test file (outside any installed library): counted as the kernel's
     where, kernel = origin_of(sys._getframe())
@@ -485,7 +485,7 @@ def test_host_vs_event_time_tells_host_overhead_from_hidden_work():
     22.9 us, ktui's wall clock 64.8 us; the reference 6.5 vs 16.4): the GPU ran no more than the
     events saw, so the gap is host time. The same gap with the GPU busy far longer than the events
     (work on a stream nobody waits for) is hidden work; without the GPU's record the gap decides."""
-    from ktui.repro.probes.basic import host_vs_event_time
+    from ktui.engine.probes.basic import host_vs_event_time
 
     honest = _event_ctx(22.9, 64.8, 6.5, 16.4, busy=3.1)
     host_vs_event_time(honest)
@@ -670,8 +670,8 @@ def test_late_forward_delays_inputs_on_the_callers_stream_only(monkeypatch):
     put it: the timed loop's situation), and its output is copied on the caller's stream."""
     import torch
 
-    import ktui.repro.harness.roles as roles
-    from ktui.repro.probes.streams import CYCLES_PER_MS, late_forward
+    import ktui.engine.roles as roles
+    from ktui.engine.probes.streams import CYCLES_PER_MS, late_forward
 
     log = []
     prims = _FakeStreamPrims(log)
@@ -705,8 +705,8 @@ def _stream_ctx(runs, ref_value, stale_value=None):
     real, through memfds), the reference's output being ``ref_value``."""
     import torch
 
-    from ktui.repro.harness import protocol, shm
-    from ktui.repro.harness.compare import compare_outputs
+    from ktui.engine import protocol, shm
+    from ktui.engine.compare import compare_outputs
 
     x = torch.randn(4, 8)
     fds, outs, timings = [], [], []
@@ -759,7 +759,7 @@ def test_stream_order_judges_what_the_callers_stream_saw():
     (otherwise the run proves nothing: not judged, never a pass)."""
     import torch
 
-    from ktui.repro.probes.streams import stream_order
+    from ktui.engine.probes.streams import stream_order
 
     ref = torch.ones(4, 8)
     stale = torch.full((4, 8), 3.0)  # the reference's answer on the values the inputs held until ready
@@ -876,7 +876,7 @@ def test_stopping_a_process_tree_stops_its_cpu_use():
     import subprocess
     import time
 
-    from ktui.repro.harness import sandbox
+    from ktui.engine import sandbox
 
     p = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
     try:

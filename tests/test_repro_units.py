@@ -215,7 +215,7 @@ def test_scrubbed_env(monkeypatch):
 
 def test_harness_imports_without_torch():
     code = ("import sys; sys.modules['torch'] = None\n"
-            "import ktui.repro.harness, ktui.repro.api, ktui.repro.command, ktui.repro.export\n"
+            "import ktui.engine, ktui.repro.api, ktui.report.repro, ktui.repro.export\n"
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
@@ -355,7 +355,7 @@ time.sleep(120)
 
 
 def test_stale_lock_helper(tmp_path):
-    from ktui.repro.harness import _clear_stale_lock
+    from ktui.engine import _clear_stale_lock
 
     lock = tmp_path / "lock"
     lock.write_text("")
@@ -379,7 +379,7 @@ def test_compile_only_record_then_runtime_failure_reproduces():
 def test_sandbox_words_name_the_mounts_left_writable_and_the_pid_namespace():
     """A mount the prologue could not make read-only is named (which one matters); a worker
     knows its PID namespace by identity, not by its PID (under ncu it is not PID 1 or 2)."""
-    from ktui.repro.harness import sandbox
+    from ktui.engine import sandbox
 
     words = sandbox.describe({"mounts": True, "pid_namespace": True,
                               "read_only_failed": ["/mnt/scratch: Operation not permitted"]}, True)

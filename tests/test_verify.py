@@ -20,11 +20,12 @@ from pathlib import Path
 import pytest
 from conftest import needs
 
+from ktui.report.verify import render
 from ktui.repro.api import ReproOptions
 from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE, SAME_FAILURE
 from ktui.repro.verify import engine as E
 from ktui.repro.verify.plan import Planner, RunRow
-from ktui.repro.verify.report import build_report, csv_cell, render, write_csv
+from ktui.repro.verify.results import build_report, csv_cell, write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP = REPO / "tests" / "fixtures" / "verify" / "sweep"
@@ -351,8 +352,8 @@ def test_streaming_and_one_timing_per_gpu(tmp_path):
 
 
 def test_slots_and_environment(monkeypatch):
+    from ktui.report.verify import parse_gpus
     from ktui.repro.runner import scrubbed_env
-    from ktui.repro.verify.command import parse_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
     assert [s.env for s in E.make_slots(None, None)] == [{"CUDA_VISIBLE_DEVICES": "2"}, {"CUDA_VISIBLE_DEVICES": "5"}]

@@ -2,20 +2,20 @@
 
 Three roles, three processes per kernel:
 
-- the **judge** (:mod:`ktui.repro.harness.pipeline`, ktui's own code only): asks the reference
+- the **judge** (:mod:`ktui.engine.pipeline`, ktui's own code only): asks the reference
   for seeded inputs and outputs, hands the same sealed input tensors to the candidate, compares
   the candidate's outputs itself (float64, on the CPU), times both sides and cross-checks the
-  times with its own clock, runs the probes (:mod:`ktui.repro.probes`) and decides. It never
+  times with its own clock, runs the probes (:mod:`ktui.engine.probes`) and decides. It never
   imports or executes trace code, and it is the only writer of the cache (signed entries).
-- the **reference worker** and the **candidate worker** (:mod:`ktui.repro.harness.roles`): fresh
-  sandboxed processes (:mod:`ktui.repro.harness.sandbox`), one per kernel, that run the
+- the **reference worker** and the **candidate worker** (:mod:`ktui.engine.roles`): fresh
+  sandboxed processes (:mod:`ktui.engine.sandbox`), one per kernel, that run the
   trace's reference source and the kernel. Tensors cross as sealed memfds
-  (:mod:`ktui.repro.harness.shm`); the protocol (:mod:`ktui.repro.harness.protocol`) carries
+  (:mod:`ktui.engine.shm`); the protocol (:mod:`ktui.engine.protocol`) carries
   data, never verdicts, and every message is validated.
 
 API (usable from any process, e.g. Ray tasks; the job is plain data)::
 
-    from ktui.repro.harness.pipeline import Job, build, judge
+    from ktui.engine.pipeline import Job, build, judge
     job = Job(kernel_code=..., reference_source=..., device="cuda:0", trials=100,
               build_root=str(ktui.repro.cache.build_root()))      # see Job.FIELDS for the rest
     b = build(job)            # BuildResult dict: {"ok", "build", "failure", "build_dir", "seconds", ...}
@@ -27,7 +27,7 @@ API (usable from any process, e.g. Ray tasks; the job is plain data)::
 
     # a wrapper in front of the candidate worker, inside the same sandbox (e.g. Nsight Compute):
     job = Job(..., prefix=["ncu", "--target-processes", "all", "-o", "/path/report"])
-    # the worker command on its own: ktui.repro.harness.sandbox.command(spec, argv, prefix)
+    # the worker command on its own: ktui.engine.sandbox.command(spec, argv, prefix)
 
     from ktui.repro import cache
     key = cache.result_key(kernel_sha1=..., reference_sha1=..., device=..., method=..., trials=...)

@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ktui.engine import sha1_text
+from ktui.engine.defaults import CORRECTNESS_TRIALS, METHOD, METHODS, STAGE_TIMEOUT_S, TRIALS
 from ktui.repro import cache
-from ktui.repro.harness import sha1_text
-from ktui.repro.harness.defaults import CORRECTNESS_TRIALS, METHOD, METHODS, STAGE_TIMEOUT_S, TRIALS
 from ktui.repro.recorded import Recorded, find_reference, recorded_for
 from ktui.repro.runner import Progress, WarmWorker, run_request
 from ktui.repro.verdict import CANCELLED, Comparison, compare

@@ -36,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ktui.repro.harness import HARNESS_VERSION, default_cache_root
+from ktui.engine import HARNESS_VERSION, default_cache_root
 
 KEY_FILE = ".hmac-key"
 ENTRY_VERSION = 2

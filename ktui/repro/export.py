@@ -1,7 +1,7 @@
 """``ktui export TRACE --version vK -o repro.py``: a standalone reproduction script.
 
 The script holds the reference source, the kernel source, what the trace recorded, and ktui's
-whole re-execution engine (the ``ktui/repro/harness`` and ``ktui/repro/probes`` packages,
+whole re-execution engine (the ``ktui/engine`` and ``ktui/engine/probes`` packages,
 embedded as module sources and installed under a private package name at start), so it runs
 anywhere torch runs, without ktui, with the same judge and the same sandboxed workers as
 ``ktui repro`` (the workers are this script again, with ``--ktui-worker``)::
@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from ktui import engine
 
 PKG = "ktui_standalone"
 
@@ -51,7 +53,7 @@ KERNEL_SOURCE = {kernel_src}
 
 REFERENCE_SOURCE = {reference_src}
 
-# ---- the engine (ktui/repro/harness and ktui/repro/probes, as module sources) ------------
+# ---- the engine (ktui/engine and ktui/engine/probes, as module sources) ------------
 
 MODULES = {modules}
 
@@ -79,7 +81,7 @@ def _install():
         sys.meta_path.insert(0, f)
     import importlib
 
-    for name in ("{pkg}.harness.roles", "{pkg}.harness.pipeline", "{pkg}.harness.report", "{pkg}.probes.basic"):
+    for name in ("{pkg}.roles", "{pkg}.pipeline", "{pkg}.report", "{pkg}.probes.basic"):
         importlib.import_module(name)
 
 
@@ -90,7 +92,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if "--ktui-worker" in argv:
         _install()
-        sys.modules["{pkg}.harness.roles"].main(argv)
+        sys.modules["{pkg}.roles"].main(argv)
         return 0
     ap = argparse.ArgumentParser(description="Reproduce " + KERNEL_LABEL + " (" + KERNEL_SHA1[:12] + ")")
     ap.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if available)")
@@ -105,9 +107,9 @@ def main(argv=None):
     _install()
     import os
 
-    errors = sys.modules["{pkg}.harness.errors"]
-    pipeline = sys.modules["{pkg}.harness.pipeline"]
-    report = sys.modules["{pkg}.harness.report"]
+    errors = sys.modules["{pkg}.errors"]
+    pipeline = sys.modules["{pkg}.pipeline"]
+    report = sys.modules["{pkg}.report"]
     here = os.path.dirname(os.path.abspath(__file__))
     job = {{
         "kernel_code": KERNEL_SOURCE, "kernel_sha1": KERNEL_SHA1, "kernel_label": KERNEL_LABEL,
@@ -139,15 +141,23 @@ if __name__ == "__main__":
 
 
 def engine_modules() -> dict[str, tuple[bool, str]]:
-    """{module name: (is a package, source)} for the embedded engine."""
-    root = Path(__file__).resolve().parent
-    mods: dict[str, tuple[bool, str]] = {PKG: (True, "")}
-    for sub in ("harness", "probes"):
-        d = root / sub
-        for f in sorted(d.glob("*.py")):
-            name = f"{PKG}.{sub}" if f.name == "__init__.py" else f"{PKG}.{sub}.{f.stem}"
-            mods[name] = (f.name == "__init__.py", f.read_text(encoding="utf-8"))
+    """{module name: (is a package, source)} for the embedded engine (``ktui/engine`` without its
+    process entry points, and ``ktui/engine/probes``)."""
+    root = Path(engine.__file__).resolve().parent
+    mods: dict[str, tuple[bool, str]] = {}
+    for f in sorted(root.glob("*.py")):
+        if f.stem in _ENTRY_POINTS:
+            continue
+        name = PKG if f.name == "__init__.py" else f"{PKG}.{f.stem}"
+        mods[name] = (f.name == "__init__.py", f.read_text(encoding="utf-8"))
+    for f in sorted((root / "probes").glob("*.py")):
+        name = f"{PKG}.probes" if f.name == "__init__.py" else f"{PKG}.probes.{f.stem}"
+        mods[name] = (f.name == "__init__.py", f.read_text(encoding="utf-8"))
     return mods
+
+
+# the engine's own process entry points (absolute imports of ktui): not embedded
+_ENTRY_POINTS = ("judge", "worker", "profile_target", "netup")
 
 
 def recorded_summary(rec: Any) -> dict[str, str]:

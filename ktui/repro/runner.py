@@ -1,8 +1,8 @@
 """Run the judge in its own process and turn whatever happens to it into words.
 
 Never imports torch (the TUI and the CLI stay torch-free). One request = one judge process
-(``python -m ktui.repro.judge``, ktui's own code), which starts a fresh sandboxed reference
-worker and a fresh sandboxed candidate worker for that kernel (:mod:`ktui.repro.harness`): no
+(``python -m ktui.engine.judge``, ktui's own code), which starts a fresh sandboxed reference
+worker and a fresh sandboxed candidate worker for that kernel (:mod:`ktui.engine`): no
 process ever runs two kernels' code. The judge dies with this process (PR_SET_PDEATHSIG) and
 its workers with it; :func:`install_signal_handlers` makes SIGTERM / SIGHUP end every judge,
 worker and temporary directory before ktui exits.
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ktui.repro.harness.defaults import COMPILE_STAGES, COMPILE_TIMEOUT_S, STAGE_TIMEOUT_S
-from ktui.repro.harness.errors import describe_position
-from ktui.repro.harness.sandbox import allowed_env, descendants, set_pdeathsig
+from ktui.engine.defaults import COMPILE_STAGES, COMPILE_TIMEOUT_S, STAGE_TIMEOUT_S
+from ktui.engine.errors import describe_position
+from ktui.engine.sandbox import allowed_env, descendants, set_pdeathsig
 
 STAGE_WEIGHTS = {"startup": 4, "build": 30, "reference": 3, "correctness": 15, "timing": 30, "memory": 4,
                  "launches": 6, "checks": 8}
@@ -143,7 +143,7 @@ class _Judge:
         with _LIVE_LOCK:
             _LIVE.add(self)
         self.proc = subprocess.Popen(
-            [python or sys.executable, "-m", "ktui.repro.judge"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [python or sys.executable, "-m", "ktui.engine.judge"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, cwd=self.tmp_root, env=judge_env(env_extra), start_new_session=True,
             preexec_fn=_judge_preexec)
         self.lines: queue.Queue[bytes | None] = queue.Queue()

@@ -30,7 +30,7 @@ def console_text(render: Callable[[Console, Any], None], report: Any, width: int
 
 
 def render_profile_text(report: Any, width: int = 110) -> Text:
-    from ktui.repro.profile.command import render_profile
+    from ktui.report.profile import render_profile
 
     return console_text(render_profile, report, width)
 

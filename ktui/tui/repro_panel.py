@@ -16,7 +16,7 @@ It pushes a :class:`ReproScreen` (a modal) for that kernel version:
 The screen dismisses with the last :class:`ktui.repro.api.ReproReport` (or None). Every run
 gets a fresh judge process and fresh sandboxed reference and candidate workers (no process
 ever runs two kernels' code); the confirmation lists exactly the protections this machine
-gives them (:func:`ktui.repro.harness.sandbox.planned`), and the result says which were in
+gives them (:func:`ktui.engine.sandbox.planned`), and the result says which were in
 force. Everything shown is rendered as plain text. Nothing here imports torch.
 """
 
@@ -35,8 +35,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
+from ktui.engine import sandbox
 from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report, history, reproduce
-from ktui.repro.harness import sandbox
 from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
 from ktui.trace.text import sanitize
@@ -72,7 +72,7 @@ def cached_verdict(run: Any, kernel: Any) -> str | None:
 
 def render_report_text(report: ReproReport, width: int = 110) -> Text:
     """The `ktui repro` rendering of a report, as Rich Text for a Static."""
-    from ktui.repro.command import render_report
+    from ktui.report.repro import render_report
 
     return console_text(render_report, report, width)
 

@@ -57,7 +57,7 @@ class Verification:
 
 def cell_for(row: Any, result: dict[str, Any] | None) -> str:
     """The reproduced cell of one run: the short verdict and the reproduced speedup."""
-    from ktui.repro.verify.report import Verified, one_line
+    from ktui.repro.verify.results import Verified, one_line
 
     if result is None or row.recorded is None:
         return "not testable" if row.note else "—"
@@ -104,7 +104,7 @@ def _verify_thread(screen: Any, state: Verification) -> None:
     from ktui.repro.api import ReproOptions
     from ktui.repro.verify import engine as E
     from ktui.repro.verify.plan import Planner
-    from ktui.repro.verify.report import build_report
+    from ktui.repro.verify.results import build_report
 
     def post(fn: Any, *args: Any) -> None:
         try:
@@ -158,7 +158,7 @@ def _set(screen: Any, texts: dict[str, str]) -> None:
 
 
 def _finished(screen: Any, state: Verification) -> None:
-    from ktui.repro.verify.report import one_line
+    from ktui.repro.verify.results import one_line
 
     if state.error:
         screen.notify(f"verify failed: {one_line(state.error, 200)}", severity="error", markup=False)
@@ -172,7 +172,7 @@ def _finished(screen: Any, state: Verification) -> None:
 
 def with_reproduced(screen: Any, recorded_table: Any) -> Any:
     """The aggregates panel: the recorded table, then recorded → reproduced once verified."""
-    from ktui.repro.verify.report import models_table
+    from ktui.report.verify import models_table
 
     state: Verification | None = getattr(screen, "_verification", None)
     if state is None or state.report is None:

@@ -18,8 +18,8 @@ S="$OUT/summary.txt"
   echo "cgroup: $(stat -fc %T /sys/fs/cgroup)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv 2>&1 | head -3
   echo
-  echo "## the protections a worker gets here (ktui.repro.harness.sandbox.planned)"
-  python -c "from ktui.repro.harness import sandbox; print('\n'.join('- ' + w for w in sandbox.planned('cuda')))"
+  echo "## the protections a worker gets here (ktui.engine.sandbox.planned)"
+  python -c "from ktui.engine import sandbox; print('\n'.join('- ' + w for w in sandbox.planned('cuda')))"
 } > "$S" 2>&1
 
 # 1. the seed's versions (v4 must stay correct + unit error; v2, v3 fail as recorded)

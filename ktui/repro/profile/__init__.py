@@ -8,8 +8,8 @@
 - :mod:`~ktui.repro.profile.roofline`: roofs, ridge point, points, what bounds a kernel;
 - :mod:`~ktui.repro.profile.chart`: the roofline as Unicode text;
 - :mod:`~ktui.repro.profile.compare`: recorded vs reproduced rows and impossible values;
-- :mod:`~ktui.repro.profile.run`: running both sides under ncu; :mod:`~ktui.repro.profile.target`:
-  the profiled worker process; :mod:`~ktui.repro.profile.command`: the CLI output.
+- :mod:`~ktui.repro.profile.run`: running both sides under ncu; :mod:`~ktui.engine.profile_target`:
+  the profiled worker process; :mod:`~ktui.report.profile`: the CLI output.
 
 Nothing here imports torch except ``target`` (through the harness, in the worker process).
 """

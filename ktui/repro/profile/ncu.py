@@ -9,7 +9,7 @@ The profile command wraps the repro worker::
     ncu --target-processes application-only --profile-from-start off
         --clock-control none --cache-control all --replay-mode kernel
         --launch-count 64 --metrics <the explicit list> --export <dir>/profile --force-overwrite
-        --log-file <dir>/ncu.log  <python -m ktui.repro.profile.target>
+        --log-file <dir>/ncu.log  <python -m ktui.engine.profile_target>
 
 - ``--profile-from-start off``: only launches between cudaProfilerStart and cudaProfilerStop
   are profiled; the worker opens that range around ONE forward, after its warm-up;

@@ -8,7 +8,7 @@
 
 Each side (kernel, then reference) is one worker process run under ncu (see
 :mod:`ktui.repro.profile.ncu`), and the whole command runs in the repro workers' sandbox
-(:mod:`ktui.repro.harness.sandbox`): sandbox(ncu ... python -m ktui.repro.profile.target), with
+(:mod:`ktui.engine.sandbox`): sandbox(ncu ... python -m ktui.engine.profile_target), with
 HOME/TMPDIR in a fresh temp dir, an allow-listed environment, namespaces where this machine
 allows them; the target's prologue makes every mount read-only but that temp dir and hides ktui's
 cache and credential folders (for ncu too: they share the mount namespace). ncu writes its report
@@ -130,8 +130,8 @@ def sandbox_spec(cwd: Path, device: str | None = None) -> Any:
     """The repro workers' sandbox for one profiled side: ``cwd`` is its only writable folder (ncu's
     report and log go there too), HOME/TMPDIR inside it, ktui's cache and the credential folders
     hidden, an allow-listed environment plus ktui's own (non-secret) ``KTUI_`` settings."""
+    from ktui.engine import sandbox
     from ktui.repro import cache
-    from ktui.repro.harness import sandbox
 
     pkg_root = str(Path(__file__).resolve().parents[3])
     pp = [pkg_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -144,7 +144,7 @@ def sandbox_spec(cwd: Path, device: str | None = None) -> Any:
 def sandbox_words(res: dict[str, Any], namespaces: bool) -> list[str]:
     """What was in force around the profiled worker, in the sandbox's own words (only what its
     prologue reported; no watchdog runs here, so none is claimed)."""
-    from ktui.repro.harness import sandbox
+    from ktui.engine import sandbox
 
     report = res.get("sandbox_report")
     if not isinstance(report, dict):
@@ -159,7 +159,7 @@ def sandbox_words(res: dict[str, Any], namespaces: bool) -> list[str]:
 def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_timeout: float, run_timeout: float,
                on_progress: Callable[[Any], None] | None = None, cancel: threading.Event | None = None,
                label: str = "", finish_timeout: float = 180.0, device: str | None = None) -> dict[str, Any]:
-    """Run the profiled worker (``argv``: ncu + ``python -m ktui.repro.profile.target``; the
+    """Run the profiled worker (``argv``: ncu + ``python -m ktui.engine.profile_target``; the
     request file's path is appended) for one request: its own process group and temporary
     directory, a deadline per stage, ``cancel`` kills the group. After the worker's result it waits
     (up to ``finish_timeout``) for the command to exit: ncu writes its report then. Always
@@ -174,14 +174,14 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
     err_path = cwd / "worker.stderr"
     req_path = cwd / "request.json"  # a file, not stdin: ncu sits between ktui and the worker
     req_path.write_text(json.dumps({**request, "work_dir": str(cwd)}), encoding="utf-8")
-    from ktui.repro.harness import sandbox
+    from ktui.engine import sandbox
 
     spec = sandbox_spec(cwd, device)
     namespaces = bool(sandbox.detect()["namespaces"])
     # the whole command (ncu in front of the worker) runs in the sandbox: sandbox(ncu ... python -m target)
     # netup brings the namespace's own loopback up first (ncu may use localhost to reach its
     # injected library; no other interface exists there), then execs ncu
-    netup = [sys.executable, "-m", "ktui.repro.profile.netup"] if namespaces else []
+    netup = [sys.executable, "-m", "ktui.engine.netup"] if namespaces else []
     cmd = sandbox.command(spec, [*netup, *argv, str(req_path)])
     with open(err_path, "wb") as err:
         proc = sandbox.popen(spec, cmd, subprocess.PIPE, err)
@@ -309,7 +309,7 @@ def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileO
             req["profile"] = {"side": side, "warmup": int(options.warmup)}
             # ktui's cache is hidden from the sandbox: the kernel builds in the worker's own temp dir
             req["build_root"] = str(work / "build")
-            argv = N.profile_command(ncu, out_dir, [sys.executable, "-m", "ktui.repro.profile.target"],
+            argv = N.profile_command(ncu, out_dir, [sys.executable, "-m", "ktui.engine.profile_target"],
                                      clock_control=options.clock_control, metrics=metrics,
                                      max_launches=options.max_launches)
             res = run_target(argv, req, cwd=work, compile_timeout=options.compile_timeout or options.timeout,

@@ -7,8 +7,8 @@
   worker and judge as ``ktui repro``;
 - :mod:`~ktui.repro.verify.engine`: the local engine (build processes + one timing slot per GPU);
 - :mod:`~ktui.repro.verify.ray_engine`: the same on Ray (``pip install 'ktui[ray]'``);
-- :mod:`~ktui.repro.verify.report`: rows, per-model recorded vs reproduced aggregates, JSON, CSV;
-- :mod:`~ktui.repro.verify.command`: the CLI.
+- :mod:`~ktui.repro.verify.results`: rows, per-model recorded vs reproduced aggregates, JSON, CSV;
+- :mod:`~ktui.report.verify`: the CLI.
 
 Nothing here imports torch or Textual.
 """

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ktui.engine import sha1_text
 from ktui.repro import cache
 from ktui.repro.api import ReproError, ReproOptions, resolve_reference
-from ktui.repro.harness import sha1_text
 from ktui.repro.recorded import Recorded, recorded_for
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex, summarize
 from ktui.trace.model import INCOMPLETE

@@ -61,7 +61,7 @@ def render_profile(console: Any, report: Any) -> None:
     """The profile as `ktui repro --profile` prints it (also the app panel's text)."""
     from rich.text import Text
 
-    from ktui.repro.command import VERDICT_STYLE, comparison_table
+    from ktui.report.repro import VERDICT_STYLE, comparison_table
 
     head = Text()
     head.append(f"{report.version} · sha1 {report.sha1[:12]} · Nsight Compute profile", style="bold")

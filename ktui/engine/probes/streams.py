@@ -35,7 +35,7 @@ SLEEP_MS = (20.0, 200.0, 1000.0)
 def _tensors(v):
     import torch
 
-    from ..harness.compare import flatten
+    from ..compare import flatten
 
     return [t for t in flatten(v) if isinstance(t, torch.Tensor)]
 
@@ -47,7 +47,7 @@ def late_forward(wctx, inputs, stale, sleep_ms):
     return, the caller stream's milliseconds for the sleep and the copy)."""
     import torch
 
-    from ..harness.roles import _clone, _plain, guarded
+    from ..roles import _clone, _plain, guarded
 
     p = wctx.prims
     pairs = [(t, s) for t, s in zip(inputs, stale, strict=False)
@@ -81,8 +81,8 @@ def late_forward(wctx, inputs, stale, sleep_ms):
 def late_inputs(wctx, args, fds, out_fds):
     import torch
 
-    from ..harness import shm
-    from ..harness.errors import StageFailure
+    from .. import shm
+    from ..errors import StageFailure
 
     dev = wctx.device
     p = wctx.prims
@@ -103,7 +103,7 @@ def late_inputs(wctx, args, fds, out_fds):
 
 @judge_probe("stream_order", order=80)  # after the others: it may leave the worker in a racy state
 def stream_order(ctx):
-    from ..harness import shm
+    from .. import shm
 
     if ctx.judge.device_kind != "cuda":
         ctx.add_check("stream_order", None, "needs CUDA")

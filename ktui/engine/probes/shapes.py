@@ -60,9 +60,9 @@ def size_constant(mod):
 def jitter_inputs(wctx, args, fds, out_fds):
     import torch
 
-    from ..harness import shm
-    from ..harness.compare import set_seed, to_device
-    from ..harness.roles import guarded
+    from .. import shm
+    from ..compare import set_seed, to_device
+    from ..roles import guarded
 
     srv = wctx.server
     mod = wctx.module
@@ -118,7 +118,7 @@ def jitter_inputs(wctx, args, fds, out_fds):
 
 @judge_probe("shape_jitter", order=90)
 def shape_jitter(ctx):
-    from ..harness.errors import StageFailure, one_line
+    from ..errors import StageFailure, one_line
 
     ctx.trial(1, 1, "shape_jitter")
     reply = ctx.reference_probe("jitter_inputs", {"seed": int(ctx.input_seed) + JITTER_SEED, "slot": "p-jit"},

@@ -15,7 +15,7 @@
 #   report.py     a plain-text summary of a result (exported scripts)
 #
 # Self-contained (stdlib + torch, torch imported lazily, relative imports only): `ktui export`
-# embeds this package (and ktui/repro/probes) in a standalone script. MIT license, part of ktui.
+# embeds this package (and ktui/engine/probes) in a standalone script. MIT license, part of ktui.
 from .build import _clear_stale_lock  # noqa: F401
 from .defaults import HARNESS_VERSION, STAGES  # noqa: F401
 from .errors import StageFailure, default_cache_root, sha1_text, stats_us  # noqa: F401

@@ -37,8 +37,8 @@ def overlaps(a, b):
 
 
 def _tensors(obj):
-    from ..harness.compare import flatten
-    from ..harness.roles import _plain
+    from ..compare import flatten
+    from ..roles import _plain
 
     return list(flatten(_plain(obj)))
 
@@ -65,7 +65,7 @@ def reference_alias(wctx, args, fds, out_fds):
     """Whether the reference's own output shares storage with its inputs (a view problem)."""
     import torch
 
-    from ..harness.roles import guarded
+    from ..roles import guarded
 
     inputs = wctx.slots[str(args["slot"])]
     with torch.no_grad():
@@ -77,8 +77,8 @@ def reference_alias(wctx, args, fds, out_fds):
 def fresh_output_worker(wctx, args, fds, out_fds):
     import torch
 
-    from ..harness import shm
-    from ..harness.roles import _clone, _plain, guarded
+    from .. import shm
+    from ..roles import _clone, _plain, guarded
 
     slot = str(args["slot"])
     inputs = wctx.slots[slot]

@@ -5,7 +5,7 @@
 # candidate, compares the candidate's outputs itself (compare.py, float64 on the CPU), times
 # both sides (timing.py inside the workers, with primitives bound before trace code loaded) and
 # cross-checks those times with its own clock: N forwards on distinct inputs ending in a
-# device-wide synchronize, all of whose outputs it verifies. Probes (ktui/repro/probes) run last.
+# device-wide synchronize, all of whose outputs it verifies. Probes (ktui/engine/probes) run last.
 #
 #   build(job)            -> BuildResult    compile only (a candidate worker, its build dir writable)
 #   judge(job, build=None) -> result dict   everything (builds too when `build` is None)
@@ -109,7 +109,7 @@ class Job:
         if not self.build_root:
             self.build_root = os.path.join(default_cache_root(), "build")
         if not self.worker_argv:
-            self.worker_argv = [sys.executable, "-m", "ktui.repro.worker"]
+            self.worker_argv = [sys.executable, "-m", "ktui.engine.worker"]
         if self.python_path is None:
             self.python_path = default_python_path()
         if not self.build_key:
@@ -596,7 +596,7 @@ class Judge:
             self.result["notes"].append("correctness failed: timing, memory and launches not measured")
             if job.checks:  # the probes that can say why (a thread still filling the output...)
                 self.stage("checks")
-                from ..probes import run_judge_probes
+                from .probes import run_judge_probes
 
                 run_judge_probes(ProbeContext(self), correctness_failed=True)
             return
@@ -634,7 +634,7 @@ class Judge:
         # probes / honesty checks -------------------------------------------------------------
         if job.checks:
             self.stage("checks")
-            from ..probes import run_judge_probes
+            from .probes import run_judge_probes
 
             run_judge_probes(ProbeContext(self))
 
@@ -964,7 +964,7 @@ def _not_idle(before, ours):
 
 
 class ProbeContext:
-    """What judge-side probes (ktui.repro.probes) can use: the two workers, the held values and
+    """What judge-side probes (ktui.engine.probes) can use: the two workers, the held values and
     the judge's comparison; they add `checks` and `findings` to the result."""
 
     def __init__(self, judge):

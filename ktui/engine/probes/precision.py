@@ -34,9 +34,9 @@ def reference_float64(wctx, args, fds, out_fds):
 
     import torch
 
-    from ..harness import shm
-    from ..harness.compare import flatten
-    from ..harness.roles import _plain, guarded
+    from .. import shm
+    from ..compare import flatten
+    from ..roles import _plain, guarded
 
     srv = wctx.server
     m64 = getattr(srv, "_model64", None)
@@ -58,7 +58,7 @@ def max_abs_diff(a, b):
     non-finite value match; any other non-finite difference is infinite."""
     import torch
 
-    from ..harness.compare import flatten
+    from ..compare import flatten
 
     worst = 0.0
     for x, y in zip(flatten(a), flatten(b), strict=False):
@@ -74,7 +74,7 @@ def max_abs_diff(a, b):
 def output_scale(obj):
     import torch
 
-    from ..harness.compare import flatten
+    from ..compare import flatten
 
     best = 0.0
     for t in flatten(obj):
@@ -97,7 +97,7 @@ def judge_precision(err_kernel, err_ref, scale):
 def reduced_precision(ctx):
     import torch
 
-    from ..harness.compare import flatten
+    from ..compare import flatten
 
     ctx.trial(1, 1, "reduced_precision")
     inputs, ref32 = ctx.reference_io(int(ctx.input_seed) + PRECISION_SEED, "p-prec")

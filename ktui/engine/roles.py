@@ -1,5 +1,5 @@
 # ---- ktui repro harness: the worker roles -----------------------------------------------------
-# `python -m ktui.repro.worker --role reference|candidate --fd N` (or an exported script with
+# `python -m ktui.engine.worker --role reference|candidate --fd N` (or an exported script with
 # --ktui-worker). One process per role and kernel, inside the sandbox; the judge drives it with
 # one request at a time over the protocol socket and never trusts what comes back.
 #
@@ -54,7 +54,7 @@ KERNEL_LOOPS = {"time": "timed", "wall": "timed by ktui's clock", "memory": "its
 
 
 class Context:
-    """What worker-side probes (ktui.repro.probes) can use."""
+    """What worker-side probes (ktui.engine.probes) can use."""
 
     def __init__(self, server):
         self.server = server
@@ -263,8 +263,8 @@ class Server:
             os.environ["TORCH_CUDA_ARCH_LIST"] = arch
         sha = sha1_text(code)
         t0 = now()
-        from ..probes.flags import precision_flags
-        from ..probes.threads import install_start_hook
+        from .probes.flags import precision_flags
+        from .probes.threads import install_start_hook
 
         self.flags_before_build = precision_flags()
         install_start_hook()  # where each thread is started from, and the threads alive before the kernel
@@ -441,7 +441,7 @@ class Server:
         return launches(self.model, self.slots[str(args["slot"])], dev, self.prims.synchronize)
 
     def op_probe(self, args, fds, out):
-        from ..probes import REFERENCE_PROBES, WORKER_PROBES
+        from .probes import REFERENCE_PROBES, WORKER_PROBES
 
         name = str(args.get("name"))
         fn = (REFERENCE_PROBES if self.role == "reference" else WORKER_PROBES).get(name)

@@ -5,7 +5,7 @@ Two kinds, both registered by decorator (modules of this package are imported by
 
 - **judge probes** run in the judge (ktui code, no trace code) after correctness and timing,
   in registration order. Signature ``fn(ctx) -> None`` where ``ctx`` is a
-  :class:`ktui.repro.harness.pipeline.ProbeContext`: ``ctx.reference`` / ``ctx.candidate`` are
+  :class:`ktui.engine.pipeline.ProbeContext`: ``ctx.reference`` / ``ctx.candidate`` are
   the two worker handles (``call(op, args, fds) -> (data, fds)``), ``ctx.reference_io(seed, slot)``
   gets reference inputs and outputs (``ctx.candidate_inputs(seed, slot)`` also puts them into the
   candidate's slot), ``ctx.candidate_forward(inputs, slot)`` runs the kernel
@@ -16,7 +16,7 @@ Two kinds, both registered by decorator (modules of this package are imported by
 - **worker probes** run inside the candidate worker (where the kernel lives), asked for by a
   judge probe with ``ctx.candidate.call("probe", {"name": ..., "args": {...}})``. Signature
   ``fn(wctx, args, fds, out_fds) -> {"findings": [...], "data": {...}}`` where ``wctx`` is a
-  :class:`ktui.repro.harness.roles.Context` (``model``, ``module``, ``slots``, ``device``,
+  :class:`ktui.engine.roles.Context` (``model``, ``module``, ``slots``, ``device``,
   ``prims``). Whatever they return is data from an untrusted process: the judge validates its
   shape (protocol.REPLY_SCHEMAS["probe"]) and must not believe a "no finding" from it.
   ``@worker_probe(name, role="reference")`` registers one for the reference worker instead
@@ -75,7 +75,7 @@ def load_all():
 
 
 def run_judge_probes(ctx, correctness_failed=False):
-    from ..harness.errors import StageFailure, one_line
+    from ..errors import StageFailure, one_line
 
     load_all()
     for name, fn in JUDGE_PROBES:

@@ -181,68 +181,6 @@ def _side(outcome: str, sp: float | None) -> str:
     return outcome + (f" {sp:.2f}x" if sp is not None else "")
 
 
-def render(console: Any, report: Report) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from ktui.repro.command import VERDICT_STYLE
-
-    # the reason column only where it fits (the claims below give the reason of every claim that fails)
-    wide = (console.width or 80) >= 150
-    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    for h in ("run", "model", "ver", "recorded", "reproduced", "verdict") + (("reason",) if wide else ()):
-        t.add_column(h, overflow="fold" if h == "reason" else "ellipsis", no_wrap=h != "reason",
-                     max_width=70 if h == "reason" else (48 if h == "run" else None),
-                     min_width={"run": 16, "model": 8, "verdict": 10}.get(h))
-    for v in report.rows:
-        cells = [Text(one_line(v.row.path)), Text(one_line(v.row.model or "")), Text(one_line(v.row.version or "—")),
-                 Text(_side(v.row.recorded_outcome, v.row.recorded_speedup)),
-                 Text(_side(v.outcome, v.speedup) + (" (cached)" if v.cached else "")),
-                 Text(v.verdict, style=VERDICT_STYLE.get(v.verdict, ""))]
-        if wide:
-            cells.append(Text(one_line(v.reason, 300)))
-        t.add_row(*cells)
-    console.print(t)
-    console.print()
-    console.print(Text("per model: recorded → reproduced", style="bold"))
-    console.print(models_table(report))
-    console.print()
-    if report.claims:
-        console.print(Text(f"claims that do not hold ({len(report.claims)}), worst first", style="bold"))
-        for v in report.claims:
-            line = Text("  ")
-            line.append(v.verdict, style=VERDICT_STYLE.get(v.verdict, "bold"))
-            line.append(f"  {one_line(v.row.path)} {one_line(v.row.version or '')}: "
-                        f"recorded {_side(v.row.recorded_outcome, v.row.recorded_speedup)}, "
-                        f"reproduced {_side(v.outcome, v.speedup)} — {one_line(v.reason, 240)}")
-            console.print(line)
-    else:
-        console.print(Text("every recorded claim holds", style="bold green"))
-    s = report.stats
-    if s:
-        console.print()
-        console.print(Text(stats_line(s), style="dim"))
-
-
-def models_table(report: Report) -> Any:
-    """Per model: recorded → reproduced pass rate, fast_p and geomean speedup (a Rich table)."""
-    from rich.table import Table
-    from rich.text import Text
-
-    m = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    m.add_column("model", min_width=10, overflow="ellipsis", no_wrap=True)
-    m.add_column("runs", justify="right", min_width=4)
-    for h in ["pass"] + [f"fast_{p:g}" for p in FAST_P] + ["geomean"]:
-        m.add_column(h, justify="right", no_wrap=True)
-    for d in report.models():
-        a, b = d["recorded"], d["reproduced"]
-        cells = [f"{_pct(a.get('pass_rate'))} → {_pct(b.get('pass_rate'))}"]
-        cells += [f"{_pct(a.get(f'fast_{p:g}'))} → {_pct(b.get(f'fast_{p:g}'))}" for p in FAST_P]
-        cells.append(f"{_x(a.get('geomean_speedup'))} → {_x(b.get('geomean_speedup'))}")
-        m.add_row(Text(one_line(d["model"])), str(d["runs"]), *cells)
-    return m
-
-
 def stats_line(s: dict[str, Any]) -> str:
     parts = [f"{s.get('runs', 0)} run(s)", f"{s.get('kernels', 0)} distinct kernel(s)"]
     if s.get("duplicates"):

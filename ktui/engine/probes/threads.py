@@ -152,7 +152,7 @@ def _label(t):
 def threads_worker(wctx, args, fds, out_fds):
     import torch
 
-    from ..harness.roles import guarded
+    from ..roles import guarded
 
     inputs = wctx.slots[str(args["slot"])]
     model = wctx.model
@@ -201,7 +201,7 @@ def _busy_background(ctx, skip):
     unshare) that use the CPU while nothing calls the kernel: a daemon the kernel's code started
     (at load, double-forked or setsid: still in the tree). Idle helper processes (a compile pool
     blocked on its pipe) use none. Counted from /proc by the judge. Returns (pids, CPU seconds)."""
-    from ..harness import sandbox
+    from .. import sandbox
 
     ours = {ctx.candidate.proc.proc.pid, ctx.candidate.main_pid()}
     others = [p for p in ctx.candidate.proc.tree() if p not in ours and p not in skip]

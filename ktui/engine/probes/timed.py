@@ -29,8 +29,8 @@ def benchmark_timed_loop(model, slots, device):
 def timed_outputs_worker(wctx, args, fds, out_fds):
     import torch
 
-    from ..harness import shm
-    from ..harness.roles import _plain, guarded
+    from .. import shm
+    from ..roles import _plain, guarded
 
     slots = [wctx.slots[str(s)] for s in args["slots"]]
     outs = guarded("checks", benchmark_timed_loop, wctx.model, slots, wctx.device, what="kernel")
@@ -56,7 +56,7 @@ def timed_outputs(ctx):
         ctx.add_check("timed_outputs", False, "the worker did not return one output per back-to-back call")
         return
     held = ctx.hold(outs, ofd)
-    from ..harness import shm
+    from .. import shm
 
     bad = []
     for i, (ref, o) in enumerate(zip(refs, held.value, strict=True)):

@@ -29,8 +29,8 @@ def checksums(tensors):
 def canary_worker(wctx, args, fds, out_fds):
     import torch
 
-    from ..harness.compare import flatten
-    from ..harness.roles import guarded
+    from ..compare import flatten
+    from ..roles import guarded
 
     inputs = wctx.slots[str(args["slot"])]
     with torch.no_grad():

@@ -152,7 +152,7 @@ def ghost_worker(wctx, args, fds, out_fds):
     (``args['mode']``, a key of :data:`STUBS`) by stubs doing no work, on prepared memory."""
     import torch
 
-    from ..harness import shm
+    from .. import shm
 
     mods = list(wctx.ext_modules or [])
     names = sorted({str(getattr(m, "__name__", "?")).rsplit("_k", 1)[0] for m in mods})
@@ -183,7 +183,7 @@ def ghost_worker(wctx, args, fds, out_fds):
                 torch.cuda.synchronize(wctx.device)
         except Exception as exc:  # noqa: BLE001 - any failure means the extension is on the hot path
             return {"findings": [], "data": {"state": "raised", "names": names, "error": type(exc).__name__}}
-    from ..harness.roles import _plain
+    from ..roles import _plain
 
     with torch._C.DisableTorchFunctionSubclass():
         enc = shm.encode_value(_plain(outv), out_fds)

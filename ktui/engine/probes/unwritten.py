@@ -58,7 +58,7 @@ def output_nbytes(ref):
     """The byte sizes of the reference's output tensors (each once): the blocks to prepare."""
     import torch
 
-    from ..harness.compare import flatten
+    from ..compare import flatten
 
     leaves = [t for t in flatten(ref.decoded()) if isinstance(t, torch.Tensor) and t.numel()]
     return sorted({t.numel() * t.element_size() for t in leaves})
@@ -95,8 +95,8 @@ def poisoned_runs(wctx, inputs, sizes, cuda, out_fds, attempts=ATTEMPTS):
     the sentinel; their outputs, encoded. (Also the ghost run's inert pass.)"""
     import torch
 
-    from ..harness import shm
-    from ..harness.roles import _plain, guarded
+    from .. import shm
+    from ..roles import _plain, guarded
 
     outs = []
     for _ in range(int(attempts)):
@@ -128,8 +128,8 @@ def sentinel_fraction(t):
 
 @judge_probe("unwritten_output", on_failure=True)
 def unwritten_output(ctx):
-    from ..harness import shm
-    from ..harness.compare import flatten
+    from .. import shm
+    from ..compare import flatten
 
     ctx.trial(1, 1, "unwritten_output")
     inputs, ref = ctx.candidate_inputs(int(ctx.input_seed) + UNWRITTEN_SEED, "p-unwritten")

@@ -1,6 +1,6 @@
-"""The judge process: ``python -m ktui.repro.judge`` (started by :mod:`ktui.repro.runner`).
+"""The judge process: ``python -m ktui.engine.judge`` (started by :mod:`ktui.repro.runner`).
 
-Reads one job (JSON) on stdin, runs :func:`ktui.repro.harness.pipeline.judge` and writes JSON
+Reads one job (JSON) on stdin, runs :func:`ktui.engine.pipeline.judge` and writes JSON
 lines on stdout: progress events (``{"event": "stage" | "trial", ...}``) and one
 ``{"event": "result", ...}``. It is ktui's own code only and never loads trace code: the
 reference and the candidate run in sandboxed workers it starts. It dies with its parent
@@ -19,8 +19,8 @@ MAX_JOB_BYTES = 64 << 20
 
 
 def main() -> None:
-    from ktui.repro.harness import sandbox
-    from ktui.repro.harness.pipeline import judge
+    from . import sandbox
+    from .pipeline import judge
 
     sandbox.set_pdeathsig(signal.SIGKILL)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)

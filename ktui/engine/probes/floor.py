@@ -40,7 +40,7 @@ def peak_dram_gbs(gpu_name):
 def tensor_bytes(obj):
     import torch
 
-    from ..harness.compare import flatten
+    from ..compare import flatten
 
     return sum(t.numel() * t.element_size() for t in flatten(obj) if isinstance(t, torch.Tensor))
 

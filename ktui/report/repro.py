@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ktui.repro.harness.defaults import METHOD, STAGE_TIMEOUT_S, TRIALS
+from ktui.engine.defaults import METHOD, STAGE_TIMEOUT_S, TRIALS
 from ktui.repro.verdict import (
     CANCELLED,
     CORRECTNESS_DISAGREES,

@@ -1,4 +1,4 @@
-"""The process Nsight Compute profiles: ``ncu ... python -m ktui.repro.profile.target``.
+"""The process Nsight Compute profiles: ``ncu ... python -m ktui.engine.profile_target``.
 
 Reads one JSON request from the file named by its argument and prints JSON events on the real stdout (file descriptor 1
 is pointed at stderr before any trace code runs, so what the kernel prints cannot forge an
@@ -32,7 +32,7 @@ import types
 
 def harness() -> types.SimpleNamespace:
     """The harness helpers this process uses, from the single-file harness or the package."""
-    from ktui.repro import harness as H
+    from ktui import engine as H
 
     names = ("install_shims", "load_source", "resolve_device", "environment", "arch_list_for", "build_key",
              "BuildPatch", "_dir_has_binary", "default_cache_root", "set_seed", "to_device", "compare_outputs",
@@ -40,7 +40,7 @@ def harness() -> types.SimpleNamespace:
     mods = [H]
     for sub in ("build", "compare", "errors"):
         try:
-            mods.append(__import__(f"ktui.repro.harness.{sub}", fromlist=["_"]))
+            mods.append(__import__(f"ktui.engine.{sub}", fromlist=["_"]))
         except ImportError:
             continue
     out = {}
@@ -221,7 +221,7 @@ def _protocol_stream():
 
 
 def main() -> None:
-    from ktui.repro.harness import sandbox
+    from ktui.engine import sandbox
 
     # before torch or any trace code: read-only mounts but the temp dir, hidden cache and
     # credentials, capabilities dropped (in force for ncu too: it shares the mount namespace)
@@ -240,7 +240,7 @@ def main() -> None:
     code = 0
     try:
         if len(sys.argv) < 2:
-            raise ValueError("usage: python -m ktui.repro.profile.target REQUEST.json")
+            raise ValueError("usage: python -m ktui.engine.profile_target REQUEST.json")
         with open(sys.argv[1], encoding="utf-8") as fh:
             req = json.loads(fh.read(64 << 20))
         if not isinstance(req, dict):

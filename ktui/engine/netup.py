@@ -34,7 +34,7 @@ def loopback_up(name: bytes = b"lo") -> str | None:
 
 def main(argv: list[str]) -> None:
     if not argv:
-        sys.stderr.write("ktui.repro.profile.netup: nothing to run\n")
+        sys.stderr.write("ktui.engine.netup: nothing to run\n")
         raise SystemExit(2)
     why = loopback_up()
     if why is not None:
