@@ -423,7 +423,7 @@ def test_input_seed_is_new_each_run_and_replayable(tmp_path):
 def test_timer_cross_check_never_agrees_with_a_clock_that_read_nothing():
     """`own timing 4.00 μs agrees with ktui's clock (0.00 μs ...)` was printed when every microsecond
     of the clock's window was a wait for a CPU: that is not checked, and not an agreement."""
-    from ktui.repro.harness.pipeline import agreeing_cross_check
+    from ktui.engine.pipeline import agreeing_cross_check
 
     c = agreeing_cross_check(4.0, 0.0, 1000, 0.5)
     assert c["ok"] is None and "not cross-checked" in c["detail"] and "agrees" not in c["detail"]
