@@ -51,7 +51,7 @@ from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.reader import LineParser, file_problem, line_separator, open_regular
 
-SCHEMA = 12  # bump when RunSummary, the skim or the static findings change: invalidates cached entries
+SCHEMA = 13  # bump when RunSummary, the skim or the static findings change: invalidates cached entries
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
@@ -62,6 +62,8 @@ FULL_TOOLS = frozenset({"fetch_problem", "fetch_translation_problem", "submit_ke
 # tool results read in full (their status says whether a kernel compiled / was first correct)
 FULL_RESULTS = frozenset({"compile_kernel", "run_correctness"})
 _MAX_PROBLEMS = 20
+# KernelBench run folders: one kernel file per sample (ktui.trace.results.kernelbench), a run each
+_SAMPLE_FILE = re.compile(r"^level_\d+_problem_\d+_sample_\d+_kernel\.py$")
 
 # {"tick":N,"ts_ms":N,"actor":..,["message_id":..,]"payload":{"kind":"..."  (any whitespace)
 _ENVELOPE = re.compile(
@@ -117,6 +119,10 @@ class RunSummary:
     tokens_to_correct: int | None = None  # tokens of the turns up to and including that turn
     wall_ms_to_correct: int | None = None  # first ts_ms to the result of that first correct check
     final_sha1: str | None = None  # sha1 of the final kernel's code, when the trace holds it
+    result: str = ""  # the harness's result file the outcome comes from ("reward.json (harbor)")
+    result_error: str = ""  # its error text, first line
+    speedups: dict[str, float] = field(default_factory=dict)  # baseline ("eager", "torch.compile", ...) -> x
+    speedup_base: str = ""  # the baseline of ``speedup`` when a result file gave it
     fingerprint: str = ""
     record_sig: str = ""
 
@@ -134,7 +140,7 @@ class RunSummary:
     def to_dict(self) -> dict[str, Any]:
         d = {name: getattr(self, name) for name in _FIELDS}
         d["scores"], d["flags"], d["problems"] = dict(self.scores), list(self.flags), list(self.problems)
-        d["hacks"] = list(self.hacks)
+        d["hacks"], d["speedups"] = list(self.hacks), dict(self.speedups)
         return d
 
     @classmethod
@@ -175,7 +181,7 @@ def _scores(v: Any) -> bool:
 
 
 def _type_check(name: str, annotation: str):
-    if name == "scores":
+    if name in ("scores", "speedups"):
         return _scores
     if name in ("flags", "problems", "hacks"):
         return _str_list
@@ -240,7 +246,9 @@ class _Skim:
         self.parser.feed_line(buf[s:e], terminated)
 
     def summary(self, tf: TraceFile) -> RunSummary:
-        return summary_of_run(self.b.finish(final=True), tf)
+        from ktui.trace.results import attach
+
+        return summary_of_run(attach(self.b.finish(final=True)), tf)
 
 
 def summary_of_run(run: Run, tf: TraceFile) -> RunSummary:
@@ -270,7 +278,23 @@ def summary_of_run(run: Run, tf: TraceFile) -> RunSummary:
         s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")
     s.incomplete = run.incomplete
     _progress(run, s)
+    _result(run, s)
     return s
+
+
+def _result(run: Run, s: RunSummary) -> None:
+    """The harness's own result file (ktui.trace.results): where the outcome came from, the
+    speedups by baseline, the task."""
+    r = run.results[0] if run.results else None
+    if r is None:
+        return
+    s.result = f"{r.source} ({r.harness})"
+    s.speedups = {k: float(v) for k, v in r.speedups.items()}
+    s.speedup_base = (r.primary or next(iter(r.speedups), "")) if r.speedups else ""
+    if r.compiled is not None or r.correct:
+        s.compiled = s.compiled or bool(r.compiled) or bool(r.correct)
+    if r.error:
+        s.result_error = r.error.strip().split("\n", 1)[0][:200]
 
 
 _COMPILE_TOOLS = frozenset({"compile_kernel"})
@@ -418,17 +442,24 @@ def _imported(tf: TraceFile) -> RunSummary | None:
     """A trace of another format (ktui.trace.importers), loaded whole and summarised; None for an
     ensemble trace (skimmed as above). A ``.json`` file that is not a trace gets format "none"."""
     from ktui.trace import importers
+    from ktui.trace.results import attach, is_sidecar, kernelbench
 
     path = tf.real or tf.path
     try:
-        det = importers.choose(path)
-        if det.name == "ensemble":
-            return None
-        if det.name == "unknown" and not path.endswith(".jsonl"):
-            s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns, format="none")
-            s.problems = [f"not a trace (looks like {det.hint})"]
-            return s
-        run = importers.load_as(path, det, keep_events=False)
+        if kernelbench.is_sample(path) and not importers.forced():
+            run = attach(kernelbench.load_sample(path))
+            det = importers.Detection(kernelbench.FORMAT)
+        else:
+            det = importers.choose(path)
+            if det.name == "ensemble":
+                return None
+            if det.name == "unknown" and not path.endswith(".jsonl"):
+                sidecar = is_sidecar(path)
+                s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns,
+                               format="result" if sidecar else "none")
+                s.problems = ["a harness's result file" if sidecar else f"not a trace (looks like {det.hint})"]
+                return s
+            run = importers.load_as(path, det, keep_events=False)
     except Exception as exc:  # noqa: BLE001 - the index never raises on data
         s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
         s.problems = [f"could not summarise ({type(exc).__name__}: {exc})"]
@@ -692,7 +723,7 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
                     if records is not None:
                         records.read(e.path, issues, _display(e.path, root))
                     continue
-                if not name.endswith(TRACE_EXTS):
+                if not name.endswith(TRACE_EXTS) and not _SAMPLE_FILE.match(name):
                     continue
                 fst = e.stat()
                 # the real path of a link is resolved only if it is not a duplicate (see above)
@@ -877,6 +908,7 @@ class SweepIndex:
         self.done = 0
         self.duplicates = 0
         self.not_traces = 0  # .json files skipped: not traces
+        self.result_files = 0  # .json files that are a harness's result files (read with their runs)
         self.helpers_used = 0
 
     def discover(self) -> list[TraceFile]:
@@ -1004,6 +1036,9 @@ class SweepIndex:
                     if s.format == "none":  # a .json file that is not a trace: not a run
                         self.not_traces += 1
                         continue
+                    if s.format == "result":  # a harness's result file: read with its run's trace
+                        self.result_files += 1
+                        continue
                     if s.fingerprint and s.fingerprint in seen_fp:
                         self.duplicates += 1
                         self.issues.append(ScanIssue(tf.path, f"same content as {seen_fp[s.fingerprint]}; "
@@ -1037,7 +1072,10 @@ class SweepIndex:
         self._report_records()
         if self.not_traces:
             self.issues.append(ScanIssue(self.root, f"{self.not_traces} .json file(s) are not traces; skipped", "info"))
-        if not self.files or self.not_traces == len(self.files):
+        if self.result_files:
+            self.issues.append(ScanIssue(self.root, f"{self.result_files} result file(s) of the harness read with "
+                                         "their runs", "info"))
+        if not self.files or self.not_traces + self.result_files == len(self.files):
             self.issues.append(ScanIssue(self.root, "no trace files (*.jsonl, *.json) found", "warning"))
 
     def _report_records(self) -> None:

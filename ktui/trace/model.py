@@ -166,6 +166,7 @@ class Problem:
     precision: str | None = None
     dataset_variant: str | None = None
     source_kernel: str | None = None  # translation problems
+    task: str | None = None  # the harness's task name (Harbor task folder), when the problem is named from it
 
     @property
     def title(self) -> str:
@@ -412,6 +413,7 @@ class Run:
     size_bytes: int = 0
     tokens_by_actor: dict[str, dict[str, float]] = field(default_factory=dict)
     final_kernel_number: int | None = None  # set by importers: the version of the run's kernel file
+    results: list[Any] = field(default_factory=list)  # ktui.trace.results.Result: the harness's own result files
 
     # ---- derived figures -------------------------------------------------
     @property

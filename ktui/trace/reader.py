@@ -324,6 +324,10 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
     if why is not None:
         b.problem(0, why)
         return b.finish(final=True)
+    from ktui.trace.results import attach, kernelbench
+
+    if format is None and kernelbench.is_sample(str(path)):
+        return attach(kernelbench.load_sample(str(path)))
     other = load_other(path, format)
     if other is not None:
         return other
@@ -337,7 +341,7 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
             b.problem(0, str(exc))
         except OSError as exc:
             b.problem(0, f"cannot read file: {exc.strerror or exc}")
-        return b.finish(final=True)
+        return attach(b.finish(final=True))
 
 
 def sniff(path: str | os.PathLike[str]) -> Run:

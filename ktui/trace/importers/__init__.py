@@ -232,6 +232,13 @@ def load(path: str | os.PathLike[str], fmt: str | None = None, *, data: bytes | 
 
 
 def load_as(path: str, det: Detection, *, data: bytes | None = None, keep_events: bool = True) -> Run:
+    """Read with the detected importer, then attach the harness's result files (ktui.trace.results)."""
+    from ktui.trace.results import attach
+
+    return attach(_load_as(path, det, data=data, keep_events=keep_events))
+
+
+def _load_as(path: str, det: Detection, *, data: bytes | None = None, keep_events: bool = True) -> Run:
     if det.name == "unknown":
         return not_a_trace(path, det.hint)
     mod = BY_NAME.get(det.name)
