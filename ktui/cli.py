@@ -174,7 +174,10 @@ def diff(trace: str, version_a: str | None, version_b: str | None, split: bool, 
 @click.option("--final", is_flag=True, help="The final submitted kernel (default).")
 @click.option("--all", "all_", is_flag=True, help="Every kernel version.")
 @click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Reference source file when the trace lacks one.")
+              help="Reference source file (replaces the trace's own).")
+@click.option("--tasks", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Task folders (Harbor tasks, a KernelBench checkout): the reference of the run's task when "
+                   "neither the trace nor its prompt holds one.")
 @click.option("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if available).")
 @click.option("--trials", type=int, default=100, show_default=True, help="Timed trials.")
 @click.option("--method", type=click.Choice(["cuda_event", "do_bench", "cuda_graph", "host"]),
@@ -191,8 +194,8 @@ def diff(trace: str, version_a: str | None, version_b: str | None, split: bool, 
               help="Re-measure the page's hardware counters (SOL, roofline, warp stalls) with Nsight Compute.")
 @click.option("--clock-control", type=click.Choice(["none", "base"]), default="none", show_default=True,
               help="With --profile: ncu's GPU clock control.")
-def repro(trace, turn, version, final, all_, reference, device, trials, method, timeout, compile_timeout, fresh,
-          input_seed, as_json, profile, clock_control):
+def repro(trace, turn, version, final, all_, reference, tasks, device, trials, method, timeout, compile_timeout,
+          fresh, input_seed, as_json, profile, clock_control):
     """Re-execute a kernel snapshot and compare with what the trace recorded."""
     from ktui.report.repro import repro_command
 
@@ -208,7 +211,7 @@ def repro(trace, turn, version, final, all_, reference, device, trials, method, 
     sys.exit(repro_command(path, turn=turn, version=version, final=final, all_=all_,
                            reference=reference, device=device, trials=trials, method=method,
                            timeout=timeout, compile_timeout=compile_timeout, fresh=fresh, as_json=as_json,
-                           input_seed=input_seed))
+                           input_seed=input_seed, tasks=tasks))
 
 
 @main.command()
@@ -319,10 +322,12 @@ def search(path: str, pattern: str, regex: bool, fields: str | None, as_json: bo
 @click.option("--cpu-slots", type=int, default=1, show_default=True, help="CPU timing workers (--device cpu).")
 @click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Reference source for runs whose trace has none.")
+@click.option("--tasks", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Task folders (Harbor tasks, a KernelBench checkout): each run's reference by its task.")
 @click.option("--events", "events_out", type=click.Path(dir_okay=False), default=None,
               help="Write the engine's timeline (builds, timings, per slot) as JSON here (benchmarks).")
 def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_csv, fresh, device, timeout,
-           compile_timeout, method, trials, build_cache, cpu_slots, reference, events_out):
+           compile_timeout, method, trials, build_cache, cpu_slots, reference, tasks, events_out):
     """Re-execute every run's kernel of a sweep (DIR or TRACE files): which recorded claims hold."""
     from ktui.report.verify import verify_command
 
@@ -334,7 +339,7 @@ def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_
                             address=address, fmt="json" if as_json else ("csv" if as_csv else "table"),
                             fresh=fresh, device=device, timeout=timeout, compile_timeout=compile_timeout,
                             method=method, trials=trials, build_cache=build_cache, cpu_slots=cpu_slots,
-                            reference=reference, events_out=events_out))
+                            reference=reference, events_out=events_out, tasks=tasks))
 
 
 @main.command()

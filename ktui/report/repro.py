@@ -248,7 +248,8 @@ class _ProgressDisplay:
 def repro_command(path: Path | str, *, turn: int | None = None, version: str | None = None, final: bool = False,
                   all_: bool = False, reference: str | None = None, device: str | None = None, trials: int = TRIALS,
                   method: str = METHOD, timeout: float = STAGE_TIMEOUT_S, fresh: bool = False,
-                  as_json: bool = False, compile_timeout: float | None = None, input_seed: int | None = None) -> int:
+                  as_json: bool = False, compile_timeout: float | None = None, input_seed: int | None = None,
+                  tasks: str | None = None) -> int:
     from ktui.repro.api import ReproError, ReproOptions, reproduce, select_kernels
     from ktui.repro.runner import install_signal_handlers
     from ktui.trace import load
@@ -258,7 +259,8 @@ def repro_command(path: Path | str, *, turn: int | None = None, version: str | N
     try:
         kernels = select_kernels(run, turn=turn, version=version, final=final, all_=all_)
         options = ReproOptions(device=device, trials=trials, method=method, timeout=timeout, fresh=fresh,
-                               reference_path=reference, compile_timeout=compile_timeout, input_seed=input_seed)
+                               reference_path=reference, compile_timeout=compile_timeout, input_seed=input_seed,
+                               tasks_dir=tasks)
     except ReproError as exc:
         _err(str(exc))
         return 2

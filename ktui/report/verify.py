@@ -161,7 +161,7 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
                    device: str | None = None, timeout: float = 600.0, compile_timeout: float | None = None,
                    method: str = "cuda_event", trials: int = 100, build_cache: str | None = None,
                    cpu_slots: int = 1, reference: str | None = None, out: IO[str] | None = None,
-                   progress: bool | None = None, events_out: str | None = None) -> int:
+                   progress: bool | None = None, events_out: str | None = None, tasks: str | None = None) -> int:
     from ktui.repro.api import ReproError, ReproOptions
     from ktui.repro.verify.plan import Planner
     from ktui.repro.verify.results import build_report, to_json, write_csv
@@ -175,7 +175,7 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
         return 2
     try:
         options = ReproOptions(device=device, trials=trials, method=method, timeout=timeout, fresh=fresh,
-                               reference_path=reference, compile_timeout=compile_timeout)
+                               reference_path=reference, compile_timeout=compile_timeout, tasks_dir=tasks)
         gpu_ids = parse_gpus(gpus)
     except (ReproError, ValueError) as exc:
         _err(str(exc))

@@ -45,6 +45,7 @@ class ReproOptions:
     correctness_trials: int = CORRECTNESS_TRIALS
     fresh: bool = False  # ignore (but refresh) the result cache
     reference_path: str | None = None  # a reference file when the trace has none
+    tasks_dir: str | None = None  # task folders (Harbor tasks, a KernelBench checkout): the run's reference by task name
     input_seed: int | None = None  # replay a run's inputs (its result.seeds.inputs); None: a secret new one
 
     def __post_init__(self) -> None:
@@ -135,8 +136,17 @@ def select_kernels(run: Any, *, turn: int | None = None, version: str | None = N
     return [kv]
 
 
-def resolve_reference(run: Any, reference_path: str | None) -> tuple[str | None, str]:
+def resolve_reference(run: Any, reference_path: str | None, tasks_dir: str | None = None) -> tuple[str | None, str]:
+    """The reference to judge against and where it came from: the trace's own (its field, or a
+    fenced block of its task prompt: ktui.trace.results.reference), else the task folder under
+    ``tasks_dir`` that matches the run's task; ``--reference FILE`` when given replaces either."""
     src, origin = find_reference(run)
+    if not src and tasks_dir and not reference_path:
+        from ktui.trace.results.reference import from_tasks
+
+        found = from_tasks(run, tasks_dir)
+        if found is not None:
+            src, origin = found
     if reference_path:
         try:
             text = Path(reference_path).read_text(encoding="utf-8")
@@ -189,7 +199,7 @@ def cached_report(run: Any, kv: Any, options: ReproOptions | None = None) -> Rep
     """The cached reproduction for these settings, or None (never runs anything)."""
     options = options or ReproOptions()
     try:
-        ref, _origin = resolve_reference(run, options.reference_path)
+        ref, _origin = resolve_reference(run, options.reference_path, options.tasks_dir)
     except ReproError:
         return None
     entry = cache.load(kv.sha1, _key(kv, options, ref))
@@ -215,10 +225,11 @@ def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,
     why = repro_precheck(kv, options.device)  # e.g. a HIP kernel on an NVIDIA GPU: say so, build nothing
     if why:
         raise ReproError(why)
-    ref, origin = resolve_reference(run, options.reference_path)
+    ref, origin = resolve_reference(run, options.reference_path, options.tasks_dir)
     if not ref:
-        raise ReproError("the trace has no reference source (no fetch_problem ref_arch_src); "
-                         "pass --reference FILE with the problem's PyTorch reference")
+        raise ReproError("the trace has no reference source (no fetch_problem ref_arch_src, no fenced block defining "
+                         "Model and get_inputs in its task prompt); pass --tasks DIR (the task folders) or "
+                         "--reference FILE with the problem's PyTorch reference")
     key = _key(kv, options, ref)
     if not options.fresh:
         entry = cache.load(kv.sha1, key)

@@ -63,7 +63,7 @@ FULL_TOOLS = frozenset({"fetch_problem", "fetch_translation_problem", "submit_ke
 FULL_RESULTS = frozenset({"compile_kernel", "run_correctness"})
 _MAX_PROBLEMS = 20
 # KernelBench run folders: one kernel file per sample (ktui.trace.results.kernelbench), a run each
-_SAMPLE_FILE = re.compile(r"^level_\d+_problem_\d+_sample_\d+_kernel\.py$")
+_SAMPLE_FILE = re.compile(r"^(?:level_\d+_)?problem_\d+(?:_sample_\d+)?_kernel\.py$")
 
 # {"tick":N,"ts_ms":N,"actor":..,["message_id":..,]"payload":{"kind":"..."  (any whitespace)
 _ENVELOPE = re.compile(
@@ -469,6 +469,8 @@ def _imported(tf: TraceFile) -> RunSummary | None:
     if det.name == "unknown":
         s.flags = s.flags + ["unreadable"] if "unreadable" not in s.flags else s.flags
     h = hashlib.sha1()
+    if s.format == kernelbench.FORMAT:  # one kernel file per sample: equal kernels of two runs are two runs
+        h.update(os.path.realpath(path).encode("utf-8", "replace"))
     try:
         with open(path, "rb") as f:
             h.update(f.read(4096))

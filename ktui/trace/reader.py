@@ -352,6 +352,10 @@ def sniff(path: str | os.PathLike[str]) -> Run:
         b = Builder(str(path))
         b.problem(0, why)
         return b.finish(final=True)
+    from ktui.trace.results import kernelbench
+
+    if kernelbench.is_sample(str(path)):  # a KernelBench sample file: small, read whole
+        return load(path, keep_events=False)
     try:
         with open_regular(path) as f:
             head = f.read(SNIFF + 1)

@@ -180,7 +180,7 @@ class Planner:
                 continue
             chosen = kernels if self.all_versions else [final]
             try:
-                ref, origin = resolve_reference(run, self.options.reference_path)
+                ref, origin = resolve_reference(run, self.options.reference_path, self.options.tasks_dir)
             except ReproError as exc:
                 ref, origin = None, str(exc)
             for kv in chosen:
@@ -192,7 +192,7 @@ class Planner:
                     row.recorded_outcome = INCOMPLETE if c is None else ("passed" if c.passed else "failed")
                 self.rows.append(row)
                 if not ref:
-                    row.note = "the trace has no reference source (pass --reference FILE)"
+                    row.note = "the trace has no reference source (pass --tasks DIR or --reference FILE)"
                     continue
                 if not (kv.code or "").strip():
                     row.note = "the snapshot has no kernel code"

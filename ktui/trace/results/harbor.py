@@ -105,9 +105,7 @@ def find(run: Any) -> Result | None:
     base = os.path.dirname(os.path.abspath(trace))
 
     def shown(p: str) -> str:
-        rel = os.path.relpath(p, base)
-        return rel if not rel.startswith("..") else os.path.join("..", os.path.basename(os.path.dirname(p)),
-                                                                  os.path.basename(p))
+        return os.path.relpath(p, base)
 
     r = Result(NAME, "", rule="reward > 0")
     sources = []

@@ -25,8 +25,10 @@ from ktui.trace.results import REFERENCE, Result, num, outcome_of, read_json, re
 
 NAME = "kernelbench"
 FORMAT = "kernelbench-run"
-SAMPLE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+# level_<L>_problem_<P>_sample_<S>_kernel.py (KernelBench), problem_<P>_kernel.py (forks' scripts)
+SAMPLE = re.compile(r"^(?:level_(\d+)_)?problem_(\d+)(?:_sample_(\d+))?_kernel\.py$")
 RESULTS = "eval_results.json"
+_LEVEL_DIR = re.compile(r"level_?(\d+)", re.I)
 _MAX_KERNEL = 4 << 20
 _UP = 5  # levels above the run folder searched for a KernelBench checkout
 _ERR_KEYS = ("compilation_error", "runtime_error", "correctness_issue", "error", "other_error",
@@ -41,7 +43,17 @@ def _is_entry(v: Any) -> bool:
     return isinstance(v, dict) and ("correctness" in v or "compiled" in v)
 
 
+def _is_detailed(obj: Any) -> bool:
+    """A fork's ``detailed_results.json``: ``{run_info, results: [{problem_id, eval_result}]}``."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("results"), list) or not obj["results"]:
+        return False
+    return all(isinstance(x, dict) and "problem_id" in x and ("eval_result" in x or "success" in x)
+               for x in obj["results"][:20])
+
+
 def is_results_object(obj: Any) -> bool:
+    if _is_detailed(obj):
+        return True
     if not isinstance(obj, dict) or not obj:
         return False
     vals = list(obj.values())[:20]
@@ -52,7 +64,43 @@ def is_result_file(path: str) -> bool:
     return path.endswith(".json") and is_results_object(read_json(path))
 
 
+_CACHE: dict[str, tuple[tuple[int, int], tuple[str, Any] | None]] = {}
+
+
+def folder_results(run_dir: str) -> tuple[str, Any] | None:
+    """(file name, parsed object) of the run folder's results file, found by content; cached by
+    the folder's mtime (a hundred samples share one file)."""
+    try:
+        st = os.stat(run_dir)
+        names = sorted(n for n in os.listdir(run_dir) if n.endswith(".json"))
+    except OSError:
+        return None
+    sig = (st.st_mtime_ns, len(names))
+    hit = _CACHE.get(run_dir)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    cands = []
+    for n in sorted(names, key=lambda n: (n != RESULTS, n))[:8]:
+        obj = read_json(os.path.join(run_dir, n))
+        if is_results_object(obj):  # the one that says which run it is first (a checkpoint does not)
+            cands.append((0 if isinstance(obj.get("run_info"), dict) or n == RESULTS else 1, n, obj))
+    found = min(cands, key=lambda c: c[0])[1:] if cands else None
+    if len(_CACHE) > 256:
+        _CACHE.clear()
+    _CACHE[run_dir] = (sig, found)
+    return found
+
+
 def _entry(obj: dict, problem: int, sample: int) -> dict | None:
+    if _is_detailed(obj):
+        for x in obj["results"]:
+            if isinstance(x, dict) and str(x.get("problem_id")) == str(problem) and x.get("sample_id", 0) == sample:
+                e = x.get("eval_result")
+                if _is_entry(e):
+                    return e
+                return {"compiled": False, "correctness": False,
+                        "metadata": {"error": x.get("error") or "no evaluation result (generation failed?)"}}
+        return None
     v = obj.get(str(problem), obj.get(problem))  # type: ignore[call-overload]
     if isinstance(v, list):
         for i, e in enumerate(v):
@@ -102,15 +150,15 @@ def find(run: Any) -> Result | None:
     m = SAMPLE.match(os.path.basename(run.path))
     if m is None:
         return None
-    path = os.path.join(os.path.dirname(os.path.abspath(run.path)), RESULTS)
-    obj = read_json(path)
-    if not is_results_object(obj):
+    found = folder_results(os.path.dirname(os.path.abspath(run.path)))
+    if found is None:
         return None
-    problem, sample = int(m.group(2)), int(m.group(3))
+    name, obj = found
+    problem, sample = int(m.group(2)), int(m.group(3) or 0)
     e = _entry(obj, problem, sample)
     if e is None:
-        return Result(NAME, f"{RESULTS} (no entry for problem {problem} sample {sample})", outcome="incomplete")
-    return result_of(e, f"{RESULTS} [{problem!r}]" + (f" sample {sample}" if sample else ""))
+        return Result(NAME, f"{name} (no entry for problem {problem} sample {sample})", outcome="incomplete")
+    return result_of(e, f"{name} [{problem}]" + (f" sample {sample}" if sample else ""))
 
 
 # ---- a sample file as a run ---------------------------------------------------------------------
@@ -168,17 +216,24 @@ def load_sample(path: str) -> Run:
 
         run.problems.append(TraceProblem(0, "not a KernelBench sample file (or unreadable, or over 4 MiB)"))
         return run
-    level, problem, sample = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    problem, sample = int(m.group(2)), int(m.group(3) or 0)
+    found = folder_results(run_dir)
+    info = found[1].get("run_info") if found and isinstance(found[1].get("run_info"), dict) else {}
+    level = int(m.group(1)) if m.group(1) else info.get("level") if isinstance(info.get("level"), int) else None
+    if level is None:
+        lm = _LEVEL_DIR.search(os.path.basename(run_dir))
+        level = int(lm.group(1)) if lm else None
     code = raw[:_MAX_KERNEL].decode("utf-8", "replace")
     run.size_bytes = len(raw)
     run.n_events = 1
-    run.model = _model_of(run_dir) or os.path.basename(run_dir)
+    run.model = _model_of(run_dir) or (info.get("model") if isinstance(info.get("model"), str) else None) or \
+        os.path.basename(run_dir)
     run.persona = f"sample {sample}"
     run.scenario = os.path.basename(run_dir)
     p = run.problem
     p.level, p.problem_id = level, problem
     p.dataset_variant = "KernelBench"
-    ld = checkout_level_dir(os.path.dirname(run_dir), level)
+    ld = checkout_level_dir(os.path.dirname(run_dir), level) if level is not None else None
     ref = problem_file(ld, problem) if ld else None
     if ref is not None:
         p.name = os.path.basename(ref)
@@ -193,7 +248,7 @@ def load_sample(path: str) -> Run:
     run.backend = backend_of(code)
     r = find(run)
     if r is not None and r.outcome in ("passed", "failed"):
-        kv.uses.append(KernelUse(None, -1, RESULTS, OK if r.outcome == "passed" else FAILED,
+        kv.uses.append(KernelUse(None, -1, r.source.split(" ", 1)[0], OK if r.outcome == "passed" else FAILED,
                                  (r.error.split("\n", 1)[0] if r.error else r.outcome)[:200], True))
         run.terminal.append(Terminal("grader", f"{r.source}: {r.outcome}", 0))
     else:
