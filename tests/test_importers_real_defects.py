@@ -205,3 +205,103 @@ def test_kernelbench_error_line_is_a_test_result():
     assert ev.lines == ["[KernelBench] Error: RuntimeError: CUDA kernel failed: too many resources requested for launch"]
     assert evidence("[INFO] Error: retrying download") is None  # a log level is not a harness's name
     assert evidence('{\n  "reward": 0,\n  "correct": false\n}').correct is False
+
+
+# ---- Harbor ATIF from another agent: extra.tool_result_is_error -----------------------------------
+def test_atif_tool_result_is_error_is_honoured_and_refused_edits_are_not_applied():
+    run = load(ST / "atif_claude_code_tool_result_is_error.trajectory.json")
+    assert run.problems == []
+    st = [(c.name, c.status, c.result.is_error) for c in run.calls]
+    assert st == [("Write", "ok", False), ("Edit", "error", True), ("Bash", "error", True), ("Edit", "ok", False),
+                  ("Bash", "ok", False)]
+    # the refused Edit is no version; the later Edit applies to the file (tool_use_result.originalFile)
+    assert [(k.label, k.partial) for k in run.kernels] == [("v1", False), ("v2", False)]
+    assert "* 2.0, mask" in run.kernels[1].code and "B=512" not in run.kernels[1].code
+    assert [c.kernel for c in run.calls] == [1, None, 1, 2, 2]
+
+
+# ---- Inspect: .eval zips, cached tokens ------------------------------------------------------------
+EVAL_TOOLS = REAL / "inspect_log_message_deduplication.eval"
+EVAL_10 = REAL / "inspect_2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval"
+
+
+def test_inspect_eval_zip_is_read():
+    assert detect(str(EVAL_TOOLS)).name == "inspect"
+    run = load(EVAL_TOOLS)
+    assert run.format == "inspect" and run.problems == []
+    assert len(run.turns) == 6 and len(run.calls) == 5 and all(c.result is not None for c in run.calls)
+    assert run.problem.prompt == "Guess the number"
+    run = load(EVAL_10)
+    assert run.problems == [] and len(run.turns) == 10 and run.model == "openai/gpt-4o-mini"
+    # samples in id order (the zip holds them 9, 6, 10, 5, ...)
+    assert [t.actor for t in run.turns][:3] == ["sample 1", "sample 2", "sample 3"]
+    assert sum(t.tokens_in or 0 for t in run.turns) == 620
+
+
+def test_inspect_eval_zip_without_header_uses_the_journal(tmp_path):
+    import zipfile
+
+    src = zipfile.ZipFile(EVAL_10)
+    p = tmp_path / "running.eval"
+    with zipfile.ZipFile(p, "w") as z:
+        for n in src.namelist():
+            if n not in ("header.json", "summaries.json", "reductions.json"):
+                z.writestr(n, src.read(n))
+    run = load(p)
+    assert run.format == "inspect" and len(run.turns) == 10 and run.model == "openai/gpt-4o-mini"
+    assert [p.severity for p in run.problems] == ["warning"] and "_journal/start.json" in run.problems[0].message
+
+
+def test_a_zip_that_is_not_an_eval_log_is_not_a_trace(tmp_path):
+    import zipfile
+
+    p = tmp_path / "x.eval"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("readme.txt", "hello")
+    run = load(p)
+    assert len(run.problems) == 1 and run.problems[0].message.startswith("not a trace (looks like a zip file")
+
+
+def test_inspect_cached_tokens_are_counted_once():
+    older = load(ST / "inspect_0.3.120_openai_cached_tokens_inside_input.json")
+    assert [t.tokens_in for t in older.turns] == [5000, 6000]  # not 9096 and 10992
+    apart = load(ST / "inspect_0.3.190_anthropic_cached_tokens_apart.json")
+    assert [t.tokens_in for t in apart.turns] == [5020, 5030]
+
+
+# ---- SWE-agent 0.x ----------------------------------------------------------------------------------
+SWE0 = REAL / "swe_agent_0x_gpt4_pydicom__pydicom-1458.traj"
+
+
+def test_swe_agent_0x_demonstration_is_not_the_problem_and_tokens_come_from_model_stats():
+    run = load(SWE0)
+    assert run.format == "swe-agent" and len(run.turns) == 12
+    assert run.problem.prompt.startswith("We're currently solving the following issue within our repository")
+    assert "Pixel Representation attribute should be optional" in run.problem.prompt
+    assert [m[1] for m in run.messages].count("demonstration") == 1
+    assert (run.tokens_in, run.tokens_out) == (122_612, 1_369)
+    assert run.tokens_by_actor["agent"]["usd"] == 1.26719
+
+
+# ---- validate DIR covers what runs DIR lists ---------------------------------------------------------
+def test_validate_dir_covers_the_json_traj_and_eval_traces_runs_lists(tmp_path):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from ktui.cli import main
+    from ktui.trace.index import SweepIndex
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    shutil.copy(ST / "atif_claude_code_tool_result_is_error.trajectory.json", tmp_path / "a")
+    shutil.copy(SWE0, tmp_path / "a" / "b")
+    shutil.copy(EVAL_TOOLS, tmp_path / "a" / "b")
+    shutil.copy(CC2, tmp_path)
+    (tmp_path / "a" / "reward.json").write_text('{"reward": 1.0, "correct": true}')  # a result, not a trace
+    listed = sorted(r.path for r in SweepIndex(tmp_path, use_cache=False, jobs=0).summaries())
+    assert len(listed) == 4
+    res = CliRunner().invoke(main, ["validate", "--json", str(tmp_path)])
+    import json
+
+    files = sorted(str(Path(e["file"]).relative_to(tmp_path)) for e in json.loads(res.stdout))
+    assert files == listed

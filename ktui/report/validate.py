@@ -14,10 +14,28 @@ from ktui.trace import load
 from ktui.view.text import one_line, safe_data
 
 
+def _is_trace(fp: Path) -> bool:
+    """Under a directory, the files ``ktui runs`` lists: every ``*.jsonl``, and the ``.json`` /
+    ``.traj`` / ``.eval`` files that are traces (a result or config file is not)."""
+    if fp.name.endswith(".jsonl"):
+        return True
+    from ktui.trace.importers import detect
+
+    try:
+        return detect(str(fp)).name not in ("unknown", "none")
+    except (OSError, ValueError):
+        return True  # load() reports it
+
+
 def trace_files(paths: list[str], err) -> list[Path]:
-    """Files named directly, plus every *.jsonl under named directories (not runs.jsonl)."""
+    """Files named directly, plus the traces under named directories: the files ``ktui runs``
+    lists (``*.jsonl``, and ``.json`` / ``.traj`` / ``.eval`` traces; not runs.jsonl or other
+    sweep records, not result or config files)."""
+    from ktui.trace.index import RECORD_FILES, TRACE_EXTS
+
     out: list[Path] = []
     seen: set[str] = set()
+    skipped = 0
     for p in paths:
         path = Path(p)
         try:
@@ -36,15 +54,21 @@ def trace_files(paths: list[str], err) -> list[Path]:
                     continue
                 seen.add(real)
                 dirs.sort()
+                dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
                 for f in sorted(files):
-                    if f.endswith(".jsonl") and f != "runs.jsonl":
+                    if f.endswith(TRACE_EXTS) and f not in RECORD_FILES:
                         fp = Path(root) / f
                         rp = os.path.realpath(fp)
                         if rp not in seen:
                             seen.add(rp)
-                            out.append(fp)
+                            if _is_trace(fp):
+                                out.append(fp)
+                            else:
+                                skipped += 1
         else:
             out.append(path)
+    if skipped:
+        err.print(Text(f"ktui: {skipped} .json / .traj / .eval file(s) under the directories are not traces; skipped"))
     return out
 
 
@@ -58,7 +82,7 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
     err = err_console()
     files = trace_files(paths, err)
     if not files:
-        err.print(Text("ktui: no trace files (*.jsonl) found"))
+        err.print(Text("ktui: no trace files (*.jsonl, or .json / .traj / .eval traces) found"))
         return 1
     bad = 0
     report = []

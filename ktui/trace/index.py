@@ -56,7 +56,7 @@ CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
 # files looked at as traces (which format a file is comes from its content, never its name)
-TRACE_EXTS = (".jsonl", ".json", ".traj")
+TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval")  # .eval: Inspect's zipped logs
 # tool events read in full (their results carry the problem or the final metrics)
 FULL_TOOLS = frozenset({"fetch_problem", "fetch_translation_problem", "submit_kernel"})
 # tool results read in full (their status says whether a kernel compiled / was first correct)

@@ -421,17 +421,26 @@ class Run:
         """Calls the agent made (seeded calls excluded)."""
         return [c for c in self.calls if not c.seed]
 
+    def _run_totals(self, key: str) -> int:
+        """Run-level token totals (``tokens_by_actor``), for traces that give no per-turn figures
+        (SWE-agent's ``model_stats``)."""
+        if any(t.tokens_total is not None for t in self.turns):
+            return 0
+        return int(sum(v.get(key, 0) or 0 for v in self.tokens_by_actor.values()
+                       if isinstance(v.get(key, 0), (int, float))))
+
     @property
     def tokens_in(self) -> int:
-        return sum(t.tokens_in or 0 for t in self.turns)
+        return sum(t.tokens_in or 0 for t in self.turns) or self._run_totals("tokens_in")
 
     @property
     def tokens_out(self) -> int:
-        return sum(t.tokens_out or 0 for t in self.turns)
+        return sum(t.tokens_out or 0 for t in self.turns) or self._run_totals("tokens_out")
 
     @property
     def tokens_total(self) -> int:
-        return sum(t.tokens_total or 0 for t in self.turns)
+        return (sum(t.tokens_total or 0 for t in self.turns)
+                or sum(self._run_totals(k) for k in ("tokens_in", "tokens_out", "tokens_reasoning")))
 
     @property
     def wall_ms(self) -> int | None:

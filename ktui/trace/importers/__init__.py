@@ -115,6 +115,9 @@ def _head_lines(path: str | None, data: bytes | None) -> tuple[list[bytes], bool
 
 def detect(path: str | None = None, data: bytes | None = None) -> Detection:
     """Which importer reads this file, from its parsed structure."""
+    z = _zip_detect(path, data)
+    if z is not None:
+        return z
     try:
         lines, more = _head_lines(path, data)
     except OSError:
@@ -163,6 +166,27 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
     if dicts or any(o is not None for o in objs):
         return Detection("unknown", describe(dicts[0] if dicts else next(o for o in objs if o is not None)))
     return Detection("ensemble")  # not JSON at all, or empty: the ensemble reader says what is wrong
+
+
+def _zip_detect(path: str | None, data: bytes | None) -> Detection | None:
+    """A zip file: an Inspect ``.eval`` log, or a zip of another kind."""
+    try:
+        if data is not None:
+            magic = data[:4]
+        else:
+            with open(path, "rb") as f:
+                magic = f.read(4)
+    except OSError:
+        return None
+    if magic != inspect_ai.ZIP_MAGIC:
+        return None
+    names = inspect_ai.zip_names(path if data is None else None, data)
+    if names is None:
+        return Detection("unknown", "a zip file that cannot be read")
+    if inspect_ai.is_eval_zip(names):
+        return Detection("inspect", "zip")
+    shown = ", ".join(names[:4]) + ("…" if len(names) > 4 else "")
+    return Detection("unknown", f"a zip file of {len(names):,} file(s): {shown}" if names else "an empty zip file")
 
 
 def _safe(f, obj) -> bool:
@@ -249,7 +273,12 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None, keep_event
     if det.name == "ensemble":
         return ensemble.load(path, data=data, keep_events=keep_events)
     try:
-        if getattr(mod, "LINE_BASED", False):
+        if getattr(mod, "load_zip", None) is not None and (det.hint == "zip" or _zip_detect(
+                path if data is None else None, data) is not None):
+            run = mod.load_zip(path, data=data)
+            if run.size_bytes is None or not run.size_bytes:
+                run.size_bytes = len(data) if data is not None else os.path.getsize(path)
+        elif getattr(mod, "LINE_BASED", False):
             run = mod.load(path, data=data)
         else:
             obj = det.obj

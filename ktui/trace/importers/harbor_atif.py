@@ -7,7 +7,10 @@ final_metrics}``. A ``user`` (or ``system``) step is a prompt; an ``agent`` step
 in ``cat > solution.py << 'EOF'`` heredocs), ``observation.results`` and ``metrics``
 (prompt / completion / cached tokens, cost). A result pairs by ``source_call_id``; a step with
 several calls returns one combined terminal output with no id: it is attached to the step's last
-call, and the other calls say so. "Lines" are step ordinals; problems carry a JSON path.
+call, and the other calls say so. A result is an error where the converter says so:
+``extra.tool_result_is_error`` on the step (Harbor's Claude Code converter) or on the result, or
+``tool_result_metadata.is_error``; a write or edit with an error result is not applied. "Lines"
+are step ordinals; problems carry a JSON path.
 """
 
 from __future__ import annotations
@@ -31,6 +34,59 @@ def detect_object(obj: Any) -> bool:
     st = obj["steps"][:1]
     return isinstance(obj.get("agent"), dict) and bool(st) and isinstance(st[0], dict) and \
         "step_id" in st[0] and "source" in st[0]
+
+
+def _is_err(d: Any) -> bool:
+    """An ``extra`` that says the tool reported an error: ``tool_result_is_error`` (Harbor's
+    Claude Code converter), ``is_error``, or ``tool_result_metadata.is_error`` /
+    ``tool_result_metadata.raw_tool_result.is_error``."""
+    if not isinstance(d, dict):
+        return False
+    if d.get("tool_result_is_error") is True or d.get("is_error") is True:
+        return True
+    meta = d.get("tool_result_metadata")
+    if isinstance(meta, dict):
+        raw = meta.get("raw_tool_result")
+        return meta.get("is_error") is True or (isinstance(raw, dict) and raw.get("is_error") is True)
+    return False
+
+
+def _failed_ids(step_extra: dict, results: list, calls: list) -> set:
+    """Ids of the step's calls whose result is an error."""
+    out: set = set()
+    for r in results:
+        if isinstance(r, dict) and _is_err(r.get("extra")) and isinstance(r.get("source_call_id"), str):
+            out.add(r["source_call_id"])
+    if _is_err(step_extra):
+        meta = step_extra.get("tool_result_metadata") if isinstance(step_extra.get("tool_result_metadata"), dict) else {}
+        raw = meta.get("raw_tool_result") if isinstance(meta.get("raw_tool_result"), dict) else {}
+        named = raw.get("tool_use_id")
+        ids = [c.id for c in calls if c.id]
+        if isinstance(named, str) and named in ids:
+            out.add(named)
+        elif len(ids) == 1:  # the step's one call
+            out.add(ids[0])
+    return out
+
+
+def _writes(c) -> bool:
+    a = c.args
+    return any(isinstance(a.get(k), str) for k in ("content", "new_string", "file_text")) or \
+        isinstance(a.get("edits"), list)
+
+
+def _observe(asm: Assembler, step_extra: dict, results: list, c) -> None:
+    """The file as it was before an edit, where the converter kept Claude Code's
+    ``toolUseResult`` (``tool_result_metadata.tool_use_result.originalFile``)."""
+    for d in [step_extra] + [r.get("extra") for r in results if isinstance(r, dict) and r.get("source_call_id") == c.id]:
+        meta = d.get("tool_result_metadata") if isinstance(d, dict) else None
+        tur = meta.get("tool_use_result") if isinstance(meta, dict) else None
+        if isinstance(tur, dict) and isinstance(tur.get("originalFile"), str):
+            fp = tur.get("filePath") or c.args.get("file_path")
+            if isinstance(fp, str) and fp:
+                from ktui.trace.importers.kernels import norm_path
+
+                asm.files.observe(norm_path(fp), tur["originalFile"])
 
 
 def load_object(obj: Any, path: str) -> Run:
@@ -87,10 +143,15 @@ def load_object(obj: Any, path: str) -> Run:
                 continue
             c = asm.call(t, tc.get("function_name") or tc.get("name"), tc.get("arguments"), line, ts,
                          tc.get("tool_call_id") or tc.get("id"))
-            asm.track_call(c)
             calls.append(c)
         obs = s.get("observation") if isinstance(s.get("observation"), dict) else {}
         results = obs.get("results") if isinstance(obs.get("results"), list) else []
+        step_extra = s.get("extra") if isinstance(s.get("extra"), dict) else {}
+        failed = _failed_ids(step_extra, results, calls)
+        for c in calls:  # a write or edit the tool refused changed nothing
+            _observe(asm, step_extra, results, c)
+            if not (c.id in failed and _writes(c)):
+                asm.track_call(c)
         unpaired = []
         for r in results:
             if not isinstance(r, dict):
@@ -100,7 +161,8 @@ def load_object(obj: Any, path: str) -> Run:
             if c is None:
                 unpaired.append(content)
                 continue
-            asm.result(c, content, line, None)
+            err = c.id in failed
+            asm.result(c, content, line, None, is_error=err)
         left = [c for c in calls if c.result is None]
         if unpaired and left:
             combined = "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired)

@@ -1,4 +1,9 @@
-"""Inspect AI JSON eval logs (``logs/*.json``; not the zipped ``.eval`` form).
+"""Inspect AI eval logs: the JSON form (``logs/*.json``) and the zipped ``.eval`` form.
+
+An ``.eval`` file is a zip: ``header.json`` (the log without its samples; absent while the eval
+runs, when ``_journal/start.json`` gives the eval and plan), one ``samples/<id>_epoch_<n>.json``
+per sample, ``summaries.json`` and ``reductions.json``. It is read into the same object as the
+JSON form (bounded: entry count, sizes and compression ratio are checked before reading).
 
 A single object: ``version``, ``status``, ``eval`` (task, model, created...), ``plan``,
 ``results`` (scorers and metrics), ``stats`` (run start / end, token totals) and ``samples``.
@@ -12,10 +17,23 @@ all samples); problems carry a JSON path.
 
 from __future__ import annotations
 
+import io
+import re
+import zipfile
 from typing import Any
 
 from ktui.trace.importers import chat_messages
-from ktui.trace.importers.common import Assembler, as_int, as_num, as_str, iso_ms
+from ktui.trace.importers.common import (
+    MAX_OBJECT_BYTES,
+    Assembler,
+    JSONError,
+    TooBig,
+    as_int,
+    as_num,
+    as_str,
+    iso_ms,
+    parse_json,
+)
 from ktui.trace.model import OUTCOME_FAILED, PASSED, Run, ToolCall
 
 NAME = "inspect"
@@ -28,6 +46,142 @@ def detect_object(obj: Any) -> bool:
     ev = obj.get("eval") if isinstance(obj, dict) else None
     return isinstance(ev, dict) and ("task" in ev or "model" in ev) and \
         any(k in obj for k in ("samples", "results", "stats", "plan"))
+
+
+ZIP_MAGIC = b"PK\x03\x04"
+_MAX_ENTRIES = 200_000
+_MAX_RATIO = 200  # a member that inflates more than this is not read (a zip bomb)
+_SAMPLE = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
+
+
+def is_eval_zip(names: list[str]) -> bool:
+    return "header.json" in names or "_journal/start.json" in names
+
+
+def zip_names(path: str | None = None, data: bytes | None = None) -> list[str] | None:
+    """The member names of a zip file (None when it is not a readable zip)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as z:
+            return z.namelist()[:_MAX_ENTRIES]
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return None
+
+
+def _natural(v: str) -> tuple:
+    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"(\d+)", v))
+
+
+def read_eval_zip(path: str | None = None, data: bytes | None = None) -> tuple[dict, list[str]]:
+    """An ``.eval`` zip as the JSON log's object, and the problems met reading it."""
+    problems: list[str] = []
+    obj: dict[str, Any] = {}
+    total = 0
+    with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as z:
+        infos = {i.filename: i for i in z.infolist()[:_MAX_ENTRIES]}
+
+        def member(name: str) -> Any:
+            nonlocal total
+            info = infos.get(name)
+            if info is None:
+                return None
+            if info.file_size > MAX_OBJECT_BYTES or (info.compress_size and info.file_size / info.compress_size > _MAX_RATIO
+                                                     and info.file_size > (64 << 20)):
+                problems.append(f"{name}: {info.file_size:,} bytes uncompressed; not read")
+                return None
+            total += info.file_size
+            if total > MAX_OBJECT_BYTES:
+                raise TooBig(f"larger than {MAX_OBJECT_BYTES >> 20} MiB uncompressed: too big to read")
+            try:
+                return parse_json(z.read(info))
+            except JSONError as exc:
+                problems.append(f"{name}: not valid JSON ({str(exc)[:80]})")
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+                problems.append(f"{name}: cannot be read from the zip ({str(exc)[:80]})")
+            return None
+
+        head = member("header.json")
+        if not isinstance(head, dict):
+            start = member("_journal/start.json")
+            head = dict(start) if isinstance(start, dict) else {}
+            head.setdefault("status", "started")
+            problems.append("no header.json (the eval had not finished when this was written): eval and plan "
+                            "from _journal/start.json")
+        obj.update(head)
+        names = sorted((n for n in infos if _SAMPLE.match(n)),
+                       key=lambda n: (_natural(_SAMPLE.match(n).group(1)), int(_SAMPLE.match(n).group(2))))
+        samples = []
+        for n in names:
+            sm = member(n)
+            if isinstance(sm, dict):
+                samples.append(sm)
+        obj["samples"] = samples
+        red = member("reductions.json")
+        if red is not None and "reductions" not in obj:
+            obj["reductions"] = red
+    return obj, problems
+
+
+def load_zip(path: str, data: bytes | None = None) -> Run:
+    """Read an ``.eval`` zip."""
+    try:
+        obj, problems = read_eval_zip(None if data is not None else path, data)
+    except TooBig as exc:
+        run = Run(path=path)
+        run.format = run.variant = NAME
+        from ktui.trace.model import TraceProblem
+
+        run.problems.append(TraceProblem(0, str(exc)))
+        return run
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+        run = Run(path=path)
+        run.format = run.variant = NAME
+        from ktui.trace.model import TraceProblem
+
+        run.problems.append(TraceProblem(0, f"not a readable .eval zip ({str(exc)[:80]})"))
+        return run
+    if not isinstance(obj.get("eval"), dict):
+        obj["eval"] = {}
+    run = load_object(obj, path)
+    from ktui.trace.model import TraceProblem
+
+    for msg in problems:
+        sev = "warning" if msg.startswith("no header.json") else "error"
+        run.problems.append(TraceProblem(0, msg, "", sev))
+    return run
+
+
+def _input_tokens(u: dict, openai_inclusive: bool) -> int | None:
+    """A call's whole input: ``input_tokens`` plus the cache reads and writes where they are
+    counted apart. Inspect before 0.3.184 recorded OpenAI-style ``input_tokens`` with the cached
+    tokens inside (its changelog: "input tokens now excludes cached tokens whereas previously it
+    included them for some providers"); ``total_tokens`` tells the two apart where it is given."""
+    tin = as_int(u.get("input_tokens"))
+    if tin is None:
+        return None
+    read = as_int(u.get("input_tokens_cache_read")) or 0
+    write = as_int(u.get("input_tokens_cache_write")) or 0
+    if not (read or write):
+        return tin
+    out = as_int(u.get("output_tokens")) or 0
+    total = as_int(u.get("total_tokens"))
+    if total is not None:
+        if total == tin + out or (total == tin + out + (as_int(u.get("reasoning_tokens")) or 0) and total != tin + read + write + out):
+            return tin  # the cached tokens are inside input_tokens
+        if total == tin + read + write + out:
+            return tin + read + write
+    return tin if openai_inclusive else tin + read + write
+
+
+def _inclusive_cache(ev: dict) -> bool:
+    """Whether this log's OpenAI-style usage counts cached tokens inside input_tokens."""
+    pk = ev.get("packages") if isinstance(ev.get("packages"), dict) else {}
+    ver = as_str(pk.get("inspect_ai")) or ""
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", ver)
+    if not m or tuple(int(x) for x in m.groups()) >= (0, 3, 184):
+        return False
+    model = (as_str(ev.get("model")) or "").lower()
+    return model.split("/", 1)[0] in ("openai", "azureai", "openai-api", "grok", "together", "groq", "fireworks",
+                                      "openrouter", "vllm", "sglang", "llama-cpp-python", "perplexity", "deepseek")
 
 
 def _resolve(v: Any, att: dict, depth: int = 0) -> Any:
@@ -111,7 +265,7 @@ def load_object(obj: Any, path: str) -> Run:
         for i in range(len(msgs)):
             asm.event(base + i + 1, 0, 0, "message", None, None, None)
         base += len(msgs)
-        _events(asm, s, turns, where)
+        _events(asm, s, turns, where, _inclusive_cache(ev))
         for t in run.turns[n_turns:]:
             t.actor = f"sample {s.get('id')}" if len(samples) > 1 else "agent"
         scores = s.get("scores") if isinstance(s.get("scores"), dict) else {}
@@ -158,7 +312,7 @@ def _term(text: str, line: int, value: float):
     return Terminal("grader", text, line, value)
 
 
-def _events(asm: Assembler, s: dict, turns: list, where: str) -> None:
+def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = False) -> None:
     """Per-call tokens and times: model events in order onto the sample's turns, tool events by id."""
     events = s.get("events")
     if not isinstance(events, list):
@@ -168,10 +322,9 @@ def _events(asm: Assembler, s: dict, turns: list, where: str) -> None:
     for t, e in zip(turns, model_events, strict=False):
         out = e.get("output") if isinstance(e.get("output"), dict) else {}
         u = out.get("usage") if isinstance(out.get("usage"), dict) else {}
-        tin = as_int(u.get("input_tokens"))
+        tin = _input_tokens(u, inclusive)
         if tin is not None:
-            t.tokens_in = tin + (as_int(u.get("input_tokens_cache_read")) or 0) + \
-                (as_int(u.get("input_tokens_cache_write")) or 0)
+            t.tokens_in = tin
         t.tokens_out = as_int(u.get("output_tokens"))
         tr = as_int(u.get("reasoning_tokens"))
         if tr:

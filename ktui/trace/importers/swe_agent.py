@@ -3,8 +3,9 @@
 Each ``trajectory`` step is one turn: the model's ``thought`` (or ``response``), its ``action``
 (a shell / tool command, a ``bash`` call here) and the ``observation`` the environment returned,
 with ``execution_time`` (seconds). ``info`` has the exit status, the submitted diff and
-``model_stats`` (run totals only: ``tokens_sent`` / ``tokens_received``, cost, API calls).
-The problem statement is the first user message of ``history``. "Lines" are step ordinals.
+``model_stats`` (run totals only: ``tokens_sent`` / ``tokens_received``, cost, API calls: the
+run's token figures, as no step has its own). The problem statement is the first user message of
+``history`` that is not the in-context demonstration (``is_demo``). "Lines" are step ordinals.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ def detect_object(obj: Any) -> bool:
         (bool(steps) and all(isinstance(s, dict) and "action" in s and "observation" in s for s in steps))
 
 
+def _is_demo(m: dict) -> bool:
+    if m.get("is_demo") is True:
+        return True
+    head = text_of(m.get("content"))[:400].lower()
+    return "--- demonstration ---" in head or head.startswith("here is a demonstration")
+
+
 def load_object(obj: Any, path: str) -> Run:
     asm = Assembler(path, NAME)
     run = asm.run
@@ -46,7 +54,12 @@ def load_object(obj: Any, path: str) -> Run:
     model = as_dict(agent.get("model"))
     run.model = as_str(model.get("name")) or as_str(model.get("model_name"))
     hist = as_list(obj.get("history"))
-    first_user = next((m for m in hist if isinstance(m, dict) and m.get("role") == "user"), None)
+    # SWE-agent 0.x puts an in-context demonstration (``is_demo: true``, "Here is a demonstration
+    # of how to correctly accomplish this task") before the task: it is not the problem
+    for m in hist:
+        if isinstance(m, dict) and m.get("role") == "user" and _is_demo(m):
+            run.messages.append((0, "demonstration", None, text_of(m.get("content"))))
+    first_user = next((m for m in hist if isinstance(m, dict) and m.get("role") == "user" and not _is_demo(m)), None)
     if first_user is not None:
         asm.message(0, "user", text_of(first_user.get("content")))
     for m in hist:
@@ -74,6 +87,9 @@ def load_object(obj: Any, path: str) -> Run:
     sent, recv = as_int(stats.get("tokens_sent")), as_int(stats.get("tokens_received"))
     if sent is not None or recv is not None:
         run.tokens_by_actor["agent"] = {"tokens_in": sent or 0, "tokens_out": recv or 0}
+        cost = as_num(stats.get("instance_cost"))
+        if cost is not None:
+            run.tokens_by_actor["agent"]["usd"] = cost
         asm.note(0, f"model_stats: {sent} tokens sent, {recv} received (run totals; not per turn), "
                     f"{as_int(stats.get('api_calls'))} API calls")
     status = as_str(info.get("exit_status"))
