@@ -305,3 +305,25 @@ def test_validate_dir_covers_the_json_traj_and_eval_traces_runs_lists(tmp_path):
 
     files = sorted(str(Path(e["file"]).relative_to(tmp_path)) for e in json.loads(res.stdout))
     assert files == listed
+
+
+# ---- mini-swe-agent: 2.x tool calls, the messages list alone, other action fences -------------------
+def test_mini_swe_agent_2x_tool_calls_are_calls():
+    run = load(ST / "mini_swe_agent_2x_tool_calls.traj.json")
+    assert run.format == "mini-swe-agent" and len(run.turns) == 4 and len(run.calls) == 4
+    # extra.returncode and the outputs; the submit call has no tool message
+    assert [c.status for c in run.calls] == ["ok", "failed", "ok", "missing"]
+    assert [k.origin.split(" ")[0] for k in run.kernels] == ["heredoc", "sed"]
+    assert run.final_kernel_number == 2 and run.metrics.speedup == 1.2
+    # extra.timestamp (the agent's clock) times the turns from the previous tool output (the first
+    # has none before it)
+    assert [t.llm_ms for t in run.turns] == [None, 6_000, 6_000, 4_000]
+
+
+def test_mini_swe_agent_messages_list_with_another_fence_is_read():
+    p = REAL / "mini_swe_agent_messages_list_mswea_bash_command_github_issue.traj.json"
+    assert detect(str(p)).name == "mini-swe-agent"
+    run = load(p)
+    assert len(run.turns) == 10 and len(run.calls) == 10 and all(c.result is not None for c in run.calls)
+    assert run.calls[0].args["command"].startswith("cat /Users/")
+    assert run.calls[0].status == "failed"  # <returncode>1</returncode>

@@ -1,9 +1,12 @@
 """mini-swe-agent trajectories (``*.traj.json``, ``trajectory_format: mini-swe-agent-1``).
 
-``{info, messages, trajectory_format, instance_id}``. ``messages`` are plain ``{role, content}``:
-system, the task (user), then assistant / user pairs. The action is the one fenced ```` ```bash ````
-block of an assistant message (a ``bash`` call here), answered by the next user message
-(``<returncode>N</returncode><output>...</output>``). ``extra.response`` is the raw
+``{info, messages, trajectory_format, instance_id}`` (or, from some versions, the messages list
+alone). ``messages`` are plain ``{role, content}``: system, the task (user), then assistant / user
+pairs. The action is the one fenced block of an assistant message (```` ```bash ````, or
+```` ```mswea_bash_command ```` in later configs; a ``bash`` call here), answered by the next user
+message (``<returncode>N</returncode><output>...</output>``). From 2.x (``mini-swe-agent-1.1``) the
+action is an OpenAI ``tool_calls`` entry answered by a ``tool`` message with its ``tool_call_id``
+(``extra.returncode``, ``extra.timestamp``). ``extra.response`` is the raw
 chat.completion of each call (tokens, cost, ``created``). ``info`` has the exit status, the
 submitted diff and the config (model name). "Lines" are message ordinals.
 """
@@ -13,16 +16,35 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ktui.trace.importers.common import Assembler, as_int, as_num, as_str, iso_ms, text_of
+from ktui.trace.importers.common import Assembler, JSONError, as_int, as_num, as_str, iso_ms, text_of
+from ktui.trace.notes import loads
 from ktui.trace.model import Run
 
 NAME = "mini-swe-agent"
 LABEL = "mini-swe-agent trajectory (JSON)"
 LINE_BASED = False
-_ACTION = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)\n?```", re.S)
+# the action block: ```bash (1.x), ```mswea_bash_command (later configs), any *bash* / sh fence
+_ACTION = re.compile(r"```(?:bash|sh|shell|[a-z_]*bash[a-z_]*)[ \t]*\n(.*?)\n?```", re.S)
+_OBSERVATION = re.compile(r"^\s*<returncode>\s*-?\d+\s*</returncode>")
+
+
+def _looks_like_mini(msgs: list) -> bool:
+    """A bare list of messages saved by mini-swe-agent: an assistant message with an action block
+    answered by a ``<returncode>`` observation."""
+    prev_action = False
+    for m in msgs[:40]:
+        if not isinstance(m, dict):
+            return False
+        text = text_of(m.get("content"))
+        if m.get("role") in ("user", "tool") and prev_action and _OBSERVATION.match(text):
+            return True
+        prev_action = m.get("role") == "assistant" and bool(_ACTION.search(text))
+    return False
 
 
 def detect_object(obj: Any) -> bool:
+    if isinstance(obj, list):
+        return _looks_like_mini(obj)
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         return False
     tf = obj.get("trajectory_format")
@@ -35,6 +57,8 @@ def detect_object(obj: Any) -> bool:
 def load_object(obj: Any, path: str) -> Run:
     asm = Assembler(path, NAME)
     run = asm.run
+    if isinstance(obj, list):  # the messages alone
+        obj = {"messages": obj}
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         asm.problem(0, "not a mini-swe-agent trajectory: expected an object with a 'messages' list", "", "error",
                     "$.messages")
@@ -46,6 +70,7 @@ def load_object(obj: Any, path: str) -> Run:
     run.problem.name = as_str(obj.get("instance_id"))
     asm.note(0, f"mini-swe-agent {as_str(info.get('mini_version')) or '?'} · {as_str(obj.get('trajectory_format')) or ''}")
     pending = None
+    by_id: dict[str, Any] = {}  # tool calls (mini-swe-agent 2.x) waiting for their tool message
     for i, m in enumerate(obj["messages"]):
         line, where = i + 1, f"$.messages[{i}]"
         if not isinstance(m, dict):
@@ -55,11 +80,23 @@ def load_object(obj: Any, path: str) -> Run:
         text = text_of(m.get("content"))
         extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
         resp = extra.get("response") if isinstance(extra.get("response"), dict) else {}
-        ts = iso_ms(resp.get("created")) or iso_ms(m.get("timestamp"))
+        # extra.timestamp (2.x) is when the message was recorded, on the agent's clock: the end of
+        # the model call; response.created is the provider's (coarse, and on another clock)
+        ts = iso_ms(extra.get("timestamp")) or iso_ms(resp.get("created")) or iso_ms(m.get("timestamp"))
         asm.event(line, 0, 0, f"message:{role}", ts, role if isinstance(role, str) else None,
                   len(run.turns) if role == "assistant" else None)
         if role == "system":
             run.messages.append((line, "system", None, text))
+            continue
+        if role == "tool" and isinstance(m.get("tool_call_id"), str) and m["tool_call_id"] in by_id:
+            c = by_id.pop(m["tool_call_id"])
+            rc = as_int(extra.get("returncode"))
+            status = None if rc is None else ("ok" if rc == 0 else "failed")
+            r = asm.result(c, text, line, iso_ms(extra.get("timestamp")), status=status)
+            if rc is not None and status == "ok" and r.status != "ok":
+                pass  # the output's own evidence (a verifier's FAIL) wins
+            if pending is c:
+                pending = None
             continue
         if role == "user" or role == "tool":
             if pending is not None:
@@ -85,7 +122,23 @@ def load_object(obj: Any, path: str) -> Run:
             t.tokens_reasoning = None  # already inside completion_tokens
         if as_num(u.get("cost")) is not None:
             t.usd = as_num(u["cost"])
-        if len(acts) == 1:
+        tcs = [tc for tc in (m.get("tool_calls") or []) if isinstance(tc, dict)] if isinstance(m.get("tool_calls"), list) else []
+        if tcs:  # 2.x: OpenAI tool calls, answered by tool messages with the call's id
+            for tc in tcs:
+                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                args = fn.get("arguments")
+                if isinstance(args, str):
+                    try:
+                        args = loads(args)
+                    except JSONError:
+                        args = {"command": args}
+                c = asm.call(t, fn.get("name") or "bash", args if isinstance(args, dict) else {"value": args}, line, ts,
+                             tc.get("id"))
+                asm.track_call(c)
+                if c.id:
+                    by_id[c.id] = c
+                pending = c
+        elif len(acts) == 1:
             c = asm.call(t, "bash", {"command": acts[0]}, line, ts)
             asm.track_call(c)
             pending = c
