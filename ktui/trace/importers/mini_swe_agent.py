@@ -17,8 +17,8 @@ import re
 from typing import Any
 
 from ktui.trace.importers.common import Assembler, JSONError, as_int, as_num, as_str, iso_ms, text_of
-from ktui.trace.notes import loads
 from ktui.trace.model import Run
+from ktui.trace.notes import loads
 
 NAME = "mini-swe-agent"
 LABEL = "mini-swe-agent trajectory (JSON)"
