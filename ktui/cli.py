@@ -190,12 +190,13 @@ def diff(trace: str, version_a: str | None, version_b: str | None, split: bool, 
               help="Judge on the inputs of an earlier run (its result's seeds.inputs; implies --fresh). "
                    "Default: a new secret seed each run.")
 @click.option("--json", "as_json", is_flag=True, help="JSON result on stdout.")
+@click.option("--brief", is_flag=True, help="One line per version: verdict, result here, classes, reason.")
 @click.option("--profile", is_flag=True,
               help="Re-measure the page's hardware counters (SOL, roofline, warp stalls) with Nsight Compute.")
 @click.option("--clock-control", type=click.Choice(["none", "base"]), default="none", show_default=True,
               help="With --profile: ncu's GPU clock control.")
 def repro(trace, turn, version, final, all_, reference, tasks, device, trials, method, timeout, compile_timeout,
-          fresh, input_seed, as_json, profile, clock_control):
+          fresh, input_seed, as_json, brief, profile, clock_control):
     """Re-execute a kernel snapshot and compare with what the trace recorded."""
     from ktui.report.repro import repro_command
 
@@ -211,7 +212,7 @@ def repro(trace, turn, version, final, all_, reference, tasks, device, trials, m
     sys.exit(repro_command(path, turn=turn, version=version, final=final, all_=all_,
                            reference=reference, device=device, trials=trials, method=method,
                            timeout=timeout, compile_timeout=compile_timeout, fresh=fresh, as_json=as_json,
-                           input_seed=input_seed, tasks=tasks))
+                           input_seed=input_seed, tasks=tasks, brief=brief))
 
 
 @main.command()

@@ -129,7 +129,8 @@ def test_kernel_progress_and_alignment(runs):
 
 
 # ---- --print ------------------------------------------------------------------------------------------
-def test_compare_print_plain(runs):
+def test_compare_print_plain(runs, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
     out = io.StringIO()
     assert compare_print([SEED_TRACE, TEST_TRACE], out=out) == 0
     text = out.getvalue()

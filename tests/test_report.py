@@ -105,7 +105,7 @@ def test_report_data_is_the_runs_table_and_the_view_model(report, sweep):
     data = _data(page)
     paths = [r["c"][0] for r in data["rows"]]
     assert len(paths) == 14 and "hand/injection.jsonl" in paths
-    assert [c["key"] for c in data["columns"]][:4] == ["path", "format", "problem", "model"]
+    assert [c["key"] for c in data["columns"]][:6] == ["path", "model", "outcome", "speedup", "hacks", "flags"]
     details = _details(page)
     assert sorted(details) == list(range(14))
     seed_i = paths.index("project/seed.jsonl")

@@ -234,3 +234,23 @@ def test_export_runs_standalone(reports, cache_dir, tmp_path):
     assert data["result"]["correctness"]["passed"] and data["result"]["build"]["cached"]
     assert data["recorded"]["run_correctness (turn 3)"] == "passed"
     assert not (tmp_path / "reference.py").exists()  # sources are written to a temp dir, not the cwd
+
+
+def test_cli_brief_is_one_line_a_version(reports, cache_dir):
+    """`repro --brief`: one record a line, never wrapped however narrow (grep finds it whole)."""
+    env_cols = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "60"
+    try:
+        out = _cli(["repro", str(FIX / "cpu_run.jsonl"), "--all", "--device", "cpu", "--trials", "5", "--brief"],
+                   cache_dir)
+    finally:
+        if env_cols is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = env_cols
+    assert out.returncode in (0, 1), out.stderr
+    lines = out.stdout.splitlines()
+    assert [x.split()[0] for x in lines] == ["v1", "v2", "v3"], out.stdout
+    assert "reproduced: fails the same way" in lines[0] and "here=compile_error" in lines[0]
+    assert "scale_factor" in lines[0] and len(lines[0]) > 60
+    assert "here=passed" in lines[2] and "cached" in lines[2]

@@ -33,7 +33,7 @@ def _cache_dir(tmp_path, monkeypatch):
 # ---- headless ---------------------------------------------------------------------------------
 @needs_fixtures
 def test_print_lists_every_fixture_once_with_outcome_and_model():
-    res = CliRunner().invoke(main, ["runs", str(FIXTURES), "--print"])
+    res = CliRunner().invoke(main, ["runs", str(FIXTURES), "--print"], env={"COLUMNS": "320"})
     assert res.exit_code == 0, res.output
     assert "Traceback" not in res.output
     lines = res.output.splitlines()
@@ -46,6 +46,28 @@ def test_print_lists_every_fixture_once_with_outcome_and_model():
     assert f"{len(FIXTURE_FILES)} run(s) in" in res.output
     assert "claude-sonnet-4-5" in res.output and "openai/gpt-5.5-priority" in res.output
     assert "per model" in res.output and "fast_1.5" in res.output
+
+
+@needs_fixtures
+@pytest.mark.parametrize("cols", [100, 160])
+def test_print_picks_columns_by_priority(cols):
+    """At 100 and 160 columns: no line longer; the trace (cut in the middle), outcome, speedup, hack
+    classes and flags always there, in that order; what is left out is named (it was squeezed to
+    'r…  pas…  pass r…' at 100, and wider than 160)."""
+    res = CliRunner().invoke(main, ["runs", str(FIXTURES), "--print"], env={"COLUMNS": str(cols)})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(x) for x in lines) <= cols
+    head = lines[0].split()
+    assert head[0] == "trace" and "hack" in head and "flags" in head
+    assert head.index("outcome") < head.index("speedup") < head.index("hack") < head.index("flags")
+    interleaved = next(x for x in lines if x.startswith("ktbench") and "nterleaved.jsonl" in x)
+    assert "dummy_kernel" in interleaved and "no_gpu_code" in interleaved
+    assert any(x.startswith("not shown at ") for x in lines) or cols > 160
+    agg = lines[lines.index("per model") + 1].split()
+    assert agg[:4] == ["model", "runs", "passed", "pass"] and "fast_1.5" in agg
+    if cols == 160:
+        assert "model" in head and "openai/gpt-5.5-priority" in res.output
 
 
 @needs_fixtures
@@ -138,8 +160,8 @@ async def _screen_flow():
         await pilot.press("M")  # the first model in order
         assert {table.rows[i].model for i in table.view} == {"claude-sonnet-4-5"}
         await pilot.press("x")
-        # sort by turns (> cycles columns: trace, format, problem, model, persona, outcome, turns)
-        await pilot.press(*[">"] * 8, "<")
+        # sort by turns (> cycles columns: trace, model, outcome, speedup, hacks, flags, problem, turns)
+        await pilot.press(*[">"] * 9, "<")
         assert table.sort_key == "turns"
         turns = [table.rows[i].turns for i in table.view]
         assert turns == sorted(turns)

@@ -439,7 +439,11 @@ async def _runs_verify(tmp_path, builds):
             assert got["model-b/index_error.jsonl"] == "same failure"
             assert got["model-a/fast.jsonl"].split()[0] in ("reproduced", "differs", "unit")
             assert set(table.reproduced) == {real[p] for p in want}  # only the marked runs
-            assert table.columns()[-1][0] == "reproduced"
+            # on screen, right after the flags (it came last: 12 presses of L at 100 columns)
+            shown = [k for k, _, _ in table.columns()]
+            assert shown.index("reproduced") == shown.index("flags") + 1
+            w = table.fitted_widths()
+            assert 2 + sum(w[k] + 2 for k in shown[: shown.index("reproduced") + 1]) <= table.size.width
             # the aggregates panel: the recorded table, then recorded -> reproduced
             from rich.console import Group
             from rich.text import Text
@@ -475,3 +479,23 @@ def test_sigterm_stops_the_sweep_and_its_workers(tmp_path):
     assert "interrupted" in err
     assert survivors(seen) == []
     assert list(tmp.iterdir()) == [], f"temp dirs left: {list(tmp.iterdir())}"
+
+
+def test_plain_report_is_one_record_a_line(monkeypatch):
+    """Piped at 100 (and at 160): every run one line, every claim that does not hold one line,
+    whatever the length of its reason (grep finds a record whole)."""
+    from ktui.report.console import out_console
+
+    rows = [RunRow(path=f"sweep/{'long_problem_name_' * 3}{i}.jsonl", real=f"/x{i}", model="some-model",
+                   problem="P", version="v1", final=True, recorded_outcome="passed", recorded_speedup=3.0,
+                   note="no reference source in the trace and none given with --reference " * 3) for i in range(3)]
+    report = build_report(rows, {})
+    for cols in ("100", "160"):
+        monkeypatch.setenv("COLUMNS", cols)
+        out = io.StringIO()
+        render(out_console(out), report)
+        lines = out.getvalue().splitlines()
+        runs = [x for x in lines if x.startswith("sweep/")]
+        claims = [x for x in lines if x.startswith("  ") and "sweep/" in x]
+        assert len(runs) == 3 and all(len(x) <= int(cols) for x in runs), lines
+        assert len(claims) == 3 and all(x.rstrip().endswith("--reference") for x in claims), lines

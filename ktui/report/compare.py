@@ -152,8 +152,8 @@ def compare_print(paths: Sequence[str | Path], out=None) -> int:
         if not term:
             con.print(head)
             text = diffing.unified_text(ca, cb, kernel_label(ra, a, ka), kernel_label(rb, b, kb))
-            con.file.write(text if text else "identical kernels\n")
-            con.file.flush()
+            out.write(text if text else "identical kernels\n")  # as it is: a diff's blanks are content
+            out.flush()
             continue
         head.append(f"   {kernel_label(ra, a, ka)} → {kernel_label(rb, b, kb)}   ", style="dim")
         head.append_text(stats_text(added, removed))

@@ -1,26 +1,80 @@
-"""Consoles for the text commands: plain text when piped, never markup from trace text."""
+"""Consoles for the text commands: plain text when piped, never markup from trace text.
+
+Every text command is as wide as ``COLUMNS`` says, else the terminal, else :data:`DEFAULT_WIDTH`
+(piped with no ``COLUMNS``): ``COLUMNS=100 ktui show TRACE | cat`` has no line over 100
+characters. Nothing is padded to the widest line of the content; long lines wrap (code, prose)
+or are cut with an ellipsis (table cells). Records meant for ``grep`` (``validate``, ``repro
+--brief``, ``verify``) are printed with ``soft_wrap=True``: one record, one line, whatever the width.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich.console import Console
 
-PIPE_WIDTH = 120  # the least width of piped output
-MAX_PIPE_WIDTH = 4000
-TABLE_PIPE_WIDTH = 10_000  # tables size to their content: piped, they get all the room they need
+DEFAULT_WIDTH = 100  # piped, with no COLUMNS
+MIN_WIDTH = 40
 
 
-def out_console(content_width: int = 0) -> Console:
-    """stdout. Piped, it is as wide as the widest line of the content (``content_width``, at least
-    :data:`PIPE_WIDTH`): piped output never wraps."""
-    c = Console(highlight=False)
-    if not c.is_terminal:
-        c = Console(highlight=False, width=min(MAX_PIPE_WIDTH, max(PIPE_WIDTH, content_width)))
-    return c
+def output_width(file=None) -> int:
+    """``COLUMNS`` when set (a positive number), else the terminal's width, else 100."""
+    cols = os.environ.get("COLUMNS", "").strip()
+    if cols.isdigit() and int(cols) > 0:
+        return max(MIN_WIDTH, int(cols))
+    f = file if file is not None else sys.stdout
+    try:
+        if f.isatty():
+            return max(MIN_WIDTH, os.get_terminal_size(f.fileno()).columns)
+    except (AttributeError, OSError, ValueError):
+        pass
+    return DEFAULT_WIDTH
+
+
+class TrimmedLines:
+    """A text file that writes every line without its trailing blanks (rich pads panels' and
+    wrapped paragraphs' lines to the console's width): piped output is never padded."""
+
+    def __init__(self, file) -> None:
+        self.file = file
+        self.encoding = getattr(file, "encoding", None) or "utf-8"
+        self._tail = ""
+
+    def write(self, s: str) -> int:
+        *lines, self._tail = (self._tail + s).split("\n")
+        if lines:
+            self.file.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(s)
+
+    def flush(self) -> None:
+        if self._tail:
+            self.file.write(self._tail)
+            self._tail = ""
+        self.file.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _is_tty(file) -> bool:
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def out_console(file=None) -> Console:
+    """stdout (or ``file``), :func:`output_width` wide; piped, its lines carry no trailing blanks."""
+    f = file if file is not None else sys.stdout
+    width = output_width(f)
+    return Console(file=f if _is_tty(f) else TrimmedLines(f), highlight=False, width=width)
 
 
 def table_console(file, term: bool) -> Console:
-    """A console for tables (``runs``, ``compare``): the terminal's width, or unbounded when piped."""
-    return Console(file=file, highlight=False, soft_wrap=not term, width=None if term else TABLE_PIPE_WIDTH)
+    """A console for tables (``runs``, ``compare``): :func:`output_width` wide; the tables choose
+    the columns that fit (:func:`ktui.report.runs.runs_table`)."""
+    return out_console(file)
 
 
 def err_console() -> Console:

@@ -193,6 +193,31 @@ def render_findings(console: Any, findings: list[Any]) -> None:
     console.print(table)
 
 
+def brief_line(report: Any) -> Any:
+    """One version's result as one line (``ktui repro --brief``; grep-able, never wrapped):
+    version, sha1, turns, verdict, reproduced correctness and speedup, honesty classes, reason."""
+    from rich.text import Text
+
+    comp = report.comparison
+    res = report.result or {}
+    corr = res.get("correctness") if isinstance(res.get("correctness"), dict) else {}
+    tm = res.get("timing") if isinstance(res.get("timing"), dict) else {}
+    sp = tm.get("speedup")
+    here = ("passed" if corr.get("passed") else "failed") if corr else (
+        str((res.get("failure") or {}).get("kind") or "not run"))
+    if isinstance(sp, (int, float)) and not isinstance(sp, bool):
+        here += f" {sp:.2f}x"
+    turns = ",".join(str(t) for t in report.turns) or "—"
+    line = Text()
+    line.append_text(plain(report.version, "bold"))
+    line.append(f"  sha1={report.sha1[:12]}  turns={turns}  ")
+    line.append_text(plain(comp.verdict, VERDICT_STYLE.get(comp.verdict, "bold")))
+    line.append_text(plain(f"  here={here}  classes={','.join(comp.classes) or '—'}"
+                           + ("  cached" if report.cached else "") + f"  {comp.reason}"))
+    line.plain = line.plain.replace("\n", " ")
+    return line
+
+
 def render_summary(console: Any, reports: list[Any]) -> None:
     from rich.table import Table
 
@@ -249,7 +274,7 @@ def repro_command(path: Path | str, *, turn: int | None = None, version: str | N
                   all_: bool = False, reference: str | None = None, device: str | None = None, trials: int = TRIALS,
                   method: str = METHOD, timeout: float = STAGE_TIMEOUT_S, fresh: bool = False,
                   as_json: bool = False, compile_timeout: float | None = None, input_seed: int | None = None,
-                  tasks: str | None = None) -> int:
+                  tasks: str | None = None, brief: bool = False) -> int:
     from ktui.repro.api import ReproError, ReproOptions, reproduce, select_kernels
     from ktui.repro.runner import install_signal_handlers
     from ktui.trace import load
@@ -268,9 +293,9 @@ def repro_command(path: Path | str, *, turn: int | None = None, version: str | N
         _err(f"--device {device!r}: use cuda, cuda:N or cpu")
         return 2
 
-    from rich.console import Console
+    from ktui.report.console import out_console
 
-    console = Console() if sys.stdout.isatty() else Console(width=110)
+    console = out_console()
     progress = _ProgressDisplay(enabled=not as_json and sys.stderr.isatty())
     reports = []
     cancel = threading.Event()
@@ -286,7 +311,9 @@ def repro_command(path: Path | str, *, turn: int | None = None, version: str | N
             finally:
                 progress.stop()
             reports.append(report)
-            if not as_json:
+            if brief and not as_json:
+                console.print(brief_line(report), soft_wrap=True)
+            elif not as_json:
                 render_report(console, report)
     except KeyboardInterrupt:
         cancel.set()
@@ -299,6 +326,6 @@ def repro_command(path: Path | str, *, turn: int | None = None, version: str | N
         else:
             payload = {"trace": str(path), "versions": [r.to_dict() for r in reports]}
         sys.stdout.write(json.dumps(payload, indent=1, default=str) + "\n")
-    elif len(reports) > 1:
+    elif len(reports) > 1 and not brief:
         render_summary(console, reports)
     return 0 if all(r.good for r in reports) else 1

@@ -29,21 +29,105 @@ from ktui.view.fmt import num, ratio, secs
 from ktui.view.fmt import pct as fmt_pct
 from ktui.view.text import one_line, safe_data
 
-# (key, header, justify) of the runs table, in order
+# (key, header, justify) of the runs table, in order: the important columns first (a narrow
+# terminal shows them without scrolling; the app scrolls to the rest)
 COLUMNS: list[tuple[str, str, str]] = [
     ("path", "trace", "left"),
-    ("format", "format", "left"),
-    ("problem", "problem", "left"),
     ("model", "model", "left"),
-    ("persona", "persona", "left"),
     ("outcome", "outcome", "left"),
-    ("turns", "turns", "right"),
-    ("tokens", "tokens", "right"),
-    ("wall", "wall", "right"),
     ("speedup", "speedup", "right"),
     ("hacks", "hack classes", "left"),
     ("flags", "flags", "left"),
+    ("problem", "problem", "left"),
+    ("turns", "turns", "right"),
+    ("tokens", "tokens", "right"),
+    ("wall", "wall", "right"),
+    ("persona", "persona", "left"),
+    ("format", "format", "left"),
 ]
+REPRODUCED = ("reproduced", "reproduced", "left")  # once `ktui verify` (the app's key v) has results
+# which columns stay when not all fit, most important first (the rest are left out in text and
+# the HTML report, and come after these in the app, where it scrolls)
+PRIORITY = ("path", "outcome", "speedup", "hacks", "flags", "reproduced", "model", "problem", "turns", "tokens",
+            "wall", "persona", "format")
+# (key, min width, max width) of a column
+WIDTH_LIMITS = {
+    "path": (16, 60), "format": (6, 16), "problem": (8, 44), "model": (8, 28), "persona": (7, 20),
+    "outcome": (10, 10), "turns": (5, 9), "tokens": (6, 10), "wall": (6, 9), "speedup": (7, 9), "hacks": (12, 40),
+    "flags": (10, 48), "reproduced": (10, 26),
+}
+GAP = 2  # blanks after each column
+
+
+def natural_widths(runs: Iterable[RunSummary], keys: Iterable[str]) -> dict[str, int]:
+    """Each column as wide as its widest cell or header, within :data:`WIDTH_LIMITS`."""
+    keys = list(keys)
+    heads = {k: h for k, h, _ in [*COLUMNS, REPRODUCED]}
+    w = {k: max(WIDTH_LIMITS[k][0], min(WIDTH_LIMITS[k][1], len(heads[k]))) for k in keys}
+    for s in runs:
+        for k in keys:
+            if k != "reproduced":
+                n = len(cell(s, k))
+                if n > w[k]:
+                    w[k] = min(WIDTH_LIMITS[k][1], n)
+    return w
+
+
+# a column's fair width: what it gets before a less important column is shown (wider cells are
+# cut to it, with an ellipsis, when the room is short)
+FAIR = {"path": 40, "flags": 30, "hacks": 24, "model": 16, "problem": 20, "persona": 12, "format": 12,
+        "reproduced": 20}
+MUST = ("path", "outcome", "speedup", "hacks", "flags", "reproduced")  # shown down to their minimum widths
+
+
+def fit_columns(keys: list[str], natural: dict[str, int], room: int) -> tuple[list[str], dict[str, int]]:
+    """The columns (of ``keys``, in their order) that fit in ``room`` cells, chosen by
+    :data:`PRIORITY`, and their widths. A column is left out, least important first, while the
+    kept ones at their fair widths (:data:`FAIR`) do not fit; the columns of :data:`MUST` only when
+    they do not fit at their minimum widths either (the trace never). Then the widest cut first:
+    each kept column down to its fair width, least important first, then down to its minimum.
+    Returns (kept keys, widths of every key: a left-out column keeps its natural width)."""
+    rank = {k: i for i, k in enumerate(PRIORITY)}
+    fair = {k: min(natural[k], FAIR.get(k, natural[k])) for k in keys}
+    least_first = sorted(keys, key=lambda k: -rank.get(k, len(rank)))  # "path" is first in PRIORITY: last here
+    kept = list(keys)
+    for k in least_first:
+        if sum(fair[x] + GAP for x in kept) <= room:
+            break
+        if k not in MUST:
+            kept.remove(k)
+    for k in least_first:
+        if sum(WIDTH_LIMITS[x][0] + GAP for x in kept) <= room or k == "path":
+            break
+        if k in kept:
+            kept.remove(k)
+    w = dict(natural)
+    excess = sum(w[k] + GAP for k in kept) - room
+    for k in least_first:  # down to the fair widths, the least important first (the trace last)
+        if excess <= 0:
+            break
+        if k in kept:
+            cut = min(excess, max(0, w[k] - fair[k]))
+            w[k] -= cut
+            excess -= cut
+    while excess > 0:  # then the widest column above its minimum gives one cell at a time
+        k = max((x for x in kept if w[x] > WIDTH_LIMITS[x][0]), key=lambda x: (w[x], -rank.get(x, 99)),
+                default=None)
+        if k is None:
+            break
+        w[k] -= 1
+        excess -= 1
+    return kept, w
+
+
+def fit_middle(text: str, width: int) -> str:
+    """A long trace path cut in the middle (its start and its file name stay), at most ``width``."""
+    if len(text) <= width or width < 8:
+        return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+    head = (width - 1) // 3
+    tail = width - 1 - head
+    return text[:head] + "…" + text[len(text) - tail:]
+
 
 AGG_COLUMNS: list[tuple[str, str]] = [
     ("model", "model"), ("runs", "runs"), ("passed", "passed"), ("pass_rate", "pass rate"),
@@ -188,24 +272,47 @@ def csv_row(s: RunSummary) -> list[Any]:
 
 
 # ---- rendering ---------------------------------------------------------------------------------
-def runs_table(runs: list[RunSummary], title: str | None = None) -> Table:
+def runs_table(runs: list[RunSummary], title: str | None = None, width: int | None = None) -> Table:
+    """The runs as a table ``width`` cells wide at most (None: every column, as wide as it needs):
+    the columns that fit by :data:`PRIORITY`; ``table.left_out`` names the others."""
+    keys = [k for k, _, _ in COLUMNS]
+    natural = natural_widths(runs, keys)
+    kept, w = fit_columns(keys, natural, width) if width else (keys, natural)
     t = Table(title=title, header_style="bold", box=None, pad_edge=False, show_edge=False,
-              padding=(0, 2, 0, 0))
-    for key, header, justify in COLUMNS:
-        t.add_column(header, justify=justify, no_wrap=True,
-                     overflow="ellipsis" if key in ("problem", "path") else "fold")
+              padding=(0, GAP, 0, 0), collapse_padding=False)
+    cols = [(k, h, j) for k, h, j in COLUMNS if k in kept]
+    for key, header, justify in cols:
+        t.add_column(header, justify=justify, no_wrap=True, overflow="ellipsis", width=w[key] if width else None)
     for s in runs:
-        t.add_row(*[cell_text(s, k) for k, _, _ in COLUMNS])
+        row = []
+        for k, _, _ in cols:
+            c = cell_text(s, k)
+            if k == "path" and width:
+                c.plain = fit_middle(c.plain, w[k])
+            row.append(c)
+        t.add_row(*row)
+    t.left_out = [h for k, h, _ in COLUMNS if k not in kept]  # type: ignore[attr-defined]
     return t
 
 
-def aggregates_table(aggs: list[ModelAggregate]) -> Table:
-    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    for key, header in AGG_COLUMNS:
-        t.add_column(header, justify="left" if key == "model" else "right", no_wrap=True)
+def aggregates_table(aggs: list[ModelAggregate], width: int | None = None) -> Table:
+    """Per-model aggregates; ``width``: the columns that fit, from the left (model names cut to 12
+    cells at the least), ``table.left_out`` names the others."""
+    cols = list(AGG_COLUMNS)
+    widths = {k: max([len(h), *(len(agg_cell(a, k)) for a in aggs)]) for k, h in cols}
+    model_w = widths["model"]
+    if width:
+        while len(cols) > 2 and sum(widths[k] + GAP for k, _ in cols) - model_w + min(model_w, 12) > width:
+            cols.pop()
+        model_w = max(min(model_w, 12), min(model_w, width - sum(widths[k] + GAP for k, _ in cols[1:]) - GAP))
+    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, GAP, 0, 0))
+    for key, header in cols:
+        t.add_column(header, justify="left" if key == "model" else "right", no_wrap=True, overflow="ellipsis",
+                     width=model_w if key == "model" and width else None)
     for a in aggs:
         style = "bold" if a is aggs[-1] and len(aggs) > 1 else ""
-        t.add_row(*[Text(agg_cell(a, k), style=style) for k, _ in AGG_COLUMNS])
+        t.add_row(*[Text(agg_cell(a, k), style=style) for k, _ in cols])
+    t.left_out = [h for k, h in AGG_COLUMNS if (k, h) not in cols]  # type: ignore[attr-defined]
     return t
 
 
@@ -243,10 +350,17 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
         term = out.isatty() if hasattr(out, "isatty") else False
         con = table_console(out, term)
         if runs:
-            con.print(runs_table(runs))
+            table = runs_table(runs, width=con.width)
+            con.print(table)
+            if table.left_out:
+                con.print(Text(f"not shown at {con.width} columns: {', '.join(table.left_out)} "
+                               "(COLUMNS=N; --format csv|json has all)", style="dim"))
             con.print()
             con.print(Text("per model", style="bold"))
-            con.print(aggregates_table(aggs))
+            agg = aggregates_table(aggs, width=con.width)
+            con.print(agg)
+            if agg.left_out:
+                con.print(Text(f"not shown at {con.width} columns: {', '.join(agg.left_out)}", style="dim"))
         n_err = sum(1 for i in issues if i.severity != "info")
         summary = f"{len(runs)} run(s) in {one_line(str(path))}"
         if idx.duplicates:

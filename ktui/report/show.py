@@ -163,19 +163,6 @@ def render(run: Run, *, turn: int | None = None, full: bool = False, view: RunVi
     return out
 
 
-def content_width(v: RunView, run: Run) -> int:
-    """The widest line ``show`` prints (panel borders and indents included), for piped output."""
-    widest = max((len(f.label) + len(f.text) for f in v.header.facts), default=0) * 3
-    for blocks in [v.preamble, *(t.blocks for t in v.turns)]:
-        for b in blocks:
-            widest = max(widest, b.indent + max((len(s) for s in b.plain_lines()), default=0) + 8)
-    fk = run.final_kernel
-    code = (fk.code or "") if fk is not None else ""
-    widest = max([widest, *(len(s) + 8 for s in code.splitlines())])
-    widest = max([widest, *(len(f.message) + len(f.code) + 12 for f in v.flags)])
-    return widest
-
-
 def show_command(path: Path, *, turn: int | None = None, as_json: bool = False, full: bool = False) -> int:
     err = err_console()
     run = load(path)
@@ -191,7 +178,7 @@ def show_command(path: Path, *, turn: int | None = None, as_json: bool = False, 
                        + (f", 0-{len(run.turns) - 1})" if run.turns else ")")))
         return 2
     view = build_view(run)
-    console = out_console(content_width(view, run))
+    console = out_console()
     for r in render(run, turn=turn, full=full, view=view):
         console.print(r)
     return 0

@@ -253,10 +253,9 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     elif fmt == "csv":
         write_csv(report, out)
     else:
-        from rich.console import Console
+        from ktui.report.console import out_console
 
-        term = out.isatty() if hasattr(out, "isatty") else False
-        render(Console(file=out, highlight=False, soft_wrap=False, width=None if term else 200), report)
+        render(out_console(out), report)
     if interrupted:
         _err("interrupted: finished kernels are cached; run the same command again to go on")
         return 130
@@ -273,11 +272,12 @@ def render(console: Any, report: Report) -> None:
 
     from ktui.report.repro import VERDICT_STYLE
 
-    # the reason column only where it fits (the claims below give the reason of every claim that fails)
+    # one run a line (never wrapped: grep finds a run's record whole); the reason column only
+    # where it fits (the claims below give the reason of every claim that fails)
     wide = (console.width or 80) >= 150
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
     for h in ("run", "model", "ver", "recorded", "reproduced", "verdict") + (("reason",) if wide else ()):
-        t.add_column(h, overflow="fold" if h == "reason" else "ellipsis", no_wrap=h != "reason",
+        t.add_column(h, overflow="ellipsis", no_wrap=True,
                      max_width=70 if h == "reason" else (48 if h == "run" else None),
                      min_width={"run": 16, "model": 8, "verdict": 10}.get(h))
     for v in report.rows:
@@ -301,13 +301,13 @@ def render(console: Any, report: Report) -> None:
             line.append(f"  {one_line(v.row.path)} {one_line(v.row.version or '')}: "
                         f"recorded {_side(v.row.recorded_outcome, v.row.recorded_speedup)}, "
                         f"reproduced {_side(v.outcome, v.speedup)} — {one_line(v.reason, 240)}")
-            console.print(line)
+            console.print(line, soft_wrap=True)
     else:
         console.print(Text("every recorded claim holds", style="bold green"))
     s = report.stats
     if s:
         console.print()
-        console.print(Text(stats_line(s), style="dim"))
+        console.print(Text(stats_line(s), style="dim"), soft_wrap=True)
 
 
 def models_table(report: Report) -> Any:

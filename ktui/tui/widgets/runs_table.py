@@ -23,20 +23,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ktui.report.runs import COLUMNS, cell, flag_style
+from ktui.report.runs import COLUMNS, GAP, REPRODUCED, WIDTH_LIMITS, cell, fit_columns, flag_style
 from ktui.trace.index import RunSummary
 
 MARK = "●"
-# (key, min width, max width)
-WIDTH_LIMITS = {
-    "path": (10, 60), "format": (6, 16), "problem": (8, 44), "model": (6, 28), "persona": (7, 20), "outcome": (10, 10),
-    "turns": (7, 9), "tokens": (8, 10), "wall": (8, 9), "speedup": (9, 9), "hacks": (12, 40), "flags": (5, 48),
-    "reproduced": (10, 26),
-}
-REPRODUCED = ("reproduced", "reproduced", "left")  # shown once `ktui verify` (key v) has results
-# when the table is wider than the widget: shrink these first, down to these widths
-SHRINK_ORDER = (("problem", 28), ("path", 30), ("flags", 14), ("hacks", 16), ("persona", 10), ("model", 16), ("path", 18),
-                ("problem", 14))
 OUTCOME_COLORS = {"passed": Style(color="green", bold=True), "failed": Style(color="red", bold=True),
                   "incomplete": Style(color="yellow")}
 
@@ -90,8 +80,18 @@ class RunsTable(ScrollView, can_focus=True):
         self.sort_reverse = False
         self.reproduced: dict[str, str] = {}  # real path -> the reproduced cell (verify's verdict)
 
+    def all_columns(self) -> list[tuple[str, str, str]]:
+        """Every column in its order (reproduced, once there, right after flags)."""
+        if not self.reproduced:
+            return COLUMNS
+        at = next(i for i, (k, _, _) in enumerate(COLUMNS) if k == "flags") + 1
+        return [*COLUMNS[:at], REPRODUCED, *COLUMNS[at:]]
+
     def columns(self) -> list[tuple[str, str, str]]:
-        return COLUMNS + [REPRODUCED] if self.reproduced else COLUMNS
+        """The columns as drawn: those that fit the widget, chosen by priority
+        (:func:`ktui.report.runs.fit_columns`), then the others (scroll right to see them)."""
+        self.fitted_widths()
+        return self._fitted_order
 
     def _cell(self, s: RunSummary, key: str) -> str:
         return self.reproduced.get(s.real, "—") if key == "reproduced" else cell(s, key)
@@ -149,29 +149,22 @@ class RunsTable(ScrollView, can_focus=True):
     def marked_runs(self) -> list[RunSummary]:
         return [self.rows[i] for i in sorted(self.marked)]
 
-    def _total_width(self) -> int:
-        return 2 + sum(self.widths[k] + 2 for k, _, _ in self.columns())
-
     def fitted_widths(self) -> dict[str, int]:
-        """Column widths that fit the widget when possible (long columns shrink first)."""
-        avail = self.scrollable_content_region.width or self.size.width
-        key = (avail, tuple(self.widths.values()))
+        """Column widths that fit the widget (the columns chosen by priority; long ones shrink)."""
+        avail = (self.scrollable_content_region.width or self.size.width) - 2
+        cols = self.all_columns()
+        key = (avail, tuple(self.widths.items()), len(cols))
         if getattr(self, "_fit_key", None) == key:
             return self._fitted
-        w = dict(self.widths)
-        excess = self._total_width() - avail
-        for k, floor in SHRINK_ORDER:
-            if excess <= 0:
-                break
-            cut = min(excess, max(0, w[k] - floor))
-            w[k] -= cut
-            excess -= cut
+        keys = [k for k, _, _ in cols]
+        kept, w = fit_columns(keys, {k: self.widths[k] for k in keys}, max(avail, 1))
+        self._fitted_order = [c for c in cols if c[0] in kept] + [c for c in cols if c[0] not in kept]
         self._fit_key, self._fitted = key, w
         return w
 
     def _resize(self) -> None:
         w = self.fitted_widths()
-        self.virtual_size = Size(2 + sum(w[k] + 2 for k, _, _ in self.columns()), len(self.view) + 1)
+        self.virtual_size = Size(2 + sum(w[k] + GAP for k, _, _ in self.columns()), len(self.view) + 1)
 
     def on_resize(self) -> None:
         self._resize()
