@@ -167,7 +167,10 @@ def test_split_diff_keeps_markers_and_piped_output_never_wraps():
     # the longest kernel line is whole on one row, and so is every flag of `show`
     longest = max(load(SEED_TRACE).kernel("v4").code.splitlines(), key=len)
     assert any(longest.strip() in ln for ln in rows)
-    r = ktui("show", str(SEED_TRACE), "--full")
+    # `show` wraps at the width it is given (COLUMNS, else 100 piped): wide enough, every flag is whole
+    env = {**os.environ, "COLUMNS": "400"}
+    r = subprocess.run([sys.executable, "-m", "ktui", "show", str(SEED_TRACE), "--full"], capture_output=True,
+                       text=True, timeout=60, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
     out = r.stdout
     for f in load(SEED_TRACE).flags:
         assert f.message in out, f.message  # not broken across rows
