@@ -327,3 +327,22 @@ def test_mini_swe_agent_messages_list_with_another_fence_is_read():
     assert len(run.turns) == 10 and len(run.calls) == 10 and all(c.result is not None for c in run.calls)
     assert run.calls[0].args["command"].startswith("cat /Users/")
     assert run.calls[0].status == "failed"  # <returncode>1</returncode>
+
+
+def test_in_place_changes_never_run_a_dangerous_pattern_or_crash_on_hostile_scripts():
+    from ktui.trace.importers.inplace import changes
+    from ktui.trace.importers.kernels import FileTracker
+
+    # catastrophic backtracking on content under ktui's control: not replayed (content unknown)
+    tr = FileTracker()
+    tr.write("/w/k.cu", "__global__ void k() {}\n" + "a" * 50_000 + "!\n", None, 0, 1)
+    tr.shell("sed -E -i 's/(a+)+$/x/' /w/k.cu", None, 1, 2)
+    tr.shell("perl -pi -e 's/(\\w*)*z/y/' /w/k.cu", None, 2, 3)
+    cands = [a.candidate for a in tr.actions if a.kind == "candidate"]
+    assert [c.unknown for c in cands] == [False, True, True]
+    # deeply nested or huge scripts: no crash, nothing replayed
+    deep = "python3 - <<'PY'\np='k.py'\ns=open(p).read()\ns=s.replace(" + "'a'+" * 5000 + "'a', 'b')\nopen(p,'w').write(s)\nPY\n"
+    got = changes(deep)
+    assert len(got) <= 1 and all(c.apply is None for c in got)
+    assert changes("python3 - <<'PY'\n" + "(" * 10_000 + "\nPY\n") == []
+    assert changes("sed -i 's/unterminated k.py") == []

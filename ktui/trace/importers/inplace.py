@@ -247,6 +247,13 @@ def _repl(rep: str, amp: bool) -> Callable[[re.Match], str]:
     return fn
 
 
+# patterns ktui will not run on trace content: a quantified group holding a quantifier (the
+# catastrophic-backtracking shapes, e.g. (a+)+), backreferences, lookarounds; and replay stops on
+# content beyond this size
+_RISKY = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{]|\\[1-9]|\(\?[=!<]")
+MAX_REPLAY = 4 << 20
+
+
 def _subst_program(text: str, ere: bool, perl: bool) -> Apply | None:
     """A program of ``s///`` commands (separated by ``;`` or newlines) as a line-by-line function;
     None when it holds anything else."""
@@ -262,9 +269,12 @@ def _subst_program(text: str, ere: bool, perl: bool) -> Apply | None:
             rest = rest[1:].strip()
         elif rest:
             return None
+        py = pat if (ere or perl) else _bre_to_py(pat)
+        if len(py) > 2000 or _RISKY.search(py):
+            return None
         try:
-            rx = re.compile(pat if (ere or perl) else _bre_to_py(pat), re.I if ("I" in flags or "i" in flags) else 0)
-        except re.error:
+            rx = re.compile(py, re.I if ("I" in flags or "i" in flags) else 0)
+        except (re.error, RecursionError, OverflowError):
             return None
         nums = re.findall(r"\d+", flags)
         if nums:
@@ -274,6 +284,8 @@ def _subst_program(text: str, ere: bool, perl: bool) -> Apply | None:
         return None
 
     def apply(old: str) -> str:
+        if len(old) > MAX_REPLAY:
+            raise ValueError("too large to replay")
         lines = old.split("\n")
         for k, ln in enumerate(lines):
             for rx, fn, count in steps:
@@ -338,7 +350,7 @@ class _Text:
 
 def python_changes(src: str) -> list[Change]:
     """Files a Python script writes, and how."""
-    if "write" not in src:
+    if "write" not in src or len(src) > (8 << 20):
         return []
     try:
         tree = ast.parse(src)
@@ -480,7 +492,10 @@ def python_changes(src: str) -> list[Change]:
                         else:
                             write(path, arg)
 
-    visit(tree.body)
+    try:
+        visit(tree.body)
+    except (RecursionError, _Unknown):
+        pass
     return out
 
 

@@ -236,6 +236,7 @@ class FileTracker:
         self.fragment: dict[str, str] = {}  # path -> last partial text (base unknown)
         self.actions: list[_Action] = []
         self.notes: list[tuple[int, str]] = []
+        self.paths_by_name: dict[str, set[str]] = {}  # file name -> the paths written or seen
 
     # -- what agents do
     def _cand(self, path: str | None, code: str, origin: str, call: ToolCall | None, turn: int | None,
@@ -243,6 +244,8 @@ class FileTracker:
         if len(code) > MAX_CODE:
             code, partial = code[:MAX_CODE], True
             origin += f" (cut at {MAX_CODE:,} characters)"
+        if path:
+            self.paths_by_name.setdefault(posixpath.basename(path), set()).add(path)
         self.actions.append(_Action("candidate", Candidate(path, code, origin, call, turn, line, partial,
                                                            final_answer)))
 
@@ -251,6 +254,7 @@ class FileTracker:
         if isinstance(content, str) and path:
             self.content[path] = content
             self.fragment.pop(path, None)
+            self.paths_by_name.setdefault(posixpath.basename(path), set()).add(path)
 
     def write(self, path: str, content: str, call: ToolCall | None, turn: int | None, line: int,
               origin: str = "write") -> None:
@@ -335,11 +339,10 @@ class FileTracker:
         p = norm_path(path, cwd)
         if p in self.content or p.startswith("/") or not p:
             return p
+        name = posixpath.basename(p)
         tail = "/" + p
-        known = [k for k in list(self.content) + [c.candidate.path for c in self.actions
-                                                  if c.kind == "candidate" and c.candidate.path]
-                 if k.endswith(tail)]
-        return known[0] if known and all(k == known[0] for k in known) else p
+        known = {k for k in self.paths_by_name.get(name, ()) if k.endswith(tail)}
+        return next(iter(known)) if len(known) == 1 else p
 
     def inplace(self, command: str, call: ToolCall | None, turn: int | None, line: int,
                 cwd: str | None = None) -> None:
@@ -355,7 +358,7 @@ class FileTracker:
             if base is not None and ch.apply is not None:
                 try:
                     new = ch.apply(base)
-                except (re.error, IndexError, RecursionError):
+                except (re.error, IndexError, RecursionError, ValueError):
                     new = None
                 if new is not None:
                     if new != base:
@@ -364,6 +367,7 @@ class FileTracker:
             why = "the change cannot be replayed" if ch.apply is None else "the file's earlier content is not in the trace"
             self.content.pop(p, None)
             self.fragment.pop(p, None)
+            self.paths_by_name.setdefault(posixpath.basename(p), set()).add(p)
             self.actions.append(_Action("candidate", Candidate(
                 p, "", f"modified in place by {ch.how} ({why}): its new content is not in the trace",
                 call, turn, line, partial=True, unknown=True)))
