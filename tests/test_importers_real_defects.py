@@ -346,3 +346,29 @@ def test_in_place_changes_never_run_a_dangerous_pattern_or_crash_on_hostile_scri
     assert len(got) <= 1 and all(c.apply is None for c in got)
     assert changes("python3 - <<'PY'\n" + "(" * 10_000 + "\nPY\n") == []
     assert changes("sed -i 's/unterminated k.py") == []
+
+
+def test_atif_read_content_kept_by_the_converter_is_the_base_of_a_later_edit(tmp_path):
+    import json
+
+    code = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+
+    def step(i, name, args, content, tur=None):
+        extra = {"tool_use_name": name}
+        if tur is not None:
+            extra["tool_result_metadata"] = {"is_error": False, "tool_use_result": tur}
+        return {"step_id": i, "timestamp": f"2025-12-02T08:00:{i:02d}Z", "source": "agent", "message": "",
+                "tool_calls": [{"tool_call_id": f"t{i}", "function_name": name, "arguments": args}],
+                "observation": {"results": [{"source_call_id": f"t{i}", "content": content}]}, "extra": extra}
+
+    steps = [{"step_id": 1, "source": "user", "message": "speed up /app/solution.py"},
+             step(2, "Read", {"file_path": "/app/solution.py"}, "1\timport torch ...",
+                  {"type": "text", "file": {"filePath": "/app/solution.py", "content": code, "numLines": 4,
+                                            "startLine": 1, "totalLines": 4}}),
+             step(3, "Edit", {"file_path": "/app/solution.py", "old_string": "x * 2", "new_string": "x + x"},
+                  "The file /app/solution.py has been updated.")]
+    p = tmp_path / "trajectory.json"
+    p.write_text(json.dumps({"schema_version": "ATIF-v1.5", "agent": {"name": "claude-code"}, "steps": steps}))
+    run = load(p)
+    assert [(k.label, k.partial) for k in run.kernels] == [("v1", False)]
+    assert run.kernels[0].code == code.replace("x * 2", "x + x")

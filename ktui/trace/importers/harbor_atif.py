@@ -76,17 +76,25 @@ def _writes(c) -> bool:
 
 
 def _observe(asm: Assembler, step_extra: dict, results: list, c) -> None:
-    """The file as it was before an edit, where the converter kept Claude Code's
-    ``toolUseResult`` (``tool_result_metadata.tool_use_result.originalFile``)."""
+    """File content the converter kept from Claude Code's ``toolUseResult``
+    (``tool_result_metadata.tool_use_result``): an edit's ``originalFile`` (the file just before
+    it), a whole-file ``Read``'s ``file.content``."""
     for d in [step_extra] + [r.get("extra") for r in results if isinstance(r, dict) and r.get("source_call_id") == c.id]:
         meta = d.get("tool_result_metadata") if isinstance(d, dict) else None
         tur = meta.get("tool_use_result") if isinstance(meta, dict) else None
-        if isinstance(tur, dict) and isinstance(tur.get("originalFile"), str):
+        if not isinstance(tur, dict):
+            continue
+        from ktui.trace.importers.kernels import norm_path
+
+        if isinstance(tur.get("originalFile"), str):
             fp = tur.get("filePath") or c.args.get("file_path")
             if isinstance(fp, str) and fp:
-                from ktui.trace.importers.kernels import norm_path
-
                 asm.files.observe(norm_path(fp), tur["originalFile"])
+        f = tur.get("file")
+        if isinstance(f, dict) and isinstance(f.get("content"), str) and isinstance(f.get("filePath"), str):
+            start, n, total = f.get("startLine"), f.get("numLines"), f.get("totalLines")
+            if start in (None, 1) and (not isinstance(n, int) or not isinstance(total, int) or n >= total):
+                asm.files.observe(norm_path(f["filePath"]), f["content"])  # a whole-file Read
 
 
 def load_object(obj: Any, path: str) -> Run:
