@@ -36,14 +36,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ktui.engine import HARNESS_VERSION, default_cache_root
+from ktui import settings
+from ktui.engine import HARNESS_VERSION
 
 KEY_FILE = ".hmac-key"
 ENTRY_VERSION = 2
 
 
 def cache_root() -> Path:
-    return Path(default_cache_root())
+    return settings.current().repro_cache_dir
 
 
 def build_root() -> Path:

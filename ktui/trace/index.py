@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ktui import settings
 from ktui.trace import facts
 from ktui.trace.builder import Builder
 from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
@@ -751,9 +752,9 @@ def default_jobs() -> int:
 
     The scanning process itself skims too, so 1 helper on a 2-core machine means 2 skimmers.
     """
-    env = os.environ.get("KTUI_JOBS", "").strip()
-    if env.isdigit():
-        return int(env)
+    jobs = settings.current().jobs
+    if jobs is not None:
+        return jobs
     return max(0, min(7, (os.cpu_count() or 1) - 1))
 
 
@@ -840,11 +841,7 @@ class _Helper:
 
 # ---- the cache ---------------------------------------------------------------------------------------
 def cache_dir() -> str:
-    d = os.environ.get("KTUI_CACHE_DIR")
-    if d:
-        return d
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ktui")
+    return str(settings.current().index_dir)
 
 
 def cache_path(root: str) -> str:

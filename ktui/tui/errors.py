@@ -10,19 +10,17 @@ notification says so.
 
 from __future__ import annotations
 
-import os
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
+from ktui import settings
 from ktui.view.text import clean
 
 
 def log_path() -> Path:
-    root = os.environ.get("KTUI_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ktui")
-    return Path(root) / "ktui.log"
+    return settings.current().log_file
 
 
 def describe(exc: BaseException) -> str:

@@ -31,6 +31,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ktui import settings
 from ktui.repro.profile.metrics import NCU_METRICS
 
 CLOCK_CONTROLS = ("none", "base")
@@ -49,7 +50,7 @@ def _version_key(path: str) -> tuple[int, ...]:
 def candidates() -> list[str]:
     """Every place ncu may be, in the order it is looked for."""
     out: list[str] = []
-    env = os.environ.get("KTUI_NCU")
+    env = settings.current().ncu
     if env:
         out.append(env)
     w = shutil.which("ncu")

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ktui import settings
 from ktui.repro.profile import ncu as N
 from ktui.repro.profile.chart import roofline_chart
 from ktui.repro.profile.compare import compare_profile
@@ -361,7 +362,7 @@ def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileO
 def _keep(side: str, csv_text: str, log: str) -> None:
     """With $KTUI_PROFILE_KEEP=DIR, keep each side's raw page and ncu log there (GPU scripts use it
     to capture the profiler's real output as test fixtures)."""
-    d = os.environ.get("KTUI_PROFILE_KEEP")
+    d = settings.current().profile_keep
     if not d:
         return
     Path(d).mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ktui import settings
 from ktui.trace.importers import (
     chat_messages,
     claude_code,
@@ -63,8 +64,7 @@ def names() -> list[str]:
 
 
 def forced() -> str | None:
-    v = os.environ.get(ENV, "").strip()
-    return v or None
+    return settings.current().format
 
 
 # ---- detection ------------------------------------------------------------------------------------
