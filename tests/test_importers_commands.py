@@ -98,6 +98,7 @@ def test_runs_on_a_directory_mixing_all_formats(tmp_path, monkeypatch):
     assert by[HARBOR.name].model == "openrouter/anthropic/claude-opus-4.8"
     assert all(r.model for r in runs)
     assert any("1 .json file(s) are not traces" in i.message for i in idx.issues)
+    monkeypatch.setenv("COLUMNS", "400")  # every column (at 100 the format column is left out)
     res = invoke("runs", d, "--print", "--no-cache")
     assert res.exit_code == 0
     for fmt in ("ensemble V1", "chat-messages", "claude-code", "codex-cli", "inspect", "harbor-atif",
@@ -127,7 +128,7 @@ def test_repro_takes_the_reference_from_the_task_prompt():
     res = CliRunner().invoke(main, ["repro", str(HARBOR), "--device", "cpu"])
     assert "--reference" not in res.output and "has no reference" not in res.output
     assert "reference: the task prompt: a fenced block under 'The reference'" in res.output
-    assert "needs a CUDA GPU" in res.output
+    assert "needs a CUDA GPU" in " ".join(res.output.split())  # wrapped at 100 columns
 
 
 def test_forced_format_option(monkeypatch):

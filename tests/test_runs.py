@@ -251,3 +251,38 @@ def test_hack_classes_have_their_own_column():
     assert sort_value(s, "hacks") > sort_value(honest, "hacks")
     res = CliRunner().invoke(main, ["runs", str(hacks), "--print"])
     assert res.exit_code == 0 and "hack classes" in res.output.splitlines()[0]
+
+
+@needs_fixtures
+def test_empty_filter_model_cycle_and_na_last():
+    """A filter that leaves nothing says so (it was a blank table); M visits only the models with
+    runs under the other filters; sorting up or down puts the runs with no value (—, n/a) last."""
+    asyncio.run(_filters_flow())
+
+
+async def _filters_flow():
+    app = runs_app(FIXTURES)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _scanned(pilot)
+        scr = app.screen
+        table = scr.query_one(RunsTable)
+        await pilot.press("slash", *"zzqq", "enter")
+        assert table.view == []
+        line = table.render_line(1).text
+        assert "no run matches text 'zzqq'" in line and "x clears" in line
+        await pilot.press("x", "o")  # outcome: passed: one model has runs
+        assert scr.models_under_filter() == ["claude-sonnet-4-5"]
+        await pilot.press("M")
+        assert scr.model_filter == "claude-sonnet-4-5" and len(table.view) == 1
+        await pilot.press("M")  # no other model has a passed run: back to all models
+        assert scr.model_filter is None
+        await pilot.press("x")
+        for reverse in (False, True):
+            table.sort_key, table.sort_reverse = "speedup", reverse
+            scr._apply_sort()
+            speedups = [table.rows[i].speedup for i in table.view]
+            assert speedups[0] is not None and speedups[1:] == [None] * (len(speedups) - 1), speedups
+        table.sort_key, table.sort_reverse = "tokens", False
+        scr._apply_sort()
+        tokens = [table.rows[i].tokens for i in table.view]
+        assert tokens[0] is not None and tokens[-1] is None

@@ -15,6 +15,7 @@ from ktui.report.show import render
 from ktui.trace import load
 from ktui.trace.aggregate import compare_rows
 from ktui.trace.index import summarize
+from ktui.trace.serialize import run_to_dict
 from ktui.tui.widgets.header import header_text
 from ktui.view import build_view
 
@@ -94,6 +95,9 @@ def test_views_agree(tmp_path):
         s = summarize(str(p))
         assert (s.outcome, s.tool_calls, s.failed_calls, s.turns) == (h.outcome, h.calls, h.failed_calls, h.turns), p
         assert s.flags == list(v.flag_codes), p
+        # show --json: the same flag set, run-state flags (backend_error, dangling_call...) included
+        codes = list(dict.fromkeys(f["code"] for f in run_to_dict(run)["flags"]))
+        assert codes == list(v.flag_codes), p
 
 
 def test_written_traces_carry_their_state_flags(tmp_path):

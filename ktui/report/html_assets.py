@@ -112,7 +112,11 @@ JS = r"""
     for (let i = 0; i < ROWS.length; i++) if (matches(i)) idx.push(i);
     if (state.sort !== null) {
       const k = state.sort, sgn = state.desc ? -1 : 1;
-      idx.sort((a, b) => sgn * cmp(ROWS[a].s[k], ROWS[b].s[k]) || a - b);
+      idx.sort((a, b) => {  // a run with no value (n/a, —) comes last in either order
+        const x = ROWS[a].s[k], y = ROWS[b].s[k];
+        if (x === null || y === null) return (x === null) - (y === null) || a - b;
+        return sgn * cmp(x, y) || a - b;
+      });
     }
     state.shown = idx;
     const body = $("runs-body");

@@ -201,23 +201,35 @@ def cell_text(s: RunSummary, key: str) -> Text:
 
 
 def sort_value(s: RunSummary, key: str) -> Any:
-    """A key to sort the runs table by a column (unknown values last)."""
-    big = float("inf")
+    """A key to sort the runs table by a column; None when the run has no value there (n/a, —):
+    such runs come last in either order (:func:`sorted_runs`)."""
     if key == "turns":
         return s.turns
     if key == "tokens":
-        return s.tokens if s.tokens is not None else -1
+        return s.tokens
     if key == "wall":
-        return s.wall_ms if s.wall_ms is not None else -1
+        return None if s.variant == "V2" else s.wall_ms
     if key == "speedup":
-        return s.speedup if s.speedup is not None else -big
+        return s.speedup
     if key == "outcome":
         return {"passed": 0, "failed": 1}.get(s.outcome, 2)
     if key == "flags":
         return len(s.flags) - len(s.hacks)
     if key == "hacks":
         return len(s.hacks)
-    return cell(s, key).lower()
+    text = cell(s, key)
+    return None if text in ("", "—") else text.lower()
+
+
+def sorted_runs(indices: Iterable[int], rows: list[RunSummary], key: str, reverse: bool = False) -> list[int]:
+    """``indices`` of ``rows`` sorted by column ``key`` (ties in their order), the runs with no
+    value last whichever the direction: an ascending speedup sort starts at the slowest run, not n/a."""
+    known, unknown = [], []
+    for i in indices:
+        v = sort_value(rows[i], key)
+        (unknown if v is None else known).append((v, i))
+    known.sort(key=lambda p: p[0], reverse=reverse)  # stable: ties keep their order either way
+    return [i for _, i in known] + [i for _, i in unknown]
 
 
 def pct(v: float | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ktui.trace.facts import all_flags
 from ktui.trace.model import Run
 
 
@@ -50,7 +51,9 @@ def run_to_dict(run: Run, turn: int | None = None) -> dict[str, Any]:
         "llm_ms": run.llm_ms,
         "tool_ms": run.tool_ms,
         "metrics": _plain(run.metrics),
-        "flags": _plain(run.flags),
+        # the flag set `runs` and the text `show` list: sanity flags, then the run's state
+        # (backend_error, dangling_call, still_writing, bad_lines, the grader's own flag)
+        "flags": _plain(all_flags(run)),
         "kernels": _plain(run.kernels),
         "notes": [{"line": ln, "text": t} for ln, t in run.notes],
         "problems": _plain(run.problems),

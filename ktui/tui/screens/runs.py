@@ -32,7 +32,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
-from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_line, sort_value
+from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_line, sorted_runs
 from ktui.trace.aggregate import aggregate
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.tui.errors import report
@@ -107,7 +107,7 @@ class RunsScreen(KtuiScreen):
         Key("c", "compare", "compare the marked runs (two or more)", footer="compare"),
         Key("slash", "search", "filter by text (every word must match); esc back to the table", footer="filter"),
         Key("o", "cycle_outcome", "cycle the outcome filter: all, passed, failed, incomplete"),
-        Key("M", "cycle_model", "cycle the model filter"),
+        Key("M", "cycle_model", "cycle the model filter (the models with runs under the other filters)"),
         Key("x", "reset", "clear the filters"),
         Key("greater_than_sign", "sort(1)", "sort by the next / previous column (or click a header)",
             label="> / <", footer="sort", title="sort by the next column"),
@@ -245,12 +245,12 @@ class RunsScreen(KtuiScreen):
         key = table.sort_key
         if key is None:
             return sorted(view)
-        rows = table.rows
-        return sorted(view, key=lambda i: (sort_value(rows[i], key), i), reverse=table.sort_reverse)
+        return sorted_runs(sorted(view), table.rows, key, table.sort_reverse)
 
     def refilter(self) -> None:
         table = self.query_one(RunsTable)
         view = [i for i in range(len(table.rows)) if self._matches(i, table.rows)]
+        table.empty_text = self._empty_text()
         table.set_view(self._sorted(view))
         self._update_filter_state()
         self._update_aggregates()
@@ -311,9 +311,36 @@ class RunsScreen(KtuiScreen):
         self.outcome_filter = OUTCOMES[(i + 1) % len(OUTCOMES)]
         self.refilter()
 
+    def _empty_text(self) -> str:
+        """What the table says when the filters leave no run: which filters, and how to clear them."""
+        why = []
+        if self.text_filter:
+            why.append(f"text {one_line(self.text_filter, 40)!r}")
+        if self.outcome_filter != "all":
+            why.append(f"outcome {self.outcome_filter}")
+        if self.model_filter is not None:
+            why.append(f"model {one_line(self.model_filter, 30)}")
+        if self.cell_filter is not None:
+            why.append(f"cell {one_line(self.cell_filter[0], 40)}")
+        return f"no run matches {' · '.join(why) or 'the filters'} — x clears the filters"
+
+    def models_under_filter(self) -> list[str]:
+        """The models that have rows under the other filters (text, outcome, grid cell), in order."""
+        table = self.query_one(RunsTable)
+        saved, self.model_filter = self.model_filter, None
+        try:
+            have = {table.rows[i].model or "(unknown)" for i in range(len(table.rows)) if self._matches(i, table.rows)}
+        finally:
+            self.model_filter = saved
+        return sorted((m for m in self.models if m in have), key=str.lower)
+
     def action_cycle_model(self) -> None:
-        models = sorted(self.models, key=str.lower)
+        """The next model with runs under the other filters, then all models again."""
+        models = self.models_under_filter()
         if not models:
+            if self.model_filter is not None:
+                self.model_filter = None
+                self.refilter()
             return
         if self.model_filter is None:
             self.model_filter = models[0]

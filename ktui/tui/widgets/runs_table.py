@@ -79,6 +79,8 @@ class RunsTable(ScrollView, can_focus=True):
         self.sort_key: str | None = None
         self.sort_reverse = False
         self.reproduced: dict[str, str] = {}  # real path -> the reproduced cell (verify's verdict)
+        # drawn on the first row when there are runs but the view shows none (the screen says why)
+        self.empty_text = "no run matches the filters"
 
     def all_columns(self) -> list[tuple[str, str, str]]:
         """Every column in its order (reproduced, once there, right after flags)."""
@@ -178,6 +180,10 @@ class RunsTable(ScrollView, can_focus=True):
         else:
             pos = scroll_y + y - 1
             if pos >= len(self.view):
+                if y == 1 and not self.view and self.rows and self.empty_text:  # a filter left nothing
+                    style = self.rich_style + self.get_component_rich_style("runs-table--dim", partial=True)
+                    return Strip([Segment("  " + self.empty_text, style)]).crop(0, width).extend_cell_length(
+                        width, self.rich_style)
                 return Strip.blank(width, self.rich_style)
             strip = self._row_strip(pos)
         return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
