@@ -372,3 +372,27 @@ def test_atif_read_content_kept_by_the_converter_is_the_base_of_a_later_edit(tmp
     run = load(p)
     assert [(k.label, k.partial) for k in run.kernels] == [("v1", False)]
     assert run.kernels[0].code == code.replace("x * 2", "x + x")
+
+
+def test_unified_diffs_and_dedented_literals_are_versions():
+    from ktui.trace.importers.kernels import FileTracker
+    from ktui.trace.model import Run
+
+    base = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    tr = FileTracker()
+    tr.write("/app/solution.py", base, None, 0, 1)
+    tr.shell("cd /app && patch -p1 <<'EOF'\n--- a/solution.py\n+++ b/solution.py\n@@ -3,2 +3,2 @@\n"
+             "     def forward(self, x):\n-        return x * 2\n+        return x + x\nEOF\npython check.py", None, 1, 2, "/app")
+    tr.shell("cat > /app/fix.diff <<'EOF'\n--- solution.py\n+++ solution.py\n@@ -1 +1,2 @@\n import torch\n+import triton\n"
+             "EOF\ngit apply fix.diff", None, 2, 3, "/app")
+    tr.shell("git apply <<'EOF'\n--- a/solution.py\n+++ b/solution.py\n@@ -1 +1 @@\n-no such line\n+x\nEOF", None, 3, 4, "/app")
+    tr.shell("python3 - <<'PY'\nimport textwrap\nfrom pathlib import Path\nPath('/app/k2.py').write_text(textwrap.dedent('''\n"
+             "    import triton\n    class ModelNew: pass\n'''))\nPY", None, 4, 5)
+    run = Run(path="x")
+    tr.finish(run)
+    got = [(k.path, k.origin.split(" (")[0].split(" applied")[0], bool(k.attachment)) for k in run.kernels]
+    assert got == [("/app/solution.py", "write", False), ("/app/solution.py", "patch", False),
+                   ("/app/solution.py", "patch", False), ("/app/solution.py", "modified in place by patch", True),
+                   ("/app/k2.py", "python script", False)]
+    assert run.kernels[2].code == base.replace("x * 2", "x + x").replace("import torch\n", "import torch\nimport triton\n")
+    assert run.kernels[4].code == "\nimport triton\nclass ModelNew: pass\n"

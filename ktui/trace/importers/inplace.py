@@ -1,4 +1,5 @@
-"""Files changed in place by a shell command: ``sed -i``, ``perl -pi``, ``awk -i inplace`` and
+"""Files changed in place by a shell command: ``sed -i``, ``perl -pi``, ``awk -i inplace``, unified
+diffs (``patch`` / ``git apply`` of a heredoc, or of a diff file written earlier in the trace) and
 Python scripts (``python3 - <<'PY' ... PY``, ``python -c "..."``) that read a file, change it and
 write it back.
 
@@ -33,9 +34,11 @@ class Change:
     whole: str | None = None  # the new content, when the command writes it whole
 
 
+_PATCH_HEREDOC = re.compile(r"(?:^|[\s;&|(])(?:patch|git\s+apply)\b[^\n<]*<<-?\s*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z_][\w.-]*))")
+_PATCH_FILE = re.compile(r"(?:^|[\s;&|(])(?:patch\b[^\n<|;&]*<\s*|git\s+apply\s+(?:-\S+\s+)*)([^\s;&|<>]+)")
 _PY_HEREDOC = re.compile(r"(?:^|[\s;&|(])(?:\S*/)?python[\d.]*\b[^\n<]*<<-?\s*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z_][\w.-]*))")
 _PY_C = re.compile(r"(?:^|[\s;&|(])(?:\S*/)?python[\d.]*\s+(?:-\w+\s+)*-c\s")
-_TOOLS = ("sed", "perl", "awk", "gawk", "python")
+_TOOLS = ("sed", "perl", "awk", "gawk", "python", "patch", "git")
 
 
 def changes(command: str) -> list[Change]:
@@ -44,6 +47,16 @@ def changes(command: str) -> list[Change]:
         return []
     out: list[Change] = []
     body_spans: list[tuple[int, int]] = []
+    if "patch" in command or "apply" in command:
+        for m in _PATCH_HEREDOC.finditer(command):
+            delim = m.group(1) or m.group(2) or m.group(3)
+            start = command.find("\n", m.end())
+            if start < 0:
+                continue
+            start += 1
+            end = _heredoc_end(command, start, delim)
+            body_spans.append((start, end))
+            out += diff_changes(command[start:end])
     if "python" in command:
         for m in _PY_HEREDOC.finditer(command):
             delim = m.group(1) or m.group(2) or m.group(3)
@@ -112,6 +125,66 @@ def _commands(line: str) -> list[list[str]]:
         else:
             cmds[-1].append(w)
     return [c for c in cmds if c]
+
+
+def diff_files(command: str) -> list[str]:
+    """Diff files a command applies (``patch -p1 < fix.diff``, ``git apply fix.diff``): their
+    content may be in the trace (written earlier)."""
+    if "patch" not in command and "apply" not in command:
+        return []
+    return [m.group(1) for m in _PATCH_FILE.finditer(command) if not m.group(1).startswith("-")]
+
+
+# ---- unified diffs (patch, git apply) --------------------------------------------------------------
+def _strip(path: str) -> str:
+    path = path.split("\t", 1)[0].strip()
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def diff_changes(diff: str) -> list[Change]:
+    """A unified diff's changes, one per file: hunks applied to the file's last known content
+    (context lines matched, not line numbers), a new file (``--- /dev/null``) written whole."""
+    if not isinstance(diff, str) or "@@" not in diff:
+        return []
+    out: list[Change] = []
+    lines = diff.split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            old_path, new_path = _strip(lines[i][4:]), _strip(lines[i + 1][4:])
+            i += 2
+            body: list[str] = []
+            while i < len(lines) and not (lines[i].startswith("--- ") and i + 1 < len(lines)
+                                          and lines[i + 1].startswith("+++ ")) and not lines[i].startswith("diff "):
+                ln = lines[i]
+                if ln.startswith("@@"):
+                    body.append("@@")
+                elif ln[:1] in (" ", "+", "-") or ln == "":
+                    body.append(ln if ln else " ")
+                i += 1
+            while body and body[-1] == " ":
+                body.pop()
+            if new_path == "/dev/null":
+                continue
+            if old_path == "/dev/null":
+                added = [ln[1:] for ln in body if ln.startswith("+")]
+                out.append(Change(new_path, "patch (new file)", whole="\n".join(added) + ("\n" if added else "")))
+            else:
+                out.append(Change(new_path, "patch", _hunks(body)))
+            continue
+        i += 1
+    return out
+
+
+def _hunks(body: list[str]) -> Apply:
+    def apply(old: str) -> str:
+        from ktui.trace.importers.kernels import apply_hunks
+
+        new, err = apply_hunks(old, body)
+        if err:
+            raise ValueError(err)
+        return new
+    return apply
 
 
 # ---- sed / perl / awk -------------------------------------------------------------------------------
@@ -379,6 +452,14 @@ def python_changes(src: str) -> list[Change]:
                 if len(node.args) == 1:
                     v = value(node.args[0])
                     return _path_of(v)
+                raise _Unknown
+            if ((isinstance(f, ast.Attribute) and f.attr == "dedent") or (isinstance(f, ast.Name) and f.id == "dedent")) \
+                    and len(node.args) == 1:
+                v = value(node.args[0])
+                if isinstance(v, _Text) and v.literal is not None:
+                    import textwrap
+
+                    return _Text(literal=textwrap.dedent(v.literal))
                 raise _Unknown
             if isinstance(f, ast.Attribute):
                 if f.attr == "read" and not node.args:  # open(p).read() / fh.read()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from ktui.trace.derive import kernel_sha1
 from ktui.trace.importers.inplace import changes as inplace_changes
+from ktui.trace.importers.inplace import diff_changes, diff_files
 from ktui.trace.model import ERROR, FAILED, OK, KernelUse, KernelVersion, Metrics, Run, ToolCall
 
 KERNEL_MARKERS = ("ModelNew", "triton.jit", "__global__", "load_inline", "tl.program_id", "cuda.jit",
@@ -349,7 +350,12 @@ class FileTracker:
         """Files a command changes in place (sed -i, perl -pi, a Python script): the new
         content when the change can be replayed on the last known content, else a version whose
         content is not known."""
-        for ch in inplace_changes(command):
+        chs = inplace_changes(command)
+        for df in diff_files(command):  # patch < fix.diff / git apply fix.diff, written earlier
+            known = self.content.get(self.resolve(df, cwd))
+            if known is not None:
+                chs += diff_changes(known)
+        for ch in chs:
             p = self.resolve(ch.path, cwd)
             if ch.whole is not None:
                 self.write(p, ch.whole, call, turn, line, f"{ch.how} (wrote the file whole)")
