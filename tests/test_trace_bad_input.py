@@ -197,3 +197,33 @@ def test_untrusted_text_is_literal(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "[bold red]x[/]" in r.stdout and "[link=file:///]" in r.stdout
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\r" not in r.stdout
+
+
+def test_invalid_utf8_inside_strings_keeps_the_events(tmp_path):
+    """Three lines with one bad byte each inside a string: decoded lossily, every event kept, each
+    line reported (they were dropped whole: a short trace became "no readable events")."""
+    from ktui.trace.index import summarize
+
+    out, n = [], 0
+    for line in SEED_TRACE.read_bytes().split(b"\n"):
+        if n < 3 and b'"text":"' in line:
+            line = line.replace(b'"text":"', b'"text":"caf\xe9 ', 1)
+            n += 1
+        out.append(line)
+    assert n == 3
+    p = tmp_path / "latin1.jsonl"
+    p.write_bytes(b"\n".join(out))
+    seed, run = load(SEED_TRACE), load(p)
+    assert len(run.events) == len(seed.events) and len(run.turns) == len(seed.turns)
+    assert [(x.severity, "UTF-8" in x.message) for x in run.problems] == [("warning", True)] * 3
+    from ktui.view import build_view
+
+    v = build_view(run)
+    shown = [x for b in [*v.preamble, *(b for t in v.turns for b in t.blocks)] for x in b.plain_lines()]
+    assert sum("caf\ufffd " in x for x in shown) == 3
+    s = summarize(str(p))
+    assert s.turns == len(seed.turns)
+    # a binary file stays "not a trace"
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(bytes(range(256)) * 10)
+    assert not load(binary).events

@@ -116,9 +116,14 @@ class LineParser:
             if not terminated:
                 b.run.incomplete = True
                 return
-            msg = str(exc).split(":", 1)[0] if "line 1 column" in str(exc) else str(exc)
-            b.problem(line_no, f"not valid JSON ({_short(msg)})", _excerpt(body))
-            return
+            obj = _lossy(body)
+            if obj is None:
+                msg = str(exc).split(":", 1)[0] if "line 1 column" in str(exc) else str(exc)
+                b.problem(line_no, f"not valid JSON ({_short(msg)})", _excerpt(body))
+                return
+            # one bad byte in a string does not cost the event: kept, decoded lossily, and said
+            b.problem(line_no, "invalid UTF-8 byte(s) replaced by U+FFFD (the event is kept)", _excerpt(body),
+                      severity="warning")
         except Exception as exc:  # noqa: BLE001 - the reader never raises on data
             b.problem(line_no, f"unreadable line ({type(exc).__name__})", _excerpt(body))
             return
@@ -146,6 +151,21 @@ class LineParser:
         ev = validate(obj, line_no, offset, length, self.b, b"")
         if ev is not None:
             self.b.add(ev[0], ev[1], obj)
+
+
+def _lossy(body: bytes):
+    """The JSON of a line that is not valid UTF-8, its bad bytes replaced by U+FFFD; None when it
+    is valid UTF-8 (its error is another) or still not JSON (a binary file)."""
+    try:
+        body.decode("utf-8")
+        return None
+    except UnicodeDecodeError:
+        pass
+    try:
+        obj = loads(body.decode("utf-8", "replace").encode("utf-8"))
+    except Exception:  # noqa: BLE001 - still not JSON: the caller reports the first error
+        return None
+    return obj if type(obj) is dict else None
 
 
 def _short(msg: str) -> str:
