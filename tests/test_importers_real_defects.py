@@ -396,3 +396,21 @@ def test_unified_diffs_and_dedented_literals_are_versions():
                    ("/app/k2.py", "python script", False)]
     assert run.kernels[2].code == base.replace("x * 2", "x + x").replace("import torch\n", "import torch\nimport triton\n")
     assert run.kernels[4].code == "\nimport triton\nclass ModelNew: pass\n"
+
+
+def test_atif_call_kept_only_in_the_steps_extra_is_a_call(tmp_path):
+    import json
+
+    steps = [{"step_id": 1, "source": "user", "message": "go"},
+             {"step_id": 2, "source": "agent", "message": "",
+              "extra": {"tool_use_name": "Bash", "raw_arguments": {"command": "python check.py"},
+                        "tool_result_metadata": {"content": "Exit code 1\ncorrectness: FAIL", "is_error": True}}},
+             {"step_id": 3, "source": "agent", "message": "",
+              "observation": {"results": [{"content": "ok"}]},
+              "extra": {"tool_use_name": "Bash", "raw_arguments": "{\"command\": \"ls\"}"}}]
+    p = tmp_path / "trajectory.json"
+    p.write_text(json.dumps({"schema_version": "ATIF-v1.2", "agent": {"name": "claude-code"}, "steps": steps}))
+    run = load(p)
+    assert [(c.name, c.args.get("command"), c.status) for c in run.calls] == [("Bash", "python check.py", "error"),
+                                                                              ("Bash", "ls", "ok")]
+    assert run.calls[0].result.summary.startswith("Exit code 1")

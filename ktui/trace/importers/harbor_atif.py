@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ktui.trace.importers.common import Assembler, as_int, as_num, as_str, iso_ms, text_of
+from ktui.trace.importers.common import Assembler, JSONError, as_int, as_num, as_str, iso_ms, text_of
 from ktui.trace.model import OK, Actor, Run
+from ktui.trace.notes import loads
 
 NAME = "harbor-atif"
 LABEL = "Harbor ATIF trajectory (JSON)"
@@ -155,6 +156,22 @@ def load_object(obj: Any, path: str) -> Run:
         obs = s.get("observation") if isinstance(s.get("observation"), dict) else {}
         results = obs.get("results") if isinstance(obs.get("results"), list) else []
         step_extra = s.get("extra") if isinstance(s.get("extra"), dict) else {}
+        if not tcs and isinstance(step_extra.get("tool_use_name"), str) and step_extra["tool_use_name"]:
+            # a converter that kept the call only in the step's extra (tool_use_name, raw_arguments)
+            raw = step_extra.get("raw_arguments")
+            if isinstance(raw, str):
+                try:
+                    raw = loads(raw)
+                except JSONError:
+                    raw = {"input": raw}
+            meta = step_extra.get("tool_result_metadata") if isinstance(step_extra.get("tool_result_metadata"), dict) else {}
+            rawr = meta.get("raw_tool_result") if isinstance(meta.get("raw_tool_result"), dict) else {}
+            cid = rawr.get("tool_use_id") if isinstance(rawr.get("tool_use_id"), str) else f"step{s.get('step_id')}"
+            calls.append(asm.call(t, step_extra["tool_use_name"], raw if isinstance(raw, dict) else {}, line, ts, cid))
+            if not results and isinstance(meta.get("content"), (str, list)):
+                results = [{"source_call_id": cid, "content": meta["content"]}]
+            elif len(results) == 1 and isinstance(results[0], dict) and not results[0].get("source_call_id"):
+                results = [dict(results[0], source_call_id=cid)]
         failed = _failed_ids(step_extra, results, calls)
         for c in calls:  # a write or edit the tool refused changed nothing
             _observe(asm, step_extra, results, c)
