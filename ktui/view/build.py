@@ -56,7 +56,7 @@ FLAG_PHRASES = {
     "harness_identical_failures": "harness failure (same for every case)",
     "identical_case_failures": "identical case failures",
     "code_unavailable": "kernel code not in trace",
-    "final_unevaluated": "final kernel never evaluated",
+    "final_unevaluated": "final kernel not evaluated in the trace",
     "backend_error": "backend error",
     "dangling_call": "ended during a tool call",
     "still_writing": "still being written",
