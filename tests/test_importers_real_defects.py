@@ -414,3 +414,11 @@ def test_atif_call_kept_only_in_the_steps_extra_is_a_call(tmp_path):
     assert [(c.name, c.args.get("command"), c.status) for c in run.calls] == [("Bash", "python check.py", "error"),
                                                                               ("Bash", "ls", "ok")]
     assert run.calls[0].result.summary.startswith("Exit code 1")
+
+
+def test_swe_agent_history_only_file_is_read():
+    run = load(REAL / "swe_agent_demonstration_history_only_function_calling_simple.traj")
+    assert run.format == "swe-agent" and len(run.turns) == 5 and len(run.calls) == 5
+    assert run.calls[0].args["command"] == "find_file missing_colon.py"
+    assert run.calls[0].result.summary.startswith('Found 1 matches for "missing_colon.py"')
+    assert run.problem.prompt.startswith("We're currently solving the following issue")

@@ -21,7 +21,22 @@ LABEL = "SWE-agent trajectory (.traj JSON)"
 LINE_BASED = False
 
 
+def _history_steps(hist: list) -> list[dict]:
+    """Steps rebuilt from a ``history`` alone (a demonstration file has no ``trajectory``): each
+    assistant message with an ``action``, and the message that answers it."""
+    steps: list[dict] = []
+    for i, m in enumerate(hist):
+        if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("action"), str):
+            nxt = hist[i + 1] if i + 1 < len(hist) and isinstance(hist[i + 1], dict) else {}
+            obs = nxt.get("content") if nxt.get("role") in ("user", "tool") else None
+            steps.append({"thought": m.get("thought") if isinstance(m.get("thought"), str) else text_of(m.get("content")),
+                          "action": m["action"], "observation": text_of(obs) if obs is not None else None})
+    return steps
+
+
 def detect_object(obj: Any) -> bool:
+    if isinstance(obj, dict) and not isinstance(obj.get("trajectory"), list) and isinstance(obj.get("history"), list):
+        return bool(_history_steps(obj["history"][:400]))
     if not isinstance(obj, dict) or not isinstance(obj.get("trajectory"), list):
         return False
     steps = obj["trajectory"][:3]
@@ -39,6 +54,9 @@ def _is_demo(m: dict) -> bool:
 def load_object(obj: Any, path: str) -> Run:
     asm = Assembler(path, NAME)
     run = asm.run
+    if isinstance(obj, dict) and not isinstance(obj.get("trajectory"), list) and isinstance(obj.get("history"), list):
+        obj = dict(obj, trajectory=_history_steps(obj["history"]))
+        asm.note(0, "no 'trajectory': steps rebuilt from 'history' (a demonstration file)")
     if not isinstance(obj, dict) or not isinstance(obj.get("trajectory"), list):
         asm.problem(0, "not a SWE-agent trajectory: expected an object with a 'trajectory' list", "", "error",
                     "$.trajectory")
