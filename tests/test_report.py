@@ -128,7 +128,8 @@ def test_report_cli_errors(tmp_path):
     res = CliRunner().invoke(main, ["report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 2 and "no such" in res.output
     res = CliRunner().invoke(main, ["report", str(tmp_path), "-o", str(tmp_path / "r.html")])
-    assert res.exit_code == 1 and (tmp_path / "r.html").is_file()  # an empty tree still writes a page
+    assert res.exit_code == 1 and not (tmp_path / "r.html").exists()  # no 0-run page (issue 24)
+    assert "no runs to report" in res.output
     res = CliRunner().invoke(main, ["report", str(FIXTURES), "-o", str(tmp_path / "missing" / "r.html")])
     assert res.exit_code == 2 and "cannot write" in res.output
 
@@ -299,3 +300,22 @@ def test_broken_traces_still_make_a_report(tmp_path):
     for d in details.values():
         assert ("error" in d) or ("turns" in d and "problems" in d)
     assert any(d.get("problems") for d in details.values())  # the reader's problems are shown
+
+
+def test_report_on_a_folder_of_bad_files_writes_nothing_and_says_why(tmp_path, monkeypatch):
+    """It wrote a 0-run page and exited 1 without a word."""
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "a.jsonl").write_bytes(bytes(range(256)) * 20)
+    (d / "b.jsonl").write_text("not json\n")
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", str(d), "-o", str(out)])
+    assert res.exit_code == 1 and not out.exists()
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ktui: ") and "no runs to report" in lines[0]
+    assert "2 files are not traces" in lines[0] and "not a trace" in lines[0]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = CliRunner().invoke(main, ["report", str(empty), "-o", str(out)])
+    assert res.exit_code == 1 and not out.exists() and "no trace files" in res.output

@@ -138,3 +138,22 @@ def test_findings_are_flags_with_their_class_line_and_turn():
         for code in v.flag_codes:
             assert f"⚑ {code}: " in out
     assert seen
+
+
+def test_turns_without_token_counts_say_none_like_the_header():
+    """A chat log that writes 0 for "not counted": the header said — and every turn in=0 out=0."""
+    from types import SimpleNamespace
+
+    from ktui.view.fmt import tokens_label
+
+    zero = SimpleNamespace(tokens_in=0, tokens_out=0, tokens_reasoning=None, tokens_total=0)
+    none = SimpleNamespace(tokens_in=None, tokens_out=None, tokens_reasoning=None, tokens_total=None)
+    some = SimpleNamespace(tokens_in=1203, tokens_out=0, tokens_reasoning=None, tokens_total=1203)
+    assert tokens_label(zero) == tokens_label(none) == "tokens —"
+    assert tokens_label(some) == "tokens in=1,203 · out=0 · total=1,203"
+    wafer = ROOT.parent / "shared" / "formats" / "chat-messages" / \
+        "wafer_glm47_kernelbench_l1_tall_skinny_matmul_hip.jsonl"
+    if wafer.is_file():
+        v = build_view(load(wafer))
+        assert v.header.tokens_text == "—"
+        assert all(t.tokens_text == "tokens —" for t in v.turns)

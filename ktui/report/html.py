@@ -254,12 +254,28 @@ def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: 
     page = "".join(parts)
     t3 = time.perf_counter()
     return page, {"runs": len(runs), "scan_and_details_s": t1 - t0, "charts_s": t2 - t1, "page_s": t3 - t2,
-                  "total_s": t3 - t0, "bytes": len(page.encode())}
+                  "total_s": t3 - t0, "bytes": len(page.encode()), "issues": list(idx.issues)}
+
+
+def no_runs_reason(root: str | Path, issues: list[Any]) -> str:
+    """Why a tree gave no run to report, in one line: how many files were not traces, the first."""
+    bad = [i for i in issues if i.severity != "info"]
+    notes = [i for i in issues if i.severity == "info"]
+    if not bad and not notes:
+        return f"{one_line(str(root))}: no traces found (nothing to report; no page written)"
+    first = (bad or notes)[0]
+    said = f"{one_line(first.path)}: {one_line(first.message, 200)}"
+    if len(bad) > 1:
+        said = f"{len(bad)} files are not traces (first: {said})"
+    return f"{one_line(str(root))}: no runs to report, no page written: {said}"
 
 
 def report_command(root: str | Path, output: str | Path, *, use_cache: bool = True, jobs: int | None = None,
                    quiet: bool = False) -> int:
     page, stats = build_report(root, use_cache=use_cache, jobs=jobs)
+    if not stats["runs"]:  # no 0-run page: one line that says why, and a non-zero exit
+        print(f"ktui: {no_runs_reason(root, stats['issues'])}", file=sys.stderr)
+        return 1
     out = Path(output)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:

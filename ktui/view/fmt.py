@@ -177,9 +177,10 @@ def turn_timing_label(t) -> str:
 
 
 def tokens_label(t) -> str:
-    """'tokens in=1,203 · out=88 · total=1,291' ('' when the turn records none)."""
-    if t.tokens_in is None and t.tokens_out is None:
-        return ""
+    """'tokens in=1,203 · out=88 · total=1,291'; 'tokens —' when the turn records no count (none,
+    or only zeros: a log that writes 0 for "not counted", as the header's — says)."""
+    if not any((t.tokens_in, t.tokens_out, getattr(t, "tokens_reasoning", None))):
+        return f"tokens {NONE}"
     s = f"tokens in={num(t.tokens_in)} · out={num(t.tokens_out)}"
     if t.tokens_reasoning:
         s += f" · reasoning={num(t.tokens_reasoning)}"
