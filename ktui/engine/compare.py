@@ -5,7 +5,7 @@
 import hashlib
 import sys
 
-from .defaults import FP32_TOL, HALF_TOL
+from .defaults import FP8_E4M3_TOL, FP8_E5M2_TOL, FP32_TOL, HALF_TOL
 from .errors import round_
 
 # ---- inputs, outputs ----------------------------------------------------------------------
@@ -63,8 +63,15 @@ def flatten(obj):
 
 
 def tolerance_for(dtype):
+    """(atol, rtol) for a dtype: KernelBench's rule (src/eval.py, get_tolerance_for_precision:
+    fp32 1e-4, fp16 / bf16 1e-2), fp8 one unit in the last place (e4m3 0.125, e5m2 0.25)."""
     import torch
 
+    name = str(dtype).replace("torch.", "") if dtype is not None else ""
+    if name.startswith("float8_e5m2"):
+        return FP8_E5M2_TOL, FP8_E5M2_TOL
+    if name.startswith("float8"):
+        return FP8_E4M3_TOL, FP8_E4M3_TOL
     if dtype in (torch.float16, torch.bfloat16):
         return HALF_TOL, HALF_TOL
     if dtype is not None and (dtype.is_floating_point or dtype.is_complex):
@@ -72,13 +79,40 @@ def tolerance_for(dtype):
     return 0.0, 0.0
 
 
-def compare_outputs(ref_out, new_out, atol=None, rtol=None):
-    """KernelBench-style comparison: shape check, allclose, max/mean abs and rel error."""
+def input_precision(inputs):
+    """The lowest-precision floating dtype among the inputs (None without floating inputs)."""
+    import torch
+
+    worst, worst_tol = None, -1.0
+    for x in flatten(inputs):
+        if isinstance(x, torch.Tensor) and (x.dtype.is_floating_point or x.dtype.is_complex):
+            t = tolerance_for(x.dtype)[0]
+            if t > worst_tol:
+                worst, worst_tol = x.dtype, t
+    return worst
+
+
+def effective_tolerance(out_dtype, in_dtype=None):
+    """The tolerance an output is judged with: its own dtype's, or the inputs' precision's when that
+    is coarser (an fp32 output computed from fp16 inputs carries fp16 error: KernelBench picks the
+    tolerance by the precision the inputs are made in, and Harbor-style verifiers judge fp16-input
+    tasks with atol = rtol = 2e-2 against an fp32 ground truth)."""
+    a = tolerance_for(out_dtype)
+    if in_dtype is None or not (out_dtype.is_floating_point or out_dtype.is_complex):
+        return a
+    b = tolerance_for(in_dtype)
+    return (max(a[0], b[0]), max(a[1], b[1]))
+
+
+def compare_outputs(ref_out, new_out, atol=None, rtol=None, input_dtype=None):
+    """KernelBench-style comparison: shape check, allclose, max/mean abs and rel error; tolerances
+    by dtype (:func:`effective_tolerance`) unless given."""
     import torch
 
     refs, news = flatten(ref_out), flatten(new_out)
     res = {"passed": True, "reason": None, "max_abs_error": 0.0, "mean_abs_error": 0.0,
-           "max_rel_error": 0.0, "mean_rel_error": 0.0, "atol": atol, "rtol": rtol, "dtype": None}
+           "max_rel_error": 0.0, "mean_rel_error": 0.0, "atol": atol, "rtol": rtol, "dtype": None,
+           "input_dtype": str(input_dtype).replace("torch.", "") if input_dtype is not None else None}
     if len(refs) != len(news):
         res.update(passed=False, reason=f"output structure mismatch: expected {len(refs)} value(s), got {len(news)}")
         return res
@@ -107,13 +141,17 @@ def compare_outputs(ref_out, new_out, atol=None, rtol=None):
             res.update(passed=False,
                        reason=f"output shape mismatch: expected {list(r.shape)}, got {list(n.shape)}")
             return res
-        a_tol, r_tol = tolerance_for(r.dtype)
+        a_tol, r_tol = effective_tolerance(r.dtype, input_dtype)
         a_tol = a_tol if atol is None else atol
         r_tol = r_tol if rtol is None else rtol
         res["atol"], res["rtol"] = a_tol, r_tol
         if r.numel() == 0:
             continue
         n = n.to(r.device)
+        if str(r.dtype).startswith("torch.float8"):  # fp8 has no arithmetic: compare as float32
+            r = r.to(torch.float32)
+        if str(n.dtype).startswith("torch.float8"):
+            n = n.to(torch.float32)
         if r.dtype.is_floating_point or r.dtype.is_complex:
             rd, nd = r.to(torch.float64), n.to(torch.float64)
             ok = bool(torch.allclose(nd, rd, atol=a_tol, rtol=r_tol))

@@ -17,6 +17,10 @@ SEED = 42
 CORRECTNESS_TRIALS = 5
 FP32_TOL = 1e-4
 HALF_TOL = 1e-2
+# fp8 outputs: one unit in the last place at relative scale (e4m3: 3 mantissa bits, 2**-3; e5m2: 2**-2);
+# KernelBench has no fp8 rule. The tolerance rule as a whole: compare.tolerance_for / effective_tolerance.
+FP8_E4M3_TOL = 0.125
+FP8_E5M2_TOL = 0.25
 
 # timing
 METHODS = ("cuda_event", "do_bench", "cuda_graph", "host")

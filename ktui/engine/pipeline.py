@@ -13,6 +13,7 @@
 # Both never raise for anything trace code does. MIT license, part of ktui.
 import contextlib
 import os
+import re
 import secrets
 import select
 import shutil
@@ -21,7 +22,7 @@ import tempfile
 import time
 
 from . import protocol, sandbox, shm
-from .compare import compare_outputs, held_out_seed
+from .compare import compare_outputs, held_out_seed, input_precision
 from .defaults import (
     COMPILE_STAGES,
     COMPILE_TIMEOUT_S,
@@ -64,6 +65,9 @@ SIGNAL_WORDS = {
     "SIGTERM": "terminated", "SIGTRAP": "trap",
 }
 KILLED_FROM_OUTSIDE = "killed"  # failure kind: SIGKILL by someone else / host OOM (never cached)
+
+_IMPORTS_REFERENCE = re.compile(r"^\s*(?:from\s+reference\s+import\b|import\s+reference\b)", re.M)
+_TRITON = re.compile(r"@\s*triton\.(?:jit|autotune)|^\s*(?:import|from)\s+triton\b", re.M)
 
 
 
@@ -558,7 +562,10 @@ class Judge:
 
         # build ------------------------------------------------------------------------------
         self.stage("build")
-        binfo, _ = cand.call("build", {"source": job.kernel_code, "key": job.build_key, "build_dir": job.build_dir})
+        bargs = {"source": job.kernel_code, "key": job.build_key, "build_dir": job.build_dir}
+        if job.reference_source and _IMPORTS_REFERENCE.search(job.kernel_code):
+            bargs["reference_source"] = job.reference_source  # `import reference` works, as in the harness
+        binfo, _ = cand.call("build", bargs)
         binfo = dict(binfo)
         if build is not None and build.get("build"):
             binfo["cached"] = bool(build["build"].get("cached")) or binfo["cached"]
@@ -590,6 +597,8 @@ class Judge:
         self.init_inputs = self.hold(init_v["init_inputs"], init_f)
         v, f = self.init_inputs.send_args()
         cand.call("init", {"seed": seed, "init_inputs": v}, f)
+        if _TRITON.search(job.kernel_code):
+            self._jit_warmup(seed)
         corr = self._correctness(self.input_seed)
         self.result["correctness"] = corr
         if not corr["passed"]:
@@ -639,6 +648,23 @@ class Judge:
             run_judge_probes(ProbeContext(self))
 
     # ---- stages ------------------------------------------------------------------------------
+    def _jit_warmup(self, seed):
+        """A Triton kernel compiles at its first call: one forward on inputs of their own, before
+        correctness, under the build's time limit and reported with the build (``jit_s``), so the
+        JIT is neither a correctness trial's timeout nor part of any timing."""
+        limit = self.job.compile_timeout
+        self.deadline = time.monotonic() + float(limit)
+        t0 = now()
+        inputs, ref_out = self.reference_io(held_out_seed(seed ^ 0x9E3779B1, []), "jit")
+        try:
+            out, _meta = self.candidate_forward(inputs, "jit")
+            out.close()
+        finally:
+            inputs.close()
+        if isinstance(self.result.get("build"), dict):
+            self.result["build"]["jit_s"] = round_(now() - t0, 3)
+        self.deadline = time.monotonic() + float(self.job.run_timeout)
+
     def reference_io(self, seed, slot):
         """Inputs for `seed` from the reference (kept in slot `slot` there) and its outputs."""
         iv, ifd = self.ref.call("make_inputs", {"seed": int(seed), "slot": slot, "forward": True,
@@ -673,7 +699,7 @@ class Judge:
             inputs, ref_out = self.reference_io(s, f"c{i}")
             out, meta = self.candidate_forward(inputs, f"c{i}")
             self.types_seen.append(meta)
-            return compare_outputs(ref_out.decoded(), out.decoded())
+            return compare_outputs(ref_out.decoded(), out.decoded(), input_dtype=input_precision(inputs.decoded()))
 
         for i, s in enumerate(seeds, 1):
             cmp = one(i, s, "trial")
@@ -682,6 +708,7 @@ class Judge:
             means_abs.append(cmp["mean_abs_error"])
             means_rel.append(cmp["mean_rel_error"])
             res["atol"], res["rtol"], res["dtype"] = cmp["atol"], cmp["rtol"], cmp["dtype"]
+            res["input_dtype"] = cmp.get("input_dtype")
             if cmp["passed"]:
                 res["trials_passed"] += 1
             elif res["mismatch"] is None:

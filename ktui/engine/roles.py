@@ -13,6 +13,7 @@
 # protocol socket is separate. torch imported lazily. MIT license, part of ktui.
 import faulthandler
 import os
+import re
 import socket
 import sys
 import time
@@ -47,6 +48,10 @@ OPS = {
     "candidate": {"hello", "ping", "setup", "build", "init", "put_inputs", "refill", "forward", "time", "wall",
                   "wall_outputs", "memory", "launches", "probe", "bye"},
 }
+
+# what torch says when code asks for a CUDA tensor on a machine without one
+_CUDA_MISSING = re.compile(r"Torch not compiled with CUDA|no CUDA GPUs are available|Found no NVIDIA driver|"
+                           r"CUDA driver initialization failed|invalid device ordinal|CUDA unavailable", re.I)
 
 # candidate ops whose loops call the kernel directly (what the kernel raises there is its own)
 KERNEL_LOOPS = {"time": "timed", "wall": "timed by ktui's clock", "memory": "its memory was measured",
@@ -239,7 +244,9 @@ class Server:
         sha = sha1_text(src)
         mod = guarded("reference", load_source, f"ktui_reference_{sha[:12]}", src,
                       os.path.join(os.getcwd(), "reference.py"), self.shims, what="reference")
-        for attr in ("Model", "get_inputs", "get_init_inputs"):
+        # get_init_inputs is optional: without it Model() and ModelNew() take no arguments (the
+        # convention of Harbor-style tasks: "ModelNew() must construct with no arguments")
+        for attr in ("Model", "get_inputs"):
             if not hasattr(mod, attr):
                 raise StageFailure("reference", "reference_error", f"the reference source defines no {attr}")
         self.module = mod
@@ -268,6 +275,16 @@ class Server:
 
         self.flags_before_build = precision_flags()
         install_start_hook()  # where each thread is started from, and the threads alive before the kernel
+        ref_src = args.get("reference_source")
+        if isinstance(ref_src, str) and ref_src.strip():
+            # the task's reference, importable as module `reference` (harnesses place reference.py
+            # beside solution.py; solutions import its constants), read-only, in this sandbox only
+            ref_path = os.path.join(os.getcwd(), "reference.py")
+            guarded("build", load_source, "reference", ref_src, ref_path, self.shims, what="reference")
+            try:
+                os.chmod(ref_path, 0o444)
+            except OSError:
+                pass
         with BuildPatch(ext_root, key) as patch:
             mod = guarded("build", load_source, f"ktui_kernel_{sha[:12]}", code,
                           os.path.join(os.getcwd(), f"kernel_{sha[:12]}.py"), self.shims)
@@ -289,7 +306,8 @@ class Server:
         seed = int(args.get("seed", 42))
         if self.role == "reference":
             set_seed(seed)
-            init = guarded("correctness", self.module.get_init_inputs, what="reference")
+            get_init = getattr(self.module, "get_init_inputs", None)
+            init = guarded("correctness", get_init, what="reference") if get_init is not None else []
             init_dev = to_device(init, dev)
             set_seed(seed)
             with torch.no_grad():
@@ -311,7 +329,15 @@ class Server:
     def op_make_inputs(self, args, fds, out):
         dev = self._dev()
         set_seed(int(args["seed"]))
-        inputs = to_device(guarded("correctness", self.module.get_inputs, what="reference"), dev)
+        try:
+            made = guarded("correctness", self.module.get_inputs, what="reference")
+        except StageFailure as f:  # inputs made on a GPU this machine lacks: not tested here
+            if dev.type == "cpu" and _CUDA_MISSING.search(str(f.message)):
+                raise StageFailure("reference", "unsupported",
+                                   "the reference's get_inputs creates its tensors on a CUDA GPU (device is cpu)"
+                                   ) from None
+            raise
+        inputs = to_device(made, dev)  # tensors get_inputs made on the GPU itself stay there
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         self.slots[str(args["slot"])] = inputs
         enc = shm.encode_value(inputs, out)

@@ -1,0 +1,138 @@
+"""The reference conventions real harnesses use (issue 21, item 4), judged on the CPU.
+
+- get_init_inputs is optional: Model() and ModelNew() then take no arguments;
+- the candidate can `import reference` (the harness puts reference.py beside solution.py): the
+  task's reference, read-only, inside the candidate's sandbox;
+- several outputs (a tuple) are compared leaf by leaf;
+- dtype-aware tolerances: KernelBench's per-dtype rule, coarsened to the inputs' precision (an
+  fp32 output computed from fp16 inputs), fp8 one unit in the last place;
+- get_inputs that makes its tensors on a CUDA GPU: not tested on a CPU (never a kernel failure).
+The runs are KernelBench run folders written here (ktui.trace.results.kernelbench).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ktui.repro.api import ReproOptions, reproduce  # noqa: E402
+from ktui.trace import load  # noqa: E402
+
+REF_TUPLE = '''import torch
+import torch.nn as nn
+
+SCALE = 3.0
+
+class Model(nn.Module):
+    def forward(self, x):
+        y = x.float()
+        return torch.relu(y) * SCALE, y.sum(dim=1)
+
+def get_inputs():
+    return [torch.randn(64, 128).to(torch.float16)]
+'''
+KERNEL_TUPLE = '''import os
+import torch
+import reference
+from reference import SCALE
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        if os.access(reference.__file__, os.W_OK):
+            raise RuntimeError("reference.py is writable")
+
+    def forward(self, x):
+        # computed in half precision, returned as float32: fp16 error in an fp32 output
+        return (torch.relu(x) * SCALE).float(), x.sum(dim=1, dtype=torch.float16).float()
+'''
+REF_CUDA_INPUTS = REF_TUPLE.replace("torch.randn(64, 128).to(torch.float16)",
+                                    "torch.randn(64, 128, device='cuda', dtype=torch.float16)")
+KERNEL_PLAIN = '''import torch
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = x.float()
+        return torch.relu(y) * 3.0, y.sum(dim=1)
+'''
+
+
+def _folder(tmp_path: Path, ref: str, kernel: str) -> Path:
+    (tmp_path / "KernelBench" / "level1").mkdir(parents=True)
+    (tmp_path / "KernelBench" / "level1" / "1_relu_sum.py").write_text(ref)
+    run_dir = tmp_path / "runs" / "r"
+    run_dir.mkdir(parents=True)
+    p = run_dir / "level_1_problem_1_sample_0_kernel.py"
+    p.write_text(kernel)
+    return p
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _repro(path: Path):
+    run = load(str(path))
+    opts = ReproOptions(device="cpu", trials=3, timeout=120, compile_timeout=300, fresh=True)
+    return run, reproduce(run, run.final_kernel, opts)
+
+
+def test_no_get_init_inputs_tuple_outputs_and_import_reference(tmp_path, cache):
+    run, rep = _repro(_folder(tmp_path / "a", REF_TUPLE, KERNEL_TUPLE))
+    assert run.problem.reference_origin.startswith("KernelBench checkout")
+    res = rep.result
+    assert res["status"] == "completed", res.get("failure")
+    corr = res["correctness"]
+    assert corr["passed"], corr
+    # the fp32 outputs come from fp16 inputs: judged at the fp16 tolerance
+    assert corr["input_dtype"] == "float16"
+    assert corr["atol"] == pytest.approx(1e-2)
+
+
+def test_reference_inputs_made_on_a_gpu_are_not_tested_on_a_cpu(tmp_path, cache):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    _run, rep = _repro(_folder(tmp_path / "b", REF_CUDA_INPUTS, KERNEL_PLAIN))
+    fail = rep.result.get("failure") or {}
+    assert fail.get("kind") == "unsupported", rep.result
+    assert "creates its tensors on a CUDA GPU" in fail.get("message", "")
+
+
+def test_tolerance_rule():
+    from ktui.engine.compare import compare_outputs, effective_tolerance, input_precision, tolerance_for
+
+    assert tolerance_for(torch.float32) == (1e-4, 1e-4)
+    assert tolerance_for(torch.bfloat16) == (1e-2, 1e-2)
+    assert tolerance_for(torch.float8_e4m3fn) == (0.125, 0.125)
+    assert tolerance_for(torch.float8_e5m2) == (0.25, 0.25)
+    assert tolerance_for(torch.int32) == (0.0, 0.0)
+    assert effective_tolerance(torch.float32, torch.float16) == (1e-2, 1e-2)
+    assert effective_tolerance(torch.float32, None) == (1e-4, 1e-4)
+    assert effective_tolerance(torch.int64, torch.float16) == (0.0, 0.0)  # exact stays exact
+    assert input_precision([torch.zeros(2), (torch.zeros(2, dtype=torch.bfloat16), 3)]) == torch.bfloat16
+    ref = torch.linspace(1, 2, 100)
+    off = ref * (1 + 5e-3)
+    assert not compare_outputs(ref, off)["passed"]
+    assert compare_outputs(ref, off, input_dtype=torch.float16)["passed"]
+    q = ref.to(torch.float8_e4m3fn)
+    assert compare_outputs(q, (ref * 1.05).to(torch.float8_e4m3fn))["passed"]
+    assert not compare_outputs(q, (ref * 1.6).to(torch.float8_e4m3fn))["passed"]
+    # tuples: every leaf, in order
+    assert not compare_outputs((ref, ref), (ref, ref + 1))["passed"]
+    assert compare_outputs((ref, ref), [ref, ref])["passed"]
+
+
+def test_which_kernels_get_the_reference_module_and_a_jit_warmup():
+    # the candidate sees the reference only when its code imports it (the read-only mode is checked
+    # by the kernel of the first test); a Triton kernel's first call is a warm-up under the build's limit
+    from ktui.engine.pipeline import _IMPORTS_REFERENCE, _TRITON
+
+    assert _IMPORTS_REFERENCE.search("import torch\nfrom reference import GROUP\n")
+    assert _IMPORTS_REFERENCE.search("import reference\n")
+    assert not _IMPORTS_REFERENCE.search("# compare with the reference implementation\nimport torch\n")
+    assert _TRITON.search("import triton\n@triton.jit\ndef k(): pass\n")
+    assert not _TRITON.search("import torch  # not triton\n")
