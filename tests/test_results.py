@@ -298,3 +298,23 @@ def test_attach_is_idempotent():
     n = len(run.flags)
     attach(run)
     assert len(run.flags) == n
+
+
+def test_a_test_script_that_runs_modelnew_is_not_the_final_kernel(tmp_path):
+    # real Harbor runs (Opus-4.8, kernelbench-harbor) write solution.py, then test.py that imports
+    # and times ModelNew: the run's kernel is solution.py
+    trial = tmp_path / CUT
+    shutil.copytree(HB / "results/jobs/model-a/sample1" / CUT, trial)
+    obj = json.loads((trial / "trajectory.json").read_text())
+    test_py = ("import torch\nfrom solution import ModelNew\nfrom reference import Model, get_inputs\n"
+               "x = get_inputs()\nprint((ModelNew()(*x) - Model()(*x)).abs().max())\n")
+    step = json.loads(json.dumps(obj["steps"][1]))
+    step["step_id"] = 4
+    step["tool_calls"][0]["tool_call_id"] = "c9"
+    step["tool_calls"][0]["arguments"]["keystrokes"] = "cat > /app/test.py << 'EOF'\n" + test_py + "EOF\n"
+    step["observation"]["results"][0]["source_call_id"] = "c9"
+    obj["steps"].append(step)
+    (trial / "trajectory.json").write_text(json.dumps(obj))
+    run = load(str(trial / "trajectory.json"))
+    assert [k.path for k in run.kernels][-1].endswith("test.py")
+    assert run.final_kernel.path.endswith("solution.py")

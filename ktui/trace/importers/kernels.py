@@ -518,7 +518,7 @@ class FileTracker:
                 if c.path is not None:
                     latest_by_path[c.path] = kv.number
                 latest = kv.number
-                if "ModelNew" in kv.code or (c.unknown and latest_model is not None
+                if defines_model_new(kv.code) or (c.unknown and latest_model is not None
                                              and run.kernels[latest_model - 1].path == c.path):
                     latest_model = kv.number  # (a change of unknown content to the ModelNew file)
             else:
@@ -664,6 +664,14 @@ def fenced_kernels(text: str) -> list[str]:
         if "ModelNew" in code or "triton.jit" in code or "__global__" in code:
             out.append(code)
     return out
+
+
+_DEFINES_MODEL_NEW = re.compile(r"^\s*class\s+ModelNew\b|^\s*ModelNew\s*=", re.M)
+
+
+def defines_model_new(code: str) -> bool:
+    """The version defines ModelNew (a test script that imports and runs it does not)."""
+    return bool(_DEFINES_MODEL_NEW.search(code or ""))
 
 
 def backend_of(code: str) -> str | None:

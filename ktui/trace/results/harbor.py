@@ -153,7 +153,7 @@ def find(run: Any) -> Result | None:
             r.values["metric"] = obj["metric"][:60]
         if isinstance(obj.get("error"), str) and obj["error"]:
             r.error = obj["error"][:2000]
-        if obj.get("static_ok") is False:
+        if obj.get("static_ok") is False and getattr(run, "kernels", None):  # (no kernel written: nothing refused)
             r.cheats.append(("harness_rejected",
                              f"its static check refused the kernel ({(obj.get('error') or 'no reason given')!s:.200})"))
         if obj.get("suspicious") is True:
