@@ -136,3 +136,15 @@ def test_which_kernels_get_the_reference_module_and_a_jit_warmup():
     assert not _IMPORTS_REFERENCE.search("# compare with the reference implementation\nimport torch\n")
     assert _TRITON.search("import triton\n@triton.jit\ndef k(): pass\n")
     assert not _TRITON.search("import torch  # not triton\n")
+
+
+def test_a_triton_kernels_first_call_is_a_warmup_in_the_build_stage(tmp_path, cache):
+    # the warm-up is chosen by the kernel's source (a line `from triton import ...`); this CPU kernel
+    # only names it in its docstring, so that the warm-up path runs without a GPU
+    kernel = '"""Written for the CPU.\nfrom triton import language  (unused here)\n"""\n' + KERNEL_PLAIN
+    _run, rep = _repro(_folder(tmp_path / "c", REF_TUPLE, kernel))
+    res = rep.result
+    assert res["status"] == "completed", res.get("failure")
+    assert res["build"]["jit_s"] >= 0
+    assert res["stages"]["build"]["seconds"] >= res["build"]["jit_s"]
+    assert res["correctness"]["passed"]

@@ -650,20 +650,24 @@ class Judge:
     # ---- stages ------------------------------------------------------------------------------
     def _jit_warmup(self, seed):
         """A Triton kernel compiles at its first call: one forward on inputs of their own, before
-        correctness, under the build's time limit and reported with the build (``jit_s``), so the
-        JIT is neither a correctness trial's timeout nor part of any timing."""
-        limit = self.job.compile_timeout
-        self.deadline = time.monotonic() + float(limit)
+        correctness, as part of the build stage (the build's time limit, its seconds; ``jit_s``
+        in the build's result), so the JIT is neither a correctness trial's timeout nor in any timing."""
+        before = dict(self.result["stages"].get("build") or {})
+        self.stage("build")
         t0 = now()
-        inputs, ref_out = self.reference_io(held_out_seed(seed ^ 0x9E3779B1, []), "jit")
+        inputs, _ref_out = self.reference_io(held_out_seed(seed ^ 0x9E3779B1, []), "jit")
         try:
             out, _meta = self.candidate_forward(inputs, "jit")
             out.close()
         finally:
             inputs.close()
+        jit = round_(now() - t0, 3)
+        self.end_stage()
+        self.result["stages"]["build"] = {"state": "done",
+                                          "seconds": round_(float(before.get("seconds") or 0.0) + jit, 3)}
         if isinstance(self.result.get("build"), dict):
-            self.result["build"]["jit_s"] = round_(now() - t0, 3)
-        self.deadline = time.monotonic() + float(self.job.run_timeout)
+            self.result["build"]["jit_s"] = jit
+        self.stage("correctness")
 
     def reference_io(self, seed, slot):
         """Inputs for `seed` from the reference (kept in slot `slot` there) and its outputs."""
