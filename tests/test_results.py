@@ -281,8 +281,10 @@ def test_kernelbench_hostile_results_never_raise(tmp_path):
 
 def test_commands_on_a_kernelbench_run_folder(tmp_path):
     r = CliRunner()
-    res = r.invoke(main, ["runs", str(KB / "runs"), "--print", "--no-cache"])
-    assert res.exit_code == 0 and "L1 P11" in res.output and "gemini-2.5-pro" in res.output
+    res = r.invoke(main, ["runs", str(KB / "runs"), "--format", "json", "--no-cache"])
+    assert res.exit_code == 0
+    rows = json.loads(res.output)["runs"]
+    assert {x["model"] for x in rows} == {"gemini-2.5-pro"} and any(x["problem"].startswith("L1 P11 ") for x in rows)
     out = tmp_path / "r.html"
     res = r.invoke(main, ["report", str(KB / "runs"), "-o", str(out), "--no-cache"])
     assert res.exit_code == 0 and out.exists()
