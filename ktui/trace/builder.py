@@ -478,6 +478,7 @@ class Builder:
         derive.terminal_state(run, final)
         derive.flags(run)
         run.n_events = self.n_events
+        run.revision += 1  # what views cached about the run (Run.lookup) is stale now
         if final and not self.n_events and not run.problems:
             if run.incomplete:  # one line, no newline yet, not JSON yet
                 run.problems.append(TraceProblem(0, "incomplete: the only line is still being written", "",

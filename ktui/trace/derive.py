@@ -178,14 +178,21 @@ def kernel_versions(run: Run, final_answers: list[tuple[int, int | None, str]]) 
         if c.result is not None:
             summary = c.result.error_text if c.status != OK else c.result.summary.split("\n", 1)[0]
         c.kernel = use(code, c.line, c.turn, KernelUse(c.turn, c.index, c.name, c.status, summary))
+    # a final answer's code matches the first version with the same stripped text: one dict
+    # (built only when there are final answers), not a walk over the versions per answer
+    by_text: dict[str, KernelVersion] = {}
+    if final_answers:
+        for k in run.kernels:
+            by_text.setdefault(k.code.strip(), k)
     for line, turn, code in final_answers:
         stripped = code.strip()
-        match = next((k for k in run.kernels if k.code.strip() == stripped), None)
+        match = by_text.get(stripped)
         u = KernelUse(turn, -1, "final_answer", OK, "the model's final answer")
         if match is not None:
             match.uses.append(u)
         else:
             use(code, line, turn, u, final_answer=True)
+            by_text.setdefault(stripped, run.kernels[-1])
 
 
 # ---- metrics, outcome ------------------------------------------------------------------------

@@ -314,11 +314,9 @@ class KernelVersion:
 
     @property
     def turns(self) -> list[int]:
-        seen: list[int] = []
-        for u in self.uses:
-            if u.turn is not None and u.turn not in seen:
-                seen.append(u.turn)
-        return seen
+        """The turns that used this version, once each, in order of use (a dict keeps the order:
+        a version re-submitted in 100,000 turns costs 100,000 steps, not their square)."""
+        return list(dict.fromkeys(u.turn for u in self.uses if u.turn is not None))
 
 
 @dataclass(slots=True)
@@ -414,6 +412,20 @@ class Run:
     tokens_by_actor: dict[str, dict[str, float]] = field(default_factory=dict)
     final_kernel_number: int | None = None  # set by importers: the version of the run's kernel file
     results: list[Any] = field(default_factory=list)  # ktui.trace.results.Result: the harness's own result files
+    revision: int = 0  # bumped by each Builder.finish(): what :meth:`lookup` caches is tied to it
+    _lookups: dict[str, tuple[tuple, Any]] = field(default_factory=dict, repr=False, compare=False)
+
+    def lookup(self, name: str, build):
+        """``build(run)``, computed once per state of the run (its revision and the sizes of its
+        turn, message and kernel lists) and kept: indexes that views read on every key (messages
+        by turn, turns by line) are built in one pass instead of one pass per key."""
+        key = (self.revision, len(self.turns), len(self.messages), len(self.kernels), len(self.calls))
+        got = self._lookups.get(name)
+        if got is not None and got[0] == key:
+            return got[1]
+        value = build(self)
+        self._lookups[name] = (key, value)
+        return value
 
     # ---- derived figures -------------------------------------------------
     @property
@@ -502,7 +514,42 @@ class Run:
         return self.kernels[-1] if self.kernels else None
 
     def turn_of_line(self, line: int) -> int | None:
-        for t in self.turns:
-            if t.first_line <= line <= t.last_line:
-                return t.index
-        return None
+        """The first turn (in turn order) whose lines span ``line``; None when none does.
+        A binary search over a table built once (:meth:`lookup`), not a walk over every turn."""
+        spans = self.lookup("turn_spans", _turn_spans)
+        return spans.turn_of(line)
+
+
+class _TurnSpans:
+    """Turns ordered by first line, with the running minimum of turn indexes from the right, so
+    that "the first turn in turn order that spans a line" is a bisection plus a short scan.
+
+    Turns of one actor do not overlap, and turns of several actors rarely do; the scan walks
+    only over turns that start at or before ``line`` and end after it (overlapping turns)."""
+
+    def __init__(self, run: Run) -> None:
+        order = sorted(run.turns, key=lambda t: (t.first_line, t.index))
+        self.turns = order
+        self.firsts = [t.first_line for t in order]
+        # the largest last_line of any turn up to position i: a turn at or before position i can
+        # span ``line`` only if this is >= line; its running max is non-decreasing
+        best = -1
+        self.reach: list[int] = []
+        for t in order:
+            best = max(best, t.last_line)
+            self.reach.append(best)
+
+    def turn_of(self, line: int) -> int | None:
+        import bisect
+
+        hi = bisect.bisect_right(self.firsts, line)  # turns starting at or before line: [0, hi)
+        lo = bisect.bisect_left(self.reach, line, 0, hi)  # before lo, none reaches line
+        found: int | None = None
+        for t in self.turns[lo:hi]:
+            if t.last_line >= line and (found is None or t.index < found):
+                found = t.index
+        return found
+
+
+def _turn_spans(run: Run) -> _TurnSpans:
+    return _TurnSpans(run)

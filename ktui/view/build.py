@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -457,10 +458,23 @@ def _title_block(run: Run, t: Turn, calls: list[CallView]) -> Block:
 
 def messages_by_turn(run: Run) -> tuple[list[tuple[int, str, str | None, str]], dict[int, list]]:
     """Messages that are not the agents' own turn text (user, harness, other roles): those
-    before the first turn, and the rest by the turn they lead into (or the last turn)."""
+    before the first turn, and the rest by the turn they lead into (or the last turn).
+
+    Computed once per state of the run (:meth:`Run.lookup`): one sort of the turns and a binary
+    search per message, not a walk over the turns per message on every key."""
+    return run.lookup("messages_by_turn", _messages_by_turn)
+
+
+def _messages_by_turn(run: Run) -> tuple[list[tuple[int, str, str | None, str]], dict[int, list]]:
     before: list = []
     by: dict[int, list] = {}
     turns = sorted(run.turns, key=lambda t: t.first_line)
+    # the turn a message leads into: the first turn (by first line) that ends at or after it.
+    # ``reach[i]``, the largest last line of turns[:i + 1], never decreases, so that turn is the
+    # first ``i`` with ``reach[i] >= line``: a bisection
+    reach: list[int] = []
+    for t in turns:
+        reach.append(t.last_line if not reach else max(reach[-1], t.last_line))
     for m in run.messages:
         line, kind = m[0], m[1]
         if kind in AGENT_MESSAGE_KINDS:
@@ -468,9 +482,15 @@ def messages_by_turn(run: Run) -> tuple[list[tuple[int, str, str | None, str]], 
         if not turns or line < turns[0].first_line:
             before.append(m)
             continue
-        target = next((t.index for t in turns if line <= t.last_line), turns[-1].index)
+        i = bisect.bisect_left(reach, line)
+        target = turns[i].index if i < len(turns) else turns[-1].index
         by.setdefault(target, []).append(m)
     return before, by
+
+
+def first_turn(run: Run) -> Turn | None:
+    """The turn that starts first in the file (the run's preamble leads it); kept per run state."""
+    return run.lookup("first_turn", lambda r: min(r.turns, key=lambda t: t.first_line) if r.turns else None)
 
 
 def turn_view(run: Run, t: Turn, *, stats: Stats | None = None, preamble: bool = False,

@@ -122,6 +122,37 @@ def compile_search(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
+def _suffix_first_turns(run: Run) -> list[float]:
+    """``out[j]``: the smallest first turn of kernels[j:] (versions without one count as after
+    every turn); it never decreases with ``j``."""
+    out: list[float] = [0.0] * len(run.kernels)
+    low = float("inf")
+    for j in range(len(run.kernels) - 1, -1, -1):
+        ft = run.kernels[j].first_turn
+        low = min(low, ft if ft is not None else float("inf"))
+        out[j] = low
+    return out
+
+
+def latest_kernel_by_turn(run: Run, i: int) -> int | None:
+    """The number of the last version (in version order) that first appeared at or before turn
+    ``i``; None when none did. A bisection over a table built once per state of the run."""
+    low = run.lookup("kernel_first_turns", _suffix_first_turns)
+    j = bisect.bisect_right(low, i) - 1  # low[j] <= i < low[j + 1]: kernels[j] is that version
+    return run.kernels[j].number if j >= 0 else None
+
+
+def neighbour_failed_turn(run: Run, i: int, direction: int) -> int | None:
+    """The first failed turn after turn ``i`` (``direction`` 1) or the last one before it (-1);
+    None when there is none. A bisection over the failed turns, found once per state of the run."""
+    bad = run.lookup("failed_turns", lambda r: [t.index for t in r.turns if t.status in BAD])
+    if direction > 0:
+        j = bisect.bisect_right(bad, i)
+        return bad[j] if j < len(bad) else None
+    j = bisect.bisect_left(bad, i)
+    return bad[j - 1] if j > 0 else None
+
+
 class ReplayScreen(KtuiScreen):
     """Replay one trace. ``follow=True`` tails a trace that is still being written."""
 
@@ -578,10 +609,7 @@ class ReplayScreen(KtuiScreen):
             if c.kernel is not None:
                 self.kernel_number = c.kernel
                 return
-        best = None
-        for k in run.kernels:
-            if k.first_turn is not None and k.first_turn <= i:
-                best = k.number
+        best = latest_kernel_by_turn(run, i)
         self.kernel_number = best or run.kernels[0].number
 
     def _goto_turn(self, i: int) -> None:
@@ -645,22 +673,19 @@ class ReplayScreen(KtuiScreen):
         elif self.run is not None:
             self._goto_turn(len(self.run.turns) - 1)
 
-    def _failed_turns(self) -> list[int]:
-        return [t.index for t in self.run.turns if t.status in BAD] if self.run else []
-
     def action_next_failed(self) -> None:
-        bad = [i for i in self._failed_turns() if i > self.turn_index]
-        if bad:
+        i = neighbour_failed_turn(self.run, self.turn_index, 1) if self.run is not None else None
+        if i is not None:
             self._show_turn_pane()
-            self._goto_turn(bad[0])
+            self._goto_turn(i)
         else:
             self.notify("no failed turn after this one", timeout=2)
 
     def action_prev_failed(self) -> None:
-        bad = [i for i in self._failed_turns() if i < self.turn_index]
-        if bad:
+        i = neighbour_failed_turn(self.run, self.turn_index, -1) if self.run is not None else None
+        if i is not None:
             self._show_turn_pane()
-            self._goto_turn(bad[-1])
+            self._goto_turn(i)
         else:
             self.notify("no failed turn before this one", timeout=2)
 

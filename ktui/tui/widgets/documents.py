@@ -167,7 +167,7 @@ def kernel_version_title(run: Run, k: KernelVersion) -> Text:
 
 # ---- the turn -------------------------------------------------------------------------------------
 def _first_turn(run: Run) -> Turn | None:
-    return min(run.turns, key=lambda t: t.first_line) if run.turns else None
+    return vb.first_turn(run)
 
 
 def turn_view(run: Run, t: Turn) -> vm.TurnView:
