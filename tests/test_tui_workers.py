@@ -107,3 +107,41 @@ def test_compare_kernel_diff_is_built_in_a_worker(monkeypatch):
             assert "+" in bar.splitlines()[0]  # the diff sizes, once known
 
     asyncio.run(go())
+
+
+HACK = REPO / "tests" / "fixtures" / "hacks" / "hack_cuda_graph_replay.jsonl"
+
+
+def test_static_findings_are_computed_in_a_worker_after_the_first_paint(monkeypatch):
+    """The load leaves the kernels' static findings out (an AST walk per version); a worker adds
+    them after the run is shown, and the header then names them."""
+    import ktui.trace.flags as flags_mod
+    from ktui.trace import load
+    from ktui.tui.widgets.header import RunHeader
+
+    full = load(HACK)
+    lean = load(HACK, findings=False)
+    assert lean.findings_pending and not full.findings_pending
+    assert {f.code for f in full.flags} - {f.code for f in lean.flags} >= {"cuda_graph"}
+    assert [(f.code, f.message) for f in flags_mod.compute_flags(lean)] == [(f.code, f.message) for f in full.flags]
+
+    slow = Slow(flags_mod.run_findings)
+    monkeypatch.setattr(flags_mod, "run_findings", slow)
+
+    async def go():
+        app = replay_app(HACK)
+        async with app.run_test(size=(160, 48)) as pilot:
+            assert await until(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.ready)
+            s = app.screen
+            header = s.query_one(RunHeader)
+            shown = lambda: str(header.render())  # noqa: E731
+            assert "reading the kernels' code" in shown()  # shown before the findings are known
+            assert s.run.findings_pending
+            assert await until(pilot, lambda: bool([t for t in slow.threads if t is not threading.main_thread()]))
+            slow.release.set()
+            assert await until(pilot, lambda: not s.run.findings_pending)
+            assert all(t is not threading.main_thread() for t in slow.threads)
+            assert any(f.code == "cuda_graph" for f in s.run.flags)
+            assert await until(pilot, lambda: "reading the kernels' code" not in shown())
+
+    asyncio.run(go())

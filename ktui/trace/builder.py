@@ -446,7 +446,10 @@ class Builder:
         self._on_unknown(ev, p)
 
     # ---- the derived run ---------------------------------------------------------------------
-    def finish(self, final: bool = True) -> Run:
+    def finish(self, final: bool = True, *, findings: bool = True) -> Run:
+        """The run with everything derived; ``findings=False``: without the static findings of
+        its kernel versions (``run.findings_pending``; :func:`ktui.trace.flags.compute_flags`
+        adds them)."""
         run = self.run
         ev = self._evidence
         if V3 in ev:
@@ -476,7 +479,7 @@ class Builder:
         derive.kernel_versions(run, self._final_answers)
         derive.metrics_and_outcome(run)
         derive.terminal_state(run, final)
-        derive.flags(run)
+        derive.flags(run, findings=findings)
         run.n_events = self.n_events
         run.revision += 1  # what views cached about the run (Run.lookup) is stale now
         if final and not self.n_events and not run.problems:

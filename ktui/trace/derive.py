@@ -236,6 +236,7 @@ def terminal_state(run: Run, final: bool) -> None:
         run.terminal.append(Terminal("eof", f"trace ends at line {last.line}: {what}", last.line))
 
 
-def flags(run: Run) -> None:
-    run.flags = compute_flags(run)
+def flags(run: Run, *, findings: bool = True) -> None:
+    run.flags = compute_flags(run, findings=findings)
+    run.findings_pending = not findings
 

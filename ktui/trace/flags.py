@@ -116,13 +116,16 @@ def metric_flags(run: Run) -> list[Flag]:
     return out
 
 
-def compute_flags(run: Run) -> list[Flag]:
+def compute_flags(run: Run, *, findings: bool = True) -> list[Flag]:
+    """Every sanity flag of the run. ``findings=False`` leaves out the static findings of the
+    kernel versions (an AST walk per version: the bulk of a load's time on a run with hundreds
+    of versions); the app computes them in a worker after its first paint."""
     flags = metric_flags(run)
     final = run.final_kernel
     for kv in run.kernels:
         if kv.attachment:
             flags.extend(kernel_flags(kv))
-    for f in run_findings(run.kernels, run.problem.reference_source):
+    for f in run_findings(run.kernels, run.problem.reference_source) if findings else ():
         flag = _flag(f)
         # flags on the final kernel matter most; earlier versions are informational
         if final is not None and f.kernel != final.number and flag.severity == "error":

@@ -412,6 +412,7 @@ class Run:
     tokens_by_actor: dict[str, dict[str, float]] = field(default_factory=dict)
     final_kernel_number: int | None = None  # set by importers: the version of the run's kernel file
     results: list[Any] = field(default_factory=list)  # ktui.trace.results.Result: the harness's own result files
+    findings_pending: bool = False  # loaded without the static findings (the app adds them in a worker)
     revision: int = 0  # bumped by each Builder.finish(): what :meth:`lookup` caches is tied to it
     _lookups: dict[str, tuple[tuple, Any]] = field(default_factory=dict, repr=False, compare=False)
 

@@ -332,11 +332,13 @@ def _no_gc():
             gc.enable()
 
 
-def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str | None = None) -> Run:
+def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str | None = None,
+         findings: bool = True) -> Run:
     """Read a whole trace. Never raises on bad data; I/O problems become TraceProblems.
 
     Other formats (Claude Code, Codex, Inspect, ...) go to their importer (ktui.trace.importers);
-    ``format`` forces one."""
+    ``format`` forces one. ``findings=False``: the static findings of the kernel versions are
+    left for later (``run.findings_pending``; the app computes them after its first paint)."""
     from ktui.trace.importers import load_other
 
     b = Builder(str(path), keep_events=keep_events)
@@ -361,7 +363,7 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
             b.problem(0, str(exc))
         except OSError as exc:
             b.problem(0, f"cannot read file: {exc.strerror or exc}")
-        return attach(b.finish(final=True))
+        return attach(b.finish(final=True, findings=findings))
 
 
 def sniff(path: str | os.PathLike[str]) -> Run:

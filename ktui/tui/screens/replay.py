@@ -98,6 +98,14 @@ class StatsReady(Message):
 
 
 @dataclass
+class FindingsReady(Message):
+    """The run's flags with the static findings of its kernel versions (computed in a worker)."""
+
+    run: Run
+    flags: list
+
+
+@dataclass
 class Written(Message):
     path: str
     label: str
@@ -251,7 +259,7 @@ class ReplayScreen(KtuiScreen):
     def _load(self) -> None:
         from ktui.trace import load
 
-        self.post_message(Loaded(load(self.path)))
+        self.post_message(Loaded(load(self.path, findings=False)))  # findings: after the first paint
 
     def _start_follow(self) -> None:
         self._feed += 1
@@ -289,6 +297,26 @@ class ReplayScreen(KtuiScreen):
         for prev, k in zip(kernels, kernels[1:], strict=False):
             kernel_stats(prev, k)
         self.post_message(StatsReady())
+
+    @work(thread=True, exclusive=True, group="findings", exit_on_error=False, description="static findings")
+    def _compute_findings(self, run: Run) -> None:
+        """The static findings of every kernel version (an AST walk each), off the UI thread and
+        after the first paint; the header and the Metrics pane show them when they arrive."""
+        from ktui.trace.flags import compute_flags
+
+        self.post_message(FindingsReady(run, compute_flags(run)))
+
+    def on_findings_ready(self, msg: FindingsReady) -> None:
+        run = msg.run
+        run.flags = msg.flags
+        run.findings_pending = False
+        if run is not self.run:
+            return  # a newer snapshot (follow mode) came meanwhile
+        self.query_one(RunHeader).show_run(run, following=self.follow)
+        if self.active_pane == "metrics":
+            self._render_pane("metrics", keep_scroll=True)
+        else:
+            self._stale.add("metrics")
 
     def on_stats_ready(self, _msg: StatsReady) -> None:
         self._stats_gen += 1
@@ -364,6 +392,8 @@ class ReplayScreen(KtuiScreen):
             return
         if len(run.kernels) > 1:  # after this frame: not competing with the first paint
             self.call_after_refresh(self._compute_stats, list(run.kernels))
+        if run.findings_pending:
+            self.call_after_refresh(self._compute_findings, run)
         self.query_one(RunHeader).show_run(run, following=self.follow)
         tl = self.query_one(TurnList)
         tl.set_turns(run.turns)

@@ -122,6 +122,8 @@ def header_text(run: Run, *, following: bool = False, loading: bool = False) -> 
         t.append("   (3: Metrics)", "grey50")
     else:
         t.append("no sanity flags", "grey50")
+    if run.findings_pending:
+        t.append("   reading the kernels' code…", "grey62")  # the static findings: a worker adds them
     if loading:
         t.append("   loading…", "grey62")
     return t
