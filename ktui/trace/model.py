@@ -13,6 +13,7 @@ Conventions
 
 from __future__ import annotations
 
+import copy
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -554,3 +555,20 @@ class _TurnSpans:
 
 def _turn_spans(run: Run) -> _TurnSpans:
     return _TurnSpans(run)
+
+
+def copy_events(log: EventLog) -> EventLog:
+    """An independent copy of an event log (its columns are arrays: copied whole, fast)."""
+    new = EventLog.__new__(EventLog)
+    for name in ("_line", "_offset", "_length", "_tick", "_ts", "_turn", "_kind", "_actor"):
+        setattr(new, name, copy.copy(getattr(log, name)))
+    new._names = list(log._names)
+    new._ix = dict(log._ix)
+    return new
+
+
+def snapshot_run(run: Run) -> Run:
+    """A deep copy of ``run`` that shares nothing mutable with it (follow mode and the staged
+    load hand these to the app while the reader goes on with the original)."""
+    memo = {id(run.events): copy_events(run.events)}
+    return copy.deepcopy(run, memo)

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from ktui.trace.builder import Builder
-from ktui.trace.model import Event, Run
+from ktui.trace.model import Event, Run, snapshot_run
 from ktui.trace.notes import JSONError, loads
 
 CHUNK = 8 << 20
@@ -364,6 +364,80 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
         except OSError as exc:
             b.problem(0, f"cannot read file: {exc.strerror or exc}")
         return attach(b.finish(final=True, findings=findings))
+
+
+STAGE_MIN_BYTES = 4 << 20  # files at least this big are shown in two stages by :func:`load_stages`
+STAGE_TURNS = 64  # the first stage ends once this many turns are known ...
+STAGE_BYTES = 2 << 20  # ... or this many bytes were read
+STAGE_CHUNK = 256 << 10  # read size until the first stage is out
+
+
+def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_turns: int | None = None,
+                stage_bytes: int | None = None, min_bytes: int | None = None):
+    """:func:`load` in two stages, for a screen that draws before the whole file is read: yields
+    ``(run, complete)`` pairs: for a file of at least ``min_bytes``, first a copy of the run of
+    its first lines (once ``stage_turns`` turns are known or ``stage_bytes`` were read, whichever
+    comes first; ``complete`` False), then the whole run (``complete`` True). The copy shares
+    nothing with the run the reader goes on building. Other formats, and smaller files: the
+    whole run, once. Never raises on bad data."""
+    stage_turns = STAGE_TURNS if stage_turns is None else stage_turns
+    stage_bytes = STAGE_BYTES if stage_bytes is None else stage_bytes
+    min_bytes = STAGE_MIN_BYTES if min_bytes is None else min_bytes
+    why = file_problem(path)
+    other = None if why is not None else _other(path)
+    if why is not None or other is not None:
+        yield (other if other is not None else load(path, findings=findings)), True
+        return
+    b = Builder(str(path))
+    parser = LineParser(b)
+    staged = False
+    with _no_gc():
+        try:
+            with open_regular(path) as f:
+                total = os.fstat(f.fileno()).st_size
+                staged = total < min_bytes  # small: no first stage
+                tail = b""
+                size = 0
+                sep = None
+                while True:
+                    chunk = f.read(CHUNK if staged else STAGE_CHUNK)
+                    if not chunk:
+                        break
+                    size += len(chunk)
+                    if sep is None:
+                        sep = line_separator(chunk)
+                    lines = (tail + chunk if tail else chunk).split(sep)
+                    tail = lines.pop()
+                    if staged:
+                        for raw in lines:
+                            parser.feed_line(raw)
+                        continue
+                    for i, raw in enumerate(lines):  # the first stage ends at a line
+                        parser.feed_line(raw)
+                        if len(b.run.turns) > stage_turns or parser.offset >= stage_bytes:
+                            staged = True
+                            b.run.size_bytes = parser.offset
+                            yield snapshot_run(b.finish(final=False, findings=False)), False
+                            for rest in lines[i + 1:]:
+                                parser.feed_line(rest)
+                            break
+                if tail:
+                    parser.feed_line(tail, terminated=False)
+                b.run.size_bytes = size
+        except IsADirectoryError:
+            b.problem(0, "is a directory, not a trace file")
+        except NotRegularFile as exc:
+            b.problem(0, str(exc))
+        except OSError as exc:
+            b.problem(0, f"cannot read file: {exc.strerror or exc}")
+        run = b.finish(final=True, findings=findings)
+    yield run, True
+
+
+def _other(path):
+    from ktui.trace.importers import load_other
+
+    return load_other(path, None)
 
 
 def sniff(path: str | os.PathLike[str]) -> Run:

@@ -12,7 +12,6 @@ copied with a memcpy per column, and the rest of the model is a tree of small ob
 
 from __future__ import annotations
 
-import copy
 import os
 import stat
 import time
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktui.trace.model import EventLog, Run
+from ktui.trace.model import Run, copy_events, snapshot_run  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -28,22 +27,6 @@ class Snapshot:
     run: Run
     generation: int  # 1, 2, 3, ... per follower
     reset: bool  # the file was truncated or replaced: this run starts over
-
-
-def copy_events(log: EventLog) -> EventLog:
-    """An independent copy of an event log (its columns are arrays: copied whole, fast)."""
-    new = EventLog.__new__(EventLog)
-    for name in ("_line", "_offset", "_length", "_tick", "_ts", "_turn", "_kind", "_actor"):
-        setattr(new, name, copy.copy(getattr(log, name)))
-    new._names = list(log._names)
-    new._ix = dict(log._ix)
-    return new
-
-
-def snapshot_run(run: Run) -> Run:
-    """A deep copy of ``run`` that shares nothing mutable with it."""
-    memo = {id(run.events): copy_events(run.events)}
-    return copy.deepcopy(run, memo)
 
 
 HEAD_BYTES = 4096  # how much of the file's start is compared between polls

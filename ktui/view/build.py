@@ -280,10 +280,12 @@ def _message_blocks(line: int, kind: str, actor: str | None, text: str) -> list[
     return [head, prose(redact(text), R.MESSAGE, indent=2)]
 
 
-def preamble_blocks(run: Run) -> list[Block]:
-    """System prompts and tool lists of every actor."""
+def preamble_blocks(run: Run, actors: int | None = None) -> list[Block]:
+    """System prompts and tool lists of every actor (of the first ``actors`` of them, and a line
+    saying how many more there are: a file of many concatenated runs spawns thousands)."""
     out: list[Block] = []
-    for a in run.actors:
+    shown = run.actors if actors is None else run.actors[:actors]
+    for a in shown:
         if a.system_prompt:
             out.append(heading(R.NOTE, Span(" system prompt · ", R.MUTED), Span(one_line(a.id), R.ACTOR),
                                Span(f"  ({one_line(a.model)})" if a.model else "", R.FAINT),
@@ -293,6 +295,10 @@ def preamble_blocks(run: Run) -> list[Block]:
             names = [one_line(t.get("name") if isinstance(t, dict) else t) for t in a.tools]
             out.append(lines_block((Span("tools · ", R.LABEL), Span(one_line(a.id), R.ACTOR),
                                     Span(f" ({len(names)}): ", R.LABEL), Span(", ".join(names), R.VALUE)), indent=2))
+    if len(shown) < len(run.actors):
+        more = len(run.actors) - len(shown)
+        out.append(lines_block((Span(f"… {more:,} more actors' system prompts and tools (ktui show prints them all)",
+                                     R.FAINT),)))
     return out
 
 
@@ -494,14 +500,15 @@ def first_turn(run: Run) -> Turn | None:
 
 
 def turn_view(run: Run, t: Turn, *, stats: Stats | None = None, preamble: bool = False,
-              messages: list | None = None) -> TurnView:
-    """One turn's view. ``preamble``: put the run's preamble first (turn 0). ``messages``: the
-    other actors' messages leading into this turn (default: computed)."""
+              messages: list | None = None, preamble_actors: int | None = None) -> TurnView:
+    """One turn's view. ``preamble``: put the run's preamble first (turn 0), with the prompts of
+    the first ``preamble_actors`` actors (default: all). ``messages``: the other actors'
+    messages leading into this turn (default: computed)."""
     stats = stats or cached_stats
     calls = [call_view(run, c) for c in t.calls]
     blocks: list[Block] = [_title_block(run, t, calls)]
     if preamble:
-        blocks += preamble_blocks(run)
+        blocks += preamble_blocks(run, preamble_actors)
         before, _ = messages_by_turn(run)
         for m in before:
             blocks += _message_blocks(*m)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -53,6 +54,8 @@ from ktui.tui.widgets.turnlist import TurnList
 PANE_IDS = ("turn", "kernels", "metrics", "reference", "events")
 BAD = (FAILED, ERROR, MISSING)
 FOLLOW_INTERVAL = 0.25  # seconds between polls of a followed trace
+SWITCH_INTERVAL = sys.getswitchinterval()
+LOADING_SWITCH_INTERVAL = 0.0005  # seconds a thread holds the interpreter lock while the rest of a file is read
 EVENTS_LIMIT = 2000  # raw events shown at once for traces without turns
 SIDE_WIDTH, SIDE_NARROW, SIDE_MIN, SIDE_MAX = 46, 30, 16, 90  # the turn list's width: default, on
 # terminals under 130 columns, bounds of - / +
@@ -63,6 +66,7 @@ SPLIT_MIN_WIDTH = 90  # a side-by-side diff below this pane width falls back to 
 @dataclass
 class Loaded(Message):
     run: Run
+    complete: bool = True  # False: the run of the file's first lines (the rest is being read)
 
 
 @dataclass
@@ -219,6 +223,8 @@ class ReplayScreen(KtuiScreen):
         self._doc_matches: list[Match] = []
         self._match_pos = -1
         self.ready = False  # set once the run is shown (tests and benchmarks wait on it)
+        self.partial = False  # the run shown is the file's first part; the rest is being read
+        self.complete = False  # the whole file is read and shown
         self._gen = 0  # bumps whenever the run changes (follow): invalidates cached documents
         self._stats_gen = 0  # bumps when the kernel diff sizes are ready
         self._docs: OrderedDict[tuple, list] = OrderedDict()  # recent turn documents
@@ -257,9 +263,18 @@ class ReplayScreen(KtuiScreen):
     # ---- workers ------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load(self) -> None:
-        from ktui.trace import load
+        """A big file: its first turns are shown at once, the whole run when it is read; the
+        static findings are computed after the first paint."""
+        from ktui.trace.reader import load_stages
 
-        self.post_message(Loaded(load(self.path, findings=False)))  # findings: after the first paint
+        try:
+            for run, complete in load_stages(self.path, findings=False):
+                self.post_message(Loaded(run, complete))
+                # reading on holds the interpreter lock: hand it to the UI thread sooner (the
+                # default, 5 ms per hand-over and many hand-overs a frame, makes keys sluggish)
+                sys.setswitchinterval(LOADING_SWITCH_INTERVAL)
+        finally:
+            sys.setswitchinterval(SWITCH_INTERVAL)
 
     def _start_follow(self) -> None:
         self._feed += 1
@@ -342,13 +357,17 @@ class ReplayScreen(KtuiScreen):
     def on_loaded(self, msg: Loaded) -> None:
         if self.follow and self._feed:  # follow mode started meanwhile: its snapshots win
             return
+        self.partial = not msg.complete
         self._show_run(msg.run, first=self.run is None)
+        if msg.complete:
+            self.complete = True
 
     def on_followed(self, msg: Followed) -> None:
         snap = msg.snapshot
         if msg.feed != self._feed or not self.follow or snap.generation <= self._feed_gen:
             return  # an older feed, follow mode turned off, or an older snapshot
         self._feed_gen = snap.generation
+        self.partial = False  # follow mode's snapshots replace a staged load
         if self.run is None:
             self._show_run(snap.run, first=True)
         elif snap.reset:
@@ -362,7 +381,7 @@ class ReplayScreen(KtuiScreen):
         self._stale = set(PANE_IDS)
         self._refresh_all(first=first)
         turn, regex = self._start
-        if first and (turn is not None or regex is not None):
+        if not self.partial and (turn is not None or regex is not None):  # once, on the whole run
             self._start = (None, None)
             if turn is not None:
                 self._goto_turn(turn)
@@ -390,11 +409,11 @@ class ReplayScreen(KtuiScreen):
         run = self.run
         if run is None:
             return
-        if len(run.kernels) > 1:  # after this frame: not competing with the first paint
+        if len(run.kernels) > 1 and not self.partial:  # after this frame: not competing with the first paint
             self.call_after_refresh(self._compute_stats, list(run.kernels))
-        if run.findings_pending:
+        if run.findings_pending and not self.partial:
             self.call_after_refresh(self._compute_findings, run)
-        self.query_one(RunHeader).show_run(run, following=self.follow)
+        self.query_one(RunHeader).show_run(run, following=self.follow, loading=self.partial)
         tl = self.query_one(TurnList)
         tl.set_turns(run.turns)
         if first:

@@ -44,6 +44,7 @@ from ktui.view.text import clean, one_line, pretty_json, redact
 S_ERR = Style(color="red", bold=True)
 EVENT_PRETTY_LIMIT = 200_000  # raw lines longer than this are shown as they are
 FOLD_HINT = "e: expand all"
+PREAMBLE_ACTORS = 12  # system prompts shown above the first turn (a file of concatenated runs has thousands)
 
 
 @dataclass
@@ -172,7 +173,7 @@ def _first_turn(run: Run) -> Turn | None:
 
 def turn_view(run: Run, t: Turn) -> vm.TurnView:
     """The view of one turn, as the app shows it (the run's preamble leads the first turn)."""
-    return vb.turn_view(run, t, stats=vb.lookup_stats, preamble=t is _first_turn(run))
+    return vb.turn_view(run, t, stats=vb.lookup_stats, preamble=t is _first_turn(run), preamble_actors=PREAMBLE_ACTORS)
 
 
 def turn_document(run: Run, t: Turn, opts: ViewOptions) -> list[Block]:

@@ -122,18 +122,19 @@ def header_text(run: Run, *, following: bool = False, loading: bool = False) -> 
         t.append("   (3: Metrics)", "grey50")
     else:
         t.append("no sanity flags", "grey50")
-    if run.findings_pending:
+    if run.findings_pending and not loading:
         t.append("   reading the kernels' code…", "grey62")  # the static findings: a worker adds them
     if loading:
-        t.append("   loading…", "grey62")
+        size = f" ({run.size_bytes / 1e6:,.0f} MB read)" if run.size_bytes >= 1e6 else ""
+        t.append(f"   loading the rest of the file…{size}", "grey62")
     return t
 
 
 class RunHeader(Static):
     """Shows :func:`header_text` for a run."""
 
-    def show_run(self, run: Run, *, following: bool = False) -> None:
-        self.update(header_text(run, following=following))
+    def show_run(self, run: Run, *, following: bool = False, loading: bool = False) -> None:
+        self.update(header_text(run, following=following, loading=loading))
 
     def show_message(self, message: str, style: str = "") -> None:
         self.update(Text(message, style=style))
