@@ -50,7 +50,7 @@ from ktui.trace import facts
 from ktui.trace.builder import Builder
 from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
-from ktui.trace.reader import LineParser, file_problem, line_separator, open_regular
+from ktui.trace.reader import LineParser, file_problem, line_separator, max_line_bytes, open_regular
 
 SCHEMA = 13  # bump when RunSummary, the skim or the static findings change: invalidates cached entries
 CHUNK = 4 << 20
@@ -398,11 +398,13 @@ def summarize(tf: TraceFile | str) -> RunSummary:
     sk = _Skim(tf.path)
     head = hashlib.sha1()
     tail = b""
+    limit = max_line_bytes()
     try:
         with open_regular(tf.real or tf.path) as f:
             carry = b""
             first = True
             sep = b"\n"
+            skipping = -1  # >= 0: bytes so far of a line over the limit (skipped, never held whole)
             while True:
                 chunk = f.read(CHUNK)
                 if not chunk:
@@ -412,16 +414,31 @@ def summarize(tf: TraceFile | str) -> RunSummary:
                     sep = line_separator(chunk)
                     first = False
                 tail = (tail + chunk)[-4096:]
+                if skipping >= 0:
+                    nl = chunk.find(sep)
+                    if nl < 0:
+                        skipping += len(chunk)
+                        continue
+                    sk.parser.skip_line(skipping + nl, True, limit)
+                    skipping = -1
+                    chunk = chunk[nl + 1:]
                 buf = carry + chunk if carry else chunk
                 pos, end = 0, len(buf)
                 while True:
                     nl = buf.find(sep, pos)
                     if nl < 0:
                         break
-                    sk.line(buf, pos, nl)
+                    if nl - pos > limit:
+                        sk.parser.skip_line(nl - pos, True, limit)
+                    else:
+                        sk.line(buf, pos, nl)
                     pos = nl + 1
                 carry = buf[pos:] if pos < end else b""
-            if carry:
+                if len(carry) > limit:
+                    skipping, carry = len(carry), b""
+            if skipping >= 0:
+                sk.parser.skip_line(skipping, False, limit)
+            elif carry:
                 sk.line(carry, 0, len(carry), terminated=False)
     except OSError as exc:
         s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)

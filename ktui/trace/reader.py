@@ -23,6 +23,89 @@ _EXCERPT = 60
 BOM = b"\xef\xbb\xbf"
 SNIFF = 1 << 20  # bytes :func:`sniff` reads to tell a trace from anything else
 
+MAX_LINE_MB = 64  # a line longer than this many MiB is not read (KTUI_MAX_LINE_MB sets another limit)
+
+
+def max_line_bytes() -> int:
+    """The longest line read, in bytes: ``KTUI_MAX_LINE_MB`` (MiB, may be a fraction), else
+    :data:`MAX_LINE_MB`. A longer line is skipped without being held whole (a problem says so):
+    one 500 MB line would otherwise take gigabytes to parse."""
+    raw = os.environ.get("KTUI_MAX_LINE_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else MAX_LINE_MB
+    except ValueError:
+        mb = MAX_LINE_MB
+    return max(1, int(mb * (1 << 20))) if mb > 0 else MAX_LINE_MB << 20
+
+
+def too_long_message(length: int, limit: int) -> str:
+    return (f"line is {length / (1 << 20):,.1f} MiB long, over the {limit / (1 << 20):,.3g} MiB limit "
+            f"(KTUI_MAX_LINE_MB): not read")
+
+
+def split_lines(chunks, limit: int | None = None):
+    """The lines of a byte stream, in batches: yields ``(lines, skipped, partial)`` where ``lines``
+    are complete lines (without separator), ``skipped`` is None or ``(length, terminated)`` of a
+    line over ``limit`` bytes that follows them (never held whole: memory stays within the limit
+    plus a chunk), and ``partial`` is the unterminated last line (in the last batch only). The
+    separator is decided from the first chunk (:func:`line_separator`)."""
+    limit = max_line_bytes() if limit is None else limit
+    sep = None
+    parts: list[bytes] = []  # pieces of the line being read (no separator seen yet)
+    plen = 0
+    skipping = -1  # >= 0: bytes so far of a line over the limit, being skipped
+    for chunk in chunks:
+        if sep is None:
+            sep = line_separator(chunk)
+        start = 0
+        if skipping >= 0 or parts:
+            nl = chunk.find(sep)
+            if nl < 0:
+                if skipping >= 0:
+                    skipping += len(chunk)
+                else:
+                    parts.append(chunk)
+                    plen += len(chunk)
+                    if plen > limit:
+                        skipping, parts, plen = plen, [], 0
+                continue
+            if skipping >= 0:
+                yield (), (skipping + nl, True), None
+                skipping = -1
+            elif plen + nl > limit:
+                yield (), (plen + nl, True), None
+            else:
+                parts.append(chunk[:nl])
+                yield (b"".join(parts),), None, None
+            parts, plen = [], 0
+            start = nl + 1
+        lines = chunk.split(sep)  # the whole chunk (no copy of its tail); a head already read is dropped
+        if start:
+            del lines[0]
+        rest = lines.pop()
+        if len(chunk) - start > limit and any(len(x) > limit for x in lines):
+            batch: list[bytes] = []
+            for x in lines:
+                if len(x) > limit:
+                    yield batch, (len(x), True), None
+                    batch = []
+                else:
+                    batch.append(x)
+            lines = batch
+        if lines:
+            yield lines, None, None
+        if rest:
+            if len(rest) > limit:
+                skipping = len(rest)
+            else:
+                parts, plen = [rest], len(rest)
+        del chunk, lines, rest  # not held while the next chunk is read: memory stays at one chunk
+    if skipping >= 0:
+        yield (), (skipping, False), None
+    elif parts:
+        yield (), None, b"".join(parts)
+
+
 MAX_DEPTH = 64  # nesting kept in the model; deeper values become DEEP (renderers recurse over it)
 DEEP = "… (nested deeper than 64 levels)"
 
@@ -142,6 +225,25 @@ class LineParser:
         if ev is not None:
             b.add(ev[0], ev[1], obj)
 
+    def skip_line(self, length: int, terminated: bool = True, limit: int | None = None) -> None:
+        """A line too long to read (:func:`split_lines`): counted, and a problem says why."""
+        self.line_no += 1
+        self.offset += length + (1 if terminated else 0)
+        self.b.problem(self.line_no, too_long_message(length, max_line_bytes() if limit is None else limit))
+
+    def feed_all(self, batches) -> int:
+        """Feed every batch of :func:`split_lines`; the bytes fed (separators included)."""
+        start = self.offset
+        feed = self.feed_line
+        for lines, skipped, partial in batches:
+            for raw in lines:
+                feed(raw)
+            if skipped is not None:
+                self.skip_line(*skipped)
+            if partial is not None:
+                feed(partial, terminated=False)
+        return self.offset - start
+
     def feed_object(self, obj: dict, length: int, terminated: bool = True) -> None:
         """A line decoded elsewhere (the sweep index rebuilds a long line's envelope without
         decoding its body): the same checks and the same builder as :meth:`feed_line`."""
@@ -212,6 +314,7 @@ def _iter_chunks(f, start: int = 0):
         if not chunk:
             return
         yield chunk
+        del chunk  # not held while the next one is read
 
 
 class Follower:
@@ -302,20 +405,18 @@ def line_separator(first_chunk: bytes) -> bytes:
 
 
 def _feed_chunks(parser: LineParser, chunks) -> int:
-    """Feed every line of a byte stream to ``parser``; the last, unterminated one as partial."""
-    tail = b""
+    """Feed every line of a byte stream to ``parser``; the last, unterminated one as partial;
+    lines over the limit (:func:`max_line_bytes`) are skipped, each with a problem."""
     size = 0
-    sep = None
-    for chunk in chunks:
-        size += len(chunk)
-        if sep is None:
-            sep = line_separator(chunk)
-        lines = (tail + chunk if tail else chunk).split(sep)
-        tail = lines.pop()
-        for raw in lines:
-            parser.feed_line(raw)
-    if tail:
-        parser.feed_line(tail, terminated=False)
+
+    def counted():
+        nonlocal size
+        for chunk in chunks:
+            size += len(chunk)
+            yield chunk
+            del chunk
+
+    parser.feed_all(split_lines(counted()))
     return size
 
 
@@ -396,21 +497,22 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
             with open_regular(path) as f:
                 total = os.fstat(f.fileno()).st_size
                 staged = total < min_bytes  # small: no first stage
-                tail = b""
                 size = 0
-                sep = None
-                while True:
-                    chunk = f.read(CHUNK if staged else STAGE_CHUNK)
-                    if not chunk:
-                        break
-                    size += len(chunk)
-                    if sep is None:
-                        sep = line_separator(chunk)
-                    lines = (tail + chunk if tail else chunk).split(sep)
-                    tail = lines.pop()
+
+                def chunks():
+                    nonlocal size
+                    while True:
+                        chunk = f.read(CHUNK if staged else STAGE_CHUNK)
+                        if not chunk:
+                            return
+                        size += len(chunk)
+                        yield chunk
+                        del chunk
+
+                batches = split_lines(chunks())
+                for lines, skipped, partial in batches:
                     if staged:
-                        for raw in lines:
-                            parser.feed_line(raw)
+                        parser.feed_all([(lines, skipped, partial)])
                         continue
                     for i, raw in enumerate(lines):  # the first stage ends at a line
                         parser.feed_line(raw)
@@ -418,11 +520,11 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
                             staged = True
                             b.run.size_bytes = parser.offset
                             yield snapshot_run(b.finish(final=False, findings=False)), False
-                            for rest in lines[i + 1:]:
-                                parser.feed_line(rest)
+                            lines = lines[i + 1:]
                             break
-                if tail:
-                    parser.feed_line(tail, terminated=False)
+                    else:
+                        lines = ()
+                    parser.feed_all([(lines, skipped, partial)])
                 b.run.size_bytes = size
         except IsADirectoryError:
             b.problem(0, "is a directory, not a trace file")

@@ -270,9 +270,9 @@ class ReplayScreen(KtuiScreen):
         try:
             for run, complete in load_stages(self.path, findings=False):
                 self.post_message(Loaded(run, complete))
-                # reading on holds the interpreter lock: hand it to the UI thread sooner (the
-                # default, 5 ms per hand-over and many hand-overs a frame, makes keys sluggish)
-                sys.setswitchinterval(LOADING_SWITCH_INTERVAL)
+                if not complete:  # reading on holds the interpreter lock: hand it to the UI thread
+                    # sooner (the default, 5 ms per hand-over and many a frame, makes keys sluggish)
+                    sys.setswitchinterval(LOADING_SWITCH_INTERVAL)
         finally:
             sys.setswitchinterval(SWITCH_INTERVAL)
 
