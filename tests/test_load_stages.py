@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,18 @@ def test_the_app_shows_the_first_actors_prompts_and_says_how_many_more(tmp_path)
     full = build_view(run)
     everything = "\n".join(x for b in full.preamble for x in b.plain_lines(expanded=True))
     assert "prompt of 39" in everything and "more actors" not in everything
+
+
+def test_findings_added_later_keep_the_flags_a_result_file_added():
+    """with_findings (the app's worker) gives what a full load gives, a result file's flags kept
+    at the end (attach appends them after the builder's flags)."""
+    from ktui.trace.flags import with_findings
+    from ktui.trace.model import Flag
+
+    hack = Path(__file__).parent / "fixtures" / "hacks" / "hack_cuda_graph_replay.jsonl"
+    full, lean = load(hack), load(hack, findings=False)
+    extra = Flag("result_disagrees", "the trace says passed, reward.json says failed", "error")
+    full.flags.append(extra)
+    lean.flags.append(extra)
+    assert [(f.code, f.message) for f in with_findings(lean)] == [(f.code, f.message) for f in full.flags]
+    assert with_findings(lean)[-1] is extra

@@ -123,7 +123,7 @@ def test_static_findings_are_computed_in_a_worker_after_the_first_paint(monkeypa
     lean = load(HACK, findings=False)
     assert lean.findings_pending and not full.findings_pending
     assert {f.code for f in full.flags} - {f.code for f in lean.flags} >= {"cuda_graph"}
-    assert [(f.code, f.message) for f in flags_mod.compute_flags(lean)] == [(f.code, f.message) for f in full.flags]
+    assert [(f.code, f.message) for f in flags_mod.with_findings(lean)] == [(f.code, f.message) for f in full.flags]
 
     slow = Slow(flags_mod.run_findings)
     monkeypatch.setattr(flags_mod, "run_findings", slow)

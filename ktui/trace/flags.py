@@ -134,3 +134,11 @@ def compute_flags(run: Run, *, findings: bool = True) -> list[Flag]:
     flags.extend(harness_flags(run))
     flags.extend(final_flags(run))
     return flags
+
+
+def with_findings(run: Run) -> list[Flag]:
+    """The flags of a run loaded with ``findings=False``, the static findings added: what
+    :func:`compute_flags` gives, and the flags added after it (a result file's verdict,
+    :func:`ktui.trace.results.attach`) kept at the end, where a full load has them."""
+    lean = compute_flags(run, findings=False)
+    return compute_flags(run) + list(run.flags[len(lean):])

@@ -484,10 +484,15 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
     stage_turns = STAGE_TURNS if stage_turns is None else stage_turns
     stage_bytes = STAGE_BYTES if stage_bytes is None else stage_bytes
     min_bytes = STAGE_MIN_BYTES if min_bytes is None else min_bytes
+    from ktui.trace.results import attach, kernelbench
+
     why = file_problem(path)
-    other = None if why is not None else _other(path)
-    if why is not None or other is not None:
-        yield (other if other is not None else load(path, findings=findings)), True
+    if why is not None or kernelbench.is_sample(str(path)):
+        yield load(path, findings=findings), True
+        return
+    other = _other(path)
+    if other is not None:
+        yield other, True
         return
     b = Builder(str(path))
     parser = LineParser(b)
@@ -519,7 +524,7 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
                         if len(b.run.turns) > stage_turns or parser.offset >= stage_bytes:
                             staged = True
                             b.run.size_bytes = parser.offset
-                            yield snapshot_run(b.finish(final=False, findings=False)), False
+                            yield attach(snapshot_run(b.finish(final=False, findings=False))), False
                             lines = lines[i + 1:]
                             break
                     else:
@@ -532,7 +537,7 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
             b.problem(0, str(exc))
         except OSError as exc:
             b.problem(0, f"cannot read file: {exc.strerror or exc}")
-        run = b.finish(final=True, findings=findings)
+        run = attach(b.finish(final=True, findings=findings))
     yield run, True
 
 

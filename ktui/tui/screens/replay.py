@@ -317,9 +317,9 @@ class ReplayScreen(KtuiScreen):
     def _compute_findings(self, run: Run) -> None:
         """The static findings of every kernel version (an AST walk each), off the UI thread and
         after the first paint; the header and the Metrics pane show them when they arrive."""
-        from ktui.trace.flags import compute_flags
+        from ktui.trace.flags import with_findings
 
-        self.post_message(FindingsReady(run, compute_flags(run)))
+        self.post_message(FindingsReady(run, with_findings(run)))
 
     def on_findings_ready(self, msg: FindingsReady) -> None:
         run = msg.run
