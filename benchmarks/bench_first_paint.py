@@ -98,9 +98,14 @@ def _screen(session: str) -> str:
     return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
 
 
+KTUI_SRC = ""  # --ktui-src: another checkout's ktui (the code before a change)
+
+
 def run_app(name: str, cmd: list[str], shown: re.Pattern[str], idle, timeout: float, idle_timeout: float) -> dict:
     session = f"bench_paint_{os.getpid()}_{name}"
     env = dict(os.environ, TERM="xterm-256color")
+    if name == "ktui" and KTUI_SRC:
+        env["PYTHONPATH"] = KTUI_SRC
     t0 = time.perf_counter()
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", "--", *cmd], env=env,
                    check=True)
@@ -136,11 +141,11 @@ def run_app(name: str, cmd: list[str], shown: re.Pattern[str], idle, timeout: fl
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
-def ktui_paint(path: Path, idle_timeout: float) -> dict:
+def ktui_paint(path: Path, idle_timeout: float, timeout: float = 900) -> dict:
     cmd = [sys.executable, "-m", "ktui", "replay", str(path)]
     return run_app("ktui", cmd, KTUI_SHOWN,
                    lambda scr, quiet: "loading" not in scr and "reading the kernels" not in scr and quiet > 1.0,
-                   timeout=900, idle_timeout=idle_timeout)
+                   timeout=timeout, idle_timeout=idle_timeout)
 
 
 def toolong_paint(tl: str, path: Path, idle_timeout: float) -> dict:
@@ -197,7 +202,11 @@ def main() -> int:
     ap.add_argument("--idle-timeout", type=float, default=600, help="seconds to wait for an app to go idle")
     ap.add_argument("--keep", action="store_true", help="keep the generated traces")
     ap.add_argument("--json", default="", help="also write the results here")
+    ap.add_argument("--ktui-src", default="", help="run this checkout's ktui in the app (e.g. the code before)")
+    ap.add_argument("--paint-timeout", type=float, default=900)
     args = ap.parse_args()
+    global KTUI_SRC
+    KTUI_SRC = args.ktui_src
     if not shutil.which("tmux"):
         print("needs tmux", file=sys.stderr)
         return 2
@@ -213,7 +222,7 @@ def main() -> int:
             row["toolong"] = toolong_paint(args.toolong, path, min(args.idle_timeout, 120))
             print(f"  toolong  first paint {row['toolong']['first_paint_s']} s   memory at paint "
                   f"{row['toolong'].get('mem_at_paint_mb')}  idle {row['toolong'].get('mem_idle_mb')}", flush=True)
-        row["ktui"] = ktui_paint(path, args.idle_timeout)
+        row["ktui"] = ktui_paint(path, args.idle_timeout, args.paint_timeout)
         print(f"  ktui     first paint {row['ktui']['first_paint_s']} s   memory at paint "
               f"{row['ktui'].get('mem_at_paint_mb')}  idle (whole file read) {row['ktui'].get('mem_idle_mb')} "
               f"after {row['ktui'].get('idle_after_s')} s", flush=True)
