@@ -560,3 +560,38 @@ def test_big_trace_renders_only_visible_rows(tmp_path):
             assert s.turn_index == 0
 
     asyncio.run(go())
+
+
+@needs_seed
+def test_n_and_shift_n_step_matches_while_a_search_is_in_force():
+    """shift+enter never reaches the app inside tmux: N is the previous match there (n the next),
+    and the help says so; without a search n / N still go to the failed turns."""
+    async def go():
+        app = replay_app(SEED)
+        async with app.run_test(size=SIZE) as pilot:
+            s = await wait_ready(app, pilot)
+            await pilot.press("slash", *"int64_t", "enter")
+            for _ in range(50):
+                await pilot.pause(0.02)
+                if s._regex is not None:
+                    break
+            assert s.turn_index == 5 and s._match_pos == 0
+            await pilot.press("n", "n")
+            assert s._match_pos == 2 and s.turn_index == 5
+            await pilot.press("N")
+            assert s._match_pos == 1 and s.turn_index == 5
+            assert "n / N" in str(s.query_one("#search-status").render())
+            await pilot.press("escape")
+            await pilot.pause()
+            assert s._regex is None
+            await pilot.press("g", "n")  # no search: the first failed turn
+            await pilot.pause()
+            from ktui.tui.screens.replay import neighbour_failed_turn
+
+            assert s.turn_index == neighbour_failed_turn(s.run, 0, 1)
+
+    asyncio.run(go())
+    from ktui.tui.screens.replay import ReplayScreen
+
+    helps = [k.help for k in ReplayScreen.KEYS if k.keys == "n"]
+    assert any("previous match" in h for h in helps)

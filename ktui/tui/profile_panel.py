@@ -96,12 +96,13 @@ def show_profile(screen: Any, report: Any) -> None:
     screen.profile_report = report
     screen.query_one(ProgressBar).display = False
     body = screen.query_one("#repro-report", Static)
+    # the reason once, in the body; the status line only says what happened
     if report.status == "unavailable":
-        screen._status(f"cannot profile: {report.message}")
+        screen._status("cannot profile here (the reason is below)")
         screen._shown = None
         body.update(Text(f"cannot profile: {report.message}"))
     elif report.status != "completed":
-        screen._status(f"profile {report.status}: {report.message}")
+        screen._status(f"profile {report.status} (the reason is below)")
         screen._shown = None
         body.update(Text(f"profile {report.status}: {report.message}"))
     else:

@@ -177,9 +177,9 @@ class ReplayScreen(KtuiScreen):
         Key("k,up", "prev", "", title="previous turn"),
         Key("g,home", "first", "first / last turn", label="g G / home end", title="first turn"),
         Key("G,end", "last", "", title="last turn"),
-        Key("n", "next_failed", "next / previous failed turn", footer="next failed", label="n / N",
-            title="next failed turn"),
-        Key("N", "prev_failed", "", title="previous failed turn"),
+        Key("n", "next_failed", "next / previous failed turn; with a search in force, next / previous match",
+            footer="next failed", label="n / N", title="next failed turn (or match)"),
+        Key("N", "prev_failed", "", title="previous failed turn (or match)"),
         *pane_keys(PANES),
         Key("d", "toggle_diff", "diff on / off (the kernel against the previous version)", footer="diff"),
         Key("s", "toggle_split", "unified / side-by-side diff", footer="split"),
@@ -188,7 +188,8 @@ class ReplayScreen(KtuiScreen):
         Key("e", "toggle_fold", "expand / fold long blocks (outputs, prompts, code)"),
         Key("T", "pager", "the turn's raw trace lines in $PAGER"),
         Key("slash", "search", "search (regex over the turn's text, code and results)", footer="search"),
-        Key("enter", "go", "next / previous match", label="enter / shift+enter", title="next match"),
+        Key("enter", "go", "next / previous match (N works in tmux, where shift+enter does not)",
+            label="enter / shift+enter", title="next match"),
         Key("shift+enter", "prev_match", "", title="previous match"),
         Key("f", "toggle_follow", "follow mode (the trace is still being written)"),
         Key("y", "copy_kernel", "copy the selected kernel to the clipboard (OSC 52)"),
@@ -723,6 +724,9 @@ class ReplayScreen(KtuiScreen):
             self._goto_turn(len(self.run.turns) - 1)
 
     def action_next_failed(self) -> None:
+        if self._regex is not None:  # a search in force: n / N step its matches (as in less and vim)
+            self.action_next_match()
+            return
         i = neighbour_failed_turn(self.run, self.turn_index, 1) if self.run is not None else None
         if i is not None:
             self._show_turn_pane()
@@ -731,6 +735,9 @@ class ReplayScreen(KtuiScreen):
             self.notify("no failed turn after this one", timeout=2)
 
     def action_prev_failed(self) -> None:
+        if self._regex is not None:  # shift+enter never reaches the app in tmux: N does
+            self.action_prev_match()
+            return
         i = neighbour_failed_turn(self.run, self.turn_index, -1) if self.run is not None else None
         if i is not None:
             self._show_turn_pane()
@@ -902,7 +909,8 @@ class ReplayScreen(KtuiScreen):
         n = len(self._doc_matches)
         pos = self._match_pos + 1 if n else 0
         self.query_one(SearchBar).set_status(
-            f"{pos}/{n} in turn {self.turn_index} · {len(self._search_turns)} turns · {self._search_total} hits")
+            f"{pos}/{n} in turn {self.turn_index} · {len(self._search_turns)} turns · {self._search_total} hits"
+            " · n / N")
 
     def _step_match(self, direction: int) -> None:
         doc = self.query_one("#turn-doc", DocView)
