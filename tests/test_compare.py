@@ -244,3 +244,18 @@ async def _kernel_choice_and_panes():
                                        (("4",), "progress")])
 def test_compare_snapshots(snap_compare, keys, name):
     assert snap_compare(compare_app(SEED_TRACE, TEST_TRACE), press=keys, terminal_size=SIZE, run_before=_loaded)
+
+
+def test_the_app_explains_the_star():
+    """`*` marks the better value of a row: --print said so, the app did not."""
+    from textual.widgets import Static
+
+    async def go():
+        app = compare_app(SEED_TRACE, TEST_TRACE)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _loaded(pilot)
+            summary = app.screen.query_one("#compare-summary", Static)
+            text = "".join(seg.text for seg in app.console.render(summary.content, app.console.options))
+            assert " *" in text and "* the better value of its row" in text
+
+    asyncio.run(go())

@@ -34,6 +34,12 @@ BEST_STYLE = "bold green"
 BEST_MARK = " *"
 
 
+def best_legend() -> Text:
+    """What the ``*`` beside a value means (under the summary, in ``--print`` and in the app)."""
+    return Text(f"{BEST_MARK.strip()} the better value of its row (bold green); cost rows (tokens, time) compare "
+                "only the runs with the best outcome", style="dim")
+
+
 def value_text(row: CompareRow, i: int) -> str:
     """The plain text of run ``i``'s value in ``row``."""
     v: Any = row.values[i]
@@ -125,8 +131,7 @@ def compare_print(paths: Sequence[str | Path], out=None) -> int:
         con.print(Text(f"warning: {warn}", style="bold yellow"))
         con.print()
     con.print(summary_table(runs))
-    con.print(Text(f"{BEST_MARK.strip()} better value (cost rows compare the runs with the best outcome)",
-                   style="dim"))
+    con.print(best_legend())
     for r in runs:
         if r.problems:
             con.print(Text(f"{clean(r.path)}: {len(r.problems)} problem(s) reading the trace "

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -29,7 +30,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from ktui.report.compare import run_title, summary_table
+from ktui.report.compare import best_legend, run_title, summary_table
 from ktui.report.render_diff import clean, stats_text
 from ktui.trace.aggregate import compare_rows, problem_warning, turn_of_version, version_at_turn
 from ktui.trace.model import KernelVersion, Run
@@ -168,7 +169,8 @@ class CompareScreen(KtuiScreen):
         if warn:
             w.update(Text(f"⚠ {warn}"))
             w.add_class("shown")
-        self.query_one("#compare-summary", Static).update(summary_table(runs, compare_rows(runs)))
+        self.query_one("#compare-summary", Static).update(
+            Group(summary_table(runs, compare_rows(runs)), Text(""), best_legend()))
         self.query_one("#compare-progress", Static).update(progress_view(runs))
         self.positions = [0] * len(runs)
         cols = self.query_one("#compare-cols", Horizontal)
