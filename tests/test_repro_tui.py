@@ -236,3 +236,36 @@ def test_the_report_is_laid_out_at_the_panels_width(cache):
             assert narrow < wide <= screen.query_one("#repro-body").scrollable_content_region.width
 
     asyncio.run(go())
+
+
+# ---- snapshots of the panel at 100x30 and 160x48 (a stored result: deterministic) -----------------
+PANEL_RESULT = FIX / "panel_result_cpu_run_v3.json"
+
+
+def _panel_app(monkeypatch):
+    """The panel showing a stored CPU result of cpu_run v3 (ktui repro's own output, its timings
+    frozen in tests/fixtures/repro/panel_result_cpu_run_v3.json): nothing runs."""
+    import json
+
+    import ktui.tui.repro_panel as P
+    from ktui.repro.api import _report
+
+    run = load("cpu_run")
+    kv = run.kernel("v3")
+    entry = json.loads(PANEL_RESULT.read_text())
+    monkeypatch.setattr(P, "cached_report", lambda *_a, **_k: _report(run, kv, entry, cached=True))
+    return Host(ReproScreen(run, kv, ReproOptions(device="cpu", trials=5), confirm=False))
+
+
+@pytest.mark.parametrize("size", [(100, 30), (160, 48)], ids=["100x30", "160x48"])
+def test_panel_snapshot(snap_compare, monkeypatch, cache, size):
+    async def settle(pilot):
+        screen = pilot.app.screen
+        for _ in range(200):
+            if getattr(screen, "state", "") == "done":
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(_panel_app(monkeypatch), terminal_size=size, run_before=settle)

@@ -286,3 +286,37 @@ async def _filters_flow():
         scr._apply_sort()
         tokens = [table.rows[i].tokens for i in table.view]
         assert tokens[0] is not None and tokens[-1] is None
+
+
+@needs_fixtures
+@pytest.mark.parametrize("size", [(100, 30), (160, 48)], ids=["100x30", "160x48"])
+def test_app_shows_the_important_columns_and_reproduced_without_scrolling(size):
+    """speedup, hack classes and flags on screen at 100x30; after `v` the reproduced column comes
+    right after the flags, on screen too (it was the last column: 12 presses of L at 100)."""
+    async def go():
+        app = runs_app(FIXTURES)
+        async with app.run_test(size=size) as pilot:
+            await _scanned(pilot)
+            table = app.screen.query_one(RunsTable)
+
+            def on_screen() -> list[str]:
+                w, x, out = table.fitted_widths(), 2, []
+                for k, _, _ in table.columns():
+                    x += w[k] + 2
+                    if x - 2 <= table.size.width:
+                        out.append(k)
+                return out
+
+            shown = on_screen()
+            assert shown[:1] == ["path"] and {"outcome", "speedup", "hacks", "flags"} <= set(shown), shown
+            table.set_reproduced({s.real: "reproduced" for s in table.rows})
+            await pilot.pause()
+            shown = on_screen()
+            assert "reproduced" in shown and {"speedup", "hacks", "flags"} <= set(shown), shown
+            row = table.render_line(1).text
+            assert "reproduced" in row and "2.40x" in table.render_line(1 + [r.speedup for r in (
+                table.rows[i] for i in table.view)].index(2.4)).text
+            if size == (160, 48):
+                assert "model" in shown
+
+    asyncio.run(go())
