@@ -334,3 +334,17 @@ def test_first_correct_one_value_is_drawn_where_its_axis_says(sweep):
     assert _tick_value_at(lines[at + 2], dot) == pytest.approx(0.05, abs=0.02)
     tok = next(i for i, s in enumerate(lines) if s.startswith("tokens"))
     assert _tick_value_at(lines[tok + 2], lines[tok + 1].index("●")) == pytest.approx(1200, rel=0.05)
+
+
+@pytest.mark.parametrize("width", [100, 160])
+def test_grid_labels_use_the_width_there_is(width):
+    """Six problems at 100 columns: the labels were cut to 6 characters with 50 columns empty."""
+    c = sweep_charts(_runs(FIXTURES))
+    assert len(c.grid.problems) == 6
+    lines = render_chart("grid", c, width, 30).plain.splitlines()
+    head = lines[1]
+    assert "bf16 gemm " in head and "online sof" in head and "L1/P19" in head
+    assert max(len(x.rstrip()) for x in lines) <= width
+    assert len(head) > width - 8  # the room is used
+    if width == 160:
+        assert "online softmax (cuda" in head

@@ -254,11 +254,19 @@ def render_speedup(charts: SweepCharts, width: int, height: int) -> Text:
     return t
 
 
+CELL_W = 7  # a grid cell: "12.3x" and a blank; wider when every problem fits with room to spare
+MAX_CELL_W = 32
+
+
 def grid_window(grid: GridChart, width: int, height: int, cursor: tuple[int, int]) -> dict[str, Any]:
     """Which models and problems fit, scrolled so that the cursor is visible."""
     name_w = _names_width(grid.models)
-    cell_w = 7
-    cols = max(1, (width - name_w - 1) // cell_w)
+    cell_w = CELL_W
+    room = width - name_w - 1
+    if grid.problems and room // len(grid.problems) > CELL_W:  # every problem fits: labels get the room
+        longest = max(len(sanitize(k)) for k in grid.problems) + 1
+        cell_w = max(CELL_W, min(longest, room // len(grid.problems), MAX_CELL_W))
+    cols = max(1, room // cell_w)
     rows = max(1, height - 5)
     mi, pj = cursor
     col0 = 0 if pj < cols else pj - cols + 1
