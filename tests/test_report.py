@@ -189,14 +189,15 @@ def test_report_in_chromium(browser, report):
     assert box[0] > 400 and box[1] > 150
     assert page.eval_on_selector_all("#aggregates tbody tr", "n => n.length") == 9  # 8 models + all runs
     assert len(_shown_paths(page)) == 14
-    # sorting: click "speedup" (ascending, unknown first), again (descending)
+    # sorting: click "speedup" (ascending, unknown last), again (descending, unknown last too)
     page.click("#runs thead th[data-col='speedup']")
-    sp = page.eval_on_selector_all("#runs tbody tr td:nth-child(10)", "tds => tds.map(td => td.textContent)")
+    col = "#runs tbody tr td.c-speedup"
+    sp = page.eval_on_selector_all(col, "tds => tds.map(td => td.textContent)")
     known = [float(x[:-1]) for x in sp if x != "—"]
-    assert known == sorted(known) and sp[0] == "—"
+    assert known == sorted(known) and sp[0] != "—" and sp[-1] == "—"
     page.click("#runs thead th[data-col='speedup']")
-    sp = page.eval_on_selector_all("#runs tbody tr td:nth-child(10)", "tds => tds.map(td => td.textContent)")
-    assert [float(x[:-1]) for x in sp[:3]] == [3.0, 2.4, 2.0]
+    sp = page.eval_on_selector_all(col, "tds => tds.map(td => td.textContent)")
+    assert [float(x[:-1]) for x in sp[:3]] == [3.0, 2.4, 2.0] and sp[-1] == "—"
     # filtering: text (every word), outcome, model, and a grid cell
     page.fill("#f-text", "hand p28")
     assert sorted(_shown_paths(page)) == ["hand/agentb_p28.jsonl", "hand/agentb_p28_again.jsonl", "hand/grok_p28.jsonl"]
@@ -285,6 +286,34 @@ def test_fixture_report_in_chromium(browser, tmp_path):
     page.wait_for_selector("#detail[data-state='ready']")
     assert page.eval_on_selector_all("#detail .turn", "n => n.length") >= 1
     assert _pwned(page) is None and not errors, errors
+
+
+@needs_browser
+@pytest.mark.parametrize("width", [1400, 1000, 1920])
+def test_runs_table_never_scrolls_sideways(browser, report, width):
+    """At 1,400 px the page scrolled sideways (12 columns, no wrapping); now the table fits: the
+    least important columns hide (and a note says so), long cells end in an ellipsis with the whole
+    text on hover; trace, outcome, speedup, hack classes and flags always shown."""
+    path, _ = report
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    dims = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth, "
+                         "document.querySelector('.tablewrap').scrollWidth, "
+                         "document.querySelector('.tablewrap').clientWidth]")
+    assert dims[0] <= dims[1] and dims[2] <= dims[3], dims
+    shown = page.eval_on_selector_all("#runs thead th", "ths => ths.filter(t => t.offsetWidth > 0)"
+                                                        ".map(t => t.dataset.col)")
+    assert shown[0] == "path" and {"outcome", "speedup", "hacks", "flags"} <= set(shown), shown
+    hidden_note = page.eval_on_selector_all(".narrow-note", "ps => ps.filter(p => p.offsetHeight > 0)"
+                                                             ".map(p => p.textContent)")
+    if width >= 1920:
+        assert "format" in shown and "persona" in shown and not hidden_note
+    else:
+        assert "format" not in shown and len(hidden_note) == 1 and "hidden" in hidden_note[0]
+    cut = page.eval_on_selector_all("#runs tbody td.c-path", "tds => tds.map(td => td.title)")
+    assert all(cut)  # the whole path on hover
+    page.close()
 
 
 def test_broken_traces_still_make_a_report(tmp_path):

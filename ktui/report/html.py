@@ -153,7 +153,9 @@ def scan_and_detail(root: str | os.PathLike[str], *, use_cache: bool = True, job
 
 # ---- the page ----------------------------------------------------------------------------------------------
 def _table_data(runs: list[RunSummary], charts: SweepCharts) -> dict[str, Any]:
-    cols = [{"key": k, "header": h, "cls": ("num" if k in NUMERIC else k)} for k, h, _ in COLUMNS]
+    # each column also carries its rank (PRIORITY): the page hides the least important ones on a
+    # narrow window instead of scrolling sideways (see CSS in html_assets)
+    cols = [{"key": k, "header": h, "cls": ("num" if k in NUMERIC else k) + f" c-{k}"} for k, h, _ in COLUMNS]
     rows = []
     for s in runs:
         sv = [_finite_sort(sort_value(s, k)) for k, _, _ in COLUMNS]
@@ -240,6 +242,10 @@ def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: 
         '<option>incomplete</option></select><select id="f-model"><option value="">any model</option></select>'
         '<span id="cell-chip" class="chip" hidden>cell: <span id="cell-label"></span> '
         '<button id="cell-clear" type="button">×</button></span><span id="shown" class="muted"></span></div>'
+        '<p class="muted narrow-note n1">a narrow window: format and persona are hidden (wider shows them)</p>'
+        '<p class="muted narrow-note n2">a narrow window: format, persona, wall, tokens and turns are hidden</p>'
+        '<p class="muted narrow-note n3">a narrow window: only the trace, outcome, speedup, hack classes and flags'
+        ' are shown</p>'
         '<div class="tablewrap"><table id="runs"><thead><tr id="runs-head"></tr></thead><tbody id="runs-body">'
         '</tbody></table></div></section>',
         '<section><div id="detail" hidden></div></section>',

@@ -40,8 +40,22 @@ td.num, th.num { text-align:right; font-variant-numeric: tabular-nums; }
 th { position:sticky; top:0; background:var(--panel); cursor:pointer; user-select:none; }
 th.sorted-asc::after { content:" ▲"; } th.sorted-desc::after { content:" ▼"; }
 #runs tbody tr { cursor:pointer; } #runs tbody tr:hover { background:#262b35; } #runs tbody tr.sel { background:#2d3646; }
-td.trace { max-width:300px; overflow:hidden; text-overflow:ellipsis; }
-td.problem { max-width:260px; overflow:hidden; text-overflow:ellipsis; }
+/* the runs table never scrolls sideways: fixed layout at the width it has, long cells cut with an
+   ellipsis (the whole text in their tooltip), the least important columns hidden on a narrow
+   window (ktui.report.runs.PRIORITY: format, persona, then wall, tokens, turns, then problem, model) */
+#runs { table-layout:fixed; width:100%; }
+#runs td { overflow:hidden; text-overflow:ellipsis; }
+#runs .c-path { width:20%; } #runs .c-model { width:11%; } #runs .c-outcome { width:7%; }
+#runs .c-speedup { width:6%; } #runs .c-hacks { width:12%; } #runs .c-flags { width:12%; }
+#runs .c-problem { width:13%; } #runs .c-turns { width:5%; } #runs .c-tokens { width:6%; }
+#runs .c-wall { width:5%; } #runs .c-persona { width:6%; } #runs .c-format { width:7%; }
+#runs .c-labels { width:8%; }
+.narrow-note { display:none; }
+@media (max-width: 1600px) { #runs .c-format, #runs .c-persona { display:none; } .narrow-note.n1 { display:block; } }
+@media (max-width: 1100px) { #runs .c-wall, #runs .c-tokens, #runs .c-turns { display:none; }
+  .narrow-note.n1 { display:none; } .narrow-note.n2 { display:block; } }
+@media (max-width: 800px) { #runs .c-problem, #runs .c-model { display:none; }
+  .narrow-note.n2 { display:none; } .narrow-note.n3 { display:block; } }
 .o-passed { color:var(--ok); font-weight:600; } .o-failed { color:var(--bad); font-weight:600; } .o-incomplete { color:var(--warn); }
 .flags { color:var(--warn); }
 .controls { display:flex; gap:10px; align-items:center; flex-wrap:wrap; margin:8px 0; }
@@ -128,7 +142,7 @@ JS = r"""
       COLS.forEach((c, k) => {
         const td = el("td", c.cls, r.c[k]);
         if (c.key === "outcome") td.classList.add("o-" + r.o);
-        if (c.key === "path") td.title = r.c[k];
+        if (r.c[k]) td.title = r.c[k];  // a cell cut with an ellipsis shows it whole on hover
         tr.appendChild(td);
       });
       tr.addEventListener("click", () => openRun(i));
