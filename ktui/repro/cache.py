@@ -1,6 +1,7 @@
 """Where reproduction results and kernel builds live (never next to or inside a trace).
 
-Root: ``$KTUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/ktui/repro``, else ``~/.cache/ktui/repro``::
+Root: ``$KTUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/ktui/repro``, else ``~/.cache/ktui/repro``
+(``ktui.settings``)::
 
     <root>/.hmac-key                                 32 random bytes (0600): the integrity key
     <root>/build/<build key>/<extension>_k<key>/     load_inline builds; one folder per kernel
@@ -11,7 +12,8 @@ Root: ``$KTUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/ktui/repro``, else ``~/.cache/
 Only the judge side (ktui's own code) writes here; the sandbox hides the whole root from trace
 code (an empty tmpfs over it) except, during that kernel's own run, its own build folder. Every
 entry carries an HMAC-SHA256 over its content with the key above: an entry that fails the
-check, or whose shape is not what a result looks like, is ignored (the kernel is re-run).
+check, or that is not a :class:`~ktui.repro.results.Reproduction` (its own validation), is
+ignored (the kernel is re-run).
 Failures caused from outside the kernel (a SIGKILL from someone else, the host's OOM killer,
 timeouts, cancels, resource limits, a missing reference) are never cached.
 
@@ -38,9 +40,10 @@ from typing import Any
 
 from ktui import settings
 from ktui.engine import HARNESS_VERSION
+from ktui.repro.results import SCHEMA, Reproduction, ResultError
 
 KEY_FILE = ".hmac-key"
-ENTRY_VERSION = 2
+ENTRY_VERSION = SCHEMA  # the shape of an entry: ktui.repro.results
 
 
 def cache_root() -> Path:
@@ -134,60 +137,6 @@ def _mac(key: bytes, entry: dict[str, Any]) -> str:
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def _valid_shape(entry: Any, strict: bool = True) -> bool:
-    """What ktui reads from an entry is there, with the right types (else: re-run). Not
-    strict: only the types of what is there (for readers that use .get, e.g. the sweep charts)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("kernel_sha1"), str) \
-            or not isinstance(entry.get("key"), str):
-        return False
-    res = entry.get("result")
-    if not isinstance(res, dict) or res.get("status") not in ("completed", "failed"):
-        return False
-    for k in ("request", "options"):
-        if k in entry and not isinstance(entry[k], dict):
-            return False
-    for k, t in (("checks", list), ("notes", list), ("findings", list), ("stages", dict)):
-        if k in res and not isinstance(res[k], t):
-            return False
-    if any(not isinstance(c, dict) or not isinstance(c.get("name"), str) for c in res.get("checks") or []):
-        return False
-    if any(not isinstance(n, str) for n in res.get("notes") or []):
-        return False
-    for k in ("environment", "build", "timing", "memory", "launches", "failure", "correctness"):
-        if res.get(k) is not None and not isinstance(res[k], dict):
-            return False
-    f = res.get("failure")
-    if res["status"] == "failed":
-        if not isinstance(f, dict) or not isinstance(f.get("kind"), str) or not isinstance(f.get("message"), str) \
-                or not isinstance(f.get("stage", ""), str):
-            return False
-    c = res.get("correctness")
-    if c is not None:
-        if not isinstance(c.get("passed"), bool):
-            return False
-        for k in ("trials", "trials_passed"):
-            if (strict or k in c) and (not isinstance(c.get(k), int) or isinstance(c.get(k), bool)):
-                return False
-        for k in ("max_abs_error", "max_rel_error"):
-            if (strict or k in c) and (not isinstance(c.get(k), (int, float)) or isinstance(c.get(k), bool)):
-                return False
-        h = c.get("held_out")
-        if h is not None and (not isinstance(h, dict) or not isinstance(h.get("passed"), bool)):
-            return False
-    t = res.get("timing")
-    if t is not None:
-        for side in ("kernel", "reference"):
-            st = t.get(side)
-            if st is not None and (not isinstance(st, dict) or not all(
-                    isinstance(st.get(k), (int, float)) and not isinstance(st.get(k), bool)
-                    for k in ("mean_us", "median_us", "min_us", "max_us", "std_us") if strict or k in st)):
-                return False
-    b = res.get("build")
-    if b is not None and not isinstance(b.get("extensions", []), list):
-        return False
-    return True
-
-
 def _read(p: Path, strict: bool = True) -> dict[str, Any] | None:
     try:
         if p.stat().st_size > 64 << 20:
@@ -204,7 +153,11 @@ def _read(p: Path, strict: bool = True) -> dict[str, Any] | None:
         return None
     if not hmac.compare_digest(mac, _mac(key, entry)):
         return None
-    return entry if _valid_shape(entry, strict) else None
+    try:  # the type's own validation: what ktui reads is there, with the right types (else: re-run)
+        Reproduction.from_dict(entry, strict)
+    except ResultError:
+        return None
+    return entry
 
 
 def _path(kernel_sha1: str, key: str) -> Path:

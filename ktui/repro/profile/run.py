@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,6 +38,7 @@ from ktui.repro.profile.metrics import CORE_METRICS, NCU_METRICS
 from ktui.repro.profile.parse import NcuParseError, parse_passes, parse_raw_csv
 from ktui.repro.profile.roofline import roofline
 from ktui.repro.profile.summary import summarize
+from ktui.repro.results import PROFILE_SCHEMA, ResultError
 from ktui.repro.verdict import DIFFERS, NOT_REPRODUCIBLE, REPRODUCED, SEVERITY, Row
 
 SIDES = ("kernel", "reference")
@@ -99,7 +100,33 @@ class ProfileReport:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["rows"] = [asdict(r) for r in self.rows]
+        d["schema"] = PROFILE_SCHEMA
         return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> ProfileReport:
+        """A report back from :meth:`to_dict` (``--json``); :class:`ResultError` when it is not one
+        (another schema, a missing or mistyped field)."""
+        if not isinstance(d, dict) or d.get("schema") != PROFILE_SCHEMA:
+            raise ResultError("schema", f"expected a profile of schema {PROFILE_SCHEMA}")
+        kw = {k: v for k, v in d.items() if k in _REPORT_FIELDS}
+        try:
+            kw["sides"] = {str(k): SideProfile(**{f: x for f, x in v.items() if f in _SIDE_FIELDS})
+                           for k, v in (d.get("sides") or {}).items()}
+            kw["rows"] = [Row(**{f: x for f, x in r.items() if f in _ROW_FIELDS}) for r in d.get("rows") or []]
+            rep = cls(**kw)
+        except (TypeError, AttributeError) as exc:
+            raise ResultError("profile", str(exc)) from None
+        for k, t in (("trace", str), ("version", str), ("sha1", str), ("status", str), ("verdict", str),
+                     ("callouts", list), ("notes", list), ("roofline", dict), ("environment", dict)):
+            if not isinstance(getattr(rep, k), t):
+                raise ResultError(k, f"expected {t.__name__}")
+        return rep
+
+
+_REPORT_FIELDS = {f.name for f in fields(ProfileReport)}
+_SIDE_FIELDS = {f.name for f in fields(SideProfile)}
+_ROW_FIELDS = {f.name for f in fields(Row)}
 
 
 def unavailable(reason: str, **kw: Any) -> ProfileReport:

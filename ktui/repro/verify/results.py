@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ktui.repro.results import VERIFY_SCHEMA
 from ktui.repro.verdict import CANCELLED, CANNOT_TEST, GOOD, NOT_REPRODUCIBLE, SEVERITY, Comparison, compare
 from ktui.repro.verify.plan import RunRow
 from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
@@ -128,7 +129,7 @@ class Report:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"runs": [v.to_dict() for v in self.rows], "models": self.models(),
+        return {"schema": VERIFY_SCHEMA, "runs": [v.to_dict() for v in self.rows], "models": self.models(),
                 "claims_not_holding": [v.to_dict() for v in self.claims], "stats": self.stats}
 
 
