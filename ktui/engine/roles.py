@@ -40,6 +40,8 @@ from .errors import (
     sha1_text,
     stats_us,
 )
+from .values import clone as _clone
+from .values import plain as _plain
 
 REQUEST = ("dict", {"id": int, "op": str, "args": ("map", "any")})
 OPS = {
@@ -475,29 +477,6 @@ class Server:
             raise StageFailure("checks", "worker_error", f"no worker probe {name!r}")
         res = fn(Context(self), args.get("args") or {}, fds, out)
         return {"findings": list(res.get("findings") or []), "data": dict(res.get("data") or {})}
-
-
-def _plain(obj):
-    """Containers rebuilt as plain list/tuple/dict (a subclass's own methods never run in encode)."""
-    if isinstance(obj, tuple):
-        return tuple(_plain(x) for x in tuple.__iter__(obj))
-    if isinstance(obj, list):
-        return [_plain(x) for x in list.__iter__(obj)]
-    if isinstance(obj, dict):
-        return {k: _plain(dict.__getitem__(obj, k)) for k in dict.keys(obj)}
-    return obj
-
-
-def _clone(v):
-    import torch
-
-    if isinstance(v, torch.Tensor):
-        return v.clone()
-    if isinstance(v, (list, tuple)):
-        return type(v)(_clone(x) for x in v)
-    if isinstance(v, dict):
-        return {k: _clone(x) for k, x in v.items()}
-    return v
 
 
 def main(argv=None):

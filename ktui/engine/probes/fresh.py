@@ -38,7 +38,7 @@ def overlaps(a, b):
 
 def _tensors(obj):
     from ..compare import flatten
-    from ..roles import _plain
+    from ..values import plain as _plain
 
     return list(flatten(_plain(obj)))
 
@@ -65,7 +65,7 @@ def reference_alias(wctx, args, fds, out_fds):
     """Whether the reference's own output shares storage with its inputs (a view problem)."""
     import torch
 
-    from ..roles import guarded
+    from ..errors import guarded
 
     inputs = wctx.slots[str(args["slot"])]
     with torch.no_grad():
@@ -78,7 +78,9 @@ def fresh_output_worker(wctx, args, fds, out_fds):
     import torch
 
     from .. import shm
-    from ..roles import _clone, _plain, guarded
+    from ..errors import guarded
+    from ..values import clone as _clone
+    from ..values import plain as _plain
 
     slot = str(args["slot"])
     inputs = wctx.slots[slot]

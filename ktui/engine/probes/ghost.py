@@ -183,7 +183,7 @@ def ghost_worker(wctx, args, fds, out_fds):
                 torch.cuda.synchronize(wctx.device)
         except Exception as exc:  # noqa: BLE001 - any failure means the extension is on the hot path
             return {"findings": [], "data": {"state": "raised", "names": names, "error": type(exc).__name__}}
-    from ..roles import _plain
+    from ..values import plain as _plain
 
     with torch._C.DisableTorchFunctionSubclass():
         enc = shm.encode_value(_plain(outv), out_fds)

@@ -36,7 +36,8 @@ def reference_float64(wctx, args, fds, out_fds):
 
     from .. import shm
     from ..compare import flatten
-    from ..roles import _plain, guarded
+    from ..errors import guarded
+    from ..values import plain as _plain
 
     srv = wctx.server
     m64 = getattr(srv, "_model64", None)

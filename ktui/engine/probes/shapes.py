@@ -62,7 +62,7 @@ def jitter_inputs(wctx, args, fds, out_fds):
 
     from .. import shm
     from ..compare import set_seed, to_device
-    from ..roles import guarded
+    from ..errors import guarded
 
     srv = wctx.server
     mod = wctx.module

@@ -47,7 +47,9 @@ def late_forward(wctx, inputs, stale, sleep_ms):
     return, the caller stream's milliseconds for the sleep and the copy)."""
     import torch
 
-    from ..roles import _clone, _plain, guarded
+    from ..errors import guarded
+    from ..values import clone as _clone
+    from ..values import plain as _plain
 
     p = wctx.prims
     pairs = [(t, s) for t, s in zip(inputs, stale, strict=False)

@@ -30,7 +30,7 @@ def canary_worker(wctx, args, fds, out_fds):
     import torch
 
     from ..compare import flatten
-    from ..roles import guarded
+    from ..errors import guarded
 
     inputs = wctx.slots[str(args["slot"])]
     with torch.no_grad():

@@ -152,7 +152,7 @@ def _label(t):
 def threads_worker(wctx, args, fds, out_fds):
     import torch
 
-    from ..roles import guarded
+    from ..errors import guarded
 
     inputs = wctx.slots[str(args["slot"])]
     model = wctx.model

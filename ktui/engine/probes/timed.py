@@ -30,7 +30,8 @@ def timed_outputs_worker(wctx, args, fds, out_fds):
     import torch
 
     from .. import shm
-    from ..roles import _plain, guarded
+    from ..errors import guarded
+    from ..values import plain as _plain
 
     slots = [wctx.slots[str(s)] for s in args["slots"]]
     outs = guarded("checks", benchmark_timed_loop, wctx.model, slots, wctx.device, what="kernel")

@@ -96,7 +96,8 @@ def poisoned_runs(wctx, inputs, sizes, cuda, out_fds, attempts=ATTEMPTS):
     import torch
 
     from .. import shm
-    from ..roles import _plain, guarded
+    from ..errors import guarded
+    from ..values import plain as _plain
 
     outs = []
     for _ in range(int(attempts)):

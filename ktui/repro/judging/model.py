@@ -6,34 +6,34 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-REPRODUCED = "reproduced"
-SAME_FAILURE = "reproduced: fails the same way"
-DIFFERS = "differs"
-UNIT_ERROR = "unit error suspected"
-CORRECTNESS_DISAGREES = "correctness disagrees"
-NOT_REPRODUCIBLE = "not reproducible"
-SUSPICIOUS = "suspicious"
-NOT_RECORDED = "not recorded"
-SHOWN_ONLY = "shown only"
-CANCELLED = "cancelled"
-
-SEVERITY = {NOT_REPRODUCIBLE: 6, CORRECTNESS_DISAGREES: 5, SUSPICIOUS: 4, UNIT_ERROR: 3, DIFFERS: 2,
-            SAME_FAILURE: 1, REPRODUCED: 0}
-GOOD = (REPRODUCED, SAME_FAILURE)
-#: failures that say nothing about the kernel: it could not be tested here
-CANNOT_TEST = {"environment", "unsupported", "no_reference", "reference_error", "worker_error", "harness_error",
-               "no_code"}
-#: failures of the judge's own side: a kernel with honesty findings may have caused them
-JUDGE_SIDE = {"reference_error", "worker_error", "harness_error"}
-TIME_TOL = 0.10  # relative, widened to 2x the measured coefficient of variation...
-MAX_TIME_TOL = 0.30  # ...but never beyond this
-RATIO_TOL = 0.10
-MEM_TOL = 0.10
-UNIT_LO, UNIT_HI = 10 ** 2.5, 10 ** 3.5  # "~1000x"
-US = "μs"
-
-# what a row's values are, for the formatter
-VALUE, TIME, BUILD, CORRECTNESS, HELD_OUT = "value", "time", "build", "correctness", "held_out"
+from ktui.repro.judging.names import (  # noqa: F401 - re-exported: the verdict's names live in names.py
+    BUILD,
+    CANCELLED,
+    CANNOT_TEST,
+    CORRECTNESS,
+    CORRECTNESS_DISAGREES,
+    DIFFERS,
+    GOOD,
+    HELD_OUT,
+    JUDGE_SIDE,
+    MAX_TIME_TOL,
+    MEM_TOL,
+    NOT_RECORDED,
+    NOT_REPRODUCIBLE,
+    RATIO_TOL,
+    REPRODUCED,
+    SAME_FAILURE,
+    SEVERITY,
+    SHOWN_ONLY,
+    SUSPICIOUS,
+    TIME,
+    TIME_TOL,
+    UNIT_ERROR,
+    UNIT_HI,
+    UNIT_LO,
+    US,
+    VALUE,
+)
 
 
 @dataclass

@@ -7,9 +7,9 @@ from a trace or a kernel passes through :func:`ktui.trace.text.sanitize` on the 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ktui.repro.judging.model import (
+from ktui.repro.judging.names import (
     BUILD,
     CORRECTNESS,
     CORRECTNESS_DISAGREES,
@@ -21,10 +21,10 @@ from ktui.repro.judging.model import (
     TIME,
     UNIT_ERROR,
     US,
-    FindingRow,
-    Judgement,
-    Row,
 )
+
+if TYPE_CHECKING:
+    from ktui.repro.judging.model import FindingRow, Judgement, Row
 
 
 def num(v: Any) -> float | None:
