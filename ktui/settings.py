@@ -21,6 +21,7 @@ This module imports nothing of ktui (an import contract), so every layer may rea
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ VARIABLES: dict[str, str] = {
     "KTUI_JOBS": "helper processes for a cold scan of a sweep (default: CPUs - 1, at most 7)",
     "KTUI_NCU": "the ncu executable for ktui profile (looked for before PATH and the CUDA folders)",
     "KTUI_PROFILE_KEEP": "ktui profile keeps each side's raw ncu page and log in this directory",
+    "KTUI_MAX_LINE_MB": "a trace line longer than this many MiB is not read (default 64; may be a fraction)",
 }
 # read by the engine in its own (sandboxed) processes, set by ktui or by tests
 ENGINE_VARIABLES: dict[str, str] = {
@@ -55,6 +57,15 @@ def _home_dir(env: Mapping[str, str], var: str, *fallback: str) -> Path:
     return Path(home, *fallback)
 
 
+def _positive(v: str | None) -> float | None:
+    """A positive finite number, else None (the default): ``inf`` or ``nan`` would not be a limit."""
+    try:
+        x = float((v or "").strip())
+    except ValueError:
+        return None
+    return x if math.isfinite(x) and x > 0 else None
+
+
 def _given_dir(env: Mapping[str, str], v: str) -> Path:
     if v == "~" or v.startswith("~/"):  # expanduser, with this environment's HOME
         v = (env.get("HOME") or os.path.expanduser("~")) + v[1:]
@@ -70,6 +81,7 @@ class Settings:
     jobs: int | None = None  # KTUI_JOBS (None: decided from the CPUs)
     ncu: str | None = None  # KTUI_NCU
     profile_keep: Path | None = None  # KTUI_PROFILE_KEEP
+    max_line_mb: float | None = None  # KTUI_MAX_LINE_MB (None: the reader's default)
 
     @property
     def labels_file(self) -> Path:
@@ -96,7 +108,8 @@ class Settings:
         keep = (env.get("KTUI_PROFILE_KEEP") or "").strip()
         return cls(cache_dir=cache, repro_cache_dir=repro, data_dir=data,
                    format=(env.get("KTUI_FORMAT") or "").strip() or None, jobs=jobs,
-                   ncu=env.get("KTUI_NCU") or None, profile_keep=Path(keep) if keep else None)
+                   ncu=env.get("KTUI_NCU") or None, profile_keep=Path(keep) if keep else None,
+                   max_line_mb=_positive(env.get("KTUI_MAX_LINE_MB")))
 
 
 _lock = threading.Lock()

@@ -9,9 +9,10 @@ import pytest
 
 grimp = pytest.importorskip("grimp")
 
-# left for later (docs/architecture.md): the reader and the importer registry
+# left for later (docs/architecture.md): the reader and the importer registry; two importer helpers
 KNOWN = [
     {"ktui.trace.importers", "ktui.trace.importers.ensemble", "ktui.trace.reader"},
+    {"ktui.trace.importers.inplace", "ktui.trace.importers.kernels"},
 ]
 
 

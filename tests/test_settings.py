@@ -51,6 +51,18 @@ def test_values():
     for bad in ("", "-1", "two", "2.5"):
         assert Settings.from_env({"HOME": "/h", "KTUI_JOBS": bad}).jobs is None
     assert Settings.from_env({"HOME": "/h", "KTUI_FORMAT": "  "}).format is None
+    assert Settings.from_env({"HOME": "/h", "KTUI_MAX_LINE_MB": "0.5"}).max_line_mb == 0.5
+    for bad in ("inf", "nan", "-2", "0", "x", ""):
+        assert Settings.from_env({"HOME": "/h", "KTUI_MAX_LINE_MB": bad}).max_line_mb is None
+
+
+def test_an_infinite_line_limit_is_the_default(monkeypatch):
+    from ktui.trace.reader import MAX_LINE_MB, max_line_bytes
+
+    monkeypatch.setenv("KTUI_MAX_LINE_MB", "inf")  # int(inf * 2**20) raised OverflowError in the reader
+    assert max_line_bytes() == MAX_LINE_MB << 20
+    monkeypatch.setenv("KTUI_MAX_LINE_MB", "0.25")
+    assert max_line_bytes() == 1 << 18
 
 
 def test_read_once_and_again_when_a_variable_changes(monkeypatch):

@@ -14,6 +14,7 @@ import os
 import stat
 from pathlib import Path
 
+from ktui import settings
 from ktui.trace.builder import Builder
 from ktui.trace.model import Event, Run, snapshot_run
 from ktui.trace.notes import JSONError, loads
@@ -30,12 +31,8 @@ def max_line_bytes() -> int:
     """The longest line read, in bytes: ``KTUI_MAX_LINE_MB`` (MiB, may be a fraction), else
     :data:`MAX_LINE_MB`. A longer line is skipped without being held whole (a problem says so):
     one 500 MB line would otherwise take gigabytes to parse."""
-    raw = os.environ.get("KTUI_MAX_LINE_MB", "")
-    try:
-        mb = float(raw) if raw.strip() else MAX_LINE_MB
-    except ValueError:
-        mb = MAX_LINE_MB
-    return max(1, int(mb * (1 << 20))) if mb > 0 else MAX_LINE_MB << 20
+    mb = settings.current().max_line_mb
+    return max(1, int(mb * (1 << 20))) if mb is not None else MAX_LINE_MB << 20
 
 
 def too_long_message(length: int, limit: int) -> str:
