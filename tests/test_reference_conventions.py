@@ -148,3 +148,23 @@ def test_a_triton_kernels_first_call_is_a_warmup_in_the_build_stage(tmp_path, ca
     assert res["build"]["jit_s"] >= 0
     assert res["stages"]["build"]["seconds"] >= res["build"]["jit_s"]
     assert res["correctness"]["passed"]
+
+
+def test_the_result_file_is_the_record_repro_compares_with(tmp_path, cache):
+    # eval_results.json says this (correct) kernel failed: the verdict is against the file, and says so
+    import json
+
+    from ktui.repro.recorded import recorded_for
+
+    path = _folder(tmp_path / "d", REF_TUPLE, KERNEL_PLAIN)
+    (path.parent / "eval_results.json").write_text(json.dumps(
+        {"1": {"sample_id": 0, "compiled": True, "correctness": False,
+               "metadata": {"correctness_issue": "Output mismatch"}, "runtime": -1.0}}))
+    run = load(str(path))
+    rec = recorded_for(run, run.final_kernel)
+    assert rec.correct is False and rec.correctness.where() == "eval_results.json [1] (kernelbench)"
+    assert "Output mismatch" in rec.correctness.error
+    _run, rep = _repro(path)
+    row = {r.key: r for r in rep.comparison.rows}["correctness"]
+    assert rep.result["correctness"]["passed"] and row.verdict != "reproduced"
+    assert "eval_results.json" in " ".join(str(x) for x in (row.recorded, row.note, getattr(row, "detail", "")))

@@ -38,6 +38,8 @@ class RecordedOutcome:
         return self.status == "failed"
 
     def where(self) -> str:
+        if self.turn is None and self.call_index == -1:  # the harness's result file
+            return self.tool
         t = f"turn {self.turn}" if self.turn is not None else "seed"
         return f"{self.tool} at {t}" + (f" (line {self.line})" if self.line else "")
 
@@ -117,6 +119,7 @@ def recorded_for(run: Any, kernel: Any) -> Recorded:
             rec.correctness = oc
 
     final = getattr(run, "final_kernel", None)
+    _from_result_file(run, kernel, final, rec)
     metrics = getattr(run, "metrics", None)
     submitted_here = any(u.tool == "submit_kernel" and u.status in ("ok", "failed") for u in kernel.uses)
     if metrics is not None and final is not None and final.sha1 == kernel.sha1 and submitted_here:
@@ -129,6 +132,36 @@ def recorded_for(run: Any, kernel: Any) -> Recorded:
     rec.precision = getattr(prob, "precision", None)
     rec.findings = static_findings(run, kernel)
     return rec
+
+
+def _from_result_file(run: Any, kernel: Any, final: Any, rec: Recorded) -> None:
+    """The harness's own result file (ktui.trace.results: Harbor reward.json, KernelBench
+    eval_results.json) is the record of the run's final kernel: it is what the sweep counted,
+    and it outranks the agent's own checks in the transcript."""
+    results = getattr(run, "results", None) or []
+    r = results[0] if results else None
+    if r is None or r.harness in ("inspect", "ensemble") or final is None or final.sha1 != kernel.sha1:
+        return
+    if r.correct is None and r.compiled is None:
+        return
+    err = r.error or ""
+    if r.correct:
+        status, kind = "ok", ""
+    else:
+        status = "failed"
+        kind = "compile" if r.compiled is False else "runtime" if "runtime_error" in err or "Error" in err[:80] \
+            else "mismatch"
+    oc = RecordedOutcome(tool=f"{r.source} ({r.harness})", turn=None, call_index=-1, status=status, error=err[:2000],
+                         summary=f"correct: {'yes' if r.correct else 'no'}" + (f"; {r.speedups_text()}" if r.speedups
+                                                                                 else ""), kind=kind)
+    rec.outcomes.append(oc)
+    rec.correctness = oc
+    if r.compiled is not None or r.correct:
+        rec.compile = RecordedOutcome(tool=oc.tool, turn=None, call_index=-1,
+                                      status="ok" if (r.compiled or r.correct) else "failed",
+                                      error=err[:2000] if kind == "compile" else "", kind="compile" if kind == "compile"
+                                      else "")
+    rec.correct = r.correct
 
 
 def static_findings(run: Any, kernel: Any) -> list[Any]:
