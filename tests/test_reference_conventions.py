@@ -168,3 +168,57 @@ def test_the_result_file_is_the_record_repro_compares_with(tmp_path, cache):
     row = {r.key: r for r in rep.comparison.rows}["correctness"]
     assert rep.result["correctness"]["passed"] and row.verdict != "reproduced"
     assert "eval_results.json" in " ".join(str(x) for x in (row.recorded, row.note, getattr(row, "detail", "")))
+
+
+REF_ROUNDING = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return (x + 1000.0) - 1000.0   # in fp16 the sum rounds to steps of 0.5
+
+def get_inputs():
+    return [torch.rand(8, 4096).to(torch.float16)]
+'''
+KERNEL_ROUNDING = '''import torch
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return ((x.float() + 1000.0) - 1000.0).to(x.dtype)   # computes in fp32, as a kernel would
+'''
+
+
+def _trial(tmp_path: Path, truth_sentence: str) -> Path:
+    import json
+
+    prompt = ("Task Description:\n# Optimize a GPU kernel\n\n## Rules\n- Must be numerically correct vs the "
+              f"reference {truth_sentence}.\n\n## The reference\n```python\n{REF_ROUNDING}```\n")
+    steps = [{"step_id": 1, "source": "user", "message": prompt},
+             {"step_id": 2, "source": "agent", "message": "write it",
+              "tool_calls": [{"tool_call_id": "c1", "function_name": "bash_command", "arguments": {
+                  "keystrokes": "cat > /app/solution.py << 'EOF'\n" + KERNEL_ROUNDING + "EOF\n"}}],
+              "observation": {"results": [{"source_call_id": "c1", "content": "$ "}]}}]
+    d = tmp_path / "rounding__toy__fp16"
+    d.mkdir(parents=True)
+    p = d / "trajectory.json"
+    p.write_text(json.dumps({"schema_version": "ATIF-v1.6", "session_id": "s", "agent": {"name": "t", "model_name": "m"},
+                             "steps": steps}))
+    return p
+
+
+def test_a_task_judged_against_an_fp32_ground_truth(tmp_path, cache):
+    # fp16 inputs: the fp16 reference rounds where the fp32 truth the harness judges against does
+    # not; a kernel that computes in fp32 is correct by the task's own rule
+    from ktui.engine.defaults import FP32_DIRECTIVE as ENGINE_DIRECTIVE
+    from ktui.trace.results.reference import FP32_DIRECTIVE, ground_truth
+
+    assert ENGINE_DIRECTIVE == FP32_DIRECTIVE
+    said = _trial(tmp_path / "a", "(fp32 ground truth, dtype-aware tolerance)")
+    run, rep = _repro(said)
+    assert ground_truth(run) == "fp32"
+    assert rep.result["correctness"]["passed"], rep.result.get("correctness")
+    assert "float32 copies" in rep.reference_origin
+    plain = _trial(tmp_path / "b", "(dtype-aware tolerance)")
+    run2, rep2 = _repro(plain)
+    assert ground_truth(run2) is None
+    assert not rep2.result["correctness"]["passed"]  # against the fp16 reference's own rounding

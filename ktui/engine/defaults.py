@@ -59,3 +59,7 @@ MAX_FDS = 64  # file descriptors attached to one message
 MAX_STRING = 1 << 20
 MAX_LIST = 200000
 MAX_TENSOR_BYTES = 64 << 30
+
+# a line the judged reference carries when the task judges outputs against Model run on float32
+# copies of the inputs (an "fp32 ground truth"; ktui.trace.results.reference writes it)
+FP32_DIRECTIVE = "# ktui: ground truth fp32 (the reference runs on float32 copies of floating inputs)"

@@ -27,6 +27,7 @@ from .defaults import (
     COMPILE_STAGES,
     COMPILE_TIMEOUT_S,
     CORRECTNESS_TRIALS,
+    FP32_DIRECTIVE,
     HARNESS_VERSION,
     HOST_BOUND_FRACTION,
     MAX_SAMPLES,
@@ -588,6 +589,8 @@ class Judge:
             self._floor = None
         ref.call("load_reference", {"source": job.reference_source})
         self.result["reference"] = {"origin": job.reference_origin, "sha1": self.result["reference_sha1"]}
+        if FP32_DIRECTIVE in (job.reference_source or ""):
+            self.result["reference"]["ground_truth"] = "fp32: the reference runs on float32 copies of the inputs"
         self.ref, self.cand = ref, cand
 
         # correctness -------------------------------------------------------------------------

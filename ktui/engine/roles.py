@@ -30,6 +30,7 @@ from .build import (
     resolve_device,
 )
 from .compare import flatten, set_seed, to_device
+from .defaults import FP32_DIRECTIVE
 from .errors import (
     StageFailure,
     classify_exception,
@@ -252,6 +253,8 @@ class Server:
             if not hasattr(mod, attr):
                 raise StageFailure("reference", "reference_error", f"the reference source defines no {attr}")
         self.module = mod
+        # the task's convention: outputs judged against Model on float32 copies of the inputs
+        self.fp32_truth = FP32_DIRECTIVE in src
         return {"sha1": sha}
 
     def op_build(self, args, fds, out):
@@ -345,7 +348,18 @@ class Server:
         enc = shm.encode_value(inputs, out)
         fwd = None
         if args.get("forward"):  # the reference's output on them, in the same round trip
-            outv = self._call(args["slot"], "correctness", "reference", args.get("trial"))
+            slot = str(args["slot"])
+            if getattr(self, "fp32_truth", False):
+                import torch
+
+                self.slots[slot + "#fp32"] = [x.float() if isinstance(x, torch.Tensor) and x.is_floating_point()
+                                              else x for x in inputs]
+                try:
+                    outv = self._call(slot + "#fp32", "correctness", "reference", args.get("trial"))
+                finally:
+                    self.slots.pop(slot + "#fp32", None)
+            else:
+                outv = self._call(slot, "correctness", "reference", args.get("trial"))
             fwd = self._outputs(outv, out)
         return {"inputs": enc, "forward": fwd}
 

@@ -140,6 +140,17 @@ def resolve_reference(run: Any, reference_path: str | None, tasks_dir: str | Non
     """The reference to judge against and where it came from: the trace's own (its field, or a
     fenced block of its task prompt: ktui.trace.results.reference), else the task folder under
     ``tasks_dir`` that matches the run's task; ``--reference FILE`` when given replaces either."""
+    src, origin = _resolve(run, reference_path, tasks_dir)
+    if src:
+        from ktui.trace.results.reference import FP32_DIRECTIVE, ground_truth
+
+        if ground_truth(run) == "fp32" and FP32_DIRECTIVE not in src:
+            src = src.rstrip("\n") + "\n\n" + FP32_DIRECTIVE + "\n"
+            origin += "; outputs computed on float32 copies of the inputs (the task's fp32 ground truth)"
+    return src, origin
+
+
+def _resolve(run: Any, reference_path: str | None, tasks_dir: str | None) -> tuple[str | None, str]:
     src, origin = find_reference(run)
     if not src and tasks_dir and not reference_path:
         from ktui.trace.results.reference import from_tasks

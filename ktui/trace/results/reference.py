@@ -12,6 +12,11 @@ In order (the first found wins; every result says which):
    run's task name (``<task>/environment/reference.py``, ``<task>/reference.py``), or a
    KernelBench checkout's ``level<L>/<P>_<name>.py``;
 4. ``--reference FILE``.
+
+The task's ground truth: a task prompt that says its outputs are judged against an fp32 ground
+truth (Harbor's KernelBench tasks: "numerically correct vs the reference (fp32 ground truth,
+dtype-aware tolerance)"; their verifier runs ``Model`` on the inputs cast to float32) makes the
+reference's outputs be computed that way too (:func:`ground_truth`, :data:`FP32_DIRECTIVE`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,19 @@ _INPUTS = re.compile(r"^def\s+get_inputs\s*\(", re.M)
 _NEW = re.compile(r"^class\s+ModelNew\b", re.M)
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.M)
 MAX_PROMPT = 2 << 20
+# a line the judged reference carries when its outputs are computed on float32 copies of the inputs
+# (ktui.engine.roles reads it; it changes the reference's sha1, so results are cached apart)
+FP32_DIRECTIVE = "# ktui: ground truth fp32 (the reference runs on float32 copies of floating inputs)"
+_FP32_TRUTH = re.compile(r"\b(?:fp32|float32)\s+ground[- ]truth|ground[- ]truth\W{0,3}(?:is\s+|in\s+)?(?:fp32|float32)\b",
+                         re.I)
+
+
+def ground_truth(run: Any) -> str | None:
+    """'fp32' when the run's task prompt says outputs are judged against an fp32 ground truth."""
+    p = run.problem
+    texts = [p.prompt] if isinstance(p.prompt, str) else []
+    texts += [t for _l, k, _a, t in run.messages[:20] if k in ("user", "system") and isinstance(t, str)]
+    return "fp32" if any(_FP32_TRUTH.search(t[:MAX_PROMPT]) for t in texts) else None
 _MAX_WALK = 5000
 
 
