@@ -320,3 +320,15 @@ def test_a_test_script_that_runs_modelnew_is_not_the_final_kernel(tmp_path):
     run = load(str(trial / "trajectory.json"))
     assert [k.path for k in run.kernels][-1].endswith("test.py")
     assert run.final_kernel.path.endswith("solution.py")
+
+
+def test_verify_compares_the_recorded_speedup_over_eager():
+    # ktui times the reference as written (eager): a Harbor run's speedup over torch.compile is not
+    # comparable with it, its speedup over eager is
+    from ktui.repro.verify.plan import recorded_speedup
+
+    runs, _ = scan(HB, use_cache=False, jobs=0)
+    a1 = next(r for r in runs if r.path == f"results/jobs/model-a/sample1/{CUT}/trajectory.json")
+    assert a1.speedup == pytest.approx(4.2) and recorded_speedup(a1) == pytest.approx(9.0)
+    c = next(r for r in runs if r.path.endswith("agent/trajectory.json"))
+    assert recorded_speedup(c) is None and c.speedups == {}

@@ -225,4 +225,15 @@ class Planner:
     def _row(self, s: RunSummary, version: str | None, *, final: bool, note: str = "") -> RunRow:
         return RunRow(path=s.path, real=s.real, model=s.model, problem=s.problem, version=version, final=final,
                       recorded_outcome=s.outcome if final else INCOMPLETE,
-                      recorded_speedup=s.speedup if final else None, note=note, summary=s)
+                      recorded_speedup=recorded_speedup(s) if final else None, note=note, summary=s)
+
+
+def recorded_speedup(s: RunSummary) -> float | None:
+    """The recorded speedup comparable with the reproduced one (over the reference run as written,
+    i.e. eager): a harness's result file may give several baselines (Harbor: torch.compile, eager);
+    without the eager / reference one, the headline figure."""
+    sp = s.speedups or {}
+    for base in ("reference", "eager"):
+        if isinstance(sp.get(base), (int, float)):
+            return float(sp[base])
+    return None if sp else s.speedup
