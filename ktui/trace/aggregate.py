@@ -225,8 +225,8 @@ def _mark_best(row: CompareRow, pool: set[int] | None = None) -> None:
     it compete, and at least two must have a value."""
     if row.better is None:
         return
-    cand = [(i, _finite(v)) for i, v in enumerate(row.values) if pool is None or i in pool]
-    cand = [(i, v) for i, v in cand if v is not None]
+    maybe = [(i, _finite(v)) for i, v in enumerate(row.values) if pool is None or i in pool]
+    cand = [(i, v) for i, v in maybe if v is not None]
     if not cand or (pool is not None and len(cand) < 2):
         return
     target = (max if row.better == HIGHER else min)(v for _, v in cand)

@@ -203,7 +203,8 @@ class Builder:
         aid = info.get("actor_id")
         if not isinstance(aid, str):
             return
-        params = info.get("params") if isinstance(info.get("params"), dict) else {}
+        params = info.get("params")
+        params = params if isinstance(params, dict) else {}
         persona = info.get("persona") or params.get("persona")
         tools = info.get("tools") if isinstance(info.get("tools"), list) else None
         sp = info.get("system_prompt")
@@ -426,7 +427,7 @@ class Builder:
 
     def _on_state_diff(self, ev: Event, p: dict[str, Any], envelope) -> None:
         diff = p.get("diff")
-        items = diff if isinstance(diff, list) else [diff]
+        items: list[Any] = diff if isinstance(diff, list) else [diff]
         items = [d for d in items if isinstance(d, dict)]
         if not items:
             self.problem(ev.line, "state_diff without a diff object", "", "warning")

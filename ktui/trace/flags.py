@@ -68,10 +68,10 @@ def harness_flags(run: Run) -> list[Flag]:
                             f"every case of {len(errors_by_kernel)} different kernels failed with the same error: "
                             f"{err[:90]} (likely a harness defect, not the agent)", "warning"))
         else:
-            for kn, errs in errors_by_kernel.items():
-                if len(errs) == 1:
+            for kn, kerrs in errors_by_kernel.items():
+                if len(kerrs) == 1:
                     out.append(Flag("identical_case_failures",
-                                    f"v{kn}: all cases failed with the same error: {next(iter(errs))[:90]}",
+                                    f"v{kn}: all cases failed with the same error: {next(iter(kerrs))[:90]}",
                                     "info", kernel=kn))
     return out
 

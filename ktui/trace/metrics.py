@@ -185,7 +185,8 @@ def final_metrics(run: Run, submit: ToolCall) -> Metrics:
         _group(m, "roofline", eff.get("roofline"), "result.roofline")
         _group(m, "warp_stalls", eff.get("warp_stalls_pct") or eff.get("warp_stalls"), "result.warp_stalls_pct")
     elif meta:
-        perf = meta.get("performance") if isinstance(meta.get("performance"), dict) else {}
+        perf = meta.get("performance")
+        perf = perf if isinstance(perf, dict) else {}
         if "runtime_mean_ms" in perf:
             m.runtime_us = _runtime(m, "timing.runtime", "kernel runtime (mean)", perf.get("runtime_mean_ms"),
                                     "meta.performance.runtime_mean_ms", False, False)

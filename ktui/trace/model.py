@@ -195,7 +195,8 @@ class ToolResult:
     def error_text(self) -> str:
         """The most specific error message available, '' when none."""
         eff = self.effect or {}
-        det = eff.get("details") if isinstance(eff.get("details"), dict) else {}
+        det = eff.get("details")
+        det = det if isinstance(det, dict) else {}
         for key in ("runtime_error", "compile_error", "correctness_issue"):
             v = det.get(key)
             if v:

@@ -51,7 +51,8 @@ def parse_note(text: str) -> dict[str, Any]:
         except JSONError:
             body = None
         if isinstance(body, dict):
-            scores = body.get("scores") if isinstance(body.get("scores"), dict) else {}
+            scores = body.get("scores")
+            scores = scores if isinstance(scores, dict) else {}
             return {"form": "grader", "scenario": body.get("scenario"),
                     "scores": {k: v for k, v in scores.items() if isinstance(v, (int, float))}}
     if text.startswith("{"):

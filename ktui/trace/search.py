@@ -158,7 +158,7 @@ class Hit:
                 "match": [len(self.before), len(self.before) + len(self.match)]}
 
 
-def _flat(s: str) -> str:
+def _flat(s: object) -> str:
     s = sanitize(s)
     if "\n" in s or "\t" in s:
         s = s.replace("\r", "").replace("\n", " ").replace("\t", " ")

@@ -6,6 +6,7 @@ import bisect
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ktui.trace import facts
 from ktui.trace.diffing import diff_stats
@@ -159,7 +160,7 @@ def header_view(run: Run) -> HeaderView:
     fk = run.final_kernel
     tokens = run.tokens_total or None
     backend = " ".join(clean(x) for x in (p.backend, p.precision) if x) or clean(run.backend) or fmt.NONE
-    h = dict(
+    h: dict[str, Any] = dict(
         title=one_line(p.title), dataset_variant=one_line(p.dataset_variant or ""),
         model=one_line(run.model or ""), persona=one_line(run.persona or ""), outcome=run.outcome,
         variant=run.variant, end=run.terminal_state, file=one_line(Path(run.path).name), backend=one_line(backend),
@@ -219,8 +220,9 @@ def phrase(code: str) -> str:
 
 def flag_view(run: Run, f: Flag) -> FlagView:
     turn = f.turn
-    if turn is None and (f.since or f.kernel) is not None:
-        k = run.kernel(f.since or f.kernel)
+    ref = f.since or f.kernel
+    if turn is None and ref is not None:
+        k = run.kernel(ref)
         turn = k.first_turn if k is not None else None
     if turn is None and f.line is not None:
         turn = run.turn_of_line(f.line)
@@ -390,7 +392,8 @@ def result_blocks(c: ToolCall) -> list[Block]:
     if summary.strip():
         out.append(output(summary, failed=failed))
     eff = res.effect or {}
-    details = eff.get("details") if isinstance(eff.get("details"), dict) else {}
+    details = eff.get("details")
+    details = details if isinstance(details, dict) else {}
     rows: list[Line] = []
     long_fields: list[tuple[str, str]] = []
     for key, v in list(eff.items()) + [(f"details.{k}", v) for k, v in details.items()]:
