@@ -204,6 +204,7 @@ def main() -> int:
     ap.add_argument("--json", default="", help="also write the results here")
     ap.add_argument("--ktui-src", default="", help="run this checkout's ktui in the app (e.g. the code before)")
     ap.add_argument("--paint-timeout", type=float, default=900)
+    ap.add_argument("--repeat", type=int, default=1, help="first paints per app and size (interleaved, medians)")
     args = ap.parse_args()
     global KTUI_SRC
     KTUI_SRC = args.ktui_src
@@ -217,18 +218,30 @@ def main() -> int:
         size = path.stat().st_size
         print(f"\n{path.name}: {size / 1e6:,.0f} MB (built in {time.perf_counter() - t:.0f} s)", flush=True)
         row: dict = {"file": path.name, "bytes": size}
-        # interleaved: toolong, ktui (a file just written is in the page cache for both)
-        if not args.skip_toolong and Path(args.toolong).exists():
-            row["toolong"] = toolong_paint(args.toolong, path, min(args.idle_timeout, 120))
-            print(f"  toolong  first paint {row['toolong']['first_paint_s']} s   memory at paint "
-                  f"{row['toolong'].get('mem_at_paint_mb')}  idle {row['toolong'].get('mem_idle_mb')}", flush=True)
-        row["ktui"] = ktui_paint(path, args.idle_timeout, args.paint_timeout)
-        print(f"  ktui     first paint {row['ktui']['first_paint_s']} s   memory at paint "
-              f"{row['ktui'].get('mem_at_paint_mb')}  idle (whole file read) {row['ktui'].get('mem_idle_mb')} "
-              f"after {row['ktui'].get('idle_after_s')} s", flush=True)
-        if "toolong" in row and row["toolong"].get("first_paint_s") and row["ktui"].get("first_paint_s"):
-            row["paint_ratio"] = round(row["ktui"]["first_paint_s"] / row["toolong"]["first_paint_s"], 2)
-            print(f"  first paint ratio ktui / toolong: {row['paint_ratio']}")
+        # interleaved: toolong, ktui, then ktui, toolong, ... (a file just written is in the page cache)
+        use_tl = not args.skip_toolong and Path(args.toolong).exists()
+        for rep in range(args.repeat):
+            order = ["toolong", "ktui"] if rep % 2 == 0 else ["ktui", "toolong"]
+            for app in order:
+                if app == "toolong" and use_tl:
+                    r = toolong_paint(args.toolong, path, min(args.idle_timeout, 120))
+                    row.setdefault("toolong_runs", []).append(r)
+                    print(f"  toolong  first paint {r['first_paint_s']} s   memory at paint "
+                          f"{r.get('mem_at_paint_mb')}  idle {r.get('mem_idle_mb')}", flush=True)
+                elif app == "ktui":
+                    r = ktui_paint(path, args.idle_timeout, args.paint_timeout)
+                    row.setdefault("ktui_runs", []).append(r)
+                    print(f"  ktui     first paint {r['first_paint_s']} s   memory at paint "
+                          f"{r.get('mem_at_paint_mb')}  idle (whole file read) {r.get('mem_idle_mb')} "
+                          f"after {r.get('idle_after_s')} s", flush=True)
+        for app in ("toolong", "ktui"):
+            got = sorted(r["first_paint_s"] for r in row.get(f"{app}_runs", []) if r.get("first_paint_s"))
+            if got:
+                row[f"{app}_paint_median_s"] = got[len(got) // 2]
+        if row.get("toolong_paint_median_s") and row.get("ktui_paint_median_s"):
+            row["paint_ratio"] = round(row["ktui_paint_median_s"] / row["toolong_paint_median_s"], 2)
+            print(f"  first paint medians: ktui {row['ktui_paint_median_s']} s, toolong "
+                  f"{row['toolong_paint_median_s']} s: ratio {row['paint_ratio']}", flush=True)
         if not args.skip_parse:
             row["parse"] = parse_floor(path)
             p = row["parse"]
