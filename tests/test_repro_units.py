@@ -20,6 +20,7 @@ from ktui.repro.runner import WarmWorker, run_request, scrubbed_env
 from ktui.repro.verdict import (
     CORRECTNESS_DISAGREES,
     DIFFERS,
+    NOT_JUDGED,
     NOT_REPRODUCIBLE,
     REPRODUCED,
     SAME_FAILURE,
@@ -150,12 +151,12 @@ def test_correctness_disagrees_both_ways_and_suspicious():
     assert c.verdict == SUSPICIOUS and "output_changes_with_input" in c.reason
 
 
-def test_cannot_test_is_not_reproducible():
+def test_cannot_test_is_not_judged_here():
     run = seed_run()
     v4 = recorded_for(run, run.kernel("v4"))
     f = {"stage": "build", "kind": "unsupported", "message": "this kernel has CUDA/Triton code and needs a CUDA GPU"}
     c = compare(v4, fake_result(failure=f))
-    assert c.verdict == NOT_REPRODUCIBLE and "could not be tested here" in c.reason
+    assert c.verdict == NOT_JUDGED and "not judged here (no GPU)" in c.reason and "--device cuda" in c.reason
 
 
 def test_error_normalization():

@@ -22,7 +22,7 @@ from conftest import needs
 
 from ktui.report.verify import render
 from ktui.repro.api import ReproOptions
-from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE, SAME_FAILURE
+from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_JUDGED, NOT_REPRODUCIBLE, SAME_FAILURE
 from ktui.repro.verify import engine as E
 from ktui.repro.verify.plan import Planner, RunRow
 from ktui.repro.verify.results import build_report, csv_cell, write_csv
@@ -110,14 +110,14 @@ def test_every_run_gets_its_verdict(local):
     crash = rows["model-b/crash.jsonl"]
     assert crash.verdict == NOT_REPRODUCIBLE and "SIGSEGV" in crash.reason, crash.reason
     hang = rows["model-b/hang.jsonl"]
-    assert hang.verdict == NOT_REPRODUCIBLE
-    assert f"timed out after {HANG_TIMEOUT:g} s" in hang.reason
+    assert hang.verdict == NOT_JUDGED and hang.outcome == "incomplete"  # ktui's budget ran out: not a verdict
+    assert f"timed out after {HANG_TIMEOUT:g} s" in hang.reason and "budget" in hang.reason
     assert rows["model-b/index_error.jsonl"].verdict == SAME_FAILURE
     syn = rows["model-c/syntax.jsonl"]
     assert syn.verdict == SAME_FAILURE, syn.reason
     assert syn.result["failure"]["stage"] == "build"
     noref = rows["model-c/noref.jsonl"]
-    assert noref.row.job is None and noref.verdict == NOT_REPRODUCIBLE and "reference" in noref.reason
+    assert noref.row.job is None and noref.verdict == NOT_JUDGED and "reference" in noref.reason
     for p in ("model-a/fast.jsonl", "model-a/fast_again.jsonl", "model-b/fast.jsonl"):
         assert rows[p].outcome == "passed" and rows[p].speedup > 2, (p, rows[p].speedup)
     assert rows["model-a/slow.jsonl"].outcome == "passed" and rows["model-a/slow.jsonl"].speedup < 1
@@ -174,8 +174,8 @@ def test_aggregates_by_hand(local):
     allr = models["all runs"]["recorded"]
     assert allr["pass_rate"] == pytest.approx(9 / 11) and allr["fast_1.5"] == pytest.approx(7 / 11)
     assert allr["fast_2"] == pytest.approx(6 / 11)
-    # reproduced: fast x3 and cpp pass (> 2x), slow passes (< 1x), wrong/crash/hang/index/syntax fail,
-    # noref unknown
+    # reproduced: fast x3 and cpp pass (> 2x), slow passes (< 1x), wrong/crash/index/syntax fail,
+    # the hang (ktui's budget ran out) and noref are not judged here: rates over judged runs only
     sc = rows["model-c/cpp.jsonl"].speedup
     sf = rows["model-a/fast.jsonl"].speedup
     sb = rows["model-b/fast.jsonl"].speedup
@@ -184,13 +184,16 @@ def test_aggregates_by_hand(local):
     assert (ra["pass_rate"], ra["fast_0"], ra["fast_1"], ra["fast_1.5"], ra["fast_2"]) == (0.75, 0.75, 0.5, 0.5, 0.5)
     assert ra["geomean_speedup"] == pytest.approx(math.exp((2 * math.log(sf) + math.log(ss)) / 3))
     rb = models["model-b"]["reproduced"]
-    assert (rb["pass_rate"], rb["fast_2"], rb["geomean_speedup"]) == (0.25, 0.25, pytest.approx(sb))
+    assert (rb["pass_rate"], rb["fast_2"], rb["geomean_speedup"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3),
+                                                                      pytest.approx(sb))
+    assert (rb["judged"], rb["not_judged"]) == (3, 1)
     rc = models["model-c"]["reproduced"]
-    assert rc["pass_rate"] == pytest.approx(1 / 3) and rc["fast_2"] == pytest.approx(1 / 3)
+    assert rc["pass_rate"] == pytest.approx(1 / 2) and rc["fast_2"] == pytest.approx(1 / 2)
+    assert (rc["judged"], rc["not_judged"]) == (2, 1)
     assert rc["geomean_speedup"] == pytest.approx(sc)
     ra_all = models["all runs"]["reproduced"]
-    assert ra_all["pass_rate"] == pytest.approx(5 / 11) and ra_all["fast_0"] == pytest.approx(5 / 11)
-    assert ra_all["fast_1"] == pytest.approx(4 / 11) and ra_all["fast_2"] == pytest.approx(4 / 11)
+    assert ra_all["pass_rate"] == pytest.approx(5 / 9) and ra_all["fast_0"] == pytest.approx(5 / 9)
+    assert ra_all["fast_1"] == pytest.approx(4 / 9) and ra_all["fast_2"] == pytest.approx(4 / 9)
     assert ra_all["geomean_speedup"] == pytest.approx(
         math.exp((2 * math.log(sf) + math.log(sb) + math.log(ss) + math.log(sc)) / 5))
 
@@ -198,10 +201,12 @@ def test_aggregates_by_hand(local):
 def test_claims_worst_first(local):
     _planner, _eng, report = local
     paths = [v.row.path for v in report.claims]
-    # not reproducible first (biggest recorded claim first), then correctness disagrees
-    assert paths[:3] == ["model-b/hang.jsonl", "model-b/crash.jsonl", "model-c/noref.jsonl"]
-    assert paths[3] == "model-a/wrong.jsonl"
+    # not reproducible first (biggest recorded claim first), then correctness disagrees; runs not
+    # judged here (the hang ran out of ktui's budget, no reference) are counted beside, not claims
+    assert paths[:2] == ["model-b/crash.jsonl", "model-a/wrong.jsonl"]
     assert "model-b/index_error.jsonl" not in paths and "model-c/syntax.jsonl" not in paths
+    assert "model-b/hang.jsonl" not in paths and "model-c/noref.jsonl" not in paths
+    assert report.stats["not_judged"] == 2 and report.stats["judged"] == len(report.rows) - 2
 
 
 def test_resume_rebuilds_and_retimes_nothing(tmp_path, builds):
@@ -265,7 +270,9 @@ def test_cli_json_then_csv_from_the_cache(tmp_path, builds):
     d = json.loads(r.stdout)
     assert d["stats"]["kernels"] == 8 and d["stats"]["duplicates"] == 2 and d["stats"]["cached"] == 0
     assert {x["model"] for x in d["models"]} == {"model-a", "model-b", "model-c", "all runs"}
-    assert [c["path"] for c in d["claims_not_holding"]][:2] == ["model-b/hang.jsonl", "model-b/crash.jsonl"]
+    claims = [c["path"] for c in d["claims_not_holding"]]
+    assert claims[:2] == ["model-b/crash.jsonl", "model-a/wrong.jsonl"] and "model-b/hang.jsonl" not in claims
+    assert d["stats"]["not_judged"] == 2 and d["stats"]["judged"] == 9
     assert "verify: [" in r.stderr  # quiet progress lines when not on a terminal
     r2 = _cli([str(SWEEP), *base, "--csv"], tmp_path)
     assert r2.returncode == 1

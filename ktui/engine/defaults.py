@@ -10,7 +10,24 @@ COMPILE_STAGES = ("startup", "build")
 # timeouts (seconds)
 STAGE_TIMEOUT_S = 600.0  # per run stage (reference, correctness, timing, ...)
 COMPILE_TIMEOUT_S = 600.0  # startup + build
-WORKER_START_TIMEOUT_S = 120.0  # a worker must say hello within this (importing torch)
+WORKER_START_TIMEOUT_S = 120.0  # a worker must say hello within this (importing torch), times machine_scale()
+
+
+def machine_scale():
+    """How much slower than a quiet 8-core machine this one will likely run ktui's own work
+    (importing torch, building): 1.0 to 4.0, from the core count and the load. ktui's own budgets
+    are multiplied by it (a build on a loaded 2-core machine takes 90 s), and running out of them
+    is never a verdict on the kernel."""
+    import os
+
+    try:
+        n = os.cpu_count() or 1
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return 1.0
+    busy = max(1.0, load / n)
+    small = max(1.0, (8.0 / n) ** 0.5)
+    return min(4.0, busy * small)
 
 # correctness
 SEED = 42

@@ -47,6 +47,7 @@ from .defaults import (
     WALL_WINDOW_S,
     WARMUP,
     WORKER_START_TIMEOUT_S,
+    machine_scale,
 )
 from .errors import (
     StageFailure,
@@ -432,7 +433,7 @@ class Judge:
         self._t_stage = now()
         limit = self.job.compile_timeout if name in COMPILE_STAGES else self.job.run_timeout
         if name == "startup":  # starting the workers (importing torch) is ktui's, not the kernel's
-            limit = max(float(limit), WORKER_START_TIMEOUT_S)
+            limit = max(float(limit), WORKER_START_TIMEOUT_S * machine_scale())
         self.deadline = time.monotonic() + float(limit)
         self.emit({"event": "stage", "stage": name, "state": "start"})
 
@@ -475,7 +476,7 @@ class Judge:
         except Timeout:
             limit = self.job.compile_timeout if self.stage_name in COMPILE_STAGES else self.job.run_timeout
             if self.stage_name == "startup":
-                limit = max(float(limit), WORKER_START_TIMEOUT_S)
+                limit = max(float(limit), WORKER_START_TIMEOUT_S * machine_scale())
             self._fail(self.stage_name, "timeout", f"timed out after {float(limit):g} s {self.describe_position()} "
                                                    "(worker killed)", self.cur_trial, True)
             self._clear_build_lock()
@@ -522,7 +523,7 @@ class Judge:
 
     def start(self, role, rw=(), w=None):
         w = w or self.spawn(role, rw)
-        data, _ = w.call("hello", timeout=WORKER_START_TIMEOUT_S)
+        data, _ = w.call("hello", timeout=WORKER_START_TIMEOUT_S * machine_scale())
         w.report = data["sandbox"]
         self.result["sandbox"][role] = sandbox.describe(w.report, w.proc.namespaces)
         self.result["sandbox"][role + "_report"] = w.report

@@ -19,6 +19,8 @@ from ktui.repro.verdict import (
     CANCELLED,
     CORRECTNESS_DISAGREES,
     DIFFERS,
+    HARNESS_ERROR,
+    NOT_JUDGED,
     NOT_RECORDED,
     NOT_REPRODUCIBLE,
     REPRODUCED,
@@ -31,7 +33,7 @@ from ktui.repro.verdict import (
 VERDICT_STYLE = {
     REPRODUCED: "bold green", SAME_FAILURE: "bold green", DIFFERS: "bold yellow", UNIT_ERROR: "bold magenta",
     CORRECTNESS_DISAGREES: "bold red", NOT_REPRODUCIBLE: "bold red", SUSPICIOUS: "bold red reverse",
-    NOT_RECORDED: "dim", SHOWN_ONLY: "dim", CANCELLED: "yellow",
+    NOT_RECORDED: "dim", SHOWN_ONLY: "dim", CANCELLED: "yellow", NOT_JUDGED: "bold yellow", HARNESS_ERROR: "bold yellow",
 }
 
 

@@ -293,8 +293,11 @@ def render(console: Any, report: Report) -> None:
     console.print(Text("per model: recorded → reproduced", style="bold"))
     console.print(models_table(report))
     console.print()
+    nj = int(report.stats.get("not_judged") or 0)
+    beside = f"; {nj} run(s) not judged here, listed above with why and how to judge them" if nj else ""
     if report.claims:
-        console.print(Text(f"claims that do not hold ({len(report.claims)}), worst first", style="bold"))
+        console.print(Text(f"claims that do not hold ({len(report.claims)} of {report.stats.get('judged', '?')} "
+                           f"judged{beside}), worst first", style="bold"))
         for v in report.claims:
             line = Text("  ")
             line.append(v.verdict, style=VERDICT_STYLE.get(v.verdict, "bold"))
@@ -302,8 +305,11 @@ def render(console: Any, report: Report) -> None:
                         f"recorded {_side(v.row.recorded_outcome, v.row.recorded_speedup)}, "
                         f"reproduced {_side(v.outcome, v.speedup)} — {one_line(v.reason, 240)}")
             console.print(line, soft_wrap=True)
+    elif nj and not report.stats.get("judged"):
+        console.print(Text(f"nothing judged here: {nj} run(s) not judged (see why above)", style="bold yellow"))
     else:
-        console.print(Text("every recorded claim holds", style="bold green"))
+        console.print(Text("every recorded claim holds" + (f" among the {report.stats.get('judged')} judged"
+                                                           f"{beside}" if nj else ""), style="bold green"))
     s = report.stats
     if s:
         console.print()
@@ -318,6 +324,7 @@ def models_table(report: Report) -> Any:
     m = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
     m.add_column("model", min_width=10, overflow="ellipsis", no_wrap=True)
     m.add_column("runs", justify="right", min_width=4)
+    m.add_column("judged", justify="right", min_width=6)
     for h in ["pass"] + [f"fast_{p:g}" for p in FAST_P] + ["geomean"]:
         m.add_column(h, justify="right", no_wrap=True)
     for d in report.models():
@@ -325,7 +332,9 @@ def models_table(report: Report) -> Any:
         cells = [f"{_pct(a.get('pass_rate'))} → {_pct(b.get('pass_rate'))}"]
         cells += [f"{_pct(a.get(f'fast_{p:g}'))} → {_pct(b.get(f'fast_{p:g}'))}" for p in FAST_P]
         cells.append(f"{_x(a.get('geomean_speedup'))} → {_x(b.get('geomean_speedup'))}")
-        m.add_row(Text(one_line(d["model"])), str(d["runs"]), *cells)
+        nj = b.get("not_judged") or 0
+        m.add_row(Text(one_line(d["model"])), str(d["runs"]), f"{b.get('judged', 0)}" + (f" ({nj} not)" if nj else ""),
+                  *cells)
     return m
 
 

@@ -223,4 +223,8 @@ def cacheable(result: dict[str, Any]) -> bool:
     if result.get("status") == "completed":
         return True
     f = result.get("failure") or {}
-    return result.get("status") == "failed" and f.get("kind") in CACHEABLE_FAILURES
+    if result.get("status") != "failed" or f.get("kind") not in CACHEABLE_FAILURES:
+        return False
+    from ktui.repro.judging.outcome import unjudged
+
+    return unjudged(result) is None  # a CUDA kernel that failed to build on a machine with no GPU: not its failure

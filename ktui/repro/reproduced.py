@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktui.repro import cache
+from ktui.repro.judging.outcome import unjudged
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,8 @@ class Reproduced:
 def from_result(result: dict[str, Any]) -> tuple[bool | None, float | None]:
     """(correct, speedup) of one harness result dict."""
     status = result.get("status")
+    if unjudged(result) is not None:
+        return None, None  # not judged here (no GPU, no reference, budget): says nothing about the kernel
     corr = result.get("correctness") if isinstance(result.get("correctness"), dict) else None
     timing = result.get("timing") if isinstance(result.get("timing"), dict) else None
     if status == "completed":

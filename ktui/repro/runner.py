@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ktui.engine.defaults import COMPILE_STAGES, COMPILE_TIMEOUT_S, STAGE_TIMEOUT_S
+from ktui.engine.defaults import COMPILE_STAGES, COMPILE_TIMEOUT_S, STAGE_TIMEOUT_S, machine_scale
 from ktui.engine.errors import describe_position
 from ktui.engine.sandbox import allowed_env, descendants, set_pdeathsig
 
@@ -230,7 +230,7 @@ def run_request(request: dict, *, on_progress: Callable[[Progress], None] | None
     done_weight = 0.0
     total_weight = float(sum(STAGE_WEIGHTS.values()))
     # the judge keeps the stage deadlines; this one only catches a judge that stopped talking
-    slack = 120.0
+    slack = 120.0 * machine_scale()
 
     def stage_limit() -> float:
         return (compile_timeout if stage in COMPILE_STAGES else run_timeout) + slack

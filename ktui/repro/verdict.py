@@ -15,8 +15,10 @@ from ktui.repro.judging.model import (
     CORRECTNESS_DISAGREES,
     DIFFERS,
     GOOD,
+    HARNESS_ERROR,
     MAX_TIME_TOL,
     MEM_TOL,
+    NOT_JUDGED,
     NOT_RECORDED,
     NOT_REPRODUCIBLE,
     RATIO_TOL,
@@ -27,6 +29,7 @@ from ktui.repro.judging.model import (
     SUSPICIOUS,
     TIME_TOL,
     UNIT_ERROR,
+    UNJUDGED,
     US,
     Comparison,
     FindingRow,
@@ -34,7 +37,7 @@ from ktui.repro.judging.model import (
 )
 from ktui.repro.judging.text import finding_text, fmt
 
-__all__ = ["CANCELLED", "CANNOT_TEST", "CORRECTNESS_DISAGREES", "DIFFERS", "GOOD", "MAX_TIME_TOL", "MEM_TOL",
-           "NOT_RECORDED", "NOT_REPRODUCIBLE", "RATIO_TOL", "REPRODUCED", "SAME_FAILURE", "SEVERITY", "SHOWN_ONLY",
-           "SUSPICIOUS", "TIME_TOL", "UNIT_ERROR", "US", "Comparison", "FindingRow", "Row", "compare", "finding_text",
+__all__ = ["CANCELLED", "CANNOT_TEST", "CORRECTNESS_DISAGREES", "DIFFERS", "GOOD", "HARNESS_ERROR", "MAX_TIME_TOL",
+           "MEM_TOL", "NOT_JUDGED", "NOT_RECORDED", "NOT_REPRODUCIBLE", "RATIO_TOL", "REPRODUCED", "SAME_FAILURE", "SEVERITY", "SHOWN_ONLY",
+           "SUSPICIOUS", "TIME_TOL", "UNIT_ERROR", "UNJUDGED", "US", "Comparison", "FindingRow", "Row", "compare", "finding_text",
            "fmt", "normalize_error", "same_error"]

@@ -52,13 +52,22 @@ class ModelAggregate:
     tokens_n: int = 0  # runs that record tokens
     wall_ms_sum: int = 0
     wall_n: int = 0  # runs with a real wall time
+    #: rates over judged runs only (passed + failed): re-execution results, where "incomplete" means
+    #: "not judged here" (no GPU, no reference ...) and says nothing about the kernel
+    judged_only: bool = False
+
+    @property
+    def denominator(self) -> int:
+        return (self.passed + self.failed) if self.judged_only else self.runs
 
     @property
     def pass_rate(self) -> float | None:
-        return self.passed / self.runs if self.runs else None
+        n = self.denominator
+        return self.passed / n if n else None
 
     def fast_p(self, p: float) -> float | None:
-        return self.fast.get(p, 0) / self.runs if self.runs else None
+        n = self.denominator
+        return self.fast.get(p, 0) / n if n else None
 
     @property
     def geomean_speedup(self) -> float | None:
@@ -110,16 +119,18 @@ class ModelAggregate:
 
 
 def aggregate(runs: Iterable[Any], key: Callable[[Any], str | None] | None = None,
-              total: bool = True) -> list[ModelAggregate]:
-    """Aggregates per model (sorted by model name), then one over all runs when ``total``."""
+              total: bool = True, judged_only: bool = False) -> list[ModelAggregate]:
+    """Aggregates per model (sorted by model name), then one over all runs when ``total``.
+    ``judged_only``: rates over passed + failed runs (re-execution results: an incomplete run was
+    not judged here, which says nothing about its kernel)."""
     keyf = key or (lambda r: getattr(r, "model", None))
     by: dict[str, ModelAggregate] = {}
-    everything = ModelAggregate(ALL_MODELS)
+    everything = ModelAggregate(ALL_MODELS, judged_only=judged_only)
     for r in runs:
         k = keyf(r) or UNKNOWN_MODEL
         agg = by.get(k)
         if agg is None:
-            agg = by[k] = ModelAggregate(k)
+            agg = by[k] = ModelAggregate(k, judged_only=judged_only)
         agg.add(r)
         everything.add(r)
     out = [by[k] for k in sorted(by, key=lambda s: (s == UNKNOWN_MODEL, s.lower()))]

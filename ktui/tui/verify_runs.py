@@ -23,6 +23,8 @@ from rich.text import Text
 from ktui.repro.verdict import (
     CORRECTNESS_DISAGREES,
     DIFFERS,
+    HARNESS_ERROR,
+    NOT_JUDGED,
     NOT_REPRODUCIBLE,
     REPRODUCED,
     SAME_FAILURE,
@@ -34,7 +36,8 @@ from ktui.repro.verdict import (
 CONFIRMED_ATTR = "_ktui_repro_confirmed"  # one confirmation per app, shared with `r` and `p`
 CONFIRM_WINDOW_S = 10.0
 SHORT = {REPRODUCED: "reproduced", SAME_FAILURE: "same failure", DIFFERS: "differs", UNIT_ERROR: "unit error?",
-         CORRECTNESS_DISAGREES: "DISAGREES", NOT_REPRODUCIBLE: "NOT REPRODUCED", SUSPICIOUS: "SUSPICIOUS"}
+         CORRECTNESS_DISAGREES: "DISAGREES", NOT_REPRODUCIBLE: "NOT REPRODUCED", SUSPICIOUS: "SUSPICIOUS",
+         NOT_JUDGED: "not judged here", HARNESS_ERROR: "harness error"}
 
 
 class Verification:
@@ -164,8 +167,10 @@ def _finished(screen: Any, state: Verification) -> None:
         screen.notify(f"verify failed: {one_line(state.error, 200)}", severity="error", markup=False)
     elif state.report is not None:
         bad = len(state.report.claims)
+        nj = int(state.report.stats.get("not_judged") or 0)
         done = "stopped" if state.stopped.is_set() else "verified"
-        screen.notify(f"{done}: {len(state.report.rows)} run(s), {bad} claim(s) that do not hold",
+        screen.notify(f"{done}: {len(state.report.rows)} run(s), {bad} claim(s) that do not hold"
+                      + (f" of {state.report.stats.get('judged', 0)} judged, {nj} not judged here" if nj else ""),
                       severity="warning" if bad else "information", markup=False)
     screen._update_aggregates()
 

@@ -37,6 +37,7 @@ from ktui.repro.judging.model import (
     Judgement,
     Row,
 )
+from ktui.repro.judging.outcome import unjudged
 from ktui.repro.judging.text import correctness_text, fmt, num, short
 
 TIMING_ROWS = [
@@ -101,7 +102,8 @@ def judge_build(ev: Evidence) -> Judgement:
         built = not fallback
         row.reproduced = {"built": True, "cached": bool(build.get("cached")), "seconds": build.get("seconds"),
                           "fallback": fallback}
-    elif failure and failure.get("stage") == "build" and failure.get("kind") not in CANNOT_TEST:
+    elif failure and failure.get("stage") == "build" and failure.get("kind") not in CANNOT_TEST \
+            and unjudged(ev.result) is None:
         built = False
         row.reproduced = {"built": False, "kind": failure.get("kind")}
     if rec.compile is not None and built is not None:
@@ -182,10 +184,14 @@ def _failed(ev: Evidence, j: Judgement, row: Row) -> None:
     if row.reproduced is None:
         row.reproduced = {"failed": kind, "message": msg}
     build = _dict(ev.result.get("build"))
+    un = unjudged(ev.result)
+    if un is not None:  # this machine, or the judge, could not judge it: never a verdict on the kernel
+        verdict, why = un.verdict, un.reason
+        row.verdict = NOT_RECORDED if row.verdict in (None, NOT_REPRODUCIBLE) else row.verdict
+        j.verdict, j.reason = verdict, why
+        return
     if kind in CANNOT_TEST:
         verdict, why = NOT_REPRODUCIBLE, f"could not be tested here: {msg}"
-    elif kind == "timeout":
-        verdict, why = NOT_REPRODUCIBLE, msg
     else:
         recf = rec.failure
         if recf is not None and same_error(recf.error or recf.summary, msg):

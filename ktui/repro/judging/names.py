@@ -12,8 +12,15 @@ SUSPICIOUS = "suspicious"
 NOT_RECORDED = "not recorded"
 SHOWN_ONLY = "shown only"
 CANCELLED = "cancelled"
+#: the kernel could not be judged on this machine (no GPU, no reference, no toolchain, ktui's own
+#: time budget ran out): a fact about the machine, never about the kernel
+NOT_JUDGED = "not judged here"
+#: the judge's side broke (the reference failed, the worker died, a protocol error)
+HARNESS_ERROR = "harness error"
+#: verdicts that say nothing about the kernel: counted apart, never as failures or claims
+UNJUDGED = (NOT_JUDGED, HARNESS_ERROR, CANCELLED)
 
-SEVERITY = {NOT_REPRODUCIBLE: 6, CORRECTNESS_DISAGREES: 5, SUSPICIOUS: 4, UNIT_ERROR: 3, DIFFERS: 2,
+SEVERITY = {HARNESS_ERROR: 0, NOT_JUDGED: 0, NOT_REPRODUCIBLE: 6, CORRECTNESS_DISAGREES: 5, SUSPICIOUS: 4, UNIT_ERROR: 3, DIFFERS: 2,
             SAME_FAILURE: 1, REPRODUCED: 0}
 GOOD = (REPRODUCED, SAME_FAILURE)
 #: failures that say nothing about the kernel: it could not be tested here

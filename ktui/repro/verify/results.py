@@ -18,8 +18,9 @@ import math
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ktui.repro.judging.outcome import unjudged
 from ktui.repro.results import VERIFY_SCHEMA
-from ktui.repro.verdict import CANCELLED, CANNOT_TEST, GOOD, NOT_REPRODUCIBLE, SEVERITY, Comparison, compare
+from ktui.repro.verdict import CANNOT_TEST, GOOD, NOT_JUDGED, SEVERITY, UNJUDGED, Comparison, compare
 from ktui.repro.verify.plan import RunRow
 from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
 from ktui.trace.model import INCOMPLETE, OUTCOME_FAILED, PASSED
@@ -39,13 +40,18 @@ class Verified:
     def verdict(self) -> str:
         if self.comparison is not None:
             return self.comparison.verdict
-        return NOT_REPRODUCIBLE if self.row.note else NOT_RUN
+        return NOT_JUDGED if self.row.note else NOT_RUN
 
     @property
     def reason(self) -> str:
         if self.comparison is not None:
             return self.comparison.reason
-        return f"could not be tested here: {self.row.note}" if self.row.note else "not run (interrupted?)"
+        return f"not judged here: {self.row.note}" if self.row.note else "not run (interrupted?)"
+
+    @property
+    def judged(self) -> bool:
+        """The kernel was judged here (passed or failed because of itself)."""
+        return self.outcome != INCOMPLETE
 
     @property
     def good(self) -> bool:
@@ -65,7 +71,9 @@ class Verified:
         if r.get("status") != "completed":
             # could not be tested here (no GPU, no reference...): unknown; the kernel's own failure
             # (compile error, crash, hang, runtime error): failed
-            return INCOMPLETE if f.get("kind") in CANNOT_TEST or f.get("kind") == "cancelled" else OUTCOME_FAILED
+            if f.get("kind") in CANNOT_TEST or unjudged(r) is not None:
+                return INCOMPLETE
+            return OUTCOME_FAILED
         corr = r.get("correctness") or {}
         if not corr.get("passed"):
             return OUTCOME_FAILED
@@ -136,7 +144,8 @@ class Report:
 def _agg(a: ModelAggregate | None) -> dict[str, Any]:
     if a is None:
         return {}
-    d = {"pass_rate": a.pass_rate, "passed": a.passed, "geomean_speedup": a.geomean_speedup}
+    d = {"pass_rate": a.pass_rate, "passed": a.passed, "geomean_speedup": a.geomean_speedup,
+         "judged": a.passed + a.failed, "not_judged": a.incomplete}
     for p in FAST_P:
         d[f"fast_{p:g}"] = a.fast_p(p)
     return d
@@ -159,9 +168,15 @@ def build_report(rows: list[RunRow], results: dict[str, dict[str, Any]], cached:
         out.append(Verified(row, res, comp, cached=bool(row.job and row.job in cached)))
     finals = [v for v in out if v.row.final]
     rec = aggregate([_Recorded(v.row) for v in finals])
-    rep = aggregate(finals)
-    claims = sorted((v for v in out if not v.good and v.verdict != CANCELLED), key=claim_order)
-    return Report(out, rec, rep, claims, dict(stats or {}))
+    rep = aggregate(finals, judged_only=True)
+    # claims that do not hold: judged runs only (a kernel this machine could not run, or whose
+    # judge broke, is counted beside them as not judged, never as a claim that fails)
+    claims = sorted((v for v in out if not v.good and v.verdict not in UNJUDGED and v.verdict != NOT_RUN),
+                    key=claim_order)
+    st = dict(stats or {})
+    st["not_judged"] = sum(1 for v in out if not v.judged)
+    st["judged"] = len(out) - st["not_judged"]
+    return Report(out, rec, rep, claims, st)
 
 
 # ---- output -------------------------------------------------------------------------------------
