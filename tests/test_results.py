@@ -332,3 +332,16 @@ def test_verify_compares_the_recorded_speedup_over_eager():
     assert a1.speedup == pytest.approx(4.2) and recorded_speedup(a1) == pytest.approx(9.0)
     c = next(r for r in runs if r.path.endswith("agent/trajectory.json"))
     assert recorded_speedup(c) is None and c.speedups == {}
+
+
+def test_result_file_text_reaches_no_terminal_as_escapes(tmp_path):
+    d = tmp_path / "t"
+    shutil.copytree(HB / "results/jobs/model-a/sample1" / CUT, d)
+    (d / "reward.json").write_text(json.dumps({
+        "reward": 1, "correct": True, "speedup_vs_\u001b[2Jeager": 2.0, "suspicious": True,
+        "error": "boom \u001b]52;c;ZWNobyBoaQ==\u0007 \u001b[31mred\u001b[0m \u202eevil",
+        "note\u001b[1m": "x\u001b[5m"}))
+    res = CliRunner().invoke(main, ["show", str(d / "trajectory.json")])
+    assert res.exit_code == 0
+    assert "\x1b" not in res.output and "\x07" not in res.output and "\u202e" not in res.output
+    assert "boom" in res.output
