@@ -222,3 +222,43 @@ def test_a_task_judged_against_an_fp32_ground_truth(tmp_path, cache):
     run2, rep2 = _repro(plain)
     assert ground_truth(run2) is None
     assert not rep2.result["correctness"]["passed"]  # against the fp16 reference's own rounding
+
+
+def test_cosine_metric_of_the_harness():
+    # Harbor's reward.json says "metric": "cosine" for quantized / top-k outputs: its verifier passes
+    # cosine >= 0.99 and relative L1 <= 0.05 where allclose would fail on one fp8 step
+    from ktui.engine.compare import compare_outputs, cosine_rule
+    from ktui.engine.defaults import COSINE_DIRECTIVE as ENGINE_COSINE
+    from ktui.trace.results.reference import COSINE_DIRECTIVE
+
+    assert ENGINE_COSINE == COSINE_DIRECTIVE
+    assert cosine_rule("x = 1\n" + COSINE_DIRECTIVE + " 0.99 0.05\n") == (0.99, 0.05)
+    assert cosine_rule("x = 1\n") is None
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(4096, generator=g)
+    q = ref.to(torch.float8_e4m3fn).float()  # one quantization step away, as another rounding gives
+    assert not compare_outputs(ref, q)["passed"]
+    cmp = compare_outputs(ref, q, cosine=(0.99, 0.05))
+    assert cmp["passed"] and "cosine" in cmp["metric"]
+    bad = compare_outputs(ref, torch.randn(4096, generator=g), cosine=(0.99, 0.05))
+    assert not bad["passed"] and "cosine similarity" in bad["reason"]
+    nan = ref.clone()
+    nan[3] = float("nan")
+    assert not compare_outputs(ref, nan, cosine=(0.99, 0.05))["passed"]
+
+
+def test_the_result_files_metric_reaches_the_judged_reference():
+    import shutil
+
+    from ktui.repro.api import resolve_reference
+
+    hb = Path(__file__).parent / "fixtures" / "real" / "harbor_minimal" / "results" / "jobs" / "model-a" / "sample1"
+    trial = next(hb.iterdir())
+    import tempfile
+
+    d = Path(tempfile.mkdtemp()) / trial.name
+    shutil.copytree(trial, d)
+    (d / "reward.json").write_text('{"reward": 0, "correct": false, "metric": "cosine", "cosine_min": null}')
+    run = load(str(d / "trajectory.json"))
+    src, origin = resolve_reference(run, None)
+    assert src.rstrip().endswith("# ktui: metric cosine 0.99 0.05") and "cosine similarity" in origin

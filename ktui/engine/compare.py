@@ -104,9 +104,24 @@ def effective_tolerance(out_dtype, in_dtype=None):
     return (max(a[0], b[0]), max(a[1], b[1]))
 
 
-def compare_outputs(ref_out, new_out, atol=None, rtol=None, input_dtype=None):
+def cosine_rule(reference_source):
+    """(min cosine, max relative L1) when the judged reference carries the cosine directive."""
+    from .defaults import COSINE_DIRECTIVE
+
+    for line in (reference_source or "").splitlines()[-4:]:
+        if line.startswith(COSINE_DIRECTIVE):
+            parts = line[len(COSINE_DIRECTIVE):].split()
+            try:
+                return float(parts[0]), float(parts[1])
+            except (IndexError, ValueError):
+                return 0.99, 0.05
+    return None
+
+
+def compare_outputs(ref_out, new_out, atol=None, rtol=None, input_dtype=None, cosine=None):
     """KernelBench-style comparison: shape check, allclose, max/mean abs and rel error; tolerances
-    by dtype (:func:`effective_tolerance`) unless given."""
+    by dtype (:func:`effective_tolerance`) unless given. ``cosine=(min_cos, max_rel_l1)``: floating
+    outputs are judged by cosine similarity and relative L1 instead (the task's own metric)."""
     import torch
 
     refs, news = flatten(ref_out), flatten(new_out)
@@ -152,7 +167,18 @@ def compare_outputs(ref_out, new_out, atol=None, rtol=None, input_dtype=None):
             r = r.to(torch.float32)
         if str(n.dtype).startswith("torch.float8"):
             n = n.to(torch.float32)
-        if r.dtype.is_floating_point or r.dtype.is_complex:
+        if cosine is not None and r.dtype.is_floating_point:
+            rd, nd = r.to(torch.float64), n.to(torch.float64)
+            rf, nf = rd.flatten(), nd.flatten()
+            cos = float(torch.nn.functional.cosine_similarity(nf, rf, dim=0)) if rf.numel() else 1.0
+            rel_l1 = float((nf - rf).abs().sum() / (rf.abs().sum() + 1e-8))
+            ok = cos >= cosine[0] and rel_l1 <= cosine[1]  # NaN fails both
+            res["metric"] = f"cosine >= {cosine[0]:g} and relative L1 <= {cosine[1]:g}"
+            res["cosine"] = round_(min(res.get("cosine", 1.0), cos), 9) if cos == cos else None
+            if not ok and res["passed"]:
+                res.update(passed=False, reason=f"cosine similarity {cos:.5g} (min {cosine[0]:g}), relative L1 "
+                                                f"{rel_l1:.3g} (max {cosine[1]:g})")
+        elif r.dtype.is_floating_point or r.dtype.is_complex:
             rd, nd = r.to(torch.float64), n.to(torch.float64)
             ok = bool(torch.allclose(nd, rd, atol=a_tol, rtol=r_tol))
         else:
@@ -167,7 +193,7 @@ def compare_outputs(ref_out, new_out, atol=None, rtol=None, input_dtype=None):
         if not bool(finite.all()):
             ok = False
             diff = torch.where(finite, diff, torch.full_like(diff, float("inf")))
-        elif not ok and not bool(torch.isfinite(rd).all()):
+        elif not ok and cosine is None and not bool(torch.isfinite(rd).all()):
             # allclose never matches NaN with NaN: judge the finite positions, the rest matched above
             fin = torch.isfinite(rd)
             ok = bool(torch.allclose(nd[fin], rd[fin], atol=a_tol, rtol=r_tol))

@@ -80,3 +80,7 @@ MAX_TENSOR_BYTES = 64 << 30
 # a line the judged reference carries when the task judges outputs against Model run on float32
 # copies of the inputs (an "fp32 ground truth"; ktui.trace.results.reference writes it)
 FP32_DIRECTIVE = "# ktui: ground truth fp32 (the reference runs on float32 copies of floating inputs)"
+# a line the judged reference carries when the task judges by cosine similarity, with the harness's
+# thresholds (Harbor's kb_verifier.py: cosine >= 0.99 and relative L1 <= 0.05, for quantized or
+# top-k-selected outputs): "# ktui: metric cosine 0.99 0.05"
+COSINE_DIRECTIVE = "# ktui: metric cosine"

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 from . import protocol, sandbox, shm
-from .compare import compare_outputs, held_out_seed, input_precision
+from .compare import compare_outputs, cosine_rule, held_out_seed, input_precision
 from .defaults import (
     COMPILE_STAGES,
     COMPILE_TIMEOUT_S,
@@ -590,6 +590,10 @@ class Judge:
             self._floor = None
         ref.call("load_reference", {"source": job.reference_source})
         self.result["reference"] = {"origin": job.reference_origin, "sha1": self.result["reference_sha1"]}
+        self.cosine = cosine_rule(job.reference_source)
+        if self.cosine is not None:
+            self.result["reference"]["metric"] = (f"cosine similarity >= {self.cosine[0]:g} and relative L1 <= "
+                                                  f"{self.cosine[1]:g} (the harness's metric for this task)")
         if FP32_DIRECTIVE in (job.reference_source or ""):
             self.result["reference"]["ground_truth"] = "fp32: the reference runs on float32 copies of the inputs"
         self.ref, self.cand = ref, cand
@@ -707,7 +711,8 @@ class Judge:
             inputs, ref_out = self.reference_io(s, f"c{i}")
             out, meta = self.candidate_forward(inputs, f"c{i}")
             self.types_seen.append(meta)
-            return compare_outputs(ref_out.decoded(), out.decoded(), input_dtype=input_precision(inputs.decoded()))
+            return compare_outputs(ref_out.decoded(), out.decoded(), input_dtype=input_precision(inputs.decoded()),
+                                   cosine=getattr(self, "cosine", None))
 
         for i, s in enumerate(seeds, 1):
             cmp = one(i, s, "trial")

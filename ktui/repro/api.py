@@ -142,11 +142,15 @@ def resolve_reference(run: Any, reference_path: str | None, tasks_dir: str | Non
     ``tasks_dir`` that matches the run's task; ``--reference FILE`` when given replaces either."""
     src, origin = _resolve(run, reference_path, tasks_dir)
     if src:
-        from ktui.trace.results.reference import FP32_DIRECTIVE, ground_truth
+        from ktui.trace.results.reference import COSINE_DIRECTIVE, FP32_DIRECTIVE, ground_truth, task_metric
 
         if ground_truth(run) == "fp32" and FP32_DIRECTIVE not in src:
             src = src.rstrip("\n") + "\n\n" + FP32_DIRECTIVE + "\n"
             origin += "; outputs computed on float32 copies of the inputs (the task's fp32 ground truth)"
+        rule = task_metric(run)
+        if rule is not None and COSINE_DIRECTIVE not in src:
+            src = src.rstrip("\n") + "\n" + f"{COSINE_DIRECTIVE} {rule[0]:g} {rule[1]:g}" + "\n"
+            origin += f"; judged by cosine similarity >= {rule[0]:g}, relative L1 <= {rule[1]:g} (the harness's metric)"
     return src, origin
 
 

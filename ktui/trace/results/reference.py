@@ -38,6 +38,20 @@ _FP32_TRUTH = re.compile(r"\b(?:fp32|float32)\s+ground[- ]truth|ground[- ]truth\
                          re.I)
 
 
+# the harness judges some tasks by cosine similarity (quantized or top-k-selected outputs); its result
+# file says so ("metric": "cosine"); the thresholds are its verifier's defaults (Harbor kb_verifier.py)
+COSINE_DIRECTIVE = "# ktui: metric cosine"
+COSINE_DEFAULTS = (0.99, 0.05)  # min cosine similarity, max relative L1
+
+
+def task_metric(run: Any) -> tuple[float, float] | None:
+    """(min cosine, max relative L1) when the run's result file says the task is judged by cosine."""
+    for r in getattr(run, "results", None) or []:
+        if str(r.values.get("metric", "")).lower() == "cosine":
+            return COSINE_DEFAULTS
+    return None
+
+
 def ground_truth(run: Any) -> str | None:
     """'fp32' when the run's task prompt says outputs are judged against an fp32 ground truth."""
     p = run.problem
