@@ -422,3 +422,135 @@ def test_swe_agent_history_only_file_is_read():
     assert run.calls[0].args["command"] == "find_file missing_colon.py"
     assert run.calls[0].result.summary.startswith('Found 1 matches for "missing_colon.py"')
     assert run.problem.prompt.startswith("We're currently solving the following issue")
+
+
+# ---- found on more real sessions (Codex 0.2x-0.58 and 2026 rollouts, Claude Code 2.1.88-2.1.92) ---
+CODEX_REAL_02X = REAL / "codex_0.2x_bare_items_refused_patches_rollout-2025-08-24T10-37-46.jsonl"
+CODEX_057 = ST / "codex_0.57_refused_patches_exec_exit_codes_formatter.jsonl"
+CC21 = ST / "claude_code_2.1_result_before_call_repeated_and_torn_records.jsonl"
+
+
+def test_codex_real_rollout_refused_patches_change_nothing():
+    run = load(CODEX_REAL_02X)
+    assert run.format == "codex-cli" and len(run.turns) == 77 and len(run.calls) == 65
+    # eight apply_patch calls the tool refused ("error: Failed to find expected lines ...", an
+    # invalid hunk): they are failed calls and change nothing, so the later patches of the same
+    # files apply cleanly (two "context is not in the last known content" warnings before)
+    assert run.problems == []
+    patches = [c for c in run.calls if "Begin Patch" in str(c.args)]
+    refused = [c for c in patches if c.result.status == "failed"]
+    assert len(patches) == 32 and len(refused) == 8
+    assert all(c.result.summary.startswith(("error:", "failed in sandbox")) for c in refused)
+
+
+def test_codex_refused_patch_changes_nothing_and_a_patch_stopped_at_a_file_wrote_the_ones_before():
+    run = load(CODEX_057)
+    assert run.format == "codex-cli"
+    codes = [k.code for k in run.kernels]
+    # verification failed: nothing written (no BLOCK=4096 version)
+    assert not any("4096" in c for c in codes)
+    # stopped at utils.py: solution.py, before it in the patch, was written (v2, BLOCK=2048)
+    assert "BLOCK=2048" in codes[1] and "BLOCK=1024" not in codes[1]
+    by_id = {c.id: c for c in run.calls}
+    assert by_id["call_c1"].result.status == "failed" and by_id["call_c1"].kernel is None
+    assert by_id["call_d1"].result.status == "failed" and by_id["call_d1"].kernel == 2
+
+
+def test_codex_patch_hunks_are_applied_as_the_tool_applies_them():
+    run = load(CODEX_057)
+    v3 = run.kernels[2].code
+    # '@@ class ModelNew...' anchors the first chunk; the chunk of additions only goes at the end
+    assert "    def forward(self, x):\n        x = x.contiguous()\n        y = torch.empty_like(x)" in v3
+    assert v3.endswith("        return y\n\n\ndef get_inputs():\n    return [torch.randn(1 << 20, device=\"cuda\")]\n")
+    assert not run.kernels[2].partial
+
+
+def test_codex_patch_unit_semantics():
+    from ktui.trace.importers.kernels import apply_codex_patch
+
+    base = "a\nb\nc\n"
+    assert apply_codex_patch(base, ["@@", "+z"]) == ("a\nb\nc\nz\n", None)  # additions only: at the end
+    assert apply_codex_patch(base, ["@@ b", "-c", "+C"]) == ("a\nb\nC\n", None)
+    # the anchor moves the search past its line: the 'x' after 'mark' is replaced, not the first
+    assert apply_codex_patch("x\nmark\nx\n", ["@@ mark", "-x", "+y"]) == ("x\nmark\ny\n", None)
+    # typographic punctuation matches its ASCII form, as Codex's seek_sequence does
+    assert apply_codex_patch("say \u201chi\u201d \u2014 ok\n", ["@@", '-say "hi" - ok', "+bye"]) == ("bye\n", None)
+    assert apply_codex_patch(base, ["@@ nowhere", "-a", "+b"])[1] is not None
+
+
+def test_a_formatter_run_makes_a_later_mismatch_a_partial_version_not_a_problem():
+    run = load(CODEX_057)
+    assert run.problems == []
+    v4 = run.kernels[3]
+    assert v4.partial and "BLOCK=8192" in v4.code
+    assert any("rewritten by `black" in n for _, n in run.notes)
+
+
+def test_formatter_scope():
+    from ktui.trace.importers.kernels import FileTracker
+
+    ft = FileTracker()
+    for p in ("/w/a.py", "/w/b.py", "/w/k.cu", "/w/sub/c.py"):
+        ft.observe(p, "x = 1\n")
+    ft.shell("black --check . && pytest -q", None, 0, 1, "/w")
+    assert ft.reformatted == {}  # a check only
+    ft.shell("black sub/ && python a.py", None, 0, 1, "/w")
+    assert set(ft.reformatted) == {"/w/sub/c.py"}
+    ft.shell("clang-format -i k.cu", None, 0, 1, "/w")
+    assert "/w/k.cu" in ft.reformatted and "/w/a.py" not in ft.reformatted
+    ft.shell("cd /w && ruff format", None, 0, 1, "/w")
+    assert {"/w/a.py", "/w/b.py"} <= set(ft.reformatted)
+    ft.observe("/w/a.py", "y = 2\n")  # seen again: known again
+    assert "/w/a.py" not in ft.reformatted
+
+
+def test_codex_plain_text_exit_headers_give_the_status():
+    from ktui.trace.importers.codex_cli import _output
+
+    assert _output("Exit code: 1\nWall time: 0.1 seconds\nOutput:\nboom\n")[1:] == ("failed", 1)
+    assert _output("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nok\n")[1:] == ("ok", 0)
+    assert _output("Chunk ID: ab\nWall time: 0.05 seconds\nProcess exited with code 2\nOutput:\n")[1:] == ("failed", 2)
+    assert _output("Chunk ID: ab\nWall time: 1.0 seconds\nProcess running with session ID 7\nOutput:\n")[1] is None
+    assert _output("failed in sandbox LinuxSeccomp with execution error: sandbox denied exec error")[1] == "failed"
+    run = load(CODEX_057)
+    assert {c.id: c for c in run.calls}["call_b1"].result.status == "failed"
+
+
+def test_codex_token_totals_restarting_are_not_a_problem():
+    run = load(CODEX_057)
+    assert not any("token" in p.message for p in run.problems)
+    assert any("token totals restarted" in n for _, n in run.notes)
+    assert run.turns[-1].tokens_in == 900 and run.tokens_in == 1000 + 6 * 1000 + 900
+
+
+def test_claude_code_result_written_before_its_call_is_paired_and_a_refused_write_is_not_applied():
+    run = load(CC21)
+    assert run.format == "claude-code"
+    w2 = {c.id: c for c in run.calls}["call_w2"]
+    assert w2.result is not None and w2.result.is_error and w2.kernel is None
+    assert not any("999999" in k.code for k in run.kernels)
+    assert not any("no pending tool_use" in m or "no tool_use" in m for m in warnings(run))
+    # the two lines of one response around the early result are one turn, its usage counted once
+    assert len(run.turns) == 5 and run.tokens_in == 5000
+
+
+def test_claude_code_record_written_twice_is_read_once():
+    run = load(CC21)
+    edits = [c for c in run.calls if c.name == "Edit"]
+    assert len(edits) == 1 and not any("repeats" in m for m in warnings(run))
+    assert [k.partial for k in run.kernels] == [False, False] and "BLOCK=2048" in run.kernels[1].code
+    assert run.final_kernel_number == 2 and run.metrics.speedup == 1.42
+
+
+def test_a_line_with_a_torn_write_before_a_whole_record_keeps_the_record(tmp_path):
+    run = load(CC21)
+    msgs = warnings(run)
+    assert len(msgs) == 1 and "first 40 bytes are an unfinished record" in msgs[0]
+    assert run.problems[0].severity == "warning"
+    # the Edit's result is on that line: it is paired
+    assert {c.id: c for c in run.calls}["call_e3"].result is not None
+    from ktui.trace.importers.common import torn_prefix
+
+    assert torn_prefix(b'{"a": 1, "b": [1, 2') == (0, None)
+    assert torn_prefix(b'{"a":"x{"a":"xy","b":2}') == (7, {"a": "xy", "b": 2})
+    assert torn_prefix(b'nothing like a record') == (0, None)

@@ -10,7 +10,9 @@ gives the file content a ``Read`` saw and an ``Edit`` / ``Write``'s ``originalFi
 was just before the call: the base the edit is applied to, whenever it is there). A write or edit
 whose ``tool_result`` has ``is_error: true`` changed nothing and is not applied. Claude Code 2.x
 also writes bookkeeping lines with no message (``queue-operation``, ``file-history-snapshot``,
-``custom-title``, ``last-prompt``, ``progress``, ``attachment`` ...): they are not problems.
+``custom-title``, ``last-prompt``, ``progress``, ``attachment`` ...): they are not problems. It
+also writes lines out of order at times (a ``tool_result`` before the ``tool_use`` it answers:
+paired when the call comes) and, with two writers, a record twice (the same ``uuid``: read once).
 Streaming: the file is read line by line.
 """
 
@@ -60,10 +62,16 @@ class _State:
         self.asm = asm
         self.turn: Turn | None = None
         self.turn_mid: str | None = None
+        self.last_turn: Turn | None = None  # the turn of the last assistant line
         self.usage: dict[int, dict] = {}  # turn index -> last usage of its message id
         self.deferred: dict[str, ToolCall] = {}  # edit/write calls tracked when their result arrives
         self.cwd: str | None = None
         self.unknown_types: dict[str, int] = {}  # line types without a message, not known: first line
+        self.uuids: set[str] = set()  # records read (Claude Code writes a record once per uuid)
+        self.repeats = 0
+        # results written before their call (2.x writes lines out of order at times): tool_use_id ->
+        # (block, toolUseResult, line, time)
+        self.early: dict[str, tuple[dict, Any, int, int | None]] = {}
 
 
 def load(path: str, data: bytes | None = None) -> Run:
@@ -78,6 +86,10 @@ def load(path: str, data: bytes | None = None) -> Run:
             asm.problem(no, f"could not interpret a '{kind}' line ({type(exc).__name__}: {exc})", excerpt(raw))
         asm.event(no, off, len(raw), kind, ts, "agent" if kind == "assistant" else kind,
                   st.turn.index if st.turn is not None and kind == "assistant" else None)
+    for cid, (_, _, no, _) in st.early.items():
+        asm.warn(no, f"tool_result for {cid!r} has no tool_use")
+    if st.repeats:
+        asm.note(0, f"{st.repeats} record(s) written twice (the same uuid) were read once")
     for c in st.deferred.values():  # edits whose result never came
         asm.track_call(c, st.cwd)
     for kind, no in st.unknown_types.items():
@@ -98,6 +110,12 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
     if kind == "summary":
         asm.note(no, f"summary: {as_str(obj.get('summary')) or ''}")
         return
+    uid = obj.get("uuid")
+    if isinstance(uid, str) and kind in ("user", "assistant"):
+        if uid in st.uuids:  # the same record again (two writers, or a write redone): read once
+            st.repeats += 1
+            return
+        st.uuids.add(uid)
     msg = obj.get("message")
     if not isinstance(msg, dict) and kind in BOOKKEEPING:
         if kind == "queue-operation" and obj.get("operation") == "enqueue" and as_str(obj.get("content")):
@@ -119,11 +137,16 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
         model = msg.get("model")
         if isinstance(model, str) and model and not model.startswith("<"):
             run.model = run.model or model
-        if st.turn is None or mid is None or mid != st.turn_mid:
+        if mid is not None and mid == st.turn_mid and st.last_turn is not None:
+            # the same response (its lines can come around a result written out of order)
+            st.turn = st.last_turn
+            asm.touch(st.turn, no, ts)
+        elif st.turn is None or mid is None or mid != st.turn_mid:
             st.turn = asm.turn(no, ts, "agent" if not obj.get("isSidechain") else "subagent")
             st.turn_mid = mid
         else:
             asm.touch(st.turn, no, ts)
+        st.last_turn = st.turn
         t = st.turn
         if isinstance(msg.get("usage"), dict):
             st.usage[t.index] = msg["usage"]
@@ -143,6 +166,9 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
                     st.deferred[c.id or f"#{c.index}"] = c
                 else:
                     asm.track_call(c, st.cwd)
+                early = st.early.pop(c.id, None) if c.id else None
+                if early is not None:  # its result was written first
+                    _tool_result(st, c, *early)
         return
     if kind == "user":
         st.turn = None  # the next assistant line starts a new turn
@@ -163,26 +189,34 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
             cid = b.get("tool_use_id")
             c = asm.pending(cid)
             if c is None:
-                asm.warn(no, f"tool_result for {cid!r} has no pending tool_use")
+                if isinstance(cid, str) and cid and cid not in st.early and len(st.early) < 10_000:
+                    st.early[cid] = (b, tur, no, ts)  # its tool_use may come on a later line
+                else:
+                    asm.warn(no, f"tool_result for {cid!r} has no pending tool_use")
                 continue
-            is_err = b.get("is_error") is True
-            _observe(st, c, tur, is_err)
-            key = c.id or f"#{c.index}"
-            if key in st.deferred:
-                deferred = st.deferred.pop(key)
-                if not is_err:  # a failed Edit / Write changed nothing
-                    asm.track_call(deferred, st.cwd)
-            text = text_of(b.get("content"))
-            status = None
-            if is_err:
-                status = FAILED if c.name == "Bash" and "blocked" not in text and "approval" not in text else ERROR
-            effect = tur if isinstance(tur, dict) and c.name not in ("Read",) else None
-            if isinstance(effect, dict):
-                effect = {k: v for k, v in effect.items() if k not in ("originalFile", "file")}
-            asm.result(c, text, no, ts, status=status, is_error=is_err, effect=effect)
+            _tool_result(st, c, b, tur, no, ts)
         if texts:
             asm.message(no, "user", "\n".join(texts))
         asm.ts(ts)
+
+
+def _tool_result(st: _State, c: ToolCall, b: dict, tur: Any, no: int, ts: int | None) -> None:
+    asm = st.asm
+    is_err = b.get("is_error") is True
+    _observe(st, c, tur, is_err)
+    key = c.id or f"#{c.index}"
+    if key in st.deferred:
+        deferred = st.deferred.pop(key)
+        if not is_err:  # a failed Edit / Write changed nothing
+            asm.track_call(deferred, st.cwd)
+    text = text_of(b.get("content"))
+    status = None
+    if is_err:
+        status = FAILED if c.name == "Bash" and "blocked" not in text and "approval" not in text else ERROR
+    effect = tur if isinstance(tur, dict) and c.name not in ("Read",) else None
+    if isinstance(effect, dict):
+        effect = {k: v for k, v in effect.items() if k not in ("originalFile", "file")}
+    asm.result(c, text, no, ts, status=status, is_error=is_err, effect=effect)
 
 
 def _observe(st: _State, c: ToolCall, tur: Any, is_error: bool = False) -> None:

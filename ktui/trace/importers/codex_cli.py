@@ -15,13 +15,20 @@ that ``token_count``, or the previous round's completion, whichever is later) to
 ``token_count``; the k-th changed ``token_count`` belongs to the k-th round. Lines the model
 writes (``token_count``, ``agent_reasoning``, ``agent_message``, reasoning and calls) never count
 as "input ready". Without ``token_count`` lines a round lasts from its input to its first item. Calls pair with outputs by
-``call_id``. ``apply_patch`` (a custom tool from 0.63, a ``shell`` argv before) is applied to the
-last known content of each file. Older rollouts without the envelope (``{"record_type": ...}``
-or bare items) are read too.
+``call_id``. ``apply_patch`` (a custom tool from 0.63, a ``shell`` argv or a heredoc before) is
+applied to the last known content of each file once its output says what happened: a patch the tool
+refused (a non-zero exit code, ``error: Failed to find expected lines ...``, ``apply_patch
+verification failed``, ``execution error``, ``failed in sandbox``, an invalid hunk) changed nothing,
+except, when it failed while writing (``Failed to find expected lines in PATH``, ``Failed to write
+file PATH``), the files of the patch before the one it names (it writes file by file); a patch
+whose output never came is applied. Hunks are applied as the tool does (an ``@@ line`` anchor; a
+chunk of additions only goes at the end of the file). Older rollouts without the envelope (``{"record_type":
+...}`` or bare items) are read too.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import Any
 
@@ -35,6 +42,7 @@ from ktui.trace.importers.common import (
     object_lines,
     text_of,
 )
+from ktui.trace.importers.kernels import norm_path, parse_patch
 from ktui.trace.model import FAILED, OK, Run, ToolCall, Turn
 from ktui.trace.notes import loads
 
@@ -70,6 +78,7 @@ class _State:
         self.turn_ready: int | None = None  # when the open round's input was ready
         self.cwd: str | None = None
         self.user_typed: list[str] = []
+        self.patches: dict[str, tuple[ToolCall, str, str | None]] = {}  # call key -> (call, patch, cwd)
 
 
 def load(path: str, data: bytes | None = None) -> Run:
@@ -93,6 +102,8 @@ def load(path: str, data: bytes | None = None) -> Run:
             asm.problem(no, f"could not interpret a '{typ}/{ptype}' line ({type(exc).__name__}: {exc})", excerpt(raw))
         asm.event(no, off, len(raw), f"{typ}:{ptype}" if ptype else typ, ts, None,
                   st.turn.index if st.turn is not None and st.open else None)
+    for c, body, cwd in st.patches.values():  # patches whose output never came: applied
+        _apply_patch(st, c, body, cwd)
     if st.completions and asm.run.turns:  # more token counts than rounds: the last round's
         t = asm.run.turns[-1]
         while st.completions:
@@ -190,7 +201,9 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
                 if st.last_total is None or parts["total_tokens"] != st.last_total:
                     delta = {k: v - st.last_parts.get(k, 0) for k, v in parts.items()}
                     if not all(v >= 0 for v in delta.values()):
-                        asm.warn(no, "token totals went down (a new session in the same file?); counted afresh")
+                        # the totals restart when a session is resumed (or its context reset): the
+                        # new totals are counted afresh, nothing is lost, so this is not a problem
+                        asm.note(no, "token totals restarted (the session was resumed); counted afresh")
                         delta = dict(parts)
                     if st.turn is not None and st.open and not st.timed:
                         # written after the round's items (older rollouts): this round's
@@ -255,6 +268,11 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
             return
         out = p.get("output")
         text, status, code = _output(out)
+        deferred = st.patches.pop(c.id or f"#{c.index}", None)
+        if deferred is not None:
+            _apply_patch(st, *deferred, outcome=(text, code))
+            if status is None and code is None and _patch_failed(text, None):
+                status = FAILED
         asm.result(c, text, no, ts, status=status, effect={"exit_code": code} if code is not None else None)
         return
     if ptype in ("ghost_snapshot", "web_search_call"):
@@ -274,9 +292,16 @@ def _event_ts(asm: Assembler, ts: int | None) -> None:
         run.ended_ms = ts
 
 
+# plain-text outputs: "Exit code: N\nWall time: ..." (0.6x shell), "Chunk ID: ..\nWall time: ..\nProcess
+# exited with code N" (exec_command); Codex's own refusals (the command or patch never ran as asked)
+_EXIT_HEADER = re.compile(r"(?:Exit code: (\d{1,9})\b|Chunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code (\d{1,9})\b)")
+_CODEX_REFUSED = re.compile(r"(?:failed in sandbox|execution error|apply_patch verification failed|"
+                            r"unsupported call|failed to parse function arguments)", re.I)
+
+
 def _output(out: Any) -> tuple[str, str | None, int | None]:
-    """An output's text, status and exit code: a string, a JSON string ``{output, metadata}``,
-    or an object ``{content, success}``."""
+    """An output's text, status and exit code: a string (plain, or with an exit-code header), a
+    JSON string ``{output, metadata}``, or an object ``{content, success}``."""
     meta = None
     if isinstance(out, str) and out.startswith("{") and '"output"' in out[:200]:
         try:
@@ -292,6 +317,12 @@ def _output(out: Any) -> tuple[str, str | None, int | None]:
         return text, (OK if succ else FAILED) if isinstance(succ, bool) else None, None
     text = out if isinstance(out, str) else ("" if out is None else str(out))
     code = as_int(meta.get("exit_code")) if meta else None
+    if meta is None:  # a plain-text output: its header says how the command ended
+        m = _EXIT_HEADER.match(text)
+        if m:
+            code = int(m.group(1) or m.group(2))
+        elif _CODEX_REFUSED.match(text):
+            return text, FAILED, None
     status = None
     if code is not None:
         status = OK if code == 0 else FAILED
@@ -303,25 +334,75 @@ def _output(out: Any) -> tuple[str, str | None, int | None]:
     return text, status, code
 
 
+# what apply_patch prints when it changed nothing (or stopped at the file it names)
+_PATCH_FAILED = re.compile(r"^\s*(?:error:|apply_patch verification failed|execution error|failed in sandbox|"
+                           r"invalid patch|invalid hunk|patch rejected|Failed to (?:find|read|write|apply))", re.I)
+_VERIFIED_FIRST = re.compile(r"\s*(?:apply_patch verification failed|invalid patch|invalid hunk|error: invalid)", re.I)
+_PATCH_FAILED_AT = re.compile(r"(?:expected lines .*? in|Failed to (?:read|write) file(?: to update)?|"
+                              r"Failed to find expected lines in)\s+(\S+?)[:\s]*$", re.M)
+
+
+def _patch_failed(text: str, code: int | None) -> bool:
+    if code is not None:
+        return code != 0
+    return bool(_PATCH_FAILED.match(text or ""))
+
+
+def _apply_patch(st: _State, c: ToolCall, body: str, cwd: str | None,
+                 outcome: tuple[str, int | None] | None = None) -> None:
+    """Apply a patch whose output is known (or never came): a refused patch changes nothing, or
+    only the files before the one its error names."""
+    if outcome is not None and _patch_failed(*outcome):
+        text = outcome[0] or ""
+        # checked before anything is written (0.4x+): nothing changed; else the tool stopped at
+        # the file its error names, having written the ones before it
+        m = None if _VERIFIED_FIRST.match(text) else _PATCH_FAILED_AT.search(text[:4000])
+        ops = parse_patch(body)
+        stop = None
+        if m:
+            named = norm_path(m.group(1).rstrip(":"), cwd)
+            for i, (_, path, _, _) in enumerate(ops):
+                p = norm_path(path, cwd)
+                if p == named or named.endswith("/" + p.lstrip("/")) or p.endswith("/" + named.lstrip("/")):
+                    stop = i
+                    break
+        if not stop:  # the first file failed, or the error names none: nothing was written
+            return
+        body = "\n".join(["*** Begin Patch"] + [_op_text(o) for o in ops[:stop]] + ["*** End Patch"])
+    for err in st.asm.files.patch(body, c, c.turn, c.line, cwd):
+        st.asm.warn(c.line, err)
+
+
+def _op_text(op: tuple[str, str, list[str], str | None]) -> str:
+    kind, path, lines, move = op
+    head = {"add": "*** Add File: ", "update": "*** Update File: ", "delete": "*** Delete File: "}[kind] + path
+    return "\n".join([head] + ([f"*** Move to: {move}"] if move else []) + lines)
+
+
+def _defer_patch(st: _State, c: ToolCall, body: str, cwd: str | None) -> None:
+    st.patches[c.id or f"#{c.index}"] = (c, body, cwd)
+
+
 def _track(st: _State, c: ToolCall) -> None:
     a = c.args
     cwd = as_str(a.get("workdir")) or st.cwd
     cmd = a.get("command")
     if c.name == "apply_patch" and isinstance(a.get("input"), str):
-        for err in st.asm.files.patch(a["input"], c, c.turn, c.line, cwd):
-            st.asm.warn(c.line, err)
+        _defer_patch(st, c, a["input"], cwd)
         return
     if isinstance(cmd, list):  # shell argv: ["bash", "-lc", "..."] or ["apply_patch", "*** Begin Patch..."]
         parts = [x for x in cmd if isinstance(x, str)]
         if parts and parts[0] == "apply_patch" and len(parts) > 1:
-            for err in st.asm.files.patch(parts[1], c, c.turn, c.line, cwd):
-                st.asm.warn(c.line, err)
+            _defer_patch(st, c, parts[1], cwd)
             return
         script = parts[-1] if len(parts) >= 3 and parts[1] in ("-lc", "-c") else " ".join(parts)
         if "*** Begin Patch" in script:
-            for err in st.asm.files.patch(script[script.index("*** Begin Patch"):], c, c.turn, c.line, cwd):
-                st.asm.warn(c.line, err)
+            _defer_patch(st, c, script[script.index("*** Begin Patch"):], cwd)
             return
         st.asm.files.shell(script, c, c.turn, c.line, cwd)
+        return
+    script = cmd if isinstance(cmd, str) else as_str(a.get("cmd"))  # exec_command {"cmd": "..."}
+    if script and "*** Begin Patch" in script:
+        _defer_patch(st, c, script[script.index("*** Begin Patch"):], cwd)
         return
     st.asm.track_call(c, cwd)

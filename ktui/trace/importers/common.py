@@ -515,6 +515,31 @@ def bad_json_line(asm: Assembler, no: int, raw: bytes, term: bool, exc: Exceptio
     asm.problem(no, f"not valid JSON ({str(exc).split(':', 1)[0][:80]})", excerpt(raw))
 
 
+_TORN_TRIES = 16
+
+
+def torn_prefix(raw: bytes) -> tuple[int, dict | None]:
+    """A line that starts with an unfinished record and then holds a whole one (two writers, or a
+    write cut off and redone, without a newline between): (bytes before the whole record, it), or
+    (0, None). The whole record is looked for where the line's opening (``{"key":``) starts again."""
+    head = raw.lstrip()[:24]
+    q = head.find(b'":')
+    if not head.startswith(b'{"') or q < 0:
+        return 0, None
+    sig = head[:q + 2]
+    p = raw.find(sig, 1)
+    tries = 0
+    while p > 0 and tries < _TORN_TRIES:
+        tries += 1
+        try:
+            obj = parse_json(raw[p:])
+        except JSONError:
+            p = raw.find(sig, p + 1)
+            continue
+        return (p, obj) if isinstance(obj, dict) else (0, None)
+    return 0, None
+
+
 def object_lines(asm: Assembler, path: str, data: bytes | None = None) -> Iterator[tuple[int, int, bytes, dict]]:
     """(line number, byte offset, raw line, object) for each line of a JSON-lines source that holds
     a JSON object. Blank lines are skipped; a line that does not parse goes to :func:`bad_json_line`,
@@ -527,8 +552,13 @@ def object_lines(asm: Assembler, path: str, data: bytes | None = None) -> Iterat
         try:
             obj = parse_json(raw)
         except JSONError as exc:
-            bad_json_line(asm, no, raw, term, exc)
-            continue
+            cut, obj = torn_prefix(raw)
+            if obj is None:
+                bad_json_line(asm, no, raw, term, exc)
+                continue
+            asm.warn(no, f"the first {cut:,} bytes are an unfinished record (a write cut off, then the record "
+                         f"written again on the same line): the complete record after them is kept")
+            raw, off = raw[cut:], off + cut
         if not isinstance(obj, dict):
             asm.problem(no, f"line is a JSON {type(obj).__name__}, not an object", excerpt(raw))
             continue

@@ -217,6 +217,19 @@ def evidence(text: str) -> Evidence | None:
 _HEREDOC = re.compile(r"<<(-?)\s*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z_][\w.-]*))")
 _TARGET = re.compile(r"(?:^|[\s;&|(])(?:cat|command cat)\b[^\n]*?(>>?)\s*(\"[^\"]+\"|'[^']+'|[^\s;&|<>]+)")
 _TEE = re.compile(r"\btee\s+((?:-a\s+)?)(\"[^\"]+\"|'[^']+'|[^\s;&|<>]+)")
+# formatters that rewrite files in place, by the sources they touch (None: a project recipe, any)
+_FORMATTER = re.compile(
+    r"(?P<rust>\bcargo\s+(?:\+\S+\s+)?fmt\b(?![^;&|]*--check)|\brustfmt\b(?![^;&|]*--check))"
+    r"|(?P<py>\bblack\b(?![^;&|]*--(?:check|diff))|\bruff\s+format\b(?![^;&|]*--(?:check|diff))|"
+    r"\bruff\b[^;&|]*\s--fix\b|\bisort\b(?![^;&|]*--(?:check|diff))|\b(?:autopep8|yapf)\b[^;&|]*\s(?:-i|--in-place)\b)"
+    r"|(?P<c>\bclang-format\b[^;&|]*\s-i\b)"
+    r"|(?P<js>\bprettier\b[^;&|]*\s--write\b|\beslint\b[^;&|]*\s--fix\b|\bbiome\b[^;&|]*\s--write\b)"
+    r"|(?P<go>\bgofmt\b[^;&|]*\s-w\b|\bgo\s+fmt\b)"
+    r"|(?P<any>\b(?:just|make)\s+(?:fmt|format)\b|\bpre-commit\s+run\b|\bnpm\s+run\s+(?:fmt|format)\b)")
+_FORMATTER_EXTS = {"rust": {".rs"}, "py": {".py", ".pyi"}, "c": {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h",
+                                                                  ".hpp", ".hip"},
+                   "js": {".js", ".jsx", ".ts", ".tsx", ".css", ".json", ".md", ".html", ".mjs"}, "go": {".go"}}
+_SOURCE_EXTS = set().union(*_FORMATTER_EXTS.values())
 _CP_MV = re.compile(r"^\s*(cp|mv)\s+(?:-\w+\s+)*(\S+)\s+(\S+)\s*$")
 
 
@@ -238,6 +251,7 @@ class FileTracker:
         self.actions: list[_Action] = []
         self.notes: list[tuple[int, str]] = []
         self.paths_by_name: dict[str, set[str]] = {}  # file name -> the paths written or seen
+        self.reformatted: dict[str, str] = {}  # path -> the formatter that may have rewritten it since
 
     # -- what agents do
     def _cand(self, path: str | None, code: str, origin: str, call: ToolCall | None, turn: int | None,
@@ -255,6 +269,7 @@ class FileTracker:
         if isinstance(content, str) and path:
             self.content[path] = content
             self.fragment.pop(path, None)
+            self.reformatted.pop(path, None)
             self.paths_by_name.setdefault(posixpath.basename(path), set()).add(path)
 
     def write(self, path: str, content: str, call: ToolCall | None, turn: int | None, line: int,
@@ -263,6 +278,7 @@ class FileTracker:
             return
         self.content[path] = content
         self.fragment.pop(path, None)
+        self.reformatted.pop(path, None)
         self._cand(path, content, origin, call, turn, line)
 
     def append(self, path: str, content: str, call, turn, line, origin: str) -> None:
@@ -295,8 +311,13 @@ class FileTracker:
         elif old in base:
             text = base.replace(old, new) if replace_all else base.replace(old, new, 1)
         else:
-            self._cand(path, new, f"{origin} (partial: its old text is not in the last known content)",
-                       call, turn, line, partial=True)
+            fmt = self.reformatted.get(path)
+            why = (f"the file was rewritten by {fmt} since its last known content" if fmt else
+                   "its old text is not in the last known content")
+            self._cand(path, new, f"{origin} (partial: {why})", call, turn, line, partial=True)
+            if fmt:
+                self.notes.append((line, f"{origin} of {path}: {why}; kept as a partial version"))
+                return None
             return f"{origin} of {path}: old text not found in the last known content; kept as a partial version"
         self.content[path] = text
         self._cand(path, text, f"{origin} applied to the last known content", call, turn, line)
@@ -322,9 +343,14 @@ class FileTracker:
                     self._cand(target, frag, "apply_patch Update File (partial: the file's earlier content is "
                                "not in the trace; only the patched hunks)", call, turn, line, partial=True)
                     continue
-                text, err = apply_hunks(base, body)
+                text, err = apply_codex_patch(base, body)
                 if err:
-                    problems.append(f"apply_patch {path}: {err}")
+                    fmt = self.reformatted.get(p)
+                    if fmt:
+                        err = f"the file was rewritten by {fmt} since its last known content"
+                        self.notes.append((line, f"apply_patch {path}: {err}; kept as a partial version"))
+                    else:
+                        problems.append(f"apply_patch {path}: {err}")
                     self._cand(target, "\n".join(body_text(h, add=False) for h in split_hunks(body)),
                                f"apply_patch Update File (partial: {err})", call, turn, line, partial=True)
                     continue
@@ -386,6 +412,7 @@ class FileTracker:
             return
         if "<<" in command:
             self._heredocs(command, call, turn, line, cwd)
+        self._formatters(command, cwd)
         self.inplace(command, call, turn, line, cwd)
         if "cp " in command or "mv " in command:
             for ln in command.splitlines():
@@ -398,6 +425,30 @@ class FileTracker:
                             if m.group(1) == "mv":
                                 del self.content[src]
                             self.write(dst, code, call, turn, line, f"{m.group(1)} {m.group(2)}")
+
+    def _formatters(self, command: str, cwd: str | None) -> None:
+        """A formatter run in place (cargo fmt, black, ruff format, clang-format -i, prettier
+        --write ...) may rewrite files ktui knows: their last known content may be stale, so a later
+        edit whose text is not found there is a partial version, not a problem."""
+        for ln in command.splitlines():
+            for m in _FORMATTER.finditer(ln):
+                tool = m.group(0).strip()
+                exts = _FORMATTER_EXTS.get(m.lastgroup or "", None)
+                args = re.split(r"[;&|]", ln[m.end():], maxsplit=1)[0]
+                words = [w for w in re.findall(r"[^\s<>'\"]+", args)
+                         if not w.startswith("-") and w not in ("check", "format", "fmt", "run")]
+                files = [norm_path(w, cwd) for w in words if posixpath.splitext(w)[1] in _SOURCE_EXTS]
+                dirs = [norm_path(w, cwd) for w in words if not posixpath.splitext(w)[1] and "=" not in w]
+                for path in list(self.content):
+                    if exts is not None and posixpath.splitext(path)[1] not in exts and path not in files:
+                        continue
+                    if files or dirs:
+                        hit = path in files or any(not d or d == "." or path.startswith(d.rstrip("/") + "/")
+                                                   for d in dirs)
+                    else:
+                        hit = True
+                    if hit:
+                        self.reformatted[path] = f"`{tool}`"
 
     def _heredocs(self, command: str, call, turn, line, cwd) -> None:
         pos = 0
@@ -624,6 +675,103 @@ def _find(lines: list[str], seq: list[str], start: int) -> int:
             if norm(lines[i]) == want[0] and [norm(x) for x in lines[i:i + n]] == want:
                 return i
     return -1
+
+
+# Codex's seek_sequence also matches lines whose typographic punctuation differs (fancy dashes,
+# quotes and spaces read as their ASCII forms)
+_PUNCT = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"}
+                       | {c: "'" for c in "\u2018\u2019\u201a\u201b"}
+                       | {c: '"' for c in "\u201c\u201d\u201e\u201f"}
+                       | {c: " " for c in "\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+                                          "\u202f\u205f\u3000"})
+
+
+def _seek(lines: list[str], seq: list[str], start: int, eof: bool = False) -> int:
+    """Where ``seq`` starts in ``lines`` at or after ``start`` (Codex's seek_sequence: exact, then
+    ignoring trailing, then surrounding whitespace, then typographic punctuation; an end-of-file
+    chunk is looked for at the end first); -1 if nowhere."""
+    if not seq:
+        return start
+    n = len(seq)
+    if n > len(lines):
+        return -1
+    for norm in (lambda x: x, lambda x: x.rstrip(), lambda x: x.strip(), lambda x: x.strip().translate(_PUNCT)):
+        want = [norm(x) for x in seq]
+        if eof and [norm(x) for x in lines[len(lines) - n:]] == want and len(lines) - n >= start:
+            return len(lines) - n
+        for i in range(start, len(lines) - n + 1):
+            if norm(lines[i]) == want[0] and [norm(x) for x in lines[i:i + n]] == want:
+                return i
+    return -1
+
+
+def codex_chunks(body: list[str]) -> list[tuple[str | None, list[str], list[str], bool]]:
+    """An apply_patch Update File body as Codex parses it: chunks of (``@@ anchor`` line or None,
+    old lines, new lines, ends at ``*** End of File``)."""
+    chunks: list[list] = []
+    cur: list | None = None
+    for ln in body:
+        if ln.startswith("@@"):
+            ctx = ln[2:].strip() if ln[2:3] == " " else ""
+            cur = [ctx or None, [], [], False]
+            chunks.append(cur)
+            continue
+        if ln == "*** End of File":
+            if cur is not None:
+                cur[3] = True
+            continue
+        if cur is None:  # a first chunk without '@@'
+            cur = [None, [], [], False]
+            chunks.append(cur)
+        if ln.startswith("+"):
+            cur[2].append(ln[1:])
+        elif ln.startswith("-"):
+            cur[1].append(ln[1:])
+        else:  # context: ' ' + text, or an empty line
+            cur[1].append(ln[1:] if ln.startswith(" ") else ln)
+            cur[2].append(ln[1:] if ln.startswith(" ") else ln)
+    return [(c[0], c[1], c[2], c[3]) for c in chunks if c[0] is not None or c[1] or c[2]]
+
+
+def apply_codex_patch(base: str, body: list[str]) -> tuple[str, str | None]:
+    """Apply a Codex ``apply_patch`` Update File body to ``base`` the way the tool does
+    (codex-rs apply-patch ``compute_replacements``): an ``@@ anchor`` line moves the search past the
+    line it names; a chunk with no old lines (additions only) goes at the end of the file; old lines
+    are looked for from the end of the previous chunk on (then, leniently, from the top); the file
+    ends with a newline. (new text, None) or (base, why not)."""
+    lines = base.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    reps: list[tuple[int, int, list[str]]] = []
+    at = 0
+    for ctx, old, new, eof in codex_chunks(body):
+        if ctx is not None:
+            i = _seek(lines, [ctx], at)
+            if i < 0:
+                i = _seek(lines, [ctx], 0)
+            if i < 0:
+                return base, f"the '@@ {excerpt_line(ctx)}' line is not in the last known content"
+            at = i + 1
+        if not old:
+            reps.append((len(lines) - 1 if lines and lines[-1] == "" else len(lines), 0, new))
+            continue
+        i = _seek(lines, old, at, eof)
+        if i < 0 and old[-1] == "":
+            old, new = old[:-1], (new[:-1] if new and new[-1] == "" else new)
+            i = _seek(lines, old, at, eof)
+        if i < 0:
+            i = _seek(lines, old, 0, eof)
+        if i < 0:
+            return base, "a hunk's context is not in the last known content"
+        reps.append((i, len(old), new))
+        at = i + len(old)
+    for i, n, new in sorted(reps, key=lambda r: r[0], reverse=True):
+        lines[i:i + n] = new
+    return "\n".join(lines) + "\n", None
+
+
+def excerpt_line(s: str, n: int = 40) -> str:
+    return s if len(s) <= n else s[:n - 1] + "…"
 
 
 def apply_hunks(base: str, body: list[str]) -> tuple[str, str | None]:
