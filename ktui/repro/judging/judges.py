@@ -453,6 +453,7 @@ CHECK_TITLES = {
     "precision_flags": "global precision flags changed",
     "shape_jitter": "hard-coded shapes",
     "physical_floor": "faster than the memory allows",
+    "compute_floor": "faster than the GPU can compute",
     "tampering": "tampers with other tensors",
     "fresh_output": "reused, aliased or fake output",
     "unwritten_output": "returns memory it never wrote",
