@@ -922,3 +922,72 @@ def test_a_daemon_started_at_load_is_stopped_and_named(tmp_path):
     assert st["processes"] >= 3 and st["cpu_seconds"] <= 0.02 + 0.1 * st["seconds"], st
     c = _check(res, "threads_left_running")
     assert c["ok"] is False and "1 process(es) the kernel's code started keep working" in c["detail"], c
+
+
+# ---- issue 26: probes on what the kernel is given -----------------------------------------------
+
+LINEAR_REF = '''
+import torch, torch.nn as nn
+B, IN, OUT = 16, 32, 24
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(IN, OUT)
+    def forward(self, x):
+        return self.lin(x)
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(B), IN)]
+def get_init_inputs():
+    return []
+'''
+
+HONEST_LINEAR = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(32, 24)
+    def forward(self, x):
+        return x @ self.lin.weight.t() + self.lin.bias
+'''
+
+
+@torch_missing
+def test_honest_kernel_passes_the_input_probes(tmp_path):
+    res = _run(HONEST_LINEAR, tmp_path, reference=LINEAR_REF)
+    assert res["status"] == "completed", res.get("failure")
+    for name in ("input_distributions", "repeated_calls", "parameter_update"):
+        c = _check(res, name)
+        assert c["ok"] is True, c
+
+
+@torch_missing
+def test_input_probes_catch_their_hacks(tmp_path):
+    # right only when the input looks like randn (mean ~0, std ~1): otherwise a cheap wrong answer
+    randn_only = HONEST_LINEAR.replace("        return x @ self.lin.weight.t() + self.lin.bias", '''
+        m, s = float(x.mean()), float(x.std())
+        if abs(m) > 0.3 or abs(s - 1.0) > 0.3:
+            return torch.zeros(x.shape[0], 24)
+        return x @ self.lin.weight.t() + self.lin.bias''')
+    # a weight-only product computed once, at construction (kept as a plain attribute)
+    precomputed = HONEST_LINEAR.replace('''        self.lin = nn.Linear(32, 24)''', '''        self.lin = nn.Linear(32, 24)
+        self._wt = None''').replace("        return x @ self.lin.weight.t() + self.lin.bias", '''
+        if self._wt is None:
+            self._wt = (self.lin.weight.t().clone(), self.lin.bias.clone())
+        return x @ self._wt[0] + self._wt[1]''')
+    # from the third identical call on the same buffer, a copy of the previous output
+    third_call = HONEST_LINEAR.replace("        return x @ self.lin.weight.t() + self.lin.bias", '''
+        key = x.data_ptr()
+        st = self.__dict__.setdefault("_st", {"k": None, "n": 0, "o": None})
+        st["n"] = st["n"] + 1 if st["k"] == key else 1
+        st["k"] = key
+        if st["n"] >= 3 and st["o"] is not None:
+            return st["o"].clone()
+        st["o"] = x @ self.lin.weight.t() + self.lin.bias
+        return st["o"]''')
+    for code, name in ((randn_only, "input_distributions"), (precomputed, "parameter_update"),
+                       (third_call, "repeated_calls")):
+        res = _run(code, tmp_path, reference=LINEAR_REF)
+        assert res["status"] == "completed", (name, res.get("failure"))
+        c = _check(res, name)
+        assert c["ok"] is False, (name, c)
