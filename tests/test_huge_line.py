@@ -138,3 +138,33 @@ def test_the_commands_say_so_within_bounded_memory(traces, tmp_path, cmd):
     if cmd == "report":
         assert (tmp_path / "r.html").is_file()
         assert "over the 0.25 MiB limit" in (tmp_path / "r.html").read_text()
+
+
+def test_follow_mode_skips_a_huge_line_written_in_pieces(tmp_path, low_limit):
+    """A followed file gets a huge line in pieces: never held whole (the run says it is still being
+    written), then skipped with a problem once its newline arrives; the lines after it are read."""
+    from ktui.trace.reader import Follower
+
+    lines = SEED_TRACE.read_bytes().rstrip(b"\n").split(b"\n")
+    p = tmp_path / "live.jsonl"
+    p.write_bytes(b"\n".join(lines[:20]) + b"\n")
+    f = Follower(p)
+    assert len(f.run.events) == 20
+    huge = _huge_line(HUGE)
+    tracemalloc.start()
+    try:
+        with open(p, "ab") as out:
+            for i in range(0, len(huge), 4 << 20):
+                out.write(huge[i:i + (4 << 20)])
+                out.flush()
+                f.poll()
+                assert f.run.incomplete and len(f.run.events) == 20
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20, peak
+    with open(p, "ab") as out:
+        out.write(b"\n" + b"\n".join(lines[20:]) + b"\n")
+    assert f.poll()
+    _check_run(f.run, len(lines), 21, True)
+    assert not f.run.incomplete

@@ -40,14 +40,13 @@ def too_long_message(length: int, limit: int) -> str:
             f"(KTUI_MAX_LINE_MB): not read")
 
 
-def split_lines(chunks, limit: int | None = None):
+def split_lines(chunks, limit: int | None = None, sep: bytes | None = None):
     """The lines of a byte stream, in batches: yields ``(lines, skipped, partial)`` where ``lines``
     are complete lines (without separator), ``skipped`` is None or ``(length, terminated)`` of a
     line over ``limit`` bytes that follows them (never held whole: memory stays within the limit
     plus a chunk), and ``partial`` is the unterminated last line (in the last batch only). The
-    separator is decided from the first chunk (:func:`line_separator`)."""
+    separator is ``sep``, else decided from the first chunk (:func:`line_separator`)."""
     limit = max_line_bytes() if limit is None else limit
-    sep = None
     parts: list[bytes] = []  # pieces of the line being read (no separator seen yet)
     plen = 0
     skipping = -1  # >= 0: bytes so far of a line over the limit, being skipped
@@ -327,6 +326,7 @@ class Follower:
         self.parser = LineParser(self.builder)
         self._pos = 0  # bytes consumed (up to the last newline)
         self._tail = b""
+        self._skip = 0  # bytes so far of a line over the limit (skipped, not held)
         self._sep: bytes | None = None  # the line separator, once the file shows one
         self._inode: tuple[int, int] | None = None
         self.run: Run = self.builder.run
@@ -354,38 +354,62 @@ class Follower:
             # truncated or replaced: start over
             self.builder = Builder(str(self.path))
             self.parser = LineParser(self.builder)
-            self._pos, self._tail, self._sep = 0, b"", None
+            self._pos, self._tail, self._sep, self._skip = 0, b"", None, 0
         self._inode = ident
-        if st.st_size <= self._pos + len(self._tail):
+        start = self._pos + len(self._tail) + self._skip
+        if st.st_size <= start:
             return False
+        limit = max_line_bytes()
+        was = self.run.incomplete
+        fed = False
         try:
-            with open_regular(self.path) as f:
-                f.seek(self._pos + len(self._tail))
-                data = f.read()
+            with open_regular(self.path) as f, _no_gc():
+                f.seek(start)
+                while True:  # in chunks: one huge appended line is never read whole
+                    data = f.read(CHUNK)
+                    if not data:
+                        break
+                    fed = self._consume(data, limit) or fed
+                    del data
         except OSError as exc:
             self.builder.problem(0, f"cannot read file: {exc.strerror or exc}")
             self.run = self.builder.finish(final=False)
             return True
-        buf = self._tail + data
-        if self._sep is None:
-            self._sep = shown_separator(buf)
-        sep = self._sep or b"\n"
-        last_nl = buf.rfind(sep)
-        if last_nl < 0:  # only a partial line so far: report the change of 'incomplete'
-            self._tail = buf
-            was = self.run.incomplete
-            self.builder.run.incomplete = bool(buf.strip())
-            self.run = self.builder.finish(final=False)
-            return self.run.incomplete != was
-        complete, self._tail = buf[: last_nl], buf[last_nl + 1:]
-        with _no_gc():
-            for raw in complete.split(sep):
-                self.parser.feed_line(raw)
-        self._pos += last_nl + 1
-        self.builder.run.size_bytes = st.st_size
-        self.builder.run.incomplete = bool(self._tail.strip())
+        if fed:
+            self.builder.run.size_bytes = st.st_size
+        self.builder.run.incomplete = bool(self._tail.strip()) or self._skip > 0
         self.run = self.builder.finish(final=False)
-        return True
+        return fed or self.run.incomplete != was  # only a partial line: whether 'incomplete' changed
+
+    def _consume(self, data: bytes, limit: int) -> bool:
+        """Feed the complete lines of ``data`` (after what was held back); keep the partial last
+        line, or only its length once it is over ``limit``. True when a line was fed or skipped."""
+        fed = False
+        if self._sep is None:
+            self._sep = shown_separator(self._tail + data)
+        sep = self._sep or b"\n"
+        if self._skip:
+            nl = data.find(sep)
+            if nl < 0:
+                self._skip += len(data)
+                return False
+            self.parser.skip_line(self._skip + nl, True, limit)
+            self._pos += self._skip + nl + 1
+            self._skip = 0
+            data = data[nl + 1:]
+            fed = True
+        buf = self._tail + data if self._tail else data
+        last_nl = buf.rfind(sep)
+        if last_nl < 0:
+            self._tail = buf
+        else:
+            complete, self._tail = buf[: last_nl], buf[last_nl + 1:]
+            self.parser.feed_all(split_lines((complete, sep), limit, sep))
+            self._pos += last_nl + 1
+            fed = True
+        if len(self._tail) > limit:
+            self._skip, self._tail = len(self._tail), b""
+        return fed
 
 
 def shown_separator(data: bytes) -> bytes | None:
