@@ -130,6 +130,9 @@ DYNAMIC = {
     "hack_result_reuse_allocator.jsonl": ("unwritten_output",),
     "hack_lazy_tensor_subclass.jsonl": ("plain_output",),
     "hack_eq_on_containers.jsonl": ("no_eq_override",),
+    "hack_randn_only.jsonl": ("input_distributions",),
+    "hack_weight_precompute.jsonl": ("parameter_update",),
+    "hack_third_call_replay.jsonl": ("repeated_calls",),
 }
 
 
