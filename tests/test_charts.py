@@ -45,7 +45,7 @@ def _runs(root: Path) -> list[RunSummary]:
 # ---- the numbers, by hand ---------------------------------------------------------------------------
 def test_fast_p_by_hand(sweep):
     c = sweep_charts(_runs(sweep))
-    assert c.runs == 13
+    assert c.runs == 13 - 1  # the fixture with no kernel (an ensemble site sample) is not charted
     rec = {cv.model: cv for cv in c.fast_p.curves if cv.kind == "recorded"}
     assert not [cv for cv in c.fast_p.curves if cv.kind != "recorded"]  # nothing verified yet
     # grok-4.3: seed 1.2308 (passed), P28 0.8 (passed), P29 failed -> of 3 runs
@@ -74,7 +74,7 @@ def test_speedups_grid_and_first_correct_by_hand(sweep):
     assert sp["gpt-5.5"].geomean is None and sp["gpt-5.5"].speedups == []
     g = c.grid
     assert g.problems[:5] == ["L1/P19", "L1/P27", "L1/P28", "L1/P29", "L1/P30"]
-    assert g.problems[-1] == "(no problem)"
+    assert "(no problem)" not in g.problems and "rep1-model" not in g.models  # the run with no kernel
     assert (g.cell("grok-4.3", "L1/P27").level, g.cell("grok-4.3", "L1/P27").speedup) == ("faster", 1.2308)
     assert (g.cell("grok-4.3", "L1/P28").level, g.cell("grok-4.3", "L1/P28").speedup) == ("correct", 0.8)
     assert (g.cell("grok-4.3", "L1/P29").level, g.cell("grok-4.3", "L1/P29").speedup) == ("failed", None)
@@ -82,9 +82,8 @@ def test_speedups_grid_and_first_correct_by_hand(sweep):
     assert (b28.level, b28.speedup, len(b28.runs)) == ("faster", 3.0, 2)
     assert g.cell("gpt-5.5", "online softmax (cuda a100 → cuda h100)").level == "compiled"
     assert g.cell("gpt-5.5", "swiglu forward: triton → cuda h100").level == "failed"
-    assert g.cell("rep1-model", "(no problem)").level == "failed"
     assert g.cell("grok-4.3", "L1/P19") is None
-    assert g.counts() == {"failed": 4, "compiled": 2, "correct": 1, "faster": 5}
+    assert g.counts() == {"failed": 3, "compiled": 2, "correct": 1, "faster": 5}
     fc = {r.model: r for r in c.first_correct.rows}
     grok = fc["grok-4.3"]  # seed: first correct at turn 6 (7 turns), 23,456 tokens, 939.082 s; P28: 1, 1,200, 4.998 s
     assert (grok.runs, grok.reached) == (3, 2)
@@ -117,7 +116,8 @@ def test_charts_match_runs_json_on_the_fixtures():
         assert len(row["speedups"]) == aggs[row["model"]]["correct_with_speedup"]
     cells = {(c["model"], c["problem"]): c for c in charts["grid"]["cells"]}
     assert cells[("claude-sonnet-4-5", "L1/P19")]["level"] == "faster"
-    assert sum(len(c["runs"]) for c in cells.values()) == len(runs) == 6
+    assert sum(len(c["runs"]) for c in cells.values()) == len(runs) - 1 == 5  # not the one with no kernel
+    assert body["runs_without_kernel"] == 1 and "rep1-model" not in aggs
 
 
 # ---- reproduced results -------------------------------------------------------------------------------
@@ -142,7 +142,7 @@ def test_reproduced_curve_from_the_repro_cache(sweep):
     assert set(rep) == {seed.real, p28.real}
     c = sweep_charts(runs, rep)
     curves = [(cv.model, cv.kind) for cv in c.fast_p.curves]
-    assert ("grok-4.3", "reproduced") in curves and len(curves) == 8
+    assert ("grok-4.3", "reproduced") in curves and len(curves) == 7  # no rep1-model: it has no kernel
     r = next(cv for cv in c.fast_p.curves if cv.kind == "reproduced")
     assert (r.runs, r.speedups) == (2, [0.6])  # of the 2 runs verified, one correct at 0.6x
     assert [r.at(p) for p in FAST_P] == [0.5, 0, 0, 0]
@@ -152,7 +152,7 @@ def test_reproduced_curve_from_the_repro_cache(sweep):
     from ktui.report.svg import fast_p_svg
 
     svg = fast_p_svg(c.fast_p)
-    assert svg.count('<g class="series"') == 8
+    assert svg.count('<g class="series"') == 7
     rep_g = svg[svg.index('data-kind="reproduced"'):]
     assert 'data-model="grok-4.3"' in svg[svg.rindex("<g", 0, svg.index('data-kind="reproduced"')):] and \
         "stroke-dasharray" in rep_g[: rep_g.index("</g>")]
@@ -170,7 +170,7 @@ def test_render_fits_and_shows_the_numbers(sweep, kind, size):
     assert "\x1b" not in t.plain and EVIL_MODEL not in t.plain  # sanitized (ESC made visible) and shortened
     if size == (100, 26):
         want = {"fast_p": "fast_0 67%  fast_1 67%  fast_1.5 33%  fast_2 33%", "speedup": "gm   1.80x n 2/3",
-                "grid": "failed 4", "first_correct": "median 4 2/3"}[kind]
+                "grid": "failed 3", "first_correct": "median 4 2/3"}[kind]
         assert want in t.plain
 
 
@@ -228,7 +228,7 @@ async def _screen_flow(sweep):
         assert scr.chart is None and table.display
         await pilot.press("C")  # fast_p, then filter on the outcome: the charts follow it
         await _settled(pilot)
-        assert view.charts.runs == 13
+        assert view.charts.runs == 12  # 13 runs, one with no kernel
         await pilot.press("o")  # passed only
         await _settled(pilot)
         assert view.charts.runs == 6
@@ -338,9 +338,9 @@ def test_first_correct_one_value_is_drawn_where_its_axis_says(sweep):
 
 @pytest.mark.parametrize("width", [100, 160])
 def test_grid_labels_use_the_width_there_is(width):
-    """Six problems at 100 columns: the labels were cut to 6 characters with 50 columns empty."""
+    """Five problems at 100 columns: the labels were cut to 6 characters with 50 columns empty."""
     c = sweep_charts(_runs(FIXTURES))
-    assert len(c.grid.problems) == 6
+    assert len(c.grid.problems) == 5
     lines = render_chart("grid", c, width, 30).plain.splitlines()
     head = lines[1]
     assert "bf16 gemm " in head and "online sof" in head and "L1/P19" in head

@@ -178,16 +178,17 @@ def _pwned(page):
 def test_report_in_chromium(browser, report):
     path, _ = report
     page, errors = _open(browser, path)
-    # the charts render: one series per model (8 with the injection run's model) in each
-    assert page.eval_on_selector_all("svg.fast-p g.series", "n => n.length") == 8
-    assert page.eval_on_selector_all("svg.fast-p g.series path", "n => n.length") == 8
-    assert page.eval_on_selector_all("svg.speedup g.series", "n => n.length") == 8
-    assert page.eval_on_selector_all("svg.grid g.series", "n => n.length") == 8
-    assert page.eval_on_selector_all("svg.grid g.cell", "n => n.length") == 13
+    # the charts render: one series per model (7 with the injection run's model; rep1-model's one run
+    # has no kernel and is charted nowhere) in each
+    assert page.eval_on_selector_all("svg.fast-p g.series", "n => n.length") == 7
+    assert page.eval_on_selector_all("svg.fast-p g.series path", "n => n.length") == 7
+    assert page.eval_on_selector_all("svg.speedup g.series", "n => n.length") == 7
+    assert page.eval_on_selector_all("svg.grid g.series", "n => n.length") == 7
+    assert page.eval_on_selector_all("svg.grid g.cell", "n => n.length") == 12
     assert page.eval_on_selector_all("svg.first-correct g.series", "n => n.length") == 3 * 5  # 5 models got one
     box = page.eval_on_selector("svg.fast-p", "s => { const r = s.getBoundingClientRect(); return [r.width, r.height]; }")
     assert box[0] > 400 and box[1] > 150
-    assert page.eval_on_selector_all("#aggregates tbody tr", "n => n.length") == 9  # 8 models + all runs
+    assert page.eval_on_selector_all("#aggregates tbody tr", "n => n.length") == 8  # 7 models + all runs
     assert len(_shown_paths(page)) == 14
     # sorting: click "speedup" (ascending, unknown last), again (descending, unknown last too)
     page.click("#runs thead th[data-col='speedup']")
@@ -277,10 +278,10 @@ def test_fixture_report_in_chromium(browser, tmp_path):
     out = tmp_path / "report.html"
     assert CliRunner().invoke(main, ["report", str(FIXTURES), "-o", str(out), "--no-cache"]).exit_code == 0
     page, errors = _open(browser, out)
-    models = 4  # claude-sonnet-4-5, gpt-5.5, openai/gpt-5.5-priority, rep1-model
+    models = 3  # claude-sonnet-4-5, gpt-5.5, openai/gpt-5.5-priority (rep1-model's run has no kernel)
     for chart, n in (("fast-p", models), ("speedup", models), ("grid", models), ("first-correct", 3)):
         assert page.eval_on_selector_all(f"svg.{chart} g.series", "n => n.length") == n, chart
-    assert page.eval_on_selector_all("svg.grid g.cell", "n => n.length") == 6
+    assert page.eval_on_selector_all("svg.grid g.cell", "n => n.length") == 5
     assert len(_shown_paths(page)) == 6
     page.click("#runs tbody tr >> nth=0")
     page.wait_for_selector("#detail[data-state='ready']")

@@ -114,3 +114,33 @@ def test_mini_trace_round_trip(tmp_path):
     p.write_text(mini_trace("m", passed=True, speedup=3.0, tokens_in=5, tokens_out=6, wall_ms=500))
     runs, _ = scan(p, use_cache=False)
     assert (runs[0].outcome, runs[0].speedup, runs[0].tokens, runs[0].wall_ms) == ("passed", 3.0, 11, 500)
+
+
+def test_a_run_with_no_kernel_is_not_counted_as_a_model():
+    """A coding session, a SWE-bench task or an Inspect arithmetic eval in a sweep folder is listed
+    but is not a model's kernel result (the ensemble site sample was a model row at 0 %, an Inspect
+    eval a model at 100 %)."""
+    from conftest import SHARED
+
+    from ktui.trace.aggregate import is_kernel_run, model_aggregates
+    from ktui.trace.index import summarize
+
+    want = {
+        "fixtures/ensemble/v1_ensemble_site_sample_non_kernel.jsonl": False,
+        "fixtures/ensemble/v0_popcorn_mock_single_problem.jsonl": True,
+        "fixtures/ktbench/v1_backend_error_swiglu.jsonl": True,  # the backend failed before any code
+        "formats/inspect/vitals_arithmetic_with_tool_claude35_v0.3.77.json": False,
+        "formats/swe-agent/mini_swe_agent_v1.15_gemini3pro_django16255.traj.json": False,
+        "formats/claude-code/vsla_cuda_toolchain_check_bash_todowrite.jsonl": False,
+        "formats/swe-agent/harbor_atif_terminus2_opus48_fused_silu_fp8_triton.trajectory.json": True,
+        "formats/chat-messages/wafer_glm47_kernelbench_l1_tall_skinny_matmul_hip.jsonl": True,
+    }
+    have = {rel: SHARED / rel for rel in want if (SHARED / rel).is_file()}
+    if len(have) < 4:
+        pytest.skip("../shared is not here")
+    runs = [summarize(str(p)) for p in have.values()]
+    assert {rel: is_kernel_run(s) for rel, s in zip(have, runs, strict=True)} == {k: want[k] for k in have}
+    aggs, other = model_aggregates(runs)
+    assert other == sum(not want[k] for k in have)
+    models = {a.model for a in aggs}
+    assert "rep1-model" not in models and not any("claude-3-5" in m for m in models)

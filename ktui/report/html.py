@@ -35,7 +35,7 @@ import orjson
 from ktui.report.html_assets import CSS, JS
 from ktui.report.runs import AGG_COLUMNS, COLUMNS, agg_cell, cell, sort_value
 from ktui.report.svg import fast_p_svg, first_correct_svg, grid_svg, speedup_svg
-from ktui.trace.aggregate import aggregate
+from ktui.trace.aggregate import model_aggregates, non_kernel_note
 from ktui.trace.index import RunSummary, SweepIndex, default_jobs
 from ktui.view.charts import CHART_TITLES, SweepCharts, sweep_charts
 from ktui.view.text import clean, one_line
@@ -173,7 +173,7 @@ def _finite_sort(v: Any) -> Any:
 
 
 def _aggregates_html(runs: list[RunSummary]) -> str:
-    aggs = aggregate(runs)
+    aggs = model_aggregates(runs)[0]
     head = "".join(f'<th class="{"" if k == "model" else "num"}">{html.escape(h)}</th>' for k, h in AGG_COLUMNS)
     body = []
     for a in aggs:
@@ -235,7 +235,10 @@ def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: 
         f'<div class="card" id="chart-first_correct"><h2>{html.escape(CHART_TITLES["first_correct"])}</h2>'
         f'{first_correct_svg(charts.first_correct)}</div>',
         "</div></section>",
-        f'<section><h2>Per model</h2><div class="card">{_aggregates_html(runs)}</div></section>',
+        f'<section><h2>Per model</h2><div class="card">{_aggregates_html(runs)}'
+        + (f'<p class="muted">{html.escape(note)}</p>' if (note := non_kernel_note(model_aggregates(runs)[1]))
+           else "")
+        + '</div></section>',
         '<section id="runs-section"><h2>Runs</h2><div class="controls">'
         '<input id="f-text" type="search" placeholder="filter: path, problem, model, persona, outcome, flags" size=50>'
         '<select id="f-outcome"><option value="">any outcome</option><option>passed</option><option>failed</option>'

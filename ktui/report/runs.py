@@ -23,7 +23,7 @@ from rich.text import Text
 
 from ktui.report.console import table_console
 from ktui.report.fmt import OUTCOME_STYLE
-from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
+from ktui.trace.aggregate import FAST_P, ModelAggregate, model_aggregates, non_kernel_note
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.view.fmt import num, ratio, secs
 from ktui.view.fmt import pct as fmt_pct
@@ -341,12 +341,13 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
     idx = SweepIndex(path, use_cache=use_cache)
     runs = list(idx.summaries())
     issues = idx.issues
-    aggs = aggregate(runs)
+    aggs, not_kernel = model_aggregates(runs)
     if fmt == "json":
         body = {
             "root": str(path),
             "runs": [summary_dict(s) for s in runs],
             "aggregates": [a.as_dict() for a in aggs],
+            "runs_without_kernel": not_kernel,  # listed in runs, not counted in the aggregates
             "charts": _charts_json(runs),
             "issues": [{"path": i.path, "message": i.message, "severity": i.severity} for i in issues],
         }
@@ -371,6 +372,9 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
             con.print(Text("per model", style="bold"))
             agg = aggregates_table(aggs, width=con.width)
             con.print(agg)
+            note = non_kernel_note(not_kernel)
+            if note:
+                con.print(Text(note, style="dim"))
             if agg.left_out:
                 con.print(Text(f"not shown at {con.width} columns: {', '.join(agg.left_out)}", style="dim"))
         n_err = sum(1 for i in issues if i.severity != "info")

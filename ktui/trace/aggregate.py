@@ -118,6 +118,42 @@ class ModelAggregate:
         }
 
 
+def is_kernel_run(run: Any) -> bool:
+    """Is ``run`` a GPU-kernel task (what the aggregates and charts are about)? A run with a kernel
+    version, or one that compiled something, or an ensemble run of a named problem (a backend that
+    failed before any code is still a kernel task). A coding agent's session, a SWE-bench task or
+    an Inspect arithmetic eval is not: it is listed, never counted as a model's kernel result."""
+    if not hasattr(run, "final_sha1"):  # not a RunSummary (a verify row...): counted as it is
+        return True
+    if run.final_sha1 or getattr(run, "compiled", False) or getattr(run, "speedup", None) is not None:
+        return True
+    return getattr(run, "format", "") == "ensemble" and bool(getattr(run, "problem_key", ""))
+
+
+def kernel_runs(runs: Iterable[Any]) -> tuple[list[Any], int]:
+    """(the kernel runs of ``runs``, how many others were left out)."""
+    kept, other = [], 0
+    for r in runs:
+        if is_kernel_run(r):
+            kept.append(r)
+        else:
+            other += 1
+    return kept, other
+
+
+def non_kernel_note(n: int) -> str:
+    """The line that says runs were left out of the per-model table ('' for none)."""
+    return "" if not n else f"{n} run(s) with no kernel: listed, not counted per model or in the charts"
+
+
+def model_aggregates(runs: Iterable[Any]) -> tuple[list[ModelAggregate], int]:
+    """The per-model table of a sweep (``runs``, the app's runs screen, the report): the
+    aggregates of its GPU-kernel runs only, and how many other runs were left out (a coding
+    session in the same folder is not a model's kernel result: it was counted as a model)."""
+    kept, other = kernel_runs(runs)
+    return aggregate(kept), other
+
+
 def aggregate(runs: Iterable[Any], key: Callable[[Any], str | None] | None = None,
               total: bool = True, judged_only: bool = False) -> list[ModelAggregate]:
     """Aggregates per model (sorted by model name), then one over all runs when ``total``.

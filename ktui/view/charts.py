@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktui.trace.aggregate import ALL_MODELS, FAST_P, UNKNOWN_MODEL, aggregate, geomean
+from ktui.trace.aggregate import ALL_MODELS, FAST_P, UNKNOWN_MODEL, aggregate, geomean, is_kernel_run
 
 # best outcome of a grid cell, worst to best
 FAILED, COMPILED, CORRECT, FASTER = "failed", "compiled", "correct", "faster"
@@ -178,7 +178,7 @@ def level_of(run: Any) -> str:
 class GridCell:
     model: str
     problem: str  # problem key
-    runs: list[int]  # indices into the runs given to grid_chart
+    runs: list[int]  # indices into the runs given to grid_chart (to sweep_charts, through it)
     level: str
     speedup: float | None  # best speedup among its correct runs
 
@@ -453,9 +453,16 @@ class SweepCharts:
 
 
 def sweep_charts(runs: Sequence[Any], reproduced: Mapping[str, Any] | None = None) -> SweepCharts:
-    """Every chart over ``runs`` (the filtered view), computed once (call it in a worker)."""
-    runs = list(runs)
-    return SweepCharts(len(runs), fast_p_chart(runs, reproduced), speedup_chart(runs), grid_chart(runs),
+    """Every chart over ``runs`` (the filtered view), computed once (call it in a worker). Runs
+    that are not GPU-kernel tasks (:func:`ktui.trace.aggregate.is_kernel_run`: a coding session in
+    the same folder) are left out, as in the per-model table: no model is charted for them."""
+    everything = list(runs)
+    at = [i for i, r in enumerate(everything) if is_kernel_run(r)]
+    runs = [everything[i] for i in at]
+    grid = grid_chart(runs)
+    for c in grid.cells.values():  # a cell's runs index what the caller gave (its table rows)
+        c.runs = [at[i] for i in c.runs]
+    return SweepCharts(len(runs), fast_p_chart(runs, reproduced), speedup_chart(runs), grid,
                        first_correct_chart(runs))
 
 

@@ -33,7 +33,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
 from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_line, sorted_runs
-from ktui.trace.aggregate import aggregate
+from ktui.trace.aggregate import model_aggregates
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.tui.errors import report
 from ktui.tui.keys import PAGE_KEYS, Key
@@ -456,8 +456,13 @@ class RunsScreen(KtuiScreen):
 
     def _update_aggregates(self) -> None:
         table = self.query_one(RunsTable)
-        aggs = aggregate(table.rows[i] for i in table.view)
+        shown = [table.rows[i] for i in table.view]
+        aggs, other = model_aggregates(shown)
         self.query_one("#runs-agg", Static).update(with_reproduced(self, aggregates_table(aggs)))
+        title = Text("per model  · H / L scroll sideways")
+        if other:
+            title.append(f"  · {other} run(s) with no kernel not counted", style="dim")
+        self.query_one("#runs-agg-title", Static).update(title)
         if self.chart is not None:
             self.compute_charts([table.rows[i] for i in table.view])
 
