@@ -15,6 +15,7 @@ from ktui.tui.app import replay_app
 from ktui.tui.screens.replay import ReplayScreen
 from ktui.tui.widgets.header import RunHeader
 from ktui.tui.widgets.turnlist import TurnList
+from tests.conftest import SEED_TRACE
 from tests.test_scaling import trace
 
 
@@ -137,3 +138,17 @@ def test_findings_added_later_keep_the_flags_a_result_file_added():
     lean.flags.append(extra)
     assert [(f.code, f.message) for f in with_findings(lean)] == [(f.code, f.message) for f in full.flags]
     assert with_findings(lean)[-1] is extra
+
+
+def test_the_app_reaches_its_first_paint_without_the_findings_module():
+    """Compiling the static checks' patterns took ~0.2 s of every start: the replay screen and
+    its load do without them (the worker imports them after the first paint)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ktui.tui.app, ktui.tui.screens.replay\n"
+            "from ktui.trace.reader import load_stages\n"
+            f"list(load_stages({str(SEED_TRACE)!r}, findings=False, min_bytes=0, stage_turns=2))\n"
+            "print('ktui.trace.findings' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr

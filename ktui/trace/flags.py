@@ -10,11 +10,22 @@ Harness flags: identical failures for every case.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from ktui.trace.findings import Finding, run_findings
 from ktui.trace.model import FAILED, Flag, KernelVersion, Run
 
+if TYPE_CHECKING:
+    from ktui.trace.findings import Finding
+
 EXCESSIVE_SPEEDUP = 10.0
+
+
+def run_findings(kernels, reference: str | None = None) -> list[Finding]:
+    """:func:`ktui.trace.findings.run_findings`, imported on first use: compiling its patterns
+    takes ~0.2 s, which the app's first paint (findings come later, from a worker) need not pay."""
+    from ktui.trace.findings import run_findings as run
+
+    return run(kernels, reference)
 
 _CASE_ERR = re.compile(r"^\s*\[([^\]]+)\]\s*(.+)$", re.M)
 
