@@ -47,8 +47,8 @@ th.sorted-asc::after { content:" ▲"; } th.sorted-desc::after { content:" ▼";
 #runs td { overflow:hidden; text-overflow:ellipsis; }
 #runs .c-path { width:20%; } #runs .c-model { width:11%; } #runs .c-outcome { width:7%; }
 #runs .c-speedup { width:6%; } #runs .c-hacks { width:12%; } #runs .c-flags { width:12%; }
-#runs .c-problem { width:13%; } #runs .c-turns { width:5%; } #runs .c-tokens { width:6%; }
-#runs .c-wall { width:5%; } #runs .c-persona { width:6%; } #runs .c-format { width:7%; }
+#runs .c-problem { width:12%; } #runs .c-turns { width:5%; } #runs .c-tokens { width:6%; }
+#runs .c-wall { width:6%; } #runs .c-persona { width:6%; } #runs .c-format { width:7%; }
 #runs .c-labels { width:8%; }
 .narrow-note { display:none; }
 @media (max-width: 1600px) { #runs .c-format, #runs .c-persona { display:none; } .narrow-note.n1 { display:block; } }
