@@ -28,6 +28,7 @@ from ktui.repro.verdict import (
     SHOWN_ONLY,
     SUSPICIOUS,
     UNIT_ERROR,
+    row_texts,
 )
 
 VERDICT_STYLE = {
@@ -138,7 +139,7 @@ def render_report(console: Any, report: Any) -> None:
         if r.note and r.verdict not in (NOT_RECORDED, SHOWN_ONLY):
             noted.append(r)
             verdict.append(f" [{len(noted)}]", style="dim")
-        rec_text, rep_text = r.texts()
+        rec_text, rep_text = row_texts(r)
         table.add_row(plain(r.label), plain(rec_text), plain(rep_text), plain(ratio), verdict)
     console.print(table)
     for i, r in enumerate(noted, 1):

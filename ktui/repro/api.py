@@ -28,7 +28,7 @@ from ktui.engine.defaults import CORRECTNESS_TRIALS, METHOD, METHODS, STAGE_TIME
 from ktui.repro import cache
 from ktui.repro.recorded import Recorded, find_reference, recorded_for
 from ktui.repro.runner import Progress, WarmWorker, run_request
-from ktui.repro.verdict import CANCELLED, Comparison, compare
+from ktui.repro.verdict import CANCELLED, Comparison, compare, comparison_dict
 
 
 class ReproError(Exception):
@@ -99,7 +99,7 @@ class ReproReport:
             "turns": self.turns, "verdict": self.verdict, "reason": self.reason, "cached": self.cached,
             "cache_key": self.key, "created": self.created, "reference_origin": self.reference_origin,
             "environment": self.environment, "request": self.request,
-            "comparison": self.comparison.to_dict(), "result": self.result,
+            "comparison": comparison_dict(self.comparison), "result": self.result,
         }
 
 

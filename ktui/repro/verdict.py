@@ -35,9 +35,9 @@ from ktui.repro.judging.model import (
     FindingRow,
     Row,
 )
-from ktui.repro.judging.text import finding_text, fmt
+from ktui.repro.judging.text import comparison_dict, finding_text, fmt, row_texts
 
 __all__ = ["CANCELLED", "CANNOT_TEST", "CORRECTNESS_DISAGREES", "DIFFERS", "GOOD", "HARNESS_ERROR", "MAX_TIME_TOL",
            "MEM_TOL", "NOT_JUDGED", "NOT_RECORDED", "NOT_REPRODUCIBLE", "RATIO_TOL", "REPRODUCED", "SAME_FAILURE", "SEVERITY", "SHOWN_ONLY",
-           "SUSPICIOUS", "TIME_TOL", "UNIT_ERROR", "UNJUDGED", "US", "Comparison", "FindingRow", "Row", "compare", "finding_text",
-           "fmt", "normalize_error", "same_error"]
+           "SUSPICIOUS", "TIME_TOL", "UNIT_ERROR", "UNJUDGED", "US", "Comparison", "FindingRow", "Row", "compare",
+           "comparison_dict", "finding_text", "fmt", "normalize_error", "row_texts", "same_error"]

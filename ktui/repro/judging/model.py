@@ -42,7 +42,8 @@ from ktui.repro.judging.names import (  # noqa: F401 - re-exported: the verdict'
 @dataclass
 class Row:
     """One compared metric. ``recorded`` / ``reproduced`` are values (numbers, booleans, or for
-    the build and correctness rows small dicts); :mod:`ktui.repro.judging.text` renders them."""
+    the build and correctness rows small dicts); :mod:`ktui.repro.judging.text` renders them
+    (``row_texts``, and ``row_dict`` / ``comparison_dict`` for JSON: the data imports no words)."""
 
     key: str
     label: str
@@ -58,17 +59,6 @@ class Row:
     # words for a value the formatter cannot render (left None by the judges; the profile sets them)
     recorded_text: str | None = None
     reproduced_text: str | None = None
-
-    def texts(self) -> tuple[str, str]:
-        """(recorded, reproduced) in words."""
-        from ktui.repro.judging.text import recorded_text, reproduced_text
-
-        return recorded_text(self), reproduced_text(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["recorded_text"], d["reproduced_text"] = self.texts()
-        return d
 
 
 @dataclass
@@ -135,9 +125,3 @@ class Comparison:
             if f.cls not in out:
                 out.append(f.cls)
         return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "reason": self.reason, "rows": [r.to_dict() for r in self.rows],
-                "findings": [f.to_dict() for f in self.findings], "classes": self.classes,
-                "flags": list(self.flags), "checks": list(self.checks), "not_measured": list(self.not_measured),
-                "notes": list(self.notes)}

@@ -7,8 +7,10 @@ from a trace or a kernel passes through :func:`ktui.trace.text.sanitize` on the 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict
+from typing import Any
 
+from ktui.repro.judging.model import Comparison, FindingRow, Judgement, Row
 from ktui.repro.judging.names import (
     BUILD,
     CORRECTNESS,
@@ -22,9 +24,6 @@ from ktui.repro.judging.names import (
     UNIT_ERROR,
     US,
 )
-
-if TYPE_CHECKING:
-    from ktui.repro.judging.model import FindingRow, Judgement, Row
 
 
 def num(v: Any) -> float | None:
@@ -112,6 +111,26 @@ def reproduced_text(row: Row) -> str:
     if row.kind == HELD_OUT:
         return "—" if v is None else ("pass" if v else "FAIL")
     return fmt(v, row.unit)
+
+
+def row_texts(row: Row) -> tuple[str, str]:
+    """(recorded, reproduced) in words."""
+    return recorded_text(row), reproduced_text(row)
+
+
+def row_dict(row: Row) -> dict[str, Any]:
+    """A row as JSON, with its values in words."""
+    d = asdict(row)
+    d["recorded_text"], d["reproduced_text"] = row_texts(row)
+    return d
+
+
+def comparison_dict(c: Comparison) -> dict[str, Any]:
+    """The comparison as JSON (``ktui repro --json``)."""
+    return {"verdict": c.verdict, "reason": c.reason, "rows": [row_dict(r) for r in c.rows],
+            "findings": [f.to_dict() for f in c.findings], "classes": c.classes,
+            "flags": list(c.flags), "checks": list(c.checks), "not_measured": list(c.not_measured),
+            "notes": list(c.notes)}
 
 
 def finding_text(f: FindingRow) -> str:
