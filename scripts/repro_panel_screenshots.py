@@ -22,7 +22,7 @@ async def shoot(size: tuple[int, int], name: str) -> str:
 
     from ktui.repro.api import ReproOptions
     from ktui.trace import load
-    from ktui.tui.repro_panel import ReproScreen
+    from ktui.tui.screens.repro_panel import ReproScreen
 
     run = load(str(TRACE))
     screen = ReproScreen(run, run.final_kernel, ReproOptions(device="cpu", trials=20, timeout=120), confirm=False)

@@ -8,7 +8,7 @@ import sys
 from conftest import ROOT
 
 SCREENS = ["ktui.tui.app", "ktui.tui.screens.replay", "ktui.tui.screens.compare", "ktui.tui.screens.runs",
-           "ktui.tui.screens.help", "ktui.tui.screens.base", "ktui.tui.repro_panel", "ktui.report.show",
+           "ktui.tui.screens.help", "ktui.tui.screens.base", "ktui.tui.screens.repro_panel", "ktui.report.show",
            "ktui.report.compare", "ktui.report.runs", "ktui.view", "ktui.cli"]
 
 

@@ -1,4 +1,4 @@
-"""The repro panel's `p` key (ktui/tui/profile_panel.py): confirmation first, then the profile; without
+"""The repro panel's `p` key (ktui/tui/screens/profile_panel.py): confirmation first, then the profile; without
 ncu the panel says so; a completed profile shows the rows and the roofline."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ pytest.importorskip("textual")
 from textual.app import App  # noqa: E402
 
 from ktui.repro.api import ReproOptions  # noqa: E402
-from ktui.tui.repro_panel import ReproScreen  # noqa: E402
+from ktui.tui.screens.repro_panel import ReproScreen  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"

@@ -395,7 +395,7 @@ raise RuntimeError("oops [/] [bold]x[/bold] \\x1b]0;pwned\\x07 \\x1b[31mred")
     text = buf.getvalue()
     assert "oops [/]" in text and "[bold]x[/bold]" in text
     assert "\x1b" not in text and "␛]0;pwned" in text
-    from ktui.tui.repro_panel import render_report_text
+    from ktui.tui.screens.repro_panel import render_report_text
 
     shown = render_report_text(rep).plain
     assert "oops [/]" in shown and "\x1b" not in shown

@@ -1,4 +1,4 @@
-"""The replay app's repro panel (ktui/tui/repro_panel.py) with Python-level CPU test traces:
+"""The replay app's repro panel (ktui/tui/screens/repro_panel.py) with Python-level CPU test traces:
 confirmation, progress, the result table, cancel with escape, cached results on reopening."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ pytestmark = needs("torch")
 from textual.app import App  # noqa: E402
 
 from ktui.repro.api import ReproOptions  # noqa: E402
-from ktui.tui.repro_panel import ReproScreen, cached_verdict, shared_worker  # noqa: E402
+from ktui.tui.screens.repro_panel import ReproScreen, cached_verdict, shared_worker  # noqa: E402
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "repro"
 
@@ -137,7 +137,7 @@ def test_the_cache_lookup_runs_off_the_ui_thread(cache, monkeypatch):
     """cached_report probes the environment (nvidia-smi, seconds): the panel must not wait on it."""
     import threading
 
-    import ktui.tui.repro_panel as panel
+    import ktui.tui.screens.repro_panel as panel
 
     run = load("cpu_run")
     kv = run.kernel("v2")
@@ -166,7 +166,7 @@ def test_the_cache_lookup_runs_off_the_ui_thread(cache, monkeypatch):
 
 
 def test_a_failing_lookup_is_reported_and_the_panel_still_offers_a_run(cache, monkeypatch):
-    import ktui.tui.repro_panel as panel
+    import ktui.tui.screens.repro_panel as panel
 
     run = load("cpu_run")
     kv = run.kernel("v2")
@@ -247,7 +247,7 @@ def _panel_app(monkeypatch):
     frozen in tests/fixtures/repro/panel_result_cpu_run_v3.json): nothing runs."""
     import json
 
-    import ktui.tui.repro_panel as P
+    import ktui.tui.screens.repro_panel as P
     from ktui.repro.api import _report
 
     run = load("cpu_run")

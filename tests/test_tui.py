@@ -288,7 +288,7 @@ def test_copy_write_help_palette_and_repro_key(tmp_path, monkeypatch):
             await pilot.press("r")  # the repro panel (asks before running model code), or a notice
             await pilot.pause(0.2)
             try:
-                from ktui.tui.repro_panel import ReproScreen
+                from ktui.tui.screens.repro_panel import ReproScreen
             except ImportError:
                 ReproScreen = None
             if ReproScreen is not None:

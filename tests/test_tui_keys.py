@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from ktui.tui.keys import Key, action_name, check_table, help_rows
-from ktui.tui.repro_panel import ReproScreen
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.screens.compare import CompareScreen
 from ktui.tui.screens.replay import ReplayScreen
+from ktui.tui.screens.repro_panel import ReproScreen
 from ktui.tui.screens.runs import RunsScreen
 
 SCREENS = [ReplayScreen, CompareScreen, RunsScreen]

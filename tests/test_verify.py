@@ -455,7 +455,7 @@ async def _runs_verify(tmp_path, builds):
             from rich.console import Group
             from rich.text import Text
 
-            from ktui.tui.verify_runs import with_reproduced
+            from ktui.tui.screens.verify_runs import with_reproduced
 
             panel = with_reproduced(scr, Text("recorded"))
             assert isinstance(panel, Group) and str(panel.renderables[1]) == "verified: recorded → reproduced"

@@ -9,24 +9,21 @@ body. Without ncu or a GPU the panel says so in one line. Nothing here imports t
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
 from rich.text import Text
+
+from ktui.report.console import rendered_text
+from ktui.tui.screens.repro_messages import ProfileDone, ReproFailed, ReproProgress
 
 CONFIRMED_ATTR = "_ktui_repro_confirmed"  # shared with the `r` key: one confirmation per app
 
 
-def console_text(render: Callable[[Console, Any], None], report: Any, width: int = 110) -> Text:
+def console_text(render: Callable[[Any, Any], None], report: Any, width: int = 110) -> Text:
     """What ``render(console, report)`` (a command's terminal rendering) prints at ``width``
-    (60 at least), as Rich Text for a Static."""
-    buf = io.StringIO()
-    console = Console(file=buf, width=max(60, width), force_terminal=True, color_system="truecolor",
-                      legacy_windows=False)
-    render(console, report)
-    return Text.from_ansi(buf.getvalue().rstrip())
+    (60 at least), as Rich Text for a Static (its styled segments: no ANSI round trip)."""
+    return rendered_text(render, report, max(60, width))
 
 
 def render_profile_text(report: Any, width: int = 110) -> Text:
@@ -66,7 +63,6 @@ def start_profile(screen: Any) -> None:
 
     screen._pending_profile = False
     cancel = screen.begin_running("profiling under Nsight Compute…")
-    app = screen.app
     run, kernel, opts = screen.run_model, screen.kernel, screen.options
 
     def work() -> None:
@@ -77,14 +73,14 @@ def start_profile(screen: Any) -> None:
                                reference_path=opts.reference_path)
         try:
             rep = profile(run, kernel, popts, cancel=cancel,
-                          on_progress=lambda p: app.call_from_thread(screen._progress, p))
+                          on_progress=lambda p: screen.post_message(ReproProgress(p)))
         except ReproError as exc:
-            app.call_from_thread(screen._error, str(exc))
+            screen.post_message(ReproFailed(str(exc)))
             return
         except Exception as exc:  # never take the app down
-            app.call_from_thread(screen._error, f"profile failed: {exc}")
+            screen.post_message(ReproFailed(f"profile failed: {exc}"))
             return
-        app.call_from_thread(show_profile, screen, rep)
+        screen.post_message(ProfileDone(rep))  # the panel shows it (show_profile)
 
     screen.run_worker(work, thread=True, exclusive=True, group="repro", exit_on_error=False)
 

@@ -1023,7 +1023,7 @@ class ReplayScreen(KtuiScreen):
     def action_repro(self) -> None:
         if self.run is None:
             return
-        from ktui.tui.repro_panel import open_repro_panel  # loads the repro API only when asked
+        from ktui.tui.screens.repro_panel import open_repro_panel  # loads the repro API only when asked
 
         k = self.selected_kernel()
         open_repro_panel(self, self.run, k.label if k else "final")

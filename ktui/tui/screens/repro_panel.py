@@ -42,7 +42,8 @@ from ktui.trace.model import Run
 from ktui.trace.text import sanitize
 from ktui.tui.errors import report as report_error
 from ktui.tui.keys import Key, bindings, check_table
-from ktui.tui.profile_panel import console_text
+from ktui.tui.screens.profile_panel import console_text
+from ktui.tui.screens.repro_messages import ProfileDone, ReproDone, ReproFailed, ReproLookedUp, ReproProgress
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 
@@ -137,8 +138,25 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
           description="cached repro result")
     def _lookup(self) -> None:
         """The cache lookup probes the environment (nvidia-smi, up to seconds): off the UI thread."""
-        rep = cached_report(self.run_model, self.kernel, self.options)
-        self.app.call_from_thread(self._looked_up, rep)
+        self.post_message(ReproLookedUp(cached_report(self.run_model, self.kernel, self.options)))
+
+    # ---- what the workers post (their threads never call into the panel) ---------------------------
+    def on_repro_looked_up(self, message: ReproLookedUp) -> None:
+        self._looked_up(message.report)
+
+    def on_repro_progress(self, message: ReproProgress) -> None:
+        self._progress(message.progress)
+
+    def on_repro_done(self, message: ReproDone) -> None:
+        self._finished(message.report)
+
+    def on_profile_done(self, message: ProfileDone) -> None:
+        from ktui.tui.screens.profile_panel import show_profile
+
+        show_profile(self, message.report)
+
+    def on_repro_failed(self, message: ReproFailed) -> None:
+        self._error(message.message)
 
     def _looked_up(self, rep: ReproReport | None) -> None:
         if self.state != "looking":
@@ -244,15 +262,14 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
     # ---- the run (thread) -----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="repro", exit_on_error=False)
     def _work(self, cancel: threading.Event) -> None:
-        app = self.app
         try:
             rep = reproduce(self.run_model, self.kernel, self.options,
-                            on_progress=lambda p: app.call_from_thread(self._progress, p),
-                            cancel=cancel, worker=shared_worker(app))
+                            on_progress=lambda p: self.post_message(ReproProgress(p)),
+                            cancel=cancel, worker=shared_worker(self.app))
         except ReproError as exc:  # a usage problem (no reference source): said in the panel
-            app.call_from_thread(self._error, str(exc))
+            self.post_message(ReproFailed(str(exc)))
             return
-        app.call_from_thread(self._finished, rep)  # anything else: on_worker_state_changed
+        self.post_message(ReproDone(rep))  # anything else: on_worker_state_changed
 
     def _progress(self, p: Progress) -> None:
         if self.state not in ("running", "cancelling"):
@@ -278,14 +295,14 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
     def action_go(self) -> None:
         if self.state == "confirm":
             if getattr(self, "_pending_profile", False):
-                from ktui.tui.profile_panel import start_profile
+                from ktui.tui.screens.profile_panel import start_profile
 
                 start_profile(self)
             else:
                 self._start()
 
     def action_profile(self) -> None:
-        from ktui.tui.profile_panel import request_profile  # see profile_panel.py
+        from ktui.tui.screens.profile_panel import request_profile  # see profile_panel.py
 
         request_profile(self)
 

@@ -11,7 +11,7 @@ SweepIndex`, served from the index cache when it can) and posts batches to the s
 - ``z`` hides or shows the per-model aggregates, ``i`` lists the problems found in the tree
 - ``F`` searches every transcript of the sweep (:mod:`ktui.tui.screens.search`): hits as rows,
   ``enter`` opens the replay at the hit's turn
-- ``v`` verifies the marked runs (or all shown): a "reproduced" column fills in (:mod:`ktui.tui.verify_runs`)
+- ``v`` verifies the marked runs (or all shown): a "reproduced" column fills in (:mod:`ktui.tui.screens.verify_runs`)
 - ``C`` cycles the charts of the filtered runs (fast_p, speedups, model x problem grid, first
   correct kernel) and back to the table; ``enter`` on a grid cell lists its runs (or opens the one)
 
@@ -38,8 +38,8 @@ from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.tui.errors import report
 from ktui.tui.keys import PAGE_KEYS, Key
 from ktui.tui.screens.base import KtuiScreen
-from ktui.tui.verify_runs import request_verify, with_reproduced
-from ktui.tui.verify_runs import stop as stop_verify
+from ktui.tui.screens.verify_runs import request_verify, with_reproduced
+from ktui.tui.screens.verify_runs import stop as stop_verify
 from ktui.tui.widgets.charts import SweepChartView
 from ktui.tui.widgets.runs_table import RunsTable
 from ktui.view.charts import CHARTS
