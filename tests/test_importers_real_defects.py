@@ -554,3 +554,14 @@ def test_a_line_with_a_torn_write_before_a_whole_record_keeps_the_record(tmp_pat
     assert torn_prefix(b'{"a": 1, "b": [1, 2') == (0, None)
     assert torn_prefix(b'{"a":"x{"a":"xy","b":2}') == (7, {"a": "xy", "b": 2})
     assert torn_prefix(b'nothing like a record') == (0, None)
+
+
+def test_formatter_lines_are_bounded():
+    from ktui.trace.importers.kernels import FileTracker
+
+    ft = FileTracker()
+    ft.observe("/w/a.py", "x = 1\n")
+    ft.shell("echo " + "ruff " * 2000 + "--fix", None, 0, 1, "/w")  # a 10 kB line: not a command line
+    assert ft.reformatted == {}
+    ft.shell("ruff check --fix a.py", None, 0, 1, "/w")
+    assert set(ft.reformatted) == {"/w/a.py"}

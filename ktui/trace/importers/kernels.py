@@ -230,6 +230,8 @@ _FORMATTER_EXTS = {"rust": {".rs"}, "py": {".py", ".pyi"}, "c": {".c", ".cc", ".
                                                                   ".hpp", ".hip"},
                    "js": {".js", ".jsx", ".ts", ".tsx", ".css", ".json", ".md", ".html", ".mjs"}, "go": {".go"}}
 _SOURCE_EXTS = set().union(*_FORMATTER_EXTS.values())
+_FORMATTER_HINT = re.compile(r"fmt|format|black|ruff|isort|autopep8|yapf|prettier|eslint|biome|pre-commit")
+_FORMATTER_MAX_LINES, _FORMATTER_MAX_LINE = 2000, 4096
 _CP_MV = re.compile(r"^\s*(cp|mv)\s+(?:-\w+\s+)*(\S+)\s+(\S+)\s*$")
 
 
@@ -430,7 +432,9 @@ class FileTracker:
         """A formatter run in place (cargo fmt, black, ruff format, clang-format -i, prettier
         --write ...) may rewrite files ktui knows: their last known content may be stale, so a later
         edit whose text is not found there is a partial version, not a problem."""
-        for ln in command.splitlines():
+        for ln in command.splitlines()[:_FORMATTER_MAX_LINES]:
+            if len(ln) > _FORMATTER_MAX_LINE or not _FORMATTER_HINT.search(ln):  # a command line is short
+                continue
             for m in _FORMATTER.finditer(ln):
                 tool = m.group(0).strip()
                 exts = _FORMATTER_EXTS.get(m.lastgroup or "", None)
