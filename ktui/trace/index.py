@@ -52,7 +52,9 @@ from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.reader import LineParser, file_problem, line_separator, max_line_bytes, open_regular
 
-SCHEMA = 13  # bump when RunSummary, the skim or the static findings change: invalidates cached entries
+SCHEMA = 14  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
+# cached entries (14: Codex refused patches, exit headers, formatters; Claude Code 2.x out-of-order, repeated
+# and torn records)
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
