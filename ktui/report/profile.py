@@ -17,7 +17,7 @@ from typing import Any
 
 from ktui.repro.profile.compare import GROUP_TITLE, group_of
 from ktui.repro.verdict import NOT_RECORDED, SHOWN_ONLY
-from ktui.trace.text import sanitize
+from ktui.view.text import clean
 
 
 def _err(msg: str) -> None:
@@ -38,7 +38,7 @@ def _us(s: Any) -> str:
 
 def short_name(name: Any, limit: int = 48) -> str:
     """A kernel's demangled name without its return type, arguments and template arguments."""
-    s = sanitize(str(name or "?"))
+    s = clean(str(name or "?"))
     if s.startswith("void "):
         s = s[5:]
     depth, out = 0, []
@@ -69,7 +69,7 @@ def render_profile(console: Any, report: Any) -> None:
     head.append(f" {report.verdict.upper()} ", style=VERDICT_STYLE.get(report.verdict, "bold"))
     console.print(head)
     env = report.environment or {}
-    bits = [sanitize(str(env.get("gpu") or "GPU unknown")), f"ncu {report.ncu_version or '?'}",
+    bits = [clean(str(env.get("gpu") or "GPU unknown")), f"ncu {report.ncu_version or '?'}",
             f"--clock-control {report.clock_control}", f"--cache-control {report.cache_control}"]
     console.print(Text(" · ".join(bits), style="dim"))
     for side in ("kernel", "reference"):
@@ -79,7 +79,7 @@ def render_profile(console: Any, report: Any) -> None:
         f = sp.forward or {}
         line = Text(f"{side}: ", style="bold")
         if sp.status != "completed":
-            line.append(f"not profiled: {sanitize(sp.message)}")
+            line.append(f"not profiled: {clean(sp.message)}")
         else:
             names = ", ".join(sorted({short_name(k.get("name")) for k in sp.launches}))
             line.append(f"{f.get('launches', 0)} launch{'es' if f.get('launches') != 1 else ''} "
@@ -100,7 +100,7 @@ def render_profile(console: Any, report: Any) -> None:
     if not report.rows:
         v = Text("verdict: ")
         v.append(report.verdict, style=VERDICT_STYLE.get(report.verdict, "bold"))
-        v.append(f" — {sanitize(report.reason or report.message)}")
+        v.append(f" — {clean(report.reason or report.message)}")
         console.print(v)
         console.print()
         return
@@ -118,14 +118,14 @@ def render_profile(console: Any, report: Any) -> None:
                        or "implausible" in r.note):
             noted.append(r)
             verdict.append(f" [{len(noted)}]", style="dim")
-        table.add_row(sanitize(r.label), sanitize(r.recorded_text), r.reproduced_text, ratio, verdict)
+        table.add_row(clean(r.label), clean(r.recorded_text), r.reproduced_text, ratio, verdict)
     console.print(table)
     for i, r in enumerate(noted, 1):
-        console.print(Text(f"  [{i}] {sanitize(r.label)}: {sanitize(r.note)}", style="dim"))
+        console.print(Text(f"  [{i}] {clean(r.label)}: {clean(r.note)}", style="dim"))
     if report.callouts:
         console.print(Text("values the page cannot have:", style="bold magenta"))
         for c in report.callouts:
-            console.print(Text(f"  ! {sanitize(c)}", style="magenta"))
+            console.print(Text(f"  ! {clean(c)}", style="magenta"))
     kf = report.sides["kernel"].forward if report.sides.get("kernel") else {}
     top = kf.get("stalls_top") or []
     if top:
@@ -146,10 +146,10 @@ def render_profile(console: Any, report: Any) -> None:
             else:
                 console.print(Text(ln))
     for n in report.notes:
-        console.print(Text(f"note: {sanitize(n)}", style="dim"))
+        console.print(Text(f"note: {clean(n)}", style="dim"))
     v = Text("verdict: ")
     v.append(report.verdict, style=VERDICT_STYLE.get(report.verdict, "bold"))
-    v.append(f" — {sanitize(report.reason)}")
+    v.append(f" — {clean(report.reason)}")
     console.print(v)
     if report.wall_seconds is not None:
         console.print(Text(f"(profiled in {report.wall_seconds:.1f} s)", style="dim"))

@@ -39,18 +39,18 @@ VERDICT_STYLE = {
 
 
 def _err(msg: str) -> None:
-    from ktui.trace.text import sanitize
+    from ktui.view.text import clean
 
-    print(f"ktui: {sanitize(msg)}", file=sys.stderr)
+    print(f"ktui: {clean(msg)}", file=sys.stderr)
 
 
 def plain(text: Any, style: str = "") -> Any:
     """Untrusted text as a Rich Text: never parsed as markup, escapes and controls made visible."""
     from rich.text import Text
 
-    from ktui.trace.text import sanitize
+    from ktui.view.text import clean
 
-    return Text(sanitize("" if text is None else str(text)), style=style)
+    return Text(clean("" if text is None else str(text)), style=style)
 
 
 def comparison_table(value_width: int) -> Any:
@@ -263,9 +263,9 @@ class _ProgressDisplay:
         if self._progress is not None:
             from rich.markup import escape
 
-            from ktui.trace.text import sanitize
+            from ktui.view.text import clean
 
-            self._progress.update(self._task, completed=p.fraction, description=escape(sanitize(p.message)))
+            self._progress.update(self._task, completed=p.fraction, description=escape(clean(p.message)))
 
     def stop(self) -> None:
         if self._progress is not None:

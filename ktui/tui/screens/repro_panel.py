@@ -39,11 +39,11 @@ from ktui.engine import sandbox
 from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report, history, reproduce
 from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
-from ktui.trace.text import sanitize
 from ktui.tui.errors import report as report_error
 from ktui.tui.keys import Key, bindings, check_table
 from ktui.tui.screens.profile_panel import console_text
 from ktui.tui.screens.repro_messages import ProfileDone, ReproDone, ReproFailed, ReproLookedUp, ReproProgress
+from ktui.view.text import clean
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 
@@ -120,7 +120,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         k = self.kernel
         turns = ",".join(str(t) for t in getattr(k, "turns", []) or [])
         with Vertical():
-            yield Label(Text(sanitize(f"repro {k.label} · sha1 {k.sha1[:12]}" + (f" · turns {turns}" if turns else ""))),
+            yield Label(Text(clean(f"repro {k.label} · sha1 {k.sha1[:12]}" + (f" · turns {turns}" if turns else ""))),
                         id="repro-title")
             yield Label("", id="repro-status")
             yield ProgressBar(total=100, show_eta=False, show_percentage=True, id="repro-progress")
@@ -182,7 +182,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
 
     # ---- states ----------------------------------------------------------------------------------
     def _status(self, text: str) -> None:
-        self.query_one("#repro-status", Label).update(Text(sanitize(text)))
+        self.query_one("#repro-status", Label).update(Text(clean(text)))
 
     def _hint(self, text: str) -> None:
         self.query_one("#repro-hint", Label).update(Text(text))
@@ -198,7 +198,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             words = [f"(could not determine the sandbox: {exc})"]
         protections = "\n".join(f"  • {w}" for w in words)
         self.query_one("#repro-report", Static).update(Text(
-            f"kernel {sanitize(self.kernel.label)} (sha1 {self.kernel.sha1[:12]}) will be built and run; "
+            f"kernel {clean(self.kernel.label)} (sha1 {self.kernel.sha1[:12]}) will be built and run; "
             f"ktui's judge (no trace code) compares and times it. Protections on this machine:\n"
             f"{protections}\n  • the kernel's processes stopped while the reference is timed\n"
             f"  • {opts.timeout:g} s per stage\n\n"
@@ -232,7 +232,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self.report = report
         self.query_one(ProgressBar).display = False
         when = f" (cached, {report.created})" if report.cached else ""
-        self._status(sanitize(f"verdict: {report.verdict}{when}"))
+        self._status(clean(f"verdict: {report.verdict}{when}"))
         self.show_rendered(lambda width: render_report_text(report, width))
         self._hint("r: re-run  ·  p: profile (ncu)  ·  esc: close")
 
@@ -276,7 +276,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             return
         self.query_one(ProgressBar).update(progress=round(100 * p.fraction))
         if self.state == "running":
-            self._status(sanitize(f"{p.message}  ·  {p.elapsed:.1f} s"))
+            self._status(clean(f"{p.message}  ·  {p.elapsed:.1f} s"))
 
     def _finished(self, report: ReproReport) -> None:
         self._show(report)
@@ -284,7 +284,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
     def _error(self, message: str) -> None:
         self.state = "done"
         self.query_one(ProgressBar).display = False
-        self._status(sanitize(message))
+        self._status(clean(message))
         self._hint("esc: close")
 
     # ---- actions ------------------------------------------------------------------------------------
@@ -336,10 +336,10 @@ def open_repro_panel(screen: Screen, run: Run, version: str = "final",
     """Open the repro panel over `screen` for one kernel version of the loaded `run`."""
     kernel = run.kernel(version) if version else run.final_kernel
     if kernel is None:
-        screen.notify(escape(sanitize(f"no kernel version {version!r} in this trace")), severity="warning", timeout=3)
+        screen.notify(escape(clean(f"no kernel version {version!r} in this trace")), severity="warning", timeout=3)
         return
     if not kernel.code:
-        screen.notify(escape(sanitize(f"{kernel.label} has no code in the trace (attachment stub?)")), severity="warning",
+        screen.notify(escape(clean(f"{kernel.label} has no code in the trace (attachment stub?)")), severity="warning",
                       timeout=3)
         return
     install_signal_handlers()

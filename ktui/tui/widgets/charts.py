@@ -6,7 +6,7 @@ pure function from the chart data to a ``rich.text.Text`` (tested directly and t
 snapshots); :class:`SweepChartView` shows one chart at a time and, on the grid, moves a cell
 cursor (arrows / hjkl) and posts :class:`SweepChartView.CellSelected` on ``enter``.
 
-Model names and problem titles are trace text: they go through ``sanitize`` (one line, control
+Model names and problem titles are trace text: they go through ``clean`` (ktui.view.text) (one line, control
 characters visible) and are appended as plain text, never markup.
 """
 
@@ -22,7 +22,6 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
 
-from ktui.trace.text import sanitize
 from ktui.view.charts import (
     CHART_TITLES,
     COMPILED,
@@ -42,6 +41,7 @@ from ktui.view.charts import (
     lin_ticks,
     pct,
 )
+from ktui.view.text import clean
 
 PALETTE = ("dodger_blue1", "dark_orange", "green3", "magenta2", "cyan2", "yellow2", "red1", "medium_purple1",
            "spring_green2", "hot_pink", "wheat1", "grey70")
@@ -51,7 +51,7 @@ LEVEL_TEXT = {FAILED: "fail", COMPILED: "comp", CORRECT: "ok"}
 
 
 def _name(s: object, width: int) -> str:
-    t = sanitize(s).replace("\n", " ")
+    t = clean(s).replace("\n", " ")
     if cell_len(t) > width:
         t = set_cell_size(t, max(0, width - 1)) + "…"
     return set_cell_size(t, width)
@@ -128,7 +128,7 @@ def _titled(kind: str, charts: SweepCharts, width: int) -> Text:
 
 def _names_width(names: Sequence[object], most: int = 22) -> int:
     """The column for model names (or labels): as wide as the widest, 6 to ``most`` cells."""
-    return max(6, min(most, max((cell_len(sanitize(n)) for n in names), default=6)))
+    return max(6, min(most, max((cell_len(clean(n)) for n in names), default=6)))
 
 
 def render_fast_p(charts: SweepCharts, width: int, height: int) -> Text:
@@ -264,7 +264,7 @@ def grid_window(grid: GridChart, width: int, height: int, cursor: tuple[int, int
     cell_w = CELL_W
     room = width - name_w - 1
     if grid.problems and room // len(grid.problems) > CELL_W:  # every problem fits: labels get the room
-        longest = max(len(sanitize(k)) for k in grid.problems) + 1
+        longest = max(len(clean(k)) for k in grid.problems) + 1
         cell_w = max(CELL_W, min(longest, room // len(grid.problems), MAX_CELL_W))
     cols = max(1, room // cell_w)
     rows = max(1, height - 5)
@@ -275,7 +275,7 @@ def grid_window(grid: GridChart, width: int, height: int, cursor: tuple[int, int
 
 
 def _short_problem(key: str, w: int) -> str:
-    k = sanitize(key).replace("\n", " ")
+    k = clean(key).replace("\n", " ")
     if "/" in k and len(k) > w:
         k = k.split("/")[-1]
     return _name(k, w)
@@ -326,7 +326,7 @@ def render_grid(charts: SweepCharts, width: int, height: int, cursor: tuple[int,
     if 0 <= mi < len(g.models) and 0 <= pj < len(g.problems):
         m, k = g.models[mi], g.problems[pj]
         c = g.cell(m, k)
-        line = f"{sanitize(m)} × {sanitize(g.titles.get(k, k))}: "
+        line = f"{clean(m)} × {clean(g.titles.get(k, k))}: "
         if c is None:
             line += "no runs"
         else:
@@ -401,7 +401,7 @@ def render_first_correct(charts: SweepCharts, width: int, height: int) -> Text:
         rule, labels = _axis(lo, hi, bw, log=log, unit=unit or "n", pad=name_w + 2)
         t.append(labels + "\n", style="dim")
     if never:
-        line = "no correct kernel: " + " · ".join(f"{sanitize(r.model)} 0/{r.runs}" for r in never)
+        line = "no correct kernel: " + " · ".join(f"{clean(r.model)} 0/{r.runs}" for r in never)
         t.append(_name(line, width).rstrip(), style="dim")
     return t
 
