@@ -565,3 +565,10 @@ def test_formatter_lines_are_bounded():
     assert ft.reformatted == {}
     ft.shell("ruff check --fix a.py", None, 0, 1, "/w")
     assert set(ft.reformatted) == {"/w/a.py"}
+
+
+def test_claude_code_subagent_transcript_is_named_as_one():
+    sub = load(ST / "claude_code_2.1_subagent_transcript.jsonl")
+    assert sub.format == "claude-code" and sub.persona == "subagent a5b9b81828ffd4442"
+    assert len(sub.turns) == 2 and sub.problems == [] and sub.calls[0].result is not None
+    assert load(CC21).persona is None  # a main session is not a subagent

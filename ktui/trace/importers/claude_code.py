@@ -13,6 +13,8 @@ also writes bookkeeping lines with no message (``queue-operation``, ``file-histo
 ``custom-title``, ``last-prompt``, ``progress``, ``attachment`` ...): they are not problems. It
 also writes lines out of order at times (a ``tool_result`` before the ``tool_use`` it answers:
 paired when the call comes) and, with two writers, a record twice (the same ``uuid``: read once).
+A subagent's transcript (its lines on the side chain, with an ``agentId``) is a run whose persona
+is ``subagent <agentId>``.
 Streaming: the file is read line by line.
 """
 
@@ -110,6 +112,10 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
     if kind == "summary":
         asm.note(no, f"summary: {as_str(obj.get('summary')) or ''}")
         return
+    if kind in ("user", "assistant") and not st.uuids and obj.get("isSidechain") is True \
+            and isinstance(obj.get("agentId"), str) and run.persona is None:
+        # a subagent's transcript (2.x: <session>/subagents/agent-<id>.jsonl) starts on the side chain
+        run.persona = f"subagent {obj['agentId'][:40]}"
     uid = obj.get("uuid")
     if isinstance(uid, str) and kind in ("user", "assistant"):
         if uid in st.uuids:  # the same record again (two writers, or a write redone): read once
