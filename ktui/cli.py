@@ -255,20 +255,35 @@ def compare(traces: tuple[str, ...], print_: bool) -> None:
 @click.option("--print", "print_", is_flag=True, help="Print the table instead of opening the app.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default=None)
 @click.option("--no-cache", is_flag=True, help="Do not read or write the index cache.")
-def runs(directory: str, print_: bool, fmt: str | None, no_cache: bool) -> None:
+@click.option("--label", "label_names", multiple=True, metavar="LABEL",
+              help="Only runs with this label (on the run, a turn or a version; repeatable: any of them).")
+@click.option("--labels", "labels_file", type=click.Path(dir_okay=False), default=None,
+              help="Another labels file to read (besides the default one and DIR/ktui-labels.jsonl).")
+@click.option("--exclude", "exclude", multiple=True, metavar="WHAT",
+              help="Leave runs out of the aggregates and charts: hacks, flags, labelled, hack:CLASS, flag:CODE, "
+                   "label:NAME (comma-separated or repeated). The count left out is always shown.")
+def runs(directory: str, print_: bool, fmt: str | None, no_cache: bool, label_names: tuple[str, ...],
+         labels_file: str | None, exclude: tuple[str, ...]) -> None:
     """Browse a sweep directory: every run, per-model aggregates."""
     import os
+
+    from ktui.trace.aggregate import parse_exclude
 
     p = Path(directory)
     if not os.path.lexists(p):
         fail(f"{_shown(directory)}: no such directory")
+    try:
+        excl = parse_exclude(exclude)
+    except ValueError as exc:
+        fail(str(exc))
     if print_ or fmt or not _interactive():
         from ktui.report.runs import runs_print
 
-        sys.exit(runs_print(p, fmt=fmt or "table", use_cache=not no_cache))
+        sys.exit(runs_print(p, fmt=fmt or "table", use_cache=not no_cache, labels=label_names, exclude=excl,
+                            labels_file=labels_file))
     from ktui.tui.app import run_runs
 
-    sys.exit(run_runs(p, use_cache=not no_cache))
+    sys.exit(run_runs(p, use_cache=not no_cache, labels=label_names, exclude=excl, labels_file=labels_file))
 
 
 @main.command()
@@ -299,6 +314,57 @@ def search(path: str, pattern: str, regex: bool, fields: str | None, as_json: bo
 
     sys.exit(search_command(path, pattern, regex=regex, fields=fields, as_json=as_json, case_sensitive=case,
                             max_per_run=max_per_run, use_index=not no_cache))
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.argument("label", required=False)
+@click.option("--version", "version", default=None, help="Label this kernel version (vK, or final).")
+@click.option("--turn", type=int, default=None, help="Label this turn (0-based).")
+@click.option("--note", default=None, help="A note kept with the label.")
+@click.option("--remove", is_flag=True, help="Remove the label instead.")
+@click.option("--labels", "labels_file", type=click.Path(dir_okay=False), default=None,
+              help="The labels file (default: $XDG_DATA_HOME/ktui/labels.jsonl; DIR/ktui-labels.jsonl beside a sweep "
+                   "is read by every command on DIR).")
+def label(trace: str, label: str | None, version: str | None, turn: int | None, note: str | None, remove: bool,
+          labels_file: str | None) -> None:
+    """Label (and note) a run, a turn or a kernel version, outside the trace; no LABEL lists them."""
+    from ktui.report.labels import label_command
+
+    path = check_trace_path(trace)
+    if label is None and (note or remove or version or turn is not None):
+        fail("give a LABEL")
+    sys.exit(label_command(path, label, version=version, turn=turn, note=note, remove=remove,
+                           labels_file=labels_file))
+
+
+@main.group()
+def labels() -> None:
+    """Labelled runs, turns and kernel versions (see `ktui label`)."""
+
+
+@labels.command("export")
+@click.argument("directory", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="jsonl", show_default=True)
+@click.option("-o", "--output", type=click.Path(), default=None,
+              help="Write here (a directory: labels.csv / labels.jsonl inside it) instead of stdout.")
+@click.option("--labels", "labels_file", type=click.Path(dir_okay=False), default=None,
+              help="Another labels file to read.")
+@click.option("--no-code", is_flag=True, help="jsonl: leave out the labelled kernel code.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the index cache.")
+def labels_export(directory: str, fmt: str, output: str | None, labels_file: str | None, no_code: bool,
+                  no_cache: bool) -> None:
+    """Every label on a run of the sweep DIR, one row each: a labelled dataset (jsonl: with the code)."""
+    import os
+
+    from ktui.report.labels import export_command
+
+    if not os.path.isdir(directory):
+        fail(f"{_shown(directory)}: not a directory")
+    if output and os.path.isdir(output):
+        output = os.path.join(output, f"labels.{fmt}")
+    sys.exit(export_command(Path(directory), fmt, labels_file=labels_file, output=output,
+                            use_cache=not no_cache, with_code=not no_code))
 
 
 @main.command()

@@ -38,3 +38,9 @@ def fixture_path(rel: str) -> Path:
 @pytest.fixture
 def seed_trace() -> Path:
     return SEED_TRACE
+
+
+@pytest.fixture(autouse=True)
+def _own_labels_file(tmp_path_factory, monkeypatch):
+    """Every test reads and writes its own labels file (never the user's ~/.local/share/ktui)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))

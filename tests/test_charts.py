@@ -57,7 +57,8 @@ def test_fast_p_by_hand(sweep):
     b = rec["test-agent-b"]
     assert b.runs == 3 and b.speedups == [1.0817, 3.0]
     assert [b.at(p) for p in FAST_P] == pytest.approx([2 / 3, 2 / 3, 1 / 3, 1 / 3])
-    assert rec["claude-sonnet-4-5"].speedups == [2.4] and rec["claude-sonnet-4-5"].at(2.0) == 1.0
+    # its 2.4x is a torch wrapper's (the final kernel has no GPU code): on no curve
+    assert rec["claude-sonnet-4-5"].speedups == [] and rec["claude-sonnet-4-5"].at(0.0) == 0.0
     for m in ("gpt-5.5", "openai/gpt-5.5-priority"):
         assert rec[m].runs == 2 and rec[m].speedups == [] and rec[m].at(0) == 0
     # the axis: from half the smallest speedup (0.8 / 2) to the largest (3.0), log-scaled

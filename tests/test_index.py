@@ -40,7 +40,14 @@ def mini_trace(model: str, *, passed: bool, speedup: float, tokens_in: int, toke
     """A hand-written V1 popcorn run: one turn, one submit_kernel, a grader note.
     ``tag`` goes into the kernel's code (distinct kernels have distinct sha1s)."""
     a = "kernel_author"
-    code = "import torch\n# hand-written test kernel\nclass ModelNew(torch.nn.Module):\n    pass\n"
+    code = ("import torch\nfrom torch.utils.cpp_extension import load_inline\n# hand-written test kernel\n"
+            "SRC = r\"\"\"\n__global__ void relu_k(const float* x, float* y, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;\n}\n"
+            "torch::Tensor relu(torch::Tensor x) {\n    auto y = torch::empty_like(x);\n    int n = x.numel();\n"
+            "    relu_k<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);\n    return y;\n}\n"
+            "\"\"\"\nmod = load_inline(name=\"relu_ext\", cpp_sources=\"torch::Tensor relu(torch::Tensor x);\", "
+            "cuda_sources=SRC, functions=[\"relu\"])\n\n\nclass ModelNew(torch.nn.Module):\n"
+            "    def forward(self, x):\n        return mod.relu(x)\n")
     if tag:
         code += f"# {tag}\n"
     spawn = {"kind": "agent_spawned", "actor_id": a, "model": model, "tools": ["submit_kernel"],

@@ -63,7 +63,9 @@ def test_single_run_models(aggs):
     assert t.geomean_speedup == pytest.approx(1.0817)
     assert (t.tokens_per_run, t.wall_ms_per_run) == (10965, 481_906)
     c = aggs["claude-sonnet-4-5"]
-    assert [c.fast_p(p) for p in FAST_P] == [1.0, 1.0, 1.0, 1.0]  # 2.4 > 2
+    # passed at 2.4x, but its final kernel has no GPU code (a torch wrapper): in no fast_p
+    assert c.pass_rate == 1.0 and c.no_gpu == 1
+    assert [c.fast_p(p) for p in FAST_P] == [0.0, 0.0, 0.0, 0.0]
     assert c.tokens_per_run is None  # V0 records no token costs
     assert c.wall_ms_per_run == 60
 
@@ -85,8 +87,9 @@ def test_models_without_a_pass(aggs):
 def test_all_runs(aggs):
     a = aggs[ALL_MODELS]
     assert (a.runs, a.passed, a.failed, a.incomplete) == (9, 4, 1, 4)
-    assert [a.fast_p(p) for p in FAST_P] == pytest.approx([4 / 9, 4 / 9, 2 / 9, 1 / 9])
-    assert a.geomean_speedup == pytest.approx((1.2308 * 1.6 * 1.0817 * 2.4) ** 0.25)
+    # the claude run's 2.4x is a torch wrapper's (no GPU code): in no fast_p, not in the geomean
+    assert [a.fast_p(p) for p in FAST_P] == pytest.approx([3 / 9, 3 / 9, 1 / 9, 0])
+    assert a.geomean_speedup == pytest.approx((1.2308 * 1.6 * 1.0817) ** (1 / 3))
     assert a.tokens_per_run == pytest.approx((34544 + 1000 + 2000 + 10965 + 12627) / 5)
 
 

@@ -46,15 +46,16 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("format", "format", "left"),
 ]
 REPRODUCED = ("reproduced", "reproduced", "left")  # once `ktui verify` (the app's key v) has results
+LABELS_COLUMN = ("labels", "labels", "left")  # when some run has a label (ktui label, the app's A)
 # which columns stay when not all fit, most important first (the rest are left out in text and
 # the HTML report, and come after these in the app, where it scrolls)
-PRIORITY = ("path", "outcome", "speedup", "hacks", "flags", "reproduced", "model", "problem", "turns", "tokens",
+PRIORITY = ("path", "outcome", "speedup", "hacks", "flags", "reproduced", "labels", "model", "problem", "turns", "tokens",
             "wall", "persona", "format")
 # (key, min width, max width) of a column
 WIDTH_LIMITS = {
     "path": (16, 60), "format": (6, 16), "problem": (8, 44), "model": (8, 28), "persona": (7, 20),
     "outcome": (10, 10), "turns": (5, 9), "tokens": (6, 10), "wall": (6, 9), "speedup": (7, 9), "hacks": (12, 40),
-    "flags": (10, 48), "reproduced": (10, 26),
+    "flags": (10, 48), "reproduced": (10, 26), "labels": (6, 30),
 }
 GAP = 2  # blanks after each column
 
@@ -62,7 +63,7 @@ GAP = 2  # blanks after each column
 def natural_widths(runs: Iterable[RunSummary], keys: Iterable[str]) -> dict[str, int]:
     """Each column as wide as its widest cell or header, within :data:`WIDTH_LIMITS`."""
     keys = list(keys)
-    heads = {k: h for k, h, _ in [*COLUMNS, REPRODUCED]}
+    heads = {k: h for k, h, _ in [*COLUMNS, REPRODUCED, LABELS_COLUMN]}
     w = {k: max(WIDTH_LIMITS[k][0], min(WIDTH_LIMITS[k][1], len(heads[k]))) for k in keys}
     for s in runs:
         for k in keys:
@@ -76,7 +77,7 @@ def natural_widths(runs: Iterable[RunSummary], keys: Iterable[str]) -> dict[str,
 # a column's fair width: what it gets before a less important column is shown (wider cells are
 # cut to it, with an ellipsis, when the room is short)
 FAIR = {"path": 40, "flags": 30, "hacks": 24, "model": 16, "problem": 20, "persona": 12, "format": 12,
-        "reproduced": 20}
+        "reproduced": 20, "labels": 20}
 MUST = ("path", "outcome", "speedup", "hacks", "flags", "reproduced")  # shown down to their minimum widths
 
 
@@ -129,6 +130,17 @@ def fit_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - tail:]
 
 
+def columns_for(runs: Iterable[RunSummary]) -> list[tuple[str, str, str]]:
+    """The runs table's columns: :data:`COLUMNS`, and the labels column when any run has one."""
+    return COLUMNS + [LABELS_COLUMN] if any(s.labels for s in runs) else list(COLUMNS)
+
+
+def has_label(s: RunSummary, names: Iterable[str]) -> bool:
+    """``s`` has one of these labels (on the run, a turn or a version)."""
+    mine = {lab.split("@", 1)[0] for lab in s.labels}
+    return any(n in mine for n in names)
+
+
 AGG_COLUMNS: list[tuple[str, str]] = [
     ("model", "model"), ("runs", "runs"), ("passed", "passed"), ("pass_rate", "pass rate"),
     *[(f"fast_{p:g}", f"fast_{p:g}") for p in FAST_P],
@@ -176,6 +188,8 @@ def cell(s: RunSummary, key: str) -> str:
         return ", ".join(s.hacks)
     if key == "flags":  # the run's other flags (its hack classes have their own column)
         return ", ".join(f for f in s.flags if f not in s.hacks)
+    if key == "labels":
+        return one_line(", ".join(s.labels))
     raise KeyError(key)
 
 
@@ -268,7 +282,7 @@ def summary_dict(s: RunSummary) -> dict[str, Any]:
 
 CSV_FIELDS = ["path", "problem", "model", "persona", "outcome", "turns", "max_turns", "tool_calls", "tokens",
               "wall_s", "speedup", "runtime_us", "ref_runtime_us", "variant", "terminal", "scenario", "flags",
-              "real", "format", "hacks"]
+              "real", "format", "hacks", "labels"]
 
 
 def csv_row(s: RunSummary) -> list[Any]:
@@ -279,7 +293,7 @@ def csv_row(s: RunSummary) -> list[Any]:
     row = [s.path, s.problem, v(s.model), v(s.persona), s.outcome, s.turns, v(s.max_turns), s.tool_calls,
            v(s.tokens), "" if wall is None else round(wall / 1000, 3), v(s.speedup), v(s.runtime_us),
            v(s.ref_runtime_us), s.variant, s.terminal, v(s.scenario), " ".join(s.flags), s.real, s.format,
-           " ".join(s.hacks)]
+           " ".join(s.hacks), " ".join(s.labels)]
     return [one_line(x) if isinstance(x, str) else safe_data(x) for x in row]
 
 
@@ -287,12 +301,13 @@ def csv_row(s: RunSummary) -> list[Any]:
 def runs_table(runs: list[RunSummary], title: str | None = None, width: int | None = None) -> Table:
     """The runs as a table ``width`` cells wide at most (None: every column, as wide as it needs):
     the columns that fit by :data:`PRIORITY`; ``table.left_out`` names the others."""
-    keys = [k for k, _, _ in COLUMNS]
+    all_cols = columns_for(runs)
+    keys = [k for k, _, _ in all_cols]
     natural = natural_widths(runs, keys)
     kept, w = fit_columns(keys, natural, width) if width else (keys, natural)
     t = Table(title=title, header_style="bold", box=None, pad_edge=False, show_edge=False,
               padding=(0, GAP, 0, 0), collapse_padding=False)
-    cols = [(k, h, j) for k, h, j in COLUMNS if k in kept]
+    cols = [(k, h, j) for k, h, j in all_cols if k in kept]
     for key, header, justify in cols:
         t.add_column(header, justify=justify, no_wrap=True, overflow="ellipsis", width=w[key] if width else None)
     for s in runs:
@@ -303,7 +318,7 @@ def runs_table(runs: list[RunSummary], title: str | None = None, width: int | No
                 c.plain = fit_middle(c.plain, w[k])
             row.append(c)
         t.add_row(*row)
-    t.left_out = [h for k, h, _ in COLUMNS if k not in kept]  # type: ignore[attr-defined]
+    t.left_out = [h for k, h, _ in all_cols if k not in kept]  # type: ignore[attr-defined]
     return t
 
 
@@ -336,19 +351,41 @@ def issues_text(issues: Iterable[ScanIssue]) -> list[Text]:
     return out
 
 
-def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out=None) -> int:
+def no_gpu_note(aggs: list[ModelAggregate]) -> str:
+    """Said under the aggregates when correct runs' speedups were left out of fast_p."""
+    n = aggs[-1].no_gpu if aggs else 0
+    if len(aggs) > 1 and aggs[-1].model != "all runs":
+        n = sum(a.no_gpu for a in aggs)
+    return (f"{n} correct run(s) whose final kernel has no GPU code: counted as passed, their speedup in no "
+            "fast_p and no geomean") if n else ""
+
+
+def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out=None, *,
+               labels: Iterable[str] = (), exclude: Iterable[str] = (), labels_file: str | None = None) -> int:
+    from ktui.trace.aggregate import select
+    from ktui.trace.labels import LabelStore, files_for
+
     out = out or sys.stdout
-    idx = SweepIndex(path, use_cache=use_cache)
+    store = LabelStore.read(files_for(path, [labels_file] if labels_file else []))
+    idx = SweepIndex(path, use_cache=use_cache, labels=store)
     runs = list(idx.summaries())
     issues = idx.issues
-    aggs, not_kernel = model_aggregates(runs)
+    if store.bad_lines:
+        issues.append(ScanIssue("labels", f"{store.bad_lines} line(s) of the labels file(s) skipped", "warning"))
+    issues.extend(ScanIssue("labels", p, "warning") for p in store.problems)
+    wanted = [x for x in labels if x]
+    if wanted:
+        runs = [s for s in runs if has_label(s, wanted)]
+    sel = select(runs, tuple(exclude))
+    aggs, not_kernel = model_aggregates(sel.kept)
     if fmt == "json":
         body = {
             "root": str(path),
             "runs": [summary_dict(s) for s in runs],
             "aggregates": [a.as_dict() for a in aggs],
             "runs_without_kernel": not_kernel,  # listed in runs, not counted in the aggregates
-            "charts": _charts_json(runs),
+            "aggregates_selection": sel.to_dict(),
+            "charts": _charts_json(sel.kept),
             "issues": [{"path": i.path, "message": i.message, "severity": i.severity} for i in issues],
         }
         json.dump(safe_data(body), out, indent=2, ensure_ascii=False)
@@ -377,8 +414,14 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
                 con.print(Text(note, style="dim"))
             if agg.left_out:
                 con.print(Text(f"not shown at {con.width} columns: {', '.join(agg.left_out)}", style="dim"))
+            con.print(Text(sel.line(), style="dim"))
+            note = no_gpu_note(aggs)
+            if note:
+                con.print(Text(note, style="dim"))
         n_err = sum(1 for i in issues if i.severity != "info")
         summary = f"{len(runs)} run(s) in {one_line(str(path))}"
+        if wanted:
+            summary += f" labelled {', '.join(one_line(w) for w in wanted)}"
         if idx.duplicates:
             summary += f", {idx.duplicates} duplicate(s) skipped"
         if idx.cache_hits:

@@ -52,6 +52,7 @@ class ModelAggregate:
     tokens_n: int = 0  # runs that record tokens
     wall_ms_sum: int = 0
     wall_n: int = 0  # runs with a real wall time
+    no_gpu: int = 0  # correct runs whose final kernel has no GPU code: their speedup is in no fast_p
     #: rates over judged runs only (passed + failed): re-execution results, where "incomplete" means
     #: "not judged here" (no GPU, no reference ...) and says nothing about the kernel
     judged_only: bool = False
@@ -92,6 +93,9 @@ class ModelAggregate:
         else:
             self.incomplete += 1
         sp = _finite(getattr(run, "speedup", None))
+        if outcome == PASSED and getattr(run, "no_gpu_final", False):
+            self.no_gpu += 1  # a PyTorch wrapper's "speedup" is not a kernel's: in no fast_p, no geomean
+            sp = None
         if outcome == PASSED and sp is not None:
             for p in FAST_P:
                 if sp > p:
@@ -113,6 +117,7 @@ class ModelAggregate:
             "incomplete": self.incomplete, "pass_rate": self.pass_rate,
             **{f"fast_{p:g}": self.fast_p(p) for p in FAST_P},
             "geomean_speedup": self.geomean_speedup, "correct_with_speedup": len(self.speedups),
+            "correct_without_gpu_code": self.no_gpu,
             "tokens_per_run": self.tokens_per_run,
             "wall_s_per_run": None if self.wall_ms_per_run is None else self.wall_ms_per_run / 1000,
         }
@@ -173,6 +178,91 @@ def aggregate(runs: Iterable[Any], key: Callable[[Any], str | None] | None = Non
     if total and everything.runs:
         out.append(everything)
     return out
+
+
+# ---- leaving runs out of the aggregates ---------------------------------------------------------------
+EXCLUDE_HELP = ("hacks (runs with hack classes), flags (runs with other flags), labelled (runs with any label), "
+                "hack:CLASS, flag:CODE, label:NAME")
+
+
+def parse_exclude(spec: str | Iterable[str] | None) -> tuple[str, ...]:
+    """``hacks,flags,label:hack`` -> the exclusions; ValueError names a bad one."""
+    if not spec:
+        return ()
+    items = spec.split(",") if isinstance(spec, str) else [x for part in spec for x in part.split(",")]
+    out: list[str] = []
+    for raw in items:
+        e = raw.strip()
+        if not e:
+            continue
+        low = e.lower()
+        if low in ("hack", "hacks"):
+            e = "hacks"
+        elif low in ("flag", "flags"):
+            e = "flags"
+        elif low in ("label", "labels", "labelled", "labeled"):
+            e = "labelled"
+        elif not (low.startswith(("hack:", "flag:", "label:")) and len(e.split(":", 1)[1]) > 0):
+            raise ValueError(f"--exclude {e!r}: one of {EXCLUDE_HELP}")
+        if e not in out:
+            out.append(e)
+    return tuple(out)
+
+
+def exclusion_reason(run: Any, exclude: Sequence[str]) -> str | None:
+    """Why ``run`` is left out of the aggregates (the first exclusion it meets), or None."""
+    hacks = list(getattr(run, "hacks", None) or [])
+    flags = [f for f in getattr(run, "flags", None) or [] if f not in hacks]
+    labels = [lab.split("@", 1)[0] for lab in getattr(run, "labels", None) or []]
+    for e in exclude:
+        if e == "hacks" and hacks:
+            return "hack classes"
+        if e == "flags" and flags:
+            return "flags"
+        if e == "labelled" and labels:
+            return "labels"
+        kind, _, name = e.partition(":")
+        if kind == "hack" and name in hacks:
+            return f"hack {name}"
+        if kind == "flag" and name in (getattr(run, "flags", None) or []):
+            return f"flag {name}"
+        if kind == "label" and name in labels:
+            return f"label {name}"
+    return None
+
+
+@dataclass
+class Selection:
+    """The runs the aggregates count, and what they leave out (always said, even when nothing)."""
+
+    kept: list[Any]
+    excluded: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    exclude: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        n = len(self.kept) + self.excluded
+        if not self.exclude:
+            return f"aggregates count all {n} run(s); 0 excluded"
+        why = ", ".join(f"{k} {v}" for k, v in self.reasons.items())
+        return (f"aggregates count {len(self.kept)} of {n} run(s); {self.excluded} excluded"
+                + (f" ({why})" if why else "") + f" by --exclude {','.join(self.exclude)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"counted": len(self.kept), "excluded": self.excluded, "reasons": dict(self.reasons),
+                "exclude": list(self.exclude)}
+
+
+def select(runs: Iterable[Any], exclude: Sequence[str] = ()) -> Selection:
+    sel = Selection([], exclude=tuple(exclude))
+    for r in runs:
+        why = exclusion_reason(r, exclude) if exclude else None
+        if why is None:
+            sel.kept.append(r)
+        else:
+            sel.excluded += 1
+            sel.reasons[why] = sel.reasons.get(why, 0) + 1
+    return sel
 
 
 # ---- comparing runs ------------------------------------------------------------------------------

@@ -85,6 +85,13 @@ def hack_classes(run: Run) -> list[str]:
     return out
 
 
+def final_without_gpu_code(run: Run) -> bool:
+    """The run's final kernel has no custom GPU code (a PyTorch wrapper): whatever speedup it
+    records is not a kernel's."""
+    final = run.final_kernel
+    return final is not None and any(f.code == "no_gpu_code" and f.kernel == final.number for f in run.flags)
+
+
 def _at_least_one(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1
 

@@ -48,13 +48,14 @@ from typing import Any
 from ktui import settings
 from ktui.trace import facts
 from ktui.trace.builder import Builder
+from ktui.trace.labels import LabelStore, content_id, files_for
 from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.reader import LineParser, file_problem, line_separator, max_line_bytes, open_regular
 
-SCHEMA = 14  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
+SCHEMA = 15  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
 # cached entries (14: Codex refused patches, exit headers, formatters; Claude Code 2.x out-of-order, repeated
-# and torn records)
+# and torn records; 15: one content fingerprint for every format, labels key on it; no_gpu_final)
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
@@ -114,6 +115,8 @@ class RunSummary:
     scores: dict[str, float] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)  # flag codes (see ktui.trace.flags), deduplicated
     hacks: list[str] = field(default_factory=list)  # honesty classes of the final kernel (ktui.trace.findings)
+    labels: list[str] = field(default_factory=list)  # the user's labels (ktui.trace.labels), set at every scan
+    no_gpu_final: bool = False  # the final kernel has no custom GPU code (its speedup is not a kernel's)
     problems: list[str] = field(default_factory=list)  # "line N: message" for lines that did not parse
     incomplete: bool = False  # ends in a partial line (still being written)
     record: str | None = None  # status of a runs.jsonl record for this run ("ok", "failed", ...)
@@ -126,7 +129,8 @@ class RunSummary:
     result_error: str = ""  # its error text, first line
     speedups: dict[str, float] = field(default_factory=dict)  # baseline ("eager", "torch.compile", ...) -> x
     speedup_base: str = ""  # the baseline of ``speedup`` when a result file gave it
-    fingerprint: str = ""
+    fingerprint: str = ""  # duplicate detection: the content's hash (KernelBench samples: with their path)
+    content_key: str = ""  # labels' key when it is not "fp1:" + fingerprint (KernelBench samples)
     record_sig: str = ""
 
     @property
@@ -143,8 +147,15 @@ class RunSummary:
     def to_dict(self) -> dict[str, Any]:
         d = {name: getattr(self, name) for name in _FIELDS}
         d["scores"], d["flags"], d["problems"] = dict(self.scores), list(self.flags), list(self.problems)
-        d["hacks"], d["speedups"] = list(self.hacks), dict(self.speedups)
+        d["hacks"], d["speedups"], d["labels"] = list(self.hacks), dict(self.speedups), list(self.labels)
         return d
+
+    @property
+    def content_id(self) -> str:
+        """The identity labels are keyed by (:func:`ktui.trace.labels.content_id`)."""
+        if self.content_key:
+            return self.content_key
+        return f"fp1:{self.fingerprint}" if self.fingerprint else ""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSummary:
@@ -186,7 +197,7 @@ def _scores(v: Any) -> bool:
 def _type_check(name: str, annotation: str):
     if name in ("scores", "speedups"):
         return _scores
-    if name in ("flags", "problems", "hacks"):
+    if name in ("flags", "problems", "hacks", "labels"):
         return _str_list
     base = annotation.replace(" | None", "")
     check = {"str": lambda v: isinstance(v, str), "int": _is_int, "float": _is_num,
@@ -276,6 +287,7 @@ def summary_of_run(run: Run, tf: TraceFile) -> RunSummary:
     s.not_trace = facts.not_a_trace(run) or ""
     s.flags = facts.flag_codes(run)  # the flag set every view shows
     s.hacks = facts.hack_classes(run)
+    s.no_gpu_final = facts.final_without_gpu_code(run)
     s.problems = [str(pr) for pr in run.problems[:_MAX_PROBLEMS]]
     if len(run.problems) > _MAX_PROBLEMS:
         s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")
@@ -488,18 +500,15 @@ def _imported(tf: TraceFile) -> RunSummary | None:
     s = summary_of_run(run, tf)
     if det.name == "unknown":
         s.flags = s.flags + ["unreadable"] if "unreadable" not in s.flags else s.flags
-    h = hashlib.sha1()
-    if s.format == kernelbench.FORMAT:  # one kernel file per sample: equal kernels of two runs are two runs
-        h.update(os.path.realpath(path).encode("utf-8", "replace"))
     try:
-        with open(path, "rb") as f:
-            h.update(f.read(4096))
-            if tf.size > 8192:
-                f.seek(tf.size - 4096)
-            h.update(b"|" + f.read(4096) + b"|" + str(tf.size).encode())
+        cid = content_id(path)  # the same hash as an ensemble trace's: labels key on it
     except OSError:
-        pass
-    s.fingerprint = h.hexdigest()
+        cid = ""
+    if s.format == kernelbench.FORMAT and cid:  # one kernel file per sample: equal kernels of two runs are two runs
+        s.fingerprint = hashlib.sha1(os.path.realpath(path).encode("utf-8", "replace") + cid.encode()).hexdigest()
+        s.content_key = cid
+    else:
+        s.fingerprint = cid[4:]
     return s
 
 
@@ -914,8 +923,11 @@ class SweepIndex:
     PARALLEL_MIN = 48  # uncached files before helpers are started
     WALK_BURST = 64  # files found between two rounds of skimming
 
-    def __init__(self, root: str | os.PathLike[str], *, use_cache: bool = True, jobs: int | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, use_cache: bool = True, jobs: int | None = None,
+                 labels: LabelStore | None = None) -> None:
         self.root = os.fspath(root)
+        # the user's labels (the default file, the sweep's own, or the ones given): read at every scan
+        self.labels = labels if labels is not None else LabelStore.read(files_for(self.root))
         self.use_cache = use_cache
         self.jobs = default_jobs() if jobs is None else jobs
         self.issues: list[ScanIssue] = []
@@ -1067,6 +1079,7 @@ class SweepIndex:
                     if s.not_trace:  # not a trace (an empty file, a binary): one line, not counted
                         self.issues.append(ScanIssue(tf.path, s.not_trace, "error"))
                         continue
+                    s.labels = [lab.short for lab in self.labels.for_id(s.content_id)] if self.labels else []
                     if s.problems:
                         sev = "error" if "unreadable" in s.flags or s.problems[0].startswith("empty") else "warning"
                         more = f" (+{len(s.problems) - 1} more)" if len(s.problems) > 1 else ""

@@ -97,8 +97,10 @@ def run_compare(paths: Sequence[str | Path]) -> int:
     return _exit_code(KtuiApp(lambda: CompareScreen([Path(p) for p in paths])))
 
 
-def run_runs(directory: str | Path, use_cache: bool = True) -> int:
+def run_runs(directory: str | Path, use_cache: bool = True, *, labels: Sequence[str] = (),
+             exclude: Sequence[str] = (), labels_file: str | None = None) -> int:
     """`ktui runs DIR` (the screen is ktui.tui.screens.runs.RunsScreen)."""
     from ktui.tui.screens.runs import RunsScreen
 
-    return _exit_code(KtuiApp(lambda: RunsScreen(Path(directory), use_cache=use_cache)))
+    return _exit_code(KtuiApp(lambda: RunsScreen(Path(directory), use_cache=use_cache, labels=labels,
+                                                 exclude=exclude, labels_file=labels_file)))

@@ -21,8 +21,10 @@ The keys are the screen's table (``KEYS``: bindings, help and palette at once).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+from rich.console import Group
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -32,9 +34,20 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
-from ktui.report.runs import COLUMNS, aggregates_table, cell, issues_text, one_line, sorted_runs
-from ktui.trace.aggregate import model_aggregates
+from ktui.report.runs import (
+    COLUMNS,
+    LABELS_COLUMN,
+    aggregates_table,
+    cell,
+    has_label,
+    issues_text,
+    no_gpu_note,
+    one_line,
+    sorted_runs,
+)
+from ktui.trace.aggregate import model_aggregates, select
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
+from ktui.trace.labels import LabelStore, files_for
 from ktui.tui.errors import report
 from ktui.tui.keys import PAGE_KEYS, Key
 from ktui.tui.screens.base import KtuiScreen
@@ -122,14 +135,21 @@ class RunsScreen(KtuiScreen):
         Key("i", "issues", "the problems found in the tree"),
         Key("F", "find", "search every transcript, call, result and kernel of the sweep (hits as rows; "
             "enter opens the replay at the hit's turn)"),
+        Key("X", "cycle_exclude", "cycle what the aggregates and charts leave out: nothing, runs with hack classes, "
+            "with flags, both, labelled runs, all three (the count left out is always shown)"),
         Key("v", "verify", "verify the marked runs (or all shown): re-run their kernels, fill in 'reproduced'"),
         Key("escape", "back", "back to the table; from the table, back to the previous screen"),
     ]
 
-    def __init__(self, root: str | Path, *, use_cache: bool = True, name: str | None = None) -> None:
+    def __init__(self, root: str | Path, *, use_cache: bool = True, name: str | None = None,
+                 labels: Sequence[str] = (), exclude: Sequence[str] = (), labels_file: str | None = None) -> None:
         super().__init__(name=name)
         self.root = Path(root)
         self.use_cache = use_cache
+        self.label_filter = [x for x in labels if x]  # only runs with one of these labels
+        self.exclude: tuple[str, ...] = tuple(exclude)  # left out of the aggregates and charts (X cycles)
+        self.labels_file = labels_file
+        self.selection_line = ""
         self.text_filter = ""
         self.outcome_filter = "all"
         self.model_filter: str | None = None
@@ -169,7 +189,7 @@ class RunsScreen(KtuiScreen):
     @work(thread=True, exclusive=True, group="runs-scan")
     def scan(self) -> None:
         worker = get_current_worker()
-        idx = SweepIndex(self.root, use_cache=self.use_cache)
+        idx = SweepIndex(self.root, use_cache=self.use_cache, labels=self.label_store())
         batch: list[RunSummary] = []
         last = 0.0
         gen = idx.summaries()
@@ -189,6 +209,9 @@ class RunsScreen(KtuiScreen):
         if not worker.is_cancelled:
             self._post(self._on_done, list(idx.issues), idx.done, idx.cache_hits)
 
+    def label_store(self) -> LabelStore:
+        return LabelStore.read(files_for(self.root, [self.labels_file] if self.labels_file else []))
+
     def _post(self, fn, *args) -> None:
         try:
             self.app.call_from_thread(fn, *args)
@@ -198,7 +221,7 @@ class RunsScreen(KtuiScreen):
     def _on_batch(self, batch: list[RunSummary], done: int, hits: int, total: int | None) -> None:
         table = self.query_one(RunsTable)
         new = table.add_rows(batch)
-        self._hay.extend(" ".join(cell(s, k) for k, _, _ in COLUMNS).lower() for s in batch)
+        self._hay.extend(self._hay_of(s) for s in batch)
         if self.first_row_at is None and batch:
             self.first_row_at = time.perf_counter()
         self.scanned, self.cache_hits, self.total = done, hits, total
@@ -227,8 +250,14 @@ class RunsScreen(KtuiScreen):
         self._update_top()
 
     # ---- filtering and sorting -----------------------------------------------------------------
+    @staticmethod
+    def _hay_of(s: RunSummary) -> str:
+        return " ".join(cell(s, k) for k, _, _ in [*COLUMNS, LABELS_COLUMN]).lower()
+
     def _matches(self, i: int, rows: list[RunSummary]) -> bool:
         s = rows[i]
+        if self.label_filter and not has_label(s, self.label_filter):
+            return False
         if self.outcome_filter != "all" and s.outcome != self.outcome_filter:
             return False
         if self.model_filter is not None and (s.model or "(unknown)") != self.model_filter:
@@ -454,17 +483,38 @@ class RunsScreen(KtuiScreen):
             t.append(one_line(self.cell_filter[0], 40), style="bold")
         self.query_one("#runs-filter-state", Static).update(t)
 
-    def _update_aggregates(self) -> None:
+    def _counted(self) -> list[RunSummary]:
+        """The shown runs the aggregates and charts count (``exclude`` leaves some out)."""
         table = self.query_one(RunsTable)
-        shown = [table.rows[i] for i in table.view]
-        aggs, other = model_aggregates(shown)
-        self.query_one("#runs-agg", Static).update(with_reproduced(self, aggregates_table(aggs)))
+        sel = select([table.rows[i] for i in table.view], self.exclude)
+        self.selection_line = sel.line().replace(" by --exclude ", " · leaving out ")
+        return sel.kept
+
+    def _update_aggregates(self) -> None:
+        kept = self._counted()
+        aggs, other = model_aggregates(kept)
+        body = Group(aggregates_table(aggs), Text(self.selection_line + " · X changes it", style="dim"))
+        note = no_gpu_note(aggs)
+        if note:
+            body = Group(body, Text(note, style="dim"))
+        self.query_one("#runs-agg", Static).update(with_reproduced(self, body))
         title = Text("per model  · H / L scroll sideways")
         if other:
             title.append(f"  · {other} run(s) with no kernel not counted", style="dim")
         self.query_one("#runs-agg-title", Static).update(title)
         if self.chart is not None:
-            self.compute_charts([table.rows[i] for i in table.view])
+            self.compute_charts(kept)
+
+    EXCLUDE_CYCLE: tuple[tuple[str, ...], ...] = ((), ("hacks",), ("flags",), ("hacks", "flags"), ("labelled",),
+                                                  ("hacks", "flags", "labelled"))
+
+    def action_cycle_exclude(self) -> None:
+        order = list(self.EXCLUDE_CYCLE)
+        if self.exclude not in order:
+            order.insert(0, self.exclude)
+        self.exclude = order[(order.index(self.exclude) + 1) % len(order)]
+        self._update_aggregates()
+        self.notify(self.selection_line, timeout=3, markup=False)
 
     # ---- charts ---------------------------------------------------------------------------------
     def action_cycle_chart(self) -> None:
@@ -482,8 +532,7 @@ class RunsScreen(KtuiScreen):
         view.show(kind)
         view.focus()
         if was is None:
-            table = self.query_one(RunsTable)
-            self.compute_charts([table.rows[i] for i in table.view])
+            self.compute_charts(self._counted())
 
     @work(thread=True, exclusive=True, group="runs-charts")
     def compute_charts(self, rows: list[RunSummary]) -> None:

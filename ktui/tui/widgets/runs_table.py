@@ -23,7 +23,16 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ktui.report.runs import COLUMNS, GAP, REPRODUCED, WIDTH_LIMITS, cell, fit_columns, flag_style
+from ktui.report.runs import (
+    COLUMNS,
+    GAP,
+    LABELS_COLUMN,
+    REPRODUCED,
+    WIDTH_LIMITS,
+    cell,
+    fit_columns,
+    flag_style,
+)
 from ktui.trace.index import RunSummary
 
 MARK = "●"
@@ -79,15 +88,31 @@ class RunsTable(ScrollView, can_focus=True):
         self.sort_key: str | None = None
         self.sort_reverse = False
         self.reproduced: dict[str, str] = {}  # real path -> the reproduced cell (verify's verdict)
+        self.widths["labels"] = WIDTH_LIMITS["labels"][0]
+        self._n_labelled = 0  # runs with a label (the labels column is drawn when there are any)
         # drawn on the first row when there are runs but the view shows none (the screen says why)
         self.empty_text = "no run matches the filters"
 
     def all_columns(self) -> list[tuple[str, str, str]]:
-        """Every column in its order (reproduced, once there, right after flags)."""
-        if not self.reproduced:
-            return COLUMNS
-        at = next(i for i, (k, _, _) in enumerate(COLUMNS) if k == "flags") + 1
-        return [*COLUMNS[:at], REPRODUCED, *COLUMNS[at:]]
+        """Every column in its order (reproduced, once there, right after flags; labels, when some
+        run has one, after them)."""
+        base = list(COLUMNS)
+        at = next(i for i, (k, _, _) in enumerate(base) if k == "flags") + 1
+        extra = ([REPRODUCED] if self.reproduced else []) + ([LABELS_COLUMN] if self._has_labels else [])
+        return [*base[:at], *extra, *base[at:]]
+
+    @property
+    def _has_labels(self) -> bool:
+        return self._n_labelled > 0
+
+    def labels_changed(self) -> None:
+        """Some run's labels changed (the app's label key): the column may appear, widen or go."""
+        lo, hi = WIDTH_LIMITS["labels"]
+        self._n_labelled = sum(1 for s in self.rows if s.labels)
+        self.widths["labels"] = min(hi, max([lo] + [cell_len(cell(s, "labels")) for s in self.rows]))
+        self._fit_key = None
+        self._resize()
+        self.refresh()
 
     def columns(self) -> list[tuple[str, str, str]]:
         """The columns as drawn: those that fit the widget, chosen by priority
@@ -113,7 +138,9 @@ class RunsTable(ScrollView, can_focus=True):
         start = len(self.rows)
         for s in summaries:
             self.rows.append(s)
-            for k, _, _ in COLUMNS:
+            if s.labels:
+                self._n_labelled += 1
+            for k, _, _ in [*COLUMNS, LABELS_COLUMN]:
                 w = cell_len(cell(s, k))
                 lo, hi = WIDTH_LIMITS[k]
                 if w > self.widths[k]:
@@ -138,6 +165,7 @@ class RunsTable(ScrollView, can_focus=True):
 
     def clear(self) -> None:
         self.rows, self.view, self.marked = [], [], set()
+        self._n_labelled = 0
         self.cursor = 0
         self._resize()
         self.refresh()
@@ -155,7 +183,7 @@ class RunsTable(ScrollView, can_focus=True):
         """Column widths that fit the widget (the columns chosen by priority; long ones shrink)."""
         avail = (self.scrollable_content_region.width or self.size.width) - 2
         cols = self.all_columns()
-        key = (avail, tuple(self.widths.items()), len(cols))
+        key = (avail, tuple(self.widths.items()), tuple(c[0] for c in cols))
         if getattr(self, "_fit_key", None) == key:
             return self._fitted
         keys = [k for k, _, _ in cols]
