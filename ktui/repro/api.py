@@ -217,7 +217,7 @@ def cached_report(run: Any, kv: Any, options: ReproOptions | None = None) -> Rep
         ref, _origin = resolve_reference(run, options.reference_path, options.tasks_dir)
     except ReproError:
         return None
-    entry = cache.load(kv.sha1, _key(kv, options, ref))
+    entry = cache.load(kv.sha1, _key(kv, options, ref), options.device)
     return _report(run, kv, entry, cached=True) if entry else None
 
 
@@ -247,7 +247,7 @@ def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,
                          "--reference FILE with the problem's PyTorch reference")
     key = _key(kv, options, ref)
     if not options.fresh:
-        entry = cache.load(kv.sha1, key)
+        entry = cache.load(kv.sha1, key, options.device)
         if entry:
             return _report(run, kv, entry, cached=True)
     req = make_request(kv, options, ref, origin)

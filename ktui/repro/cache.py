@@ -17,7 +17,8 @@ ignored (the kernel is re-run).
 Failures caused from outside the kernel (a SIGKILL from someone else, the host's OOM killer,
 timeouts, cancels, resource limits, a missing reference) are never cached.
 
-A result key covers: kernel sha1, reference sha1, requested device, timing method, trials,
+A result key covers: kernel sha1, reference sha1, the device (as resolved here: no device means
+cuda when this machine has one, else cpu, so every command and the app share one key), timing method, trials,
 correctness trials, harness version and this machine's environment fingerprint (torch version,
 GPUs and driver, Python). Nothing here imports torch.
 """
@@ -94,12 +95,43 @@ def env_fingerprint() -> dict[str, Any]:
     return fp
 
 
+def key_device(device: str | None, env: dict[str, Any] | None = None) -> str:
+    """The device a result is keyed by: what ``device`` means on this machine, so that ``ktui repro
+    --device cpu``, the app's ``r`` (no device: cuda when there is one, else cpu), ``ktui verify`` and
+    ``ktui repro --device cuda:0`` find each other's results. ``auto`` is resolved without torch:
+    no NVIDIA GPU listed (nvidia-smi, /proc) or a ``+cpu`` torch build -> cpu; a GPU and another
+    build -> cuda; a ROCm build without an NVIDIA GPU stays ``auto`` (its GPUs are not listed)."""
+    d = (device or "auto").strip().lower()
+    if d == "cuda:0":
+        return "cuda"
+    if d != "auto":
+        return d
+    env = env if env is not None else env_fingerprint()
+    torch_v = str(env.get("torch") or "")
+    if "+cpu" in torch_v:
+        return "cpu"
+    if env.get("gpus"):
+        return "cuda"
+    return "auto" if "+rocm" in torch_v else "cpu"
+
+
+def device_matches(entry: dict[str, Any], device: str) -> bool:
+    """A cached result ran where its key says (a CUDA build that could not reach its GPU ran on the
+    CPU under a ``cuda`` key: not the answer to a cuda request)."""
+    env = (entry.get("result") or {}).get("environment")
+    ran = env.get("device") if isinstance(env, dict) else None
+    if not isinstance(ran, str) or device == "auto":
+        return True
+    return ran.split(":", 1)[0] == device.split(":", 1)[0]
+
+
 def result_key(*, kernel_sha1: str, reference_sha1: str | None, device: str | None, method: str,
                trials: int, correctness_trials: int = 5, env: dict[str, Any] | None = None) -> str:
+    env = env if env is not None else env_fingerprint()
     payload = {
-        "kernel": kernel_sha1, "reference": reference_sha1, "device": device or "auto", "method": method,
+        "kernel": kernel_sha1, "reference": reference_sha1, "device": key_device(device, env), "method": method,
         "trials": int(trials), "correctness_trials": int(correctness_trials), "harness": HARNESS_VERSION,
-        "env": env if env is not None else env_fingerprint(),
+        "env": env,
     }
     return hashlib.sha1(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
@@ -165,10 +197,13 @@ def _path(kernel_sha1: str, key: str) -> Path:
     return results_dir() / safe / f"{''.join(ch for ch in key if ch.isalnum())[:40]}.json"
 
 
-def load(kernel_sha1: str, key: str) -> dict[str, Any] | None:
-    """The verified entry for this kernel and key, or None (missing, forged, wrong shape)."""
+def load(kernel_sha1: str, key: str, device: str | None = None) -> dict[str, Any] | None:
+    """The verified entry for this kernel and key, or None (missing, forged, wrong shape; or, given
+    the requested ``device``, run on another kind of device than the key says)."""
     e = _read(_path(kernel_sha1, key))
     if e is None or e.get("kernel_sha1") != kernel_sha1 or e.get("key") != key:
+        return None
+    if device is not None and not device_matches(e, key_device(device)):
         return None
     return e
 

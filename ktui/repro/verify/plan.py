@@ -213,7 +213,7 @@ class Planner:
                           trace=str(s.real or s.path), result_key=rkey)
                 self.jobs[key] = job
                 if not self.options.fresh:
-                    entry = cache.load(kv.sha1, rkey)
+                    entry = cache.load(kv.sha1, rkey, self.options.device)
                     result = entry["result"] if entry else load_timeout_memo(rkey, self.options)
                     if result is not None:
                         self.cached[key] = result
