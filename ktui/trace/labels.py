@@ -31,7 +31,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-FILE_NAME = "labels.jsonl"
 SWEEP_FILE = "ktui-labels.jsonl"  # beside a sweep: read by every command that reads the sweep
 SCOPES = ("run", "turn", "version")
 MAX_LABEL = 64
@@ -63,8 +62,10 @@ def fingerprint(head: bytes, tail: bytes, size: int) -> str:
 
 
 def default_file() -> str:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "ktui", FILE_NAME)
+    """``$XDG_DATA_HOME/ktui/labels.jsonl`` (:attr:`ktui.settings.Settings.labels_file`)."""
+    from ktui import settings
+
+    return str(settings.current().labels_file)
 
 
 def files_for(root: str | os.PathLike[str] | None = None, extra: Iterable[str] = ()) -> list[str]:
