@@ -414,14 +414,25 @@ def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="report.html", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Do not read or write the index cache.")
 @click.option("--jobs", type=int, default=None, help="Processes that build the runs' details.")
-def report(directory: str, output: str, no_cache: bool, jobs: int | None) -> None:
+@click.option("--exclude", "exclude", multiple=True, metavar="WHAT",
+              help="Leave runs out of the aggregates and charts (as `ktui runs --exclude`); the count is shown.")
+@click.option("--labels", "labels_file", type=click.Path(dir_okay=False), default=None,
+              help="Another labels file to read (besides the default one and DIR/ktui-labels.jsonl).")
+def report(directory: str, output: str, no_cache: bool, jobs: int | None, exclude: tuple[str, ...],
+           labels_file: str | None) -> None:
     """Write one self-contained HTML file about a sweep: charts, runs, each run's transcript and diffs."""
+    from ktui.trace.aggregate import parse_exclude
+
     p = Path(directory)
     if not p.exists():
         fail(f"{directory}: no such file or directory")
+    try:
+        excl = parse_exclude(exclude)
+    except ValueError as exc:
+        fail(str(exc))
     from ktui.report.html import report_command
 
-    sys.exit(report_command(p, output, use_cache=not no_cache, jobs=jobs))
+    sys.exit(report_command(p, output, use_cache=not no_cache, jobs=jobs, exclude=excl, labels_file=labels_file))
 
 
 @main.command()

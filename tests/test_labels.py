@@ -156,3 +156,93 @@ def test_labels_in_the_index_are_not_cached(tmp_path, monkeypatch):
     _cli("label", str(d / "a" / "trace.jsonl"), "later")
     got = {s.path: s.labels for s in SweepIndex(d).summaries()}  # served from the index cache
     assert got == {"a/trace.jsonl": ["later"], "b/trace.jsonl": []}
+
+
+# ---- the app: A in ktui runs and in the replay ---------------------------------------------------
+def test_app_label_key_in_runs_and_replay(tmp_path):
+    import asyncio
+
+    from ktui.tui.app import KtuiApp
+    from ktui.tui.screens.replay import ReplayScreen
+    from ktui.tui.screens.runs import RunsScreen
+    from ktui.tui.widgets.runs_table import RunsTable
+
+    d = _sweep(tmp_path)
+
+    async def runs_flow():
+        app = KtuiApp(lambda: RunsScreen(d, use_cache=False))
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if app.screen.scan_done:
+                    break
+            table = app.screen.query_one(RunsTable)
+            assert "labels" not in [k for k, _, _ in table.columns()]
+            want = table.current.path
+            await pilot.press("A")
+            await pilot.pause()
+            await pilot.press(*"reward-hack times a cached output", "enter")
+            await pilot.pause()
+            assert table.current.labels == ["reward-hack"]
+            assert "labels" in [k for k, _, _ in table.columns()]
+            return want
+
+    labelled = asyncio.run(runs_flow())
+    store = L.LabelStore.read([L.default_file()])
+    (lab,) = [x for labs in store.by_id.values() for x in labs]
+    assert (lab.label, lab.note, lab.scope) == ("reward-hack", "times a cached output", "run")
+
+    async def restart_flow():  # a new app: the label is read back, --label filters
+        app = KtuiApp(lambda: RunsScreen(d, use_cache=False, labels=["reward-hack"]))
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if app.screen.scan_done:
+                    break
+            table = app.screen.query_one(RunsTable)
+            return [table.rows[i].path for i in table.view]
+
+    assert asyncio.run(restart_flow()) == [labelled]
+
+    trace = d / "a" / "trace.jsonl"
+
+    async def replay_flow():
+        app = KtuiApp(lambda: ReplayScreen(trace))
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if app.screen.ready:
+                    break
+            await pilot.press("j", "j", "A")
+            await pilot.pause()
+            await pilot.press(*"oops wrong sign", "enter")
+            await pilot.pause()
+            await pilot.press("2", "A")  # the Kernels pane: the selected version
+            await pilot.pause()
+            await pilot.press(*"honest", "enter")
+            await pilot.pause()
+            await pilot.press("A")
+            await pilot.pause()
+            await pilot.press(*"run checked", "enter")
+            await pilot.pause()
+
+    asyncio.run(replay_flow())
+    labs = L.LabelStore.read([L.default_file()]).for_id(L.content_id(trace))
+    got = sorted((x.scope, x.turn, x.version, x.label, x.note) for x in labs)
+    assert got[0][:4] == ("run", None, None, "checked")
+    assert ("turn", 2, None, "oops", "wrong sign") in got
+    assert any(g[0] == "version" and g[3] == "honest" and g[2].startswith("v") for g in got)
+
+
+def test_report_shows_labels_and_the_excluded_count(tmp_path):
+    from ktui.report.html import build_report
+
+    d = _sweep(tmp_path)
+    assert _cli("label", str(d / "b" / "trace.jsonl"), "reward-hack", "--version", "v7").exit_code == 0
+    page, _stats = build_report(d, use_cache=False, exclude=("label:reward-hack",))
+    data = json.loads(page.split('<script type="application/json" id="ktui-data">', 1)[1].split("</script>", 1)[0])
+    keys = [c["key"] for c in data["columns"]]
+    assert "labels" in keys
+    by = {r["c"][0]: r["c"][keys.index("labels")] for r in data["rows"]}
+    assert by == {"a/trace.jsonl": "", "b/trace.jsonl": "reward-hack@v7"}
+    assert "aggregates count 1 of 2 run(s); 1 excluded (label reward-hack 1)" in page

@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from ktui.report.html_assets import CSS, JS
-from ktui.report.runs import AGG_COLUMNS, COLUMNS, agg_cell, cell, sort_value
+from ktui.report.runs import AGG_COLUMNS, agg_cell, cell, columns_for, no_gpu_note, sort_value
 from ktui.report.svg import fast_p_svg, first_correct_svg, grid_svg, speedup_svg
 from ktui.trace.aggregate import model_aggregates, non_kernel_note
 from ktui.trace.index import RunSummary, SweepIndex, default_jobs
@@ -134,10 +134,10 @@ def _workers(n_paths: int, jobs: int | None) -> int:
 
 
 def scan_and_detail(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: int | None = None,
-                    ) -> tuple[SweepIndex, list[RunSummary], list[str]]:
+                    labels: Any = None) -> tuple[SweepIndex, list[RunSummary], list[str]]:
     """The sweep's summaries and each listed run's packed detail. For a big sweep, helper
     processes build the details while this process scans (each trace is read twice, at once)."""
-    idx = SweepIndex(root, use_cache=use_cache, jobs=0)
+    idx = SweepIndex(root, use_cache=use_cache, jobs=0, labels=labels)
     files = idx.discover()
     paths = [tf.real or tf.path for tf in files]
     n = _workers(len(paths), jobs)
@@ -154,12 +154,13 @@ def scan_and_detail(root: str | os.PathLike[str], *, use_cache: bool = True, job
 # ---- the page ----------------------------------------------------------------------------------------------
 def _table_data(runs: list[RunSummary], charts: SweepCharts) -> dict[str, Any]:
     # each column also carries its rank (PRIORITY): the page hides the least important ones on a
-    # narrow window instead of scrolling sideways (see CSS in html_assets)
-    cols = [{"key": k, "header": h, "cls": ("num" if k in NUMERIC else k) + f" c-{k}"} for k, h, _ in COLUMNS]
+    # narrow window instead of scrolling sideways (see CSS in html_assets); labels when a run has one
+    columns = columns_for(runs)
+    cols = [{"key": k, "header": h, "cls": ("num" if k in NUMERIC else k) + f" c-{k}"} for k, h, _ in columns]
     rows = []
     for s in runs:
-        sv = [_finite_sort(sort_value(s, k)) for k, _, _ in COLUMNS]
-        rows.append({"c": [cell(s, k) for k, _, _ in COLUMNS], "s": sv, "o": s.outcome,
+        sv = [_finite_sort(sort_value(s, k)) for k, _, _ in columns]
+        rows.append({"c": [cell(s, k) for k, _, _ in columns], "s": sv, "o": s.outcome,
                      "m": one_line(s.model or "(unknown)")})
     g = charts.grid
     cells = [[one_line(c.model), one_line(g.titles.get(c.problem, c.problem)), c.runs] for c in g.cells.values()]
@@ -172,15 +173,20 @@ def _finite_sort(v: Any) -> Any:
     return v
 
 
-def _aggregates_html(runs: list[RunSummary]) -> str:
-    aggs = model_aggregates(runs)[0]
+def _aggregates_html(runs: list[RunSummary], selection: Any = None) -> str:
+    aggs, other = model_aggregates(runs)
+    notes = [selection.line()] if selection is not None else []
+    for n in (no_gpu_note(aggs), non_kernel_note(other)):
+        if n:
+            notes.append(n)
+    foot = "".join(f'<p class="muted">{html.escape(n)}</p>' for n in notes)
     head = "".join(f'<th class="{"" if k == "model" else "num"}">{html.escape(h)}</th>' for k, h in AGG_COLUMNS)
     body = []
     for a in aggs:
         tds = "".join(f'<td class="{"" if k == "model" else "num"}">{html.escape(agg_cell(a, k))}</td>'
                       for k, _ in AGG_COLUMNS)
         body.append(f"<tr>{tds}</tr>")
-    return f'<table id="aggregates"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return f'<table id="aggregates"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{foot}'
 
 
 def _legend_html(charts: SweepCharts) -> str:
@@ -201,14 +207,20 @@ def _legend_html(charts: SweepCharts) -> str:
 
 
 def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: int | None = None,
-                 title: str | None = None) -> tuple[str, dict[str, Any]]:
-    """The report page and some figures about it (runs, seconds per phase)."""
+                 title: str | None = None, exclude: tuple[str, ...] = (), labels_file: str | None = None,
+                 ) -> tuple[str, dict[str, Any]]:
+    """The report page and some figures about it (runs, seconds per phase). ``exclude``: runs the
+    aggregates and charts leave out (:func:`ktui.trace.aggregate.select`; the count is said)."""
     from ktui.repro.reproduced import reproduced_results
+    from ktui.trace.aggregate import select
+    from ktui.trace.labels import LabelStore, files_for
 
     t0 = time.perf_counter()
-    idx, runs, details = scan_and_detail(root, use_cache=use_cache, jobs=jobs)
+    store = LabelStore.read(files_for(root, [labels_file] if labels_file else []))
+    idx, runs, details = scan_and_detail(root, use_cache=use_cache, jobs=jobs, labels=store)
     t1 = time.perf_counter()
-    charts = sweep_charts(runs, reproduced_results(runs))
+    selection = select(runs, exclude)
+    charts = sweep_charts(selection.kept, reproduced_results(selection.kept))
     t2 = time.perf_counter()
     g = charts.grid
     cell_index = {k: i for i, k in enumerate(g.cells)}
@@ -235,10 +247,7 @@ def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: 
         f'<div class="card" id="chart-first_correct"><h2>{html.escape(CHART_TITLES["first_correct"])}</h2>'
         f'{first_correct_svg(charts.first_correct)}</div>',
         "</div></section>",
-        f'<section><h2>Per model</h2><div class="card">{_aggregates_html(runs)}'
-        + (f'<p class="muted">{html.escape(note)}</p>' if (note := non_kernel_note(model_aggregates(runs)[1]))
-           else "")
-        + '</div></section>',
+        f'<section><h2>Per model</h2><div class="card">{_aggregates_html(selection.kept, selection)}</div></section>',
         '<section id="runs-section"><h2>Runs</h2><div class="controls">'
         '<input id="f-text" type="search" placeholder="filter: path, problem, model, persona, outcome, flags" size=50>'
         '<select id="f-outcome"><option value="">any outcome</option><option>passed</option><option>failed</option>'
@@ -280,8 +289,8 @@ def no_runs_reason(root: str | Path, issues: list[Any]) -> str:
 
 
 def report_command(root: str | Path, output: str | Path, *, use_cache: bool = True, jobs: int | None = None,
-                   quiet: bool = False) -> int:
-    page, stats = build_report(root, use_cache=use_cache, jobs=jobs)
+                   quiet: bool = False, exclude: tuple[str, ...] = (), labels_file: str | None = None) -> int:
+    page, stats = build_report(root, use_cache=use_cache, jobs=jobs, exclude=exclude, labels_file=labels_file)
     if not stats["runs"]:  # no 0-run page: one line that says why, and a non-zero exit
         print(f"ktui: {no_runs_reason(root, stats['issues'])}", file=sys.stderr)
         return 1

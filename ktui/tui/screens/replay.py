@@ -195,6 +195,8 @@ class ReplayScreen(KtuiScreen):
         Key("y", "copy_kernel", "copy the selected kernel to the clipboard (OSC 52)"),
         Key("w", "write_kernel", "write the selected kernel to a file"),
         Key("r", "repro", "re-execute the selected kernel (repro panel)"),
+        Key("A", "label", "label the turn (Kernels pane: the selected version; 'run LABEL': the run), with a note; "
+            "kept outside the trace, as `ktui label`"),
         *DOC_SCROLL_KEYS,
         Key("z", "zen", "zen: hide / show the turn list", footer="zen"),
         Key("minus", "side_width(-4)", "narrower / wider turn list", label="- / +"),
@@ -1019,6 +1021,20 @@ class ReplayScreen(KtuiScreen):
 
     def on_written(self, msg: Written) -> None:
         self.notify(f"wrote {msg.label} to {msg.path}", timeout=4)
+
+    def action_label(self) -> None:
+        from ktui.tui.labeling import Target, ask
+
+        if self.run is None:
+            return
+        k = self.selected_kernel() if self.active_pane == "kernels" else None
+        if k is not None:
+            target = Target(self.path, "version", version=k.label, kernel_sha1=k.sha1)
+        elif self.run.turns:
+            target = Target(self.path, "turn", turn=self.turn_index)
+        else:
+            target = Target(self.path)
+        ask(self, target, run_target=Target(self.path))
 
     def action_repro(self) -> None:
         if self.run is None:

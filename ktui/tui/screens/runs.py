@@ -135,6 +135,8 @@ class RunsScreen(KtuiScreen):
         Key("i", "issues", "the problems found in the tree"),
         Key("F", "find", "search every transcript, call, result and kernel of the sweep (hits as rows; "
             "enter opens the replay at the hit's turn)"),
+        Key("A", "label", "label the run, with a note (LABEL [note]; -LABEL removes): kept outside the trace, "
+            "as `ktui label`"),
         Key("X", "cycle_exclude", "cycle what the aggregates and charts leave out: nothing, runs with hack classes, "
             "with flags, both, labelled runs, all three (the count left out is always shown)"),
         Key("v", "verify", "verify the marked runs (or all shown): re-run their kernels, fill in 'reproduced'"),
@@ -322,6 +324,26 @@ class RunsScreen(KtuiScreen):
 
     def action_go(self) -> None:
         self.query_one(RunsTable).action_select()
+
+    def action_label(self) -> None:
+        from ktui.tui.labeling import Target, ask, current_labels
+
+        table = self.query_one(RunsTable)
+        s = table.current
+        if s is None:
+            return
+
+        def changed() -> None:
+            try:
+                s.labels = current_labels(Path(s.real or s.path), self.labels_file, self.root)
+            except OSError:
+                return
+            i = table.rows.index(s)
+            self._hay[i] = self._hay_of(s)
+            table.labels_changed()
+            self.refilter()
+
+        ask(self, Target(Path(s.real or s.path)), labels_file=self.labels_file, done=changed)
 
     def action_find(self) -> None:
         from ktui.tui.screens.search import SearchScreen
