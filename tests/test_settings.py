@@ -25,7 +25,7 @@ CASES = [
 
 @pytest.mark.parametrize("env", CASES)
 def test_the_engine_and_the_settings_agree_on_the_repro_cache(env, monkeypatch):
-    for k in ("HOME", "XDG_CACHE_HOME", "KTUI_CACHE_DIR"):
+    for k in ("HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "KTUI_CACHE_DIR"):  # conftest sets XDG_DATA_HOME
         monkeypatch.delenv(k, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
