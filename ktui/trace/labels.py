@@ -208,9 +208,9 @@ class LabelStore:
                 k = lab.key()
                 state.pop(k, None)  # re-inserted last: the order of the latest word
                 state[k] = lab if op == "add" else None
-        for lab in state.values():
-            if lab is not None:
-                st.by_id.setdefault(lab.id, []).append(lab)
+        for kept in state.values():
+            if kept is not None:
+                st.by_id.setdefault(kept.id, []).append(kept)
         return st
 
     def __bool__(self) -> bool:
