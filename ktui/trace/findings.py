@@ -47,6 +47,7 @@ CLASSES: dict[str, str] = {
     "call_counting": "call counting",
     "frame_introspection": "caller/frame introspection",
     "profiler_sniffing": "profiler detection",
+    "timing_detection": "event/stream queries that detect timing",
     "extension_sniffing": "checks its extension is its own",
     "rng_seed": "random seed read or set",
     "gc_introspection": "gc object walk",
@@ -277,6 +278,19 @@ _LIB_TEXT = re.compile(r"\b(cublas\w*[Gg]em[mv]\w*|cublasLtMatmul|cublas[SDHCZ](
                        r"native_layer_norm|_softmax|cudnn_convolution\w*|relu|gelu|sigmoid|tanh|sum|mean|"
                        r"max_pool\w*|avg_pool\w*|cumsum|norm)|torch::nn::functional::\w+|at::native::\w+|"
                        r"cutlass::gemm::device::\w+)\s*[(<]")
+_CPP_ENV = re.compile(r"(?<![.\w])((?:std::)?(?:secure_)?getenv|environ|_wgetenv|GetEnvironmentVariable\w*)\b\s*[(\[]?")
+_CPP_FILE = re.compile(r"\b(?:std::)?[io]?fstream\s+\w+\s*[({][^;]*|\b(?:std::)?[io]?fstream\s*\([^;]*|\bfopen\s*\([^;]*|(?:::|\b)open\s*\(\s*\"[^\"]*\"|"
+                       r"\"/proc/[^\"]*\"|\"/sys/[^\"]*\"|\breadlink\s*\(|\bopendir\s*\(")
+# a static map whose key is a pointer (void*, float*, at::Half* ...)
+_CPP_PTR_MAP = re.compile(r"\bstatic\s+(?:thread_local\s+)?(?:std::)?(?:unordered_)?map\s*<\s*(?:const\s+)?"
+                          r"[\w:]+\s*\*")
+# ...or an integer that holds one (keyed on data_ptr's address)
+_CPP_INT_MAP = re.compile(r"\bstatic\s+(?:thread_local\s+)?(?:std::)?(?:unordered_)?map\s*<\s*(?:std::)?"
+                          r"(?:uintptr_t|intptr_t|int64_t|uint64_t|size_t|long|unsigned long|long long)\b")
+# a static pointer later compared with a tensor's data_ptr (the "same buffer as last time" test)
+_CPP_STATIC_PTR = re.compile(r"\bstatic\s+(?:const\s+)?[\w:]+\s*(?:const\s*)?\*\s*(\w+)\s*(?:=|;)")
+_CPP_QUERY = re.compile(r"\b(cudaEventQuery|cudaStreamQuery|cuEventQuery|cuStreamQuery|hipEventQuery|hipStreamQuery|"
+                        r"cudaEventElapsedTime|cuEventElapsedTime)\s*\(")
 _CPP_THREAD = re.compile(r"\b(std::thread|pthread_create|boost::thread)\b")
 _CPP_JOIN = re.compile(r"\.join\s*\(\s*\)|\bpthread_join\s*\(")
 _CPP_DETACH = re.compile(r"\.detach\s*\(\s*\)|\bpthread_detach\s*\(")
@@ -412,6 +426,7 @@ class _Analysis:
                              "the reference is full precision", base + text.count("\n", 0, m.start()))
             self._native_shapes(text, base)
             self._native_threads(text, base)
+            self._native_access(text, base)
         if marker is not None:
             name, line = marker
             if lib is not None:
@@ -425,6 +440,45 @@ class _Analysis:
         elif lib is not None and not working:
             self.add("library_call", WARNING, f"the extension calls {lib[0]} (a library computes the result, "
                      "not custom code)", lib[1])
+
+    def _native_access(self, text: str, base: int) -> None:
+        """What the C++/CUDA source does besides computing: reads the environment or files
+        (``/proc`` included), keeps a static cache keyed on tensor pointers, queries events or
+        streams (it can tell whether it is being timed)."""
+        def at(m: re.Match[str]) -> int:
+            return base + text.count("\n", 0, m.start())
+
+        code = _strip_cpp_comments(text)
+        if not self.has("env_file_access"):
+            m = _CPP_ENV.search(code)
+            if m:
+                self.add("env_file_access", WARNING, f"the extension reads the environment ({m.group(1)})", at(m))
+            else:
+                m = _CPP_FILE.search(code)
+                if m:
+                    what = "reads /proc or /sys" if ("/proc" in m.group(0) or "/sys/" in m.group(0)) else "opens a file"
+                    self.add("env_file_access", WARNING, f"the extension {what} ({' '.join(m.group(0).split())[:40]})",
+                             at(m))
+        if not self.has("ptr_cache"):
+            m = _CPP_PTR_MAP.search(code)
+            if m is None and "data_ptr" in code:
+                m = _CPP_INT_MAP.search(code)
+            if m is None:
+                for sp in _CPP_STATIC_PTR.finditer(code):
+                    name = re.escape(sp.group(1))
+                    cmp = re.search(rf"data_ptr[^;{{}}]*?[=!]=\s*{name}\b|\b{name}\s*[=!]=[^;{{}}]*?data_ptr", code)
+                    if cmp:
+                        m = sp
+                        break
+            if m is not None:
+                self.add("ptr_cache", ERROR, "the extension keeps a static cache keyed on tensor pointers "
+                         f"({' '.join(m.group(0).split())[:50]}): the same buffer with new values gets the old result",
+                         at(m))
+        if not self.has("timing_detection"):
+            m = _CPP_QUERY.search(code)
+            if m:
+                self.add("timing_detection", ERROR, f"the extension queries {m.group(1)}: it can tell whether work "
+                         "is being timed (an event recorded around it) and behave differently then", at(m))
 
     def _native_threads(self, text: str, base: int) -> None:
         """std::thread / pthread_create in the extension: a finding when nothing joins it
@@ -458,6 +512,15 @@ class _Analysis:
     @property
     def ref_consts(self) -> dict[str, int]:
         return _reference_constants(self.reference or "")
+
+
+def _strip_cpp_comments(text: str) -> str:
+    """C/C++ comments (and Python ``# `` comment lines, where the text is a whole unparsed file)
+    blanked; newlines kept, so offsets and line numbers stay."""
+    return _COMMENTS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*|^[ \t]*#[ \t!][^\n]*", re.S | re.M)
 
 
 def _kernel_body(code: str, start: int) -> str:
