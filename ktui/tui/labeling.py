@@ -81,3 +81,24 @@ def ask(screen: Any, target: Target, *, labels_file: str | None = None,
 
     screen.app.push_screen(PromptScreen(f"label {one_line(target.what)} of {one_line(target.path.name)}:", "",
                                         hint=RUN_HINT if run_target is not None else HINT), submitted)
+
+
+def label_run(screen: Any, table: Any) -> None:
+    """The runs screen's ``A``: label the run under the cursor; its labels cell, the column and
+    the filters follow at once."""
+    s = table.current
+    if s is None:
+        return
+    path = Path(s.real or s.path)
+
+    def changed() -> None:
+        try:
+            s.labels = current_labels(path, screen.labels_file, screen.root)
+        except OSError:
+            return
+        i = table.rows.index(s)
+        screen._hay[i] = screen._hay_of(s)
+        table.labels_changed()
+        screen.refilter()
+
+    ask(screen, Target(path), labels_file=screen.labels_file, done=changed)

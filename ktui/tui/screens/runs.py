@@ -326,24 +326,9 @@ class RunsScreen(KtuiScreen):
         self.query_one(RunsTable).action_select()
 
     def action_label(self) -> None:
-        from ktui.tui.labeling import Target, ask, current_labels
+        from ktui.tui.labeling import label_run
 
-        table = self.query_one(RunsTable)
-        s = table.current
-        if s is None:
-            return
-
-        def changed() -> None:
-            try:
-                s.labels = current_labels(Path(s.real or s.path), self.labels_file, self.root)
-            except OSError:
-                return
-            i = table.rows.index(s)
-            self._hay[i] = self._hay_of(s)
-            table.labels_changed()
-            self.refilter()
-
-        ask(self, Target(Path(s.real or s.path)), labels_file=self.labels_file, done=changed)
+        label_run(self, self.query_one(RunsTable))
 
     def action_find(self) -> None:
         from ktui.tui.screens.search import SearchScreen
