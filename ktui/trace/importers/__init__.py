@@ -30,6 +30,7 @@ from ktui.trace.importers import (
     swe_agent,
 )
 from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded
+from ktui.trace.importers.contract import Importer
 from ktui.trace.model import Run, TraceProblem
 from ktui.trace.notes import JSONError
 
@@ -46,6 +47,8 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
 BY_NAME = dict(FORMATS)
+# the same, checked against the contract (contract.py) and dispatched through: never getattr
+IMPORTERS: list[Importer] = [Importer.of(mod, name) for name, mod in FORMATS]
 ENV = "KTUI_FORMAT"
 INTERNAL = "could not interpret this trace"  # an importer met a shape it did not expect
 HEAD_LINES = 8
@@ -130,20 +133,20 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
             objs.append(None)
     dicts = [o for o in objs if isinstance(o, dict)]
     if len(lines) == 1 and not more and dicts:  # one compact object: a single-object format first
-        for name, mod in FORMATS:
-            f = getattr(mod, "detect_object", None)
-            if f is not None and not getattr(mod, "LINE_BASED", False) and _safe(f, dicts[0]):
-                return Detection(name, obj=dicts[0])
+        for imp in IMPORTERS:
+            f = imp.detect_object
+            if f is not None and not imp.line_based and _safe(f, dicts[0]):
+                return Detection(imp.name, obj=dicts[0])
     # the line-based format that matches the most head lines (a line of another format can carry
     # a key that looks like one of ours, e.g. a Codex payload with a ``kind``); ties: registry order
     best, best_n = None, 0
-    for name, mod in FORMATS:
-        f = getattr(mod, "detect_line", None)
+    for imp in IMPORTERS:
+        f = imp.detect_line
         if f is None:
             continue
         n = sum(1 for o in dicts if _safe(f, o))
         if n > best_n:
-            best, best_n = name, n
+            best, best_n = imp.name, n
     if best is not None:
         return Detection(best)
     single = None
@@ -158,10 +161,10 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
         except JSONError:
             single = None
     if single is not None:
-        for name, mod in FORMATS:
-            f = getattr(mod, "detect_object", None)
+        for imp in IMPORTERS:
+            f = imp.detect_object
             if f is not None and _safe(f, single):
-                return Detection(name, obj=single)
+                return Detection(imp.name, obj=single)
         return Detection("unknown", describe(single), single)
     if dicts or any(o is not None for o in objs):
         return Detection("unknown", describe(dicts[0] if dicts else next(o for o in objs if o is not None)))
@@ -265,21 +268,21 @@ def load_as(path: str, det: Detection, *, data: bytes | None = None, keep_events
 def _load_as(path: str, det: Detection, *, data: bytes | None = None, keep_events: bool = True) -> Run:
     if det.name == "unknown":
         return not_a_trace(path, det.hint)
-    mod = BY_NAME.get(det.name)
-    if mod is None:
+    imp = next((i for i in IMPORTERS if i.name == det.name), None)
+    if imp is None:
         run = Run(path=path)
         run.problems.append(TraceProblem(0, f"unknown format {det.name!r} (known: {', '.join(names())})"))
         return run
     if det.name == "ensemble":
         return ensemble.load(path, data=data, keep_events=keep_events)
     try:
-        if getattr(mod, "load_zip", None) is not None and (det.hint == "zip" or _zip_detect(
+        if imp.load_zip is not None and (det.hint == "zip" or _zip_detect(
                 path if data is None else None, data) is not None):
-            run = mod.load_zip(path, data=data)
+            run = imp.load_zip(path, data=data)
             if run.size_bytes is None or not run.size_bytes:
                 run.size_bytes = len(data) if data is not None else os.path.getsize(path)
-        elif getattr(mod, "LINE_BASED", False):
-            run = mod.load(path, data=data)
+        elif imp.load_lines is not None:
+            run = imp.load_lines(path, data=data)
         else:
             obj = det.obj
             if obj is None:
@@ -295,7 +298,8 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None, keep_event
                 size = len(raw)
             else:
                 size = len(data) if data is not None else os.path.getsize(path)
-            run = mod.load_object(obj, path)
+            assert imp.load_object is not None  # the contract: not line-based, so single-object
+            run = imp.load_object(obj, path)
             run.size_bytes = size
     except TooBig as exc:
         run = Run(path=path)
@@ -364,5 +368,5 @@ class ImportFollower:
         return True
 
 
-__all__ = ["BY_NAME", "FORMATS", "Detection", "ImportFollower", "choose", "describe", "detect", "forced", "load", "load_as", "load_other",
+__all__ = ["BY_NAME", "FORMATS", "IMPORTERS", "Detection", "Importer", "ImportFollower", "choose", "describe", "detect", "forced", "load", "load_as", "load_other",
            "names", "not_a_trace"]
