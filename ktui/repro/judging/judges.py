@@ -457,6 +457,7 @@ CHECK_TITLES = {
     "input_distributions": "correct only on randn-like inputs",
     "repeated_calls": "wrong when called again and again",
     "parameter_update": "stale parameters (precomputed at construction)",
+    "host_copies": "computes on the host",
     "tampering": "tampers with other tensors",
     "fresh_output": "reused, aliased or fake output",
     "unwritten_output": "returns memory it never wrote",
