@@ -480,6 +480,9 @@ class RunsScreen(KtuiScreen):
         t.append("  model: ", style="dim")
         t.append(one_line(self.model_filter, 24) if self.model_filter else "all",
                  style="bold" if self.model_filter else "")
+        if self.label_filter:
+            t.append("  label: ", style="dim")
+            t.append(one_line(", ".join(self.label_filter), 24), style="bold")
         if table.sort_key:
             t.append("  sort: ", style="dim")
             t.append(table.sort_key + (" ▼" if table.sort_reverse else " ▲"))

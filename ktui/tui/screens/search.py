@@ -82,8 +82,13 @@ class SearchScreen(KtuiScreen):
         self._state(f"search {self.root}")
         if self.initial:
             self.start(self.initial)
-        else:  # after the base class has focused the content
-            self.call_after_refresh(self.query_one("#search-pattern", Input).focus)
+
+    def focus_content(self) -> None:
+        """The pattern until there is a search, then the hits."""
+        if self.matcher is None:
+            self.query_one("#search-pattern", Input).focus()
+        else:
+            self.query_one(DataTable).focus()
 
     # ---- searching ----------------------------------------------------------------------------
     def _state(self, text: str) -> None:
@@ -95,6 +100,9 @@ class SearchScreen(KtuiScreen):
         self.start(event.value)
 
     def start(self, text: str) -> None:
+        if not text.strip():
+            self._state("type a pattern, then enter (re:PATTERN for a regex)")
+            return
         try:
             matcher = matcher_for(text)
         except PatternError as exc:
