@@ -51,7 +51,9 @@ from ktui.trace.labels import LabelStore, files_for
 from ktui.tui.errors import report
 from ktui.tui.keys import PAGE_KEYS, Key
 from ktui.tui.screens.base import KtuiScreen
-from ktui.tui.screens.verify_runs import request_verify, with_reproduced
+from ktui.tui.screens.verify_runs import VerifyCells, VerifyDone, request_verify, with_reproduced
+from ktui.tui.screens.verify_runs import on_cells as _verify_cells
+from ktui.tui.screens.verify_runs import on_done as _verify_done
 from ktui.tui.screens.verify_runs import stop as stop_verify
 from ktui.tui.widgets.charts import SweepChartView
 from ktui.tui.widgets.runs_table import RunsTable
@@ -499,6 +501,12 @@ class RunsScreen(KtuiScreen):
         sel = select([table.rows[i] for i in table.view], self.exclude)
         self.selection_line = sel.line().replace(" by --exclude ", " · leaving out ")
         return sel.kept
+
+    def on_verify_cells(self, message: VerifyCells) -> None:  # posted by the verify thread
+        _verify_cells(self, message)
+
+    def on_verify_done(self, message: VerifyDone) -> None:
+        _verify_done(self, message)
 
     def _update_aggregates(self) -> None:
         kept = self._counted()

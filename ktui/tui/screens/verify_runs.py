@@ -19,6 +19,7 @@ from typing import Any
 
 from rich.console import Group
 from rich.text import Text
+from textual.message import Message
 
 from ktui.repro.verdict import (
     CORRECTNESS_DISAGREES,
@@ -109,16 +110,14 @@ def _verify_thread(screen: Any, state: Verification) -> None:
     from ktui.repro.verify.plan import Planner
     from ktui.repro.verify.results import build_report
 
-    def post(fn: Any, *args: Any) -> None:
-        try:
-            screen.app.call_from_thread(fn, *args)
-        except RuntimeError:  # the app is shutting down
+    def post(message: Message) -> None:
+        if not screen.post_message(message):  # the screen is closing
             state.stop()
 
     def cells(job: str, text: str | None = None, result: dict[str, Any] | None = None) -> None:
         rows = [r for r in list(planner.rows) if r.job == job]
         if rows:
-            post(_set, screen, {r.real: (text or cell_for(r, result)) for r in rows})
+            post(VerifyCells({r.real: (text or cell_for(r, result)) for r in rows}))
 
     def on_event(ev: Any) -> None:
         if ev.kind == E.BUILD_START:
@@ -135,8 +134,8 @@ def _verify_thread(screen: Any, state: Verification) -> None:
 
     def jobs():
         yield from planner
-        post(_set, screen, {r.real: cell_for(r, planner.cached.get(r.job) if r.job else None)
-                            for r in list(planner.rows) if not r.job or r.job in planner.cached})
+        post(VerifyCells({r.real: cell_for(r, planner.cached.get(r.job) if r.job else None)
+                          for r in list(planner.rows) if not r.job or r.job in planner.cached}))
 
     try:
         slots = E.make_slots(None, None, 1)
@@ -151,7 +150,33 @@ def _verify_thread(screen: Any, state: Verification) -> None:
         state.error = f"{type(exc).__name__}: {exc}"
     finally:
         state.running = False
-        post(_finished, screen, state)
+        post(VerifyDone(state))
+
+
+class VerifyCells(Message):
+    """New texts for the reproduced column (real path -> text), from the verify thread."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        super().__init__()
+        self.texts = texts
+
+
+class VerifyDone(Message):
+    """The verification ended (done, stopped or failed: ``state`` says which)."""
+
+    def __init__(self, state: Verification) -> None:
+        super().__init__()
+        self.state = state
+
+
+def on_cells(screen: Any, message: VerifyCells) -> None:
+    """The runs screen's handler of :class:`VerifyCells`."""
+    _set(screen, message.texts)
+
+
+def on_done(screen: Any, message: VerifyDone) -> None:
+    """The runs screen's handler of :class:`VerifyDone`."""
+    _finished(screen, message.state)
 
 
 def _set(screen: Any, texts: dict[str, str]) -> None:
