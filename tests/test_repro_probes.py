@@ -991,3 +991,36 @@ def test_input_probes_catch_their_hacks(tmp_path):
         assert res["status"] == "completed", (name, res.get("failure"))
         c = _check(res, name)
         assert c["ok"] is False, (name, c)
+
+
+TWO_SIZES_REF = '''
+import torch, torch.nn as nn
+batch = 8
+width = 48
+class Model(nn.Module):
+    def forward(self, x):
+        return x.cumsum(dim=1)
+def get_inputs():
+    return [torch.randn(batch, width)]
+def get_init_inputs():
+    return []
+'''
+
+
+@torch_missing
+def test_every_dimension_is_changed_one_at_a_time(tmp_path):
+    # right whatever the batch, but written for width 48 only (the second size the reference reads)
+    fixed_width = '''
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty(x.shape[0], 48)
+        out[:, :min(48, x.shape[1])] = x[:, :48].cumsum(dim=1)
+        return out
+'''
+    c = _check(_run(fixed_width, tmp_path, reference=TWO_SIZES_REF), "shape_jitter")
+    assert c["ok"] is False and "width" in c["detail"], c
+    honest = fixed_width.replace("out = torch.empty(x.shape[0], 48)\n        out[:, :min(48, x.shape[1])] = "
+                                 "x[:, :48].cumsum(dim=1)\n        return out", "return x.cumsum(dim=1)")
+    c = _check(_run(honest, tmp_path, reference=TWO_SIZES_REF), "shape_jitter")
+    assert c["ok"] is True and "more dimension" in c["detail"], c

@@ -45,15 +45,27 @@ def _names_read(fn, seen=None):
     return out
 
 
-def size_constant(mod):
-    """(name, value) of the module-level int size to change, or None."""
+def size_constants(mod):
+    """Every (name, value) module-level int size that ``get_inputs`` reads and
+    ``get_init_inputs`` does not (the weights keep their shape), in the order read."""
     g = vars(mod)
     init = set(_names_read(g["get_init_inputs"])) if callable(g.get("get_init_inputs")) else set()
+    out = []
     for name in _names_read(g.get("get_inputs")):
         v = g.get(name)
-        if type(v) is int and v >= 1 and name not in init and not name.startswith("_"):
-            return name, v
-    return None
+        if type(v) is int and v >= 1 and name not in init and not name.startswith("_") and \
+                all(n != name for n, _ in out):
+            out.append((name, v))
+    return out
+
+
+def size_constant(mod):
+    """(name, value) of the module-level int size to change, or None."""
+    consts = size_constants(mod)
+    return consts[0] if consts else None
+
+
+MORE_SIZES = 3  # after the first size, up to this many more dimensions, one at a time
 
 
 @worker_probe("jitter_inputs", role="reference")
@@ -71,6 +83,13 @@ def jitter_inputs(wctx, args, fds, out_fds):
     undo = []
     calls = []
     orig = getattr(pri, "jitter_int", None) if pri is not None else None
+    index = int(args.get("index", 0) or 0)
+    if index > 0:  # another dimension, one at a time: the index-th size constant (jitter_int's size is the first)
+        consts = size_constants(mod)
+        k = index - 1 if "jitter_int" in _names_read(g.get("get_inputs")) else index
+        if k >= len(consts):
+            return {"findings": [], "data": {"changed": None}}
+        orig = None  # the jitter hook stays as it is
 
     def jitter_int(value, *a, **k):
         base = int(orig(value, *a, **k))
@@ -92,7 +111,7 @@ def jitter_inputs(wctx, args, fds, out_fds):
         if calls:
             changed = f"jitter_int: {', '.join(f'{c} -> {jittered(c)}' for c in calls[:4])}"
         else:
-            const = size_constant(mod)
+            const = consts[k] if index > 0 else size_constant(mod)
             if const is None:
                 return {"findings": [], "data": {"changed": None}}
             name, val = const
@@ -136,20 +155,43 @@ def shape_jitter(ctx):
     if not ctx.compare(c_ref.decoded(), c_out.decoded())["passed"]:
         ctx.add_check("shape_jitter", None, "the output is wrong at the usual size too in this call: not judged")
         return
-    inputs = ctx.hold(d["inputs"], fds)
-    ref = ctx.hold(d["forward"].get("outputs"), fds)
-    ref.owns = False  # the same reply's descriptors: closed with the inputs
-    changed = str(d["changed"])[:120]
-    shapes = [s for s in d.get("shapes") or [] if isinstance(s, list)][:2]
-    where = f"at another size ({changed}; inputs {shapes})"
-    try:
-        out, _meta = ctx.candidate_forward(inputs, "p-jit")
-    except StageFailure as f:
-        # a kernel that raises or crashes at another size was written for one size
-        ctx.add_check("shape_jitter", False, f"hard-coded shapes: {where} the kernel fails: {one_line(f.message, 120)}")
-        return
-    cmp = ctx.compare(ref.decoded(), out.decoded())
-    if cmp["passed"]:
-        ctx.add_check("shape_jitter", True, f"correct {where} too")
+    def one(d, fds, slot):
+        """None when right at that size, else why not."""
+        inputs = ctx.hold(d["inputs"], fds)
+        ref = ctx.hold(d["forward"].get("outputs"), fds)
+        ref.owns = False  # the same reply's descriptors: closed with the inputs
+        changed = str(d["changed"])[:120]
+        shapes = [s for s in d.get("shapes") or [] if isinstance(s, list)][:2]
+        where = f"at another size ({changed}; inputs {shapes})"
+        try:
+            out, _meta = ctx.candidate_forward(inputs, slot)
+        except StageFailure as f:
+            if f.fatal:
+                raise
+            # a kernel that raises or crashes at another size was written for one size
+            return where, f"hard-coded shapes: {where} the kernel fails: {one_line(f.message, 120)}"
+        cmp = ctx.compare(ref.decoded(), out.decoded())
+        return where, (None if cmp["passed"] else f"hard-coded shapes: {where} the output is wrong: {cmp['reason']}")
+
+    where, bad = one(d, fds, "p-jit")
+    tried = [where]
+    # every other dimension the reference's sizes allow, one at a time
+    for i in range(1, MORE_SIZES + 1):
+        if bad:
+            break
+        reply = ctx.reference_probe("jitter_inputs", {"seed": int(ctx.input_seed) + JITTER_SEED + 1 + i,
+                                                      "slot": f"p-jit{i + 1}", "index": i},
+                                    "shape_jitter", "the reference fails at another size")
+        if reply is None:
+            return
+        data, fds = reply
+        d = data.get("data") or {}
+        if not d.get("changed") or d.get("inputs") is None or not isinstance(d.get("forward"), dict):
+            break
+        where, bad = one(d, fds, f"p-jit{i + 1}")
+        tried.append(where)
+    if bad:
+        ctx.add_check("shape_jitter", False, bad)
     else:
-        ctx.add_check("shape_jitter", False, f"hard-coded shapes: {where} the output is wrong: {cmp['reason']}")
+        ctx.add_check("shape_jitter", True, f"correct {tried[0]} too" + (
+            f", and with {len(tried) - 1} more dimension(s) changed one at a time" if len(tried) > 1 else ""))
