@@ -43,7 +43,7 @@ import sys
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import IO, Any, cast
 
 from ktui import settings
 from ktui.trace import facts
@@ -821,8 +821,9 @@ class _Helper:
         task = {"i": i, "path": tf.path, "real": tf.real, "size": tf.size, "mtime_ns": tf.mtime_ns,
                 "found": tf.found}
         try:
-            self.proc.stdin.write(json.dumps(task).encode() + b"\n")
-            self.proc.stdin.flush()
+            stdin = cast(IO[bytes], self.proc.stdin)  # a PIPE
+            stdin.write(json.dumps(task).encode() + b"\n")
+            stdin.flush()
         except (OSError, ValueError):
             self.alive = False
             return False
@@ -832,7 +833,7 @@ class _Helper:
     def read(self) -> list[tuple[int, RunSummary | None]]:
         """Results available now (call when select() says the pipe is readable)."""
         try:
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+            chunk = os.read(cast(IO[bytes], self.proc.stdout).fileno(), 1 << 20)
         except OSError:
             chunk = b""
         if not chunk:
@@ -846,7 +847,9 @@ class _Helper:
                 body = loads(ln)
                 i = body["i"]
                 s = RunSummary.from_dict(body["s"]) if "s" in body else None
-            except (KeyError, TypeError, *JSONError):
+            except KeyError:
+                continue
+            except JSONError:  # TypeError among them
                 continue
             if i in self.outstanding:
                 del self.outstanding[i]
@@ -881,7 +884,9 @@ def _load_cache(path: str) -> dict[str, dict[str, Any]]:
     try:
         with open(path, "rb") as f:
             obj = loads(f.read())
-    except (OSError, *JSONError):
+    except OSError:
+        return {}
+    except JSONError:
         return {}
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA or not isinstance(obj.get("entries"), dict):
         return {}
@@ -982,7 +987,7 @@ class SweepIndex:
                     self.jobs = len(helpers)
                     return
                 helpers.append(h)
-                sel.register(h.proc.stdout, selectors.EVENT_READ, h)
+                sel.register(cast(IO[bytes], h.proc.stdout), selectors.EVENT_READ, h)
             self.helpers_used = len(helpers)
 
         def feed_helpers() -> None:
@@ -1001,7 +1006,7 @@ class SweepIndex:
                 for i, s in h.read():
                     finish(i, s if s is not None else summarize(self.files[i]))
                 if not h.alive:  # it died: its tasks come back to us
-                    sel.unregister(h.proc.stdout)
+                    sel.unregister(cast(IO[bytes], h.proc.stdout))
                     todo.extendleft(sorted(h.outstanding, reverse=True))
                     h.outstanding.clear()
 

@@ -97,7 +97,7 @@ def read_json(path: str) -> Any:
         return None
     try:
         return loads(raw)
-    except (JSONError, RecursionError, ValueError):
+    except JSONError:  # ValueError and RecursionError among them
         return None
 
 

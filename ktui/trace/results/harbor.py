@@ -64,7 +64,7 @@ def _number_file(path: str) -> float | None:
 
 
 def _candidates(trace: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for d in _trial_dirs(trace):
         for sub in ("", "verifier"):
             dd = os.path.join(d, sub) if sub else d
@@ -112,8 +112,10 @@ def find(run: Any) -> Result | None:
     if trial is not None:
         p, obj = trial
         sources.append(shown(p))
-        vr = obj.get("verifier_result") if isinstance(obj.get("verifier_result"), dict) else {}
-        rewards = vr.get("rewards") if isinstance(vr.get("rewards"), dict) else {}
+        vr = obj.get("verifier_result")
+        vr = vr if isinstance(vr, dict) else {}
+        rewards = vr.get("rewards")
+        rewards = rewards if isinstance(rewards, dict) else {}
         rv = num(rewards.get("reward")) if rewards else num(vr.get("reward"))
         if rv is None and rewards:
             vals = [num(v) for v in rewards.values() if num(v) is not None]
@@ -124,8 +126,10 @@ def find(run: Any) -> Result | None:
             r.error = " ".join(str(ex.get(k) or "") for k in ("exception_type", "exception_message")).strip()[:2000]
         if isinstance(obj.get("task_name"), str):
             r.task = obj["task_name"]
-        ai = obj.get("agent_info") if isinstance(obj.get("agent_info"), dict) else {}
-        mi = ai.get("model_info") if isinstance(ai.get("model_info"), dict) else {}
+        ai = obj.get("agent_info")
+        ai = ai if isinstance(ai, dict) else {}
+        mi = ai.get("model_info")
+        mi = mi if isinstance(mi, dict) else {}
         if isinstance(mi.get("name"), str):
             r.model = (f"{mi['provider']}/" if isinstance(mi.get("provider"), str) else "") + mi["name"]
     if reward_obj is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from ktui.trace.model import FAILED, OK, KernelUse, KernelVersion, Run, Terminal
 from ktui.trace.results import REFERENCE, Result, num, outcome_of, read_json, read_small
@@ -39,7 +39,7 @@ def is_sample(path: str) -> bool:
     return SAMPLE.match(os.path.basename(path)) is not None
 
 
-def _is_entry(v: Any) -> bool:
+def _is_entry(v: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(v, dict) and ("correctness" in v or "compiled" in v)
 
 
@@ -131,7 +131,8 @@ def result_of(entry: dict, source: str) -> Result:
         r.speedups[REFERENCE] = num(entry["speedup"])  # type: ignore[assignment]
     elif r.correct and r.runtime_us and ref_us:
         r.speedups[REFERENCE] = ref_us / r.runtime_us
-    md = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
+    md = entry.get("metadata")
+    md = md if isinstance(md, dict) else {}
     errs = []
     for k in _ERR_KEYS:
         v = md.get(k)
