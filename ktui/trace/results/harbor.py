@@ -79,6 +79,64 @@ def _candidates(trace: str) -> list[str]:
     return [p for p in out if os.path.realpath(p) != real]
 
 
+def _read_trial(r: Result, obj: dict) -> None:
+    """What a Harbor trial's result.json says: the verifier's reward, an exception, task and model."""
+    vr = obj.get("verifier_result")
+    vr = vr if isinstance(vr, dict) else {}
+    rewards = vr.get("rewards")
+    rewards = rewards if isinstance(rewards, dict) else {}
+    rv = num(rewards.get("reward")) if rewards else num(vr.get("reward"))
+    if rv is None and rewards:
+        vals = [num(v) for v in rewards.values() if num(v) is not None]
+        rv = vals[0] if len(vals) == 1 else None
+    r.reward = rv
+    ex = obj.get("exception_info")
+    if isinstance(ex, dict):
+        r.error = " ".join(str(ex.get(k) or "") for k in ("exception_type", "exception_message")).strip()[:2000]
+    if isinstance(obj.get("task_name"), str):
+        r.task = obj["task_name"]
+    ai = obj.get("agent_info")
+    ai = ai if isinstance(ai, dict) else {}
+    mi = ai.get("model_info")
+    mi = mi if isinstance(mi, dict) else {}
+    if isinstance(mi.get("name"), str):
+        r.model = (f"{mi['provider']}/" if isinstance(mi.get("provider"), str) else "") + mi["name"]
+
+
+def _read_reward(r: Result, obj: dict, run: Any) -> None:
+    """What a reward object says: the reward, correctness, speedups per baseline, the harness's flags."""
+    rv = obj.get("reward")
+    r.reward = float(rv) if isinstance(rv, bool) else num(rv)
+    if isinstance(obj.get("correct"), bool):
+        r.correct = obj["correct"]
+    if isinstance(obj.get("compile_ok"), bool):
+        r.values["compiled torch.compile baseline"] = "yes" if obj["compile_ok"] else "no (eager used)"
+    for k, v in obj.items():
+        if not isinstance(k, str):
+            continue
+        lk = k.lower()
+        if lk.startswith("speedup"):
+            b = lk[len("speedup"):].lstrip("_")
+            b = b[3:] if b.startswith("vs_") else b[2:] if b.startswith("vs") else b
+            base_name = _BASELINES.get(b, b or REFERENCE)
+            if num(v) is not None:
+                r.speedups[base_name] = num(v)  # type: ignore[assignment]
+        elif lk not in _KNOWN and (num(v) is not None or isinstance(v, str)) and len(r.values) < 12:
+            r.values[k] = v if not isinstance(v, str) else v[:200]
+    if isinstance(obj.get("metric"), str):
+        r.values["metric"] = obj["metric"][:60]
+    if isinstance(obj.get("error"), str) and obj["error"]:
+        r.error = obj["error"][:2000]
+    if obj.get("static_ok") is False and getattr(run, "kernels", None):  # (no kernel written: nothing refused)
+        r.cheats.append(("harness_rejected",
+                         f"its static check refused the kernel ({(obj.get('error') or 'no reason given')!s:.200})"))
+    if obj.get("suspicious") is True:
+        r.cheats.append(("harness_suspicious", "'suspicious': true (it asks for a manual review)"))
+    for k in ("cheat", "cheating", "reward_hack", "hacked"):
+        if obj.get(k) is True:
+            r.cheats.append(("harness_suspicious", f"'{k}': true"))
+
+
 def find(run: Any) -> Result | None:
     trace = run.path
     if getattr(run, "format", "") in ("ensemble", "kernelbench-run"):
@@ -112,59 +170,11 @@ def find(run: Any) -> Result | None:
     if trial is not None:
         p, obj = trial
         sources.append(shown(p))
-        vr = obj.get("verifier_result")
-        vr = vr if isinstance(vr, dict) else {}
-        rewards = vr.get("rewards")
-        rewards = rewards if isinstance(rewards, dict) else {}
-        rv = num(rewards.get("reward")) if rewards else num(vr.get("reward"))
-        if rv is None and rewards:
-            vals = [num(v) for v in rewards.values() if num(v) is not None]
-            rv = vals[0] if len(vals) == 1 else None
-        r.reward = rv
-        ex = obj.get("exception_info")
-        if isinstance(ex, dict):
-            r.error = " ".join(str(ex.get(k) or "") for k in ("exception_type", "exception_message")).strip()[:2000]
-        if isinstance(obj.get("task_name"), str):
-            r.task = obj["task_name"]
-        ai = obj.get("agent_info")
-        ai = ai if isinstance(ai, dict) else {}
-        mi = ai.get("model_info")
-        mi = mi if isinstance(mi, dict) else {}
-        if isinstance(mi.get("name"), str):
-            r.model = (f"{mi['provider']}/" if isinstance(mi.get("provider"), str) else "") + mi["name"]
+        _read_trial(r, obj)
     if reward_obj is not None:
         p, obj = reward_obj
         sources.insert(0, shown(p))
-        rv = obj.get("reward")
-        r.reward = float(rv) if isinstance(rv, bool) else num(rv)
-        if isinstance(obj.get("correct"), bool):
-            r.correct = obj["correct"]
-        if isinstance(obj.get("compile_ok"), bool):
-            r.values["compiled torch.compile baseline"] = "yes" if obj["compile_ok"] else "no (eager used)"
-        for k, v in obj.items():
-            if not isinstance(k, str):
-                continue
-            lk = k.lower()
-            if lk.startswith("speedup"):
-                b = lk[len("speedup"):].lstrip("_")
-                b = b[3:] if b.startswith("vs_") else b[2:] if b.startswith("vs") else b
-                base_name = _BASELINES.get(b, b or REFERENCE)
-                if num(v) is not None:
-                    r.speedups[base_name] = num(v)  # type: ignore[assignment]
-            elif lk not in _KNOWN and (num(v) is not None or isinstance(v, str)) and len(r.values) < 12:
-                r.values[k] = v if not isinstance(v, str) else v[:200]
-        if isinstance(obj.get("metric"), str):
-            r.values["metric"] = obj["metric"][:60]
-        if isinstance(obj.get("error"), str) and obj["error"]:
-            r.error = obj["error"][:2000]
-        if obj.get("static_ok") is False and getattr(run, "kernels", None):  # (no kernel written: nothing refused)
-            r.cheats.append(("harness_rejected",
-                             f"its static check refused the kernel ({(obj.get('error') or 'no reason given')!s:.200})"))
-        if obj.get("suspicious") is True:
-            r.cheats.append(("harness_suspicious", "'suspicious': true (it asks for a manual review)"))
-        for k in ("cheat", "cheating", "reward_hack", "hacked"):
-            if obj.get(k) is True:
-                r.cheats.append(("harness_suspicious", f"'{k}': true"))
+        _read_reward(r, obj, run)
     if r.reward is None and reward_txt is not None:
         sources.append(shown(reward_txt[0]))
         r.reward = reward_txt[1]
