@@ -152,3 +152,10 @@ def test_budgets_scale_with_the_machine(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
     assert machine_scale() == 1.0
+
+
+def test_stats_line_counts_not_judged_beside_the_rest():
+    from ktui.repro.verify.results import stats_line
+
+    line = stats_line({"runs": 3, "kernels": 3, "built": 1, "timed": 1, "failed": 1, "not_judged": 1})
+    assert "1 did not complete" in line and "1 run(s) not judged here" in line and " failed" not in line

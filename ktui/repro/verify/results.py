@@ -202,7 +202,9 @@ def stats_line(s: dict[str, Any]) -> str:
     if s.get("duplicates"):
         parts.append(f"{s['duplicates']} duplicate(s) shared")
     parts.append(f"{s.get('cached', 0)} from the cache")
-    parts.append(f"{s.get('built', 0)} built, {s.get('timed', 0)} timed, {s.get('failed', 0)} failed")
+    parts.append(f"{s.get('built', 0)} built, {s.get('timed', 0)} timed, {s.get('failed', 0)} did not complete")
+    if s.get("not_judged"):
+        parts.append(f"{s['not_judged']} run(s) not judged here")
     if s.get("cancelled"):
         parts.append(f"{s['cancelled']} cancelled")
     if s.get("wall_s") is not None:
