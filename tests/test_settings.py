@@ -108,3 +108,14 @@ def test_only_the_settings_and_the_engine_read_the_environment_for_ktui():
     offenders = [str(p.relative_to(ROOT)) for p, text in _sources()
                  if reads.search(text) and p.name != "settings.py" and "engine" not in p.parts]
     assert offenders == []
+
+
+def test_the_repro_panel_says_where_results_are_cached(monkeypatch, tmp_path):
+    from ktui.tui.screens.repro_panel import cache_shown
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "c"))
+    assert cache_shown() == str(tmp_path / "c")  # it said ~/.cache/ktui/repro whatever the setting
+    monkeypatch.delenv("KTUI_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cache_shown() == "~/.cache/ktui/repro"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
@@ -35,6 +36,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
+from ktui import settings
 from ktui.engine import sandbox
 from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report, history, reproduce
 from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
@@ -49,6 +51,15 @@ __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
 
 _CONFIRMED_ATTR = "_ktui_repro_confirmed"
 _WORKER_ATTR = "_ktui_repro_worker"
+
+
+def cache_shown() -> str:
+    """Where results are cached (``ktui.settings``), with the home directory as ``~``."""
+    where = settings.current().repro_cache_dir
+    try:
+        return "~/" + str(where.relative_to(Path.home()))
+    except (ValueError, RuntimeError):  # not under home, or no home
+        return str(where)
 
 
 def shared_worker(app: Any) -> WarmWorker:
@@ -204,7 +215,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             f"  • {opts.timeout:g} s per stage\n\n"
             f"device: {dev} · timing: {opts.method}, {opts.trials} trials per batch until the median is "
             f"stable · correctness: {opts.correctness_trials} seeded trials + 1 held-out\n\n"
-            "Results are cached under ~/.cache/ktui/repro (never written into the trace), signed so that "
+            f"Results are cached under {clean(cache_shown())} (never written into the trace), signed so that "
             "trace code cannot forge them."))
         self._hint("enter: run  ·  esc: cancel")
 
