@@ -262,3 +262,17 @@ def test_the_result_files_metric_reaches_the_judged_reference():
     run = load(str(d / "trajectory.json"))
     src, origin = resolve_reference(run, None)
     assert src.rstrip().endswith("# ktui: metric cosine 0.99 0.05") and "cosine similarity" in origin
+
+
+def test_every_probe_judges_with_the_trials_tolerance(tmp_path, cache):
+    # an honest kernel whose fp32 outputs carry fp16 error (fp16 inputs) passes correctness at the
+    # fp16 tolerance; the wall-clock cross-check and the probes must judge it by the same rule, not
+    # at fp32's 1e-4 (a real Harbor sweep's fp16 kernels were all "wrong while timed" that way)
+    _run, rep = _repro(_folder(tmp_path / "e", REF_TUPLE, KERNEL_TUPLE))
+    res = rep.result
+    assert res["status"] == "completed", res.get("failure")
+    assert res["correctness"]["passed"]
+    failed = [c for c in res.get("checks") or [] if c.get("ok") is False]
+    assert not failed, failed
+    assert not res.get("findings"), res.get("findings")
+    assert rep.comparison.verdict not in ("suspicious", "not reproducible"), rep.comparison.verdict

@@ -711,8 +711,8 @@ class Judge:
             inputs, ref_out = self.reference_io(s, f"c{i}")
             out, meta = self.candidate_forward(inputs, f"c{i}")
             self.types_seen.append(meta)
-            return compare_outputs(ref_out.decoded(), out.decoded(), input_dtype=input_precision(inputs.decoded()),
-                                   cosine=getattr(self, "cosine", None))
+            self.input_dtype = input_precision(inputs.decoded())
+            return self.judged_compare(ref_out.decoded(), out.decoded())
 
         for i, s in enumerate(seeds, 1):
             cmp = one(i, s, "trial")
@@ -886,6 +886,20 @@ class Judge:
                 lock.release()
         return timing
 
+    def judged_compare(self, ref, out, atol=None, rtol=None, input_dtype=None, cosine=None):
+        """The judge's one comparison rule, for correctness, the wall-clock cross-check and every
+        probe: the tolerance of the outputs' dtype, or of the inputs' precision when that is coarser
+        (the trials' inputs), and the task's cosine metric where it has one. Explicit tolerances
+        (an exact-sameness check: atol=rtol=0) are used as given, without the cosine metric. (The
+        probes judged with the fp32 tolerance alone: fp16 tasks' honest kernels were "wrong while
+        timed" at 1e-4 after passing correctness at 1e-2, on a real Harbor sweep.)"""
+        explicit = atol is not None or rtol is not None
+        if input_dtype is None:
+            input_dtype = getattr(self, "input_dtype", None)
+        if cosine is None and not explicit:
+            cosine = getattr(self, "cosine", None)
+        return compare_outputs(ref, out, atol=atol, rtol=rtol, input_dtype=input_dtype, cosine=cosine)
+
     def _cross_check(self, timing, ref_out):
         """The kernel's own timing vs the judge's clock: the same inputs as the timed loop (so
         caches behave the same; reuse of results is the probes' business), the output checked."""
@@ -896,7 +910,7 @@ class Judge:
             rper, rf, _routs = self._wall(self.ref, slots, "reference")
         wrong = []
         for i, o in enumerate(kouts.value):
-            cmp = compare_outputs(ref_out.decoded(), shm.decode_value(o["outputs"], kouts.fds))
+            cmp = self.judged_compare(ref_out.decoded(), shm.decode_value(o["outputs"], kouts.fds))
             if not cmp["passed"]:
                 wrong.append(f"forward {i + 1}: {cmp['reason']}")
         cc = {"inputs": n, "kernel_forwards": kf, "reference_forwards": rf, "repeats": WALL_REPEATS,
@@ -1013,7 +1027,7 @@ class ProbeContext:
         self.result = judge.result
         self.reference = judge.ref
         self.candidate = judge.cand
-        self.compare = compare_outputs
+        self.compare = judge.judged_compare  # the judge's rule (tolerance by input precision, cosine)
         self.input_seed = judge.input_seed  # probes draw their inputs from it (never from job.seed)
 
     def trial(self, i, n, what):
