@@ -166,7 +166,8 @@ def _open(browser, path: Path):
 
 
 def _shown_paths(page) -> list[str]:
-    return page.eval_on_selector_all("#runs tbody tr td:first-child", "tds => tds.map(td => td.textContent)")
+    # the whole path (a long one is cut in the middle in the cell, whole in its tooltip)
+    return page.eval_on_selector_all("#runs tbody tr td:first-child", "tds => tds.map(td => td.title || td.textContent)")
 
 
 def _pwned(page):
@@ -312,8 +313,14 @@ def test_runs_table_never_scrolls_sideways(browser, report, width):
         assert "format" in shown and "persona" in shown and not hidden_note
     else:
         assert "format" not in shown and len(hidden_note) == 1 and "hidden" in hidden_note[0]
-    cut = page.eval_on_selector_all("#runs tbody td.c-path", "tds => tds.map(td => td.title)")
-    assert all(cut)  # the whole path on hover
+    cells = page.eval_on_selector_all("#runs tbody td.c-path", "tds => tds.map(td => [td.title, td.textContent, "
+                                      "td.scrollWidth <= td.clientWidth])")
+    assert all(title for title, _, _ in cells)  # the whole path on hover
+    for title, text, fits in cells:  # a long one cut in the middle: its start and its file name stay
+        assert fits and (text == title or (text.count("…") == 1 and title.startswith(text.split("…")[0])
+                                           and title.endswith(text.split("…")[1]))), (title, text)
+    if width == 1000:
+        assert any("…" in text for _, text, _ in cells)
     page.close()
 
 

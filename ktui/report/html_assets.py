@@ -149,6 +149,7 @@ JS = r"""
       frag.appendChild(tr);
     }
     body.appendChild(frag);
+    cutTraces();
     $("shown").textContent = idx.length === ROWS.length ? ROWS.length + " runs" : "showing " + idx.length + " of " + ROWS.length + " runs";
     document.querySelectorAll("#runs thead th").forEach((th, k) => {
       th.classList.toggle("sorted-asc", state.sort === k && !state.desc);
@@ -160,6 +161,20 @@ JS = r"""
       $("cell-label").textContent = CELLS[state.cell][0] + " × " + CELLS[state.cell][1];
     }
   }
+  // a trace path longer than its cell is cut in the middle (its folder start and its file name
+  // stay, as in the terminal); the whole path is the cell's tooltip. Reads first, then writes.
+  function cutTraces() {
+    const tds = Array.from(document.querySelectorAll("#runs tbody td.c-path"));
+    for (const td of tds) if (td.title && td.textContent !== td.title) td.textContent = td.title;
+    const fits = tds.map((td) => [td, td.textContent, td.clientWidth, td.scrollWidth]);
+    for (const [td, full, cw, sw] of fits) {
+      if (!(sw > cw && cw > 0)) continue;
+      const n = Math.max(8, Math.floor(full.length * cw / sw) - 2), head = Math.floor((n - 1) / 3);
+      td.textContent = full.slice(0, head) + "…" + full.slice(full.length - (n - 1 - head));
+    }
+  }
+  let cutTimer = null;
+  window.addEventListener("resize", () => { clearTimeout(cutTimer); cutTimer = setTimeout(cutTraces, 150); });
   function setup() {
     const head = $("runs-head");
     COLS.forEach((c, k) => {
