@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from . import protocol, sandbox, shm
+from . import buildcache, protocol, sandbox, shm
 from .compare import compare_outputs, cosine_rule, held_out_seed, input_precision
 from .defaults import (
     COMPILE_STAGES,
@@ -137,7 +137,7 @@ class Job:
 
 def default_python_path():
     """sys.path entries a worker needs to import ktui's harness and torch (nothing else)."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds ktui/
     pp = [here]
     for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
         if p and p not in pp:
@@ -177,17 +177,17 @@ class Timeout(Exception):
 class Worker:
     """The judge's handle on one sandboxed worker process."""
 
-    def __init__(self, judge, role, rw=()):
+    def __init__(self, judge, role, rw=(), binds=()):
         self.judge = judge
         self.role = role
         self.dir = tempfile.mkdtemp(prefix=f"ktui-{role}-", dir=judge.tmp_root)
         self.sock, child = protocol.socketpair()
         job = judge.job
-        spec = sandbox.Spec(self.dir, rw=rw, mask=judge.masks, device=judge.device_kind,
-                            python_path=job.python_path, memory_limit=job.memory_limit,
-                            **({"output_cap": int(job.output_cap)} if job.output_cap else {}))
         prefix = job.prefix if (role == "candidate" and job.prefix) else ()
         argv = list(job.worker_argv) + ["--role", role, "--fd", str(child.fileno())]
+        spec = sandbox.Spec(self.dir, rw=rw, binds=binds, mask=judge.masks, device=judge.device_kind,
+                            python_path=job.python_path, memory_limit=job.memory_limit, argv=list(prefix) + argv,
+                            **({"output_cap": int(job.output_cap)} if job.output_cap else {}))
         try:
             self.proc = sandbox.Launched(spec, argv, pass_fds=[child.fileno()], prefix=prefix)
         finally:
@@ -479,7 +479,6 @@ class Judge:
                 limit = max(float(limit), WORKER_START_TIMEOUT_S * machine_scale())
             self._fail(self.stage_name, "timeout", f"timed out after {float(limit):g} s {self.describe_position()} "
                                                    "(worker killed)", self.cur_trial, True)
-            self._clear_build_lock()
         except BaseException as exc:  # noqa: B036 - a judge bug must still produce a result
             import traceback
 
@@ -507,24 +506,55 @@ class Judge:
         self.held = []
         shutil.rmtree(self.tmp_root, ignore_errors=True)
 
-    def _clear_build_lock(self):
-        if self.stage_name == "build":
-            for root, _dirs, files in os.walk(self.job.build_dir):
-                if "lock" in files:
-                    try:
-                        os.remove(os.path.join(root, "lock"))
-                    except OSError:
-                        pass
-
-    def spawn(self, role, rw=()):
-        w = Worker(self, role, rw=rw)
+    def spawn(self, role, rw=(), binds=()):
+        w = Worker(self, role, rw=rw, binds=binds)
         self.workers.append(w)
         return w
+
+    def spawn_candidate(self):
+        """The candidate worker, its build folder a throwaway copy (of the cached build, when
+        there is one) in the judge's temp dir: shown at sandbox.BUILD_MOUNT inside its own root,
+        at its own path without namespaces."""
+        self.build_tmp = os.path.join(self.tmp_root, "build")
+        self.build_from_cache = buildcache.fetch(self.job.build_dir, self.build_tmp)
+        if sandbox.detect()["namespaces"]:
+            return self.spawn("candidate", binds=[(self.build_tmp, sandbox.BUILD_MOUNT)])
+        return self.spawn("candidate", rw=[self.build_tmp])
+
+    def build_dir_inside(self, w):
+        return sandbox.BUILD_MOUNT if w.report.get("own_root") else self.build_tmp
+
+    def call_build(self, cand):
+        """The build request, then (the candidate stopped: nothing it left running writes while
+        the judge copies) the throwaway build folder copied into the cache by the judge."""
+        job = self.job
+        bargs = {"source": job.kernel_code, "key": job.build_key, "build_dir": self.build_dir_inside(cand)}
+        if job.reference_source and _IMPORTS_REFERENCE.search(job.kernel_code):
+            bargs["reference_source"] = job.reference_source  # `import reference` works, as in the harness
+        binfo, _ = cand.call("build", bargs)
+        binfo = dict(binfo)
+        binfo["dir"] = job.build_dir
+        if binfo.get("has_model") and not binfo.get("failed_builds"):
+            pids = sandbox.stop_tree(cand.proc.proc)
+            sandbox.wait_stopped(pids)
+            try:
+                stored = buildcache.publish(self.build_tmp, job.build_dir)
+            finally:
+                sandbox.continue_tree(cand.proc.proc, pids)
+            binfo["cache"] = {k: v for k, v in stored.items() if k != "skipped"}
+            if stored.get("skipped"):
+                binfo["cache"]["left_out"] = [str(x)[:120] for x in stored["skipped"][:8]]
+        return binfo
 
     def start(self, role, rw=(), w=None):
         w = w or self.spawn(role, rw)
         data, _ = w.call("hello", timeout=WORKER_START_TIMEOUT_S * machine_scale())
         w.report = data["sandbox"]
+        if w.proc.namespaces and w.proc.spec.root and not w.report.get("own_root"):
+            errs = "; ".join(str(e) for e in (w.report.get("errors") or [])[:3])
+            raise StageFailure("startup", "environment",
+                               f"the {role} worker's sandbox could not be set up here (its own root: {errs[:300]}); "
+                               "nothing was run", fatal=True)
         self.result["sandbox"][role] = sandbox.describe(w.report, w.proc.namespaces)
         self.result["sandbox"][role + "_report"] = w.report
         # the round trip of an empty request, before any trace code is loaded
@@ -551,9 +581,8 @@ class Judge:
         if not (job.kernel_code or "").strip():
             self.stage("build")
             raise StageFailure("build", "no_code", "the snapshot has no kernel code (attachment stub?)")
-        os.makedirs(job.build_dir, exist_ok=True)
         # both workers start together (each imports torch before it answers)
-        cw = self.spawn("candidate", rw=[job.build_dir])
+        cw = self.spawn_candidate()
         rw_ = self.spawn("reference") if job.reference_source else None
         cand = self.start("candidate", w=cw)
         self._setup(cand)
@@ -564,11 +593,7 @@ class Judge:
 
         # build ------------------------------------------------------------------------------
         self.stage("build")
-        bargs = {"source": job.kernel_code, "key": job.build_key, "build_dir": job.build_dir}
-        if job.reference_source and _IMPORTS_REFERENCE.search(job.kernel_code):
-            bargs["reference_source"] = job.reference_source  # `import reference` works, as in the harness
-        binfo, _ = cand.call("build", bargs)
-        binfo = dict(binfo)
+        binfo = self.call_build(cand)
         if build is not None and build.get("build"):
             binfo["cached"] = bool(build["build"].get("cached")) or binfo["cached"]
             binfo["seconds"] = build["build"].get("seconds", binfo["seconds"])
@@ -1092,12 +1117,10 @@ def build(job, emit=None, cancel=None):
            "build_key": j.job.build_key, "build_dir": j.job.build_dir}
     try:
         j.stage("startup")
-        os.makedirs(j.job.build_dir, exist_ok=True)
-        cand = j.start("candidate", rw=[j.job.build_dir])
+        cand = j.start("candidate", w=j.spawn_candidate())
         j._setup(cand)
         j.stage("build")
-        binfo, _ = cand.call("build", {"source": j.job.kernel_code, "key": j.job.build_key,
-                                       "build_dir": j.job.build_dir})
+        binfo = j.call_build(cand)
         res["build"] = dict(binfo)
         res["ok"] = bool(binfo["has_model"])
         if not res["ok"]:
@@ -1109,7 +1132,6 @@ def build(job, emit=None, cancel=None):
     except (Cancelled, Timeout) as exc:
         kind = "cancelled" if isinstance(exc, Cancelled) else "timeout"
         res["failure"] = {"stage": j.stage_name, "kind": kind, "message": f"{kind} {j.describe_position()}"}
-        j._clear_build_lock()
     finally:
         res["environment"] = j.result.get("environment")
         res["sandbox"] = j.result.get("sandbox")

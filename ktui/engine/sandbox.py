@@ -42,17 +42,23 @@ from .defaults import (
 SPEC_ENV = "KTUI_SANDBOX_SPEC"
 UNSHARE_ARGS = ["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net", "--kill-child=SIGKILL"]
 
-#: environment variables a worker may see (everything else is dropped: an allow-list)
-ENV_ALLOW = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
-             "CUDA_PATH", "CUDA_ROOT", "CUDNN_HOME", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST", "CC", "CXX",
-             "MAX_JOBS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VIRTUAL_ENV", "CONDA_PREFIX", "NVIDIA_VISIBLE_DEVICES",
-             "NVIDIA_DRIVER_CAPABILITIES", "CUDA_DEVICE_ORDER", "TRITON_PTXAS_PATH", "KTUI_TEST_SANDBOX_LEVEL",
-             "KTUI_WORKER_NICE"}
-#: prefixes of allowed variables (GPU runtime switches: NCCL_NVLS_ENABLE, TORCH_SYMM_MEM_..., ...)
-ENV_ALLOW_PREFIXES = ("LC_", "NCCL_", "TORCH_", "CUDA_", "CUBLAS_", "CUDNN_", "TRITON_")
-#: folders of credentials hidden (an empty tmpfs over them) when they exist
+#: environment variables a worker may see, by exact name (everything else is dropped; never by
+#: prefix: a name like LC_MYCOMPANY_PROD_PW or TRITON_REMOTE_CACHE_URL must not pass)
+ENV_ALLOW = {"PATH", "LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE",
+             "LC_MONETARY", "LC_MESSAGES", "LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT",
+             "LC_IDENTIFICATION", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDNN_HOME",
+             "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
+             "MKL_NUM_THREADS", "VIRTUAL_ENV", "CONDA_PREFIX", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+             "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING", "CUBLAS_WORKSPACE_CONFIG",
+             "TRITON_PTXAS_PATH", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_DEBUG",
+             "TORCH_USE_CUDA_DSA", "TORCH_SHOW_CPP_STACKTRACES", "KTUI_TEST_SANDBOX_LEVEL", "KTUI_WORKER_NICE"}
+#: folders of credentials hidden (an empty tmpfs over them) when they exist (the fallback when the
+#: worker cannot be given a root of its own: see :func:`enter`)
 SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube", ".azure", ".config/gcloud", ".config/gh",
                ".password-store", ".git-credentials", ".netrc", ".pgpass", ".npmrc", ".pypirc")
+#: where a worker's build directory appears inside its own root (one path for every run, so that
+#: ninja finds a cached build up to date instead of rebuilding it because its paths changed)
+BUILD_MOUNT = "/ktui-build"
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
@@ -124,13 +130,18 @@ def detect():
 
 
 class Spec:
-    """What one worker may touch."""
+    """What one worker may touch. ``binds``: (host path, path inside the worker) pairs of
+    writable folders shown at another path (the build directory at BUILD_MOUNT); ``root``: give
+    the worker a root of its own holding only the toolchain, its temp dir and those folders
+    (False: the host's tree, read-only, with ``mask`` hidden: the profiler's fallback)."""
 
     def __init__(self, work_dir, *, rw=(), mask=(), device="cpu", memory_limit=None, output_cap=OUTPUT_CAP_BYTES,
-                 nproc=NPROC_LIMIT, file_size=FILE_SIZE_LIMIT_BYTES, cpu_s=CPU_LIMIT_S, env=None, python_path=()):
+                 nproc=NPROC_LIMIT, file_size=FILE_SIZE_LIMIT_BYTES, cpu_s=CPU_LIMIT_S, env=None, python_path=(),
+                 binds=(), root=True, argv=()):
         self.work_dir = os.path.realpath(work_dir)
         self.rw = [os.path.realpath(p) for p in rw]
         self.mask = [os.path.realpath(p) for p in mask]
+        self.binds = [(os.path.realpath(a), b) for a, b in binds]
         self.device = device or "cpu"
         self.memory_limit = int(memory_limit or default_memory_limit())
         self.output_cap = int(output_cap)
@@ -139,11 +150,94 @@ class Spec:
         self.cpu_s = int(cpu_s)
         self.env = dict(env or {})
         self.python_path = list(python_path)
+        self.root = bool(root)
+        self.argv = list(argv)
 
     def inner(self):
         """What the prologue inside the worker needs (JSON in the environment)."""
         return {"work_dir": self.work_dir, "rw": [self.work_dir] + self.rw, "mask": self.mask,
-                "device": self.device, "host_pidns": _pid_namespace()}
+                "binds": [list(b) for b in self.binds], "device": self.device, "host_pidns": _pid_namespace(),
+                "nproc": self.nproc, "root": self.root,
+                "toolchain": toolchain_paths(self.python_path, self.argv) if self.root else []}
+
+
+def _python_prefixes():
+    out = []
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
+        if p and p not in ("/",):
+            rp = os.path.realpath(p)
+            if rp not in out:
+                out.append(rp)
+    return out
+
+
+#: system folders a worker's own root holds (read-only), when they exist: programs, libraries,
+#: compilers and headers, the CUDA toolkit under /usr/local, /etc (loader cache, passwd), /sys
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+
+
+def _ktui_package_dir():
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def toolchain_paths(python_path=(), argv=()):
+    """What a worker's own root holds besides its temp and build dirs: the system folders, the
+    Python prefixes, the judge's import path (site-packages, the folders .pth files add), ktui's
+    own package (never the folder around it: a repository checkout's other files stay out), the
+    CUDA toolkit, PATH's folders and the files the worker's command names. Entries under the
+    user's home are left out unless Python itself lives there. Sorted, real paths."""
+    home = _home()
+    prefixes = _python_prefixes()
+    pkg = _ktui_package_dir()
+    pkg_parent = os.path.dirname(pkg)
+    out = set()
+
+    def add(p, force=False):
+        if not p:
+            return
+        rp = os.path.realpath(p)
+        if rp == "/" or not os.path.exists(rp):
+            return
+        if rp == pkg_parent:  # the checkout holding ktui: only ktui itself
+            rp = pkg
+        if not force and _under(rp, home) and not _under(rp, prefixes):
+            return
+        if _under(rp, [tempfile_root()]) and not _under(rp, prefixes):
+            return  # the temp folder: only the worker's own dir (bound on its own)
+        out.add(rp)
+
+    for p in SYSTEM_PATHS:
+        if os.path.lexists(p) and not os.path.islink(p):
+            out.add(p)
+    for p in prefixes:
+        add(p, force=True)
+    add(pkg, force=True)
+    cwd = os.path.realpath(os.getcwd())
+    for p in list(sys.path) + list(python_path):
+        if p and os.path.realpath(p) != cwd or p in python_path:
+            add(p)
+    for k in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDNN_HOME", "CONDA_PREFIX", "VIRTUAL_ENV"):
+        add(os.environ.get(k))
+    for p in os.environ.get("PATH", "").split(os.pathsep) + os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        if p and os.path.isdir(p):
+            add(p)
+    for a in argv:
+        if isinstance(a, str) and a.startswith("/") and os.path.isfile(a):
+            add(a, force=True)
+    # nested entries are covered by their parent's (recursive) bind
+    ordered = sorted(out)
+    keep = []
+    for p in ordered:
+        if not any(_under(p, [k]) for k in keep):
+            keep.append(p)
+    return keep
+
+
+def tempfile_root():
+    import tempfile
+
+    return os.path.realpath(tempfile.gettempdir())
 
 
 def default_memory_limit():
@@ -172,10 +266,13 @@ def default_masks(extra=()):
     return out
 
 
-def allowed_env(name):
-    return name in ENV_ALLOW or (name.startswith(ENV_ALLOW_PREFIXES) and not is_secret_name(name))
+def allowed_env(name, value=""):
+    """Whether a variable reaches a worker: its exact name is in ENV_ALLOW, and its value holds no
+    credential (a URL with a user:password@ part)."""
+    return name in ENV_ALLOW and not _URL_CREDENTIALS.search(value or "")
 
 
+_URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*:[^/@\s]*@")
 _SECRETISH = re.compile(r"KEY|TOKEN|SECRET|PASS|CRED|AUTH", re.I)
 
 
@@ -185,8 +282,32 @@ def is_secret_name(name):
     return bool(_SECRETISH.search(name))
 
 
+def _home():
+    import pwd
+
+    out = {os.path.realpath(os.path.expanduser("~"))}
+    try:
+        out.add(os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir))
+    except (KeyError, OSError):
+        pass
+    return sorted(p for p in out if p and p != "/")
+
+
+def _clean_path_list(value, hidden):
+    """A PATH-like list without the entries under ``hidden`` (the user's home: a worker is not
+    told where it is, and cannot see it)."""
+    prefixes = _python_prefixes()
+    keep = [p for p in value.split(os.pathsep)
+            if p and (not _under(os.path.realpath(p), hidden) or _under(os.path.realpath(p), prefixes))]
+    return os.pathsep.join(keep)
+
+
 def worker_env(spec):
-    env = {k: v for k, v in os.environ.items() if allowed_env(k)}
+    env = {k: v for k, v in os.environ.items() if allowed_env(k, v)}
+    hidden = _home()
+    for k in ("PATH", "LD_LIBRARY_PATH"):
+        if k in env:
+            env[k] = _clean_path_list(env[k], hidden)
     env["HOME"] = spec.work_dir
     env["TMPDIR"] = os.path.join(spec.work_dir, "tmp")
     env["PYTHONUNBUFFERED"] = "1"
@@ -223,8 +344,6 @@ def preexec(spec):
         set_pdeathsig(signal.SIGKILL)
         lim = [(resource.RLIMIT_FSIZE, spec.file_size), (resource.RLIMIT_CPU, spec.cpu_s),
                (resource.RLIMIT_NOFILE, OPEN_FILES_LIMIT), (resource.RLIMIT_CORE, 0)]
-        if os.getuid() != 0:
-            lim.append((resource.RLIMIT_NPROC, spec.nproc))
         if spec.device == "cpu":
             # address space: CUDA reserves terabytes of it, so only on the CPU
             lim.append((resource.RLIMIT_AS, spec.memory_limit + (4 << 30)))
@@ -302,14 +421,19 @@ class Launched:
             if self.proc.poll() is not None:
                 return
             pids = self.tree()
-            rss = sum(_rss(p) for p in pids)
+            mem = tree_memory(pids)
+            rss = mem["total"]
             self.peak_rss = max(self.peak_rss, rss)
+            self.peak_memory = max(getattr(self, "peak_memory", 0), rss)
+            tasks = sum(_threads(p) for p in pids)
             why = None
             if rss > self.spec.memory_limit:
                 why = ("memory_limit", f"used {rss / 2**30:.1f} GiB of host memory (limit "
-                                       f"{self.spec.memory_limit / 2**30:.1f} GiB)")
-            elif len(pids) > self.spec.nproc:
-                why = ("process_limit", f"started more than {self.spec.nproc} processes/threads")
+                                       f"{self.spec.memory_limit / 2**30:.1f} GiB; memfds and shared memory "
+                                       f"{mem['shared'] / 2**30:.1f} GiB of it)")
+            elif tasks > self.spec.nproc:
+                why = ("process_limit", f"started more than {self.spec.nproc} processes/threads ({len(pids)} "
+                                        f"processes, {tasks} threads)")
             if why:
                 with self._lock:
                     if self.limit_hit is None:
@@ -386,6 +510,111 @@ def _rss(pid):
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def _threads(pid):
+    """Threads of one process (/proc/PID/status), 1 when unknown (it may just have ended)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for ln in fh:
+                if ln.startswith("Threads:"):
+                    return int(ln.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1
+
+
+def _status_kb(pid, keys):
+    out = dict.fromkeys(keys, 0)
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for ln in fh:
+                k = ln.split(":", 1)[0]
+                if k in out:
+                    out[k] = int(ln.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def _mapped_shared(pid, mapped):
+    """(major, minor, inode) of the memfds and SysV segments ``pid`` maps (their touched pages
+    are in its RssShmem already)."""
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            for ln in fh:
+                parts = ln.split(None, 5)
+                if len(parts) == 6 and parts[5].startswith(("/memfd:", "/SYSV")):
+                    try:
+                        ma, mi = (int(x, 16) for x in parts[3].split(":"))
+                        mapped.add((ma, mi, int(parts[4])))
+                    except ValueError:
+                        continue
+    except OSError:
+        pass
+
+
+def _unmapped_memfds(pid, mapped, seen):
+    """Bytes allocated to memfds this process holds open but nobody in the tree maps, each
+    counted once: a memfd filled with write() is in nobody's RSS and under no RLIMIT_AS, but it
+    is host memory all the same."""
+    total = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        p = f"/proc/{pid}/fd/{fd}"
+        try:
+            if not os.readlink(p).startswith("/memfd:"):
+                continue
+            st = os.stat(p)
+        except OSError:
+            continue
+        key = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+        if key in mapped or key in seen:
+            continue
+        seen.add(key)
+        total += st.st_blocks * 512
+    return total
+
+
+def _shm_used(pids):
+    """Bytes used in the worker's private /dev/shm (a tmpfs: files there are host memory even
+    when nothing holds them open), read through a process of the tree that lives in the
+    worker's own mount namespace; 0 when none does (no namespaces: the host's /dev/shm)."""
+    try:
+        ours = os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return 0
+    for p in pids:
+        try:
+            if os.readlink(f"/proc/{p}/ns/mnt") == ours:
+                continue
+            st = os.statvfs(f"/proc/{p}/root/dev/shm")
+            return (st.f_blocks - st.f_bfree) * st.f_frsize
+        except OSError:
+            continue
+    return 0
+
+
+def tree_memory(pids):
+    """Host memory a worker tree holds: anonymous and file RSS of every process, its shared
+    memory (RssShmem: mapped memfds, MAP_SHARED, SysV), memfds and /dev/shm files open but not
+    mapped (by inode, once), and what its private /dev/shm holds. {"total", "shared"} in bytes."""
+    rss = shmem = 0
+    mapped, seen = set(), set()
+    for p in pids:
+        _mapped_shared(p, mapped)
+    unmapped = 0
+    for p in pids:
+        st = _status_kb(p, ("RssAnon", "RssFile", "RssShmem"))
+        rss += st["RssAnon"] + st["RssFile"]
+        shmem += st["RssShmem"]
+        unmapped += _unmapped_memfds(p, mapped, seen)
+    dev_shm = _shm_used(pids)
+    shared = shmem + unmapped + dev_shm
+    return {"total": rss + shared, "shared": shared}
 
 
 def _signal(pid, sig):
@@ -598,6 +827,116 @@ def minimal_dev(gpu, private_shm, report):
                 pass
 
 
+_SYSCALLS = {"x86_64": {"pivot_root": 155, "keyctl": 250}, "aarch64": {"pivot_root": 41, "keyctl": 219},
+             "ppc64le": {"pivot_root": 203, "keyctl": 271}}
+KEYCTL_JOIN_SESSION_KEYRING = 1
+MNT_DETACH = 2
+
+
+def _syscall_nr(name):
+    import platform
+
+    return _SYSCALLS.get(platform.machine(), {}).get(name)
+
+
+def new_session_keyring():
+    """Join a fresh, empty, anonymous session keyring (keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL)):
+    the keys of the session ktui was started from (and so of the user's login) are out of reach
+    through @s; @u and @us are the user namespace's own (empty) ones. True when in force."""
+    nr = _syscall_nr("keyctl")
+    if nr is None:
+        return False
+    lc = libc()
+    lc.syscall.restype = ctypes.c_long
+    r = lc.syscall(ctypes.c_long(nr), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), ctypes.c_void_p(None),
+                   ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
+    return r >= 0
+
+
+def _pivot_root(new, old):
+    nr = _syscall_nr("pivot_root")
+    if nr is None:
+        raise OSError(0, "pivot_root: unknown syscall number on this machine")
+    lc = libc()
+    lc.syscall.restype = ctypes.c_long
+    if lc.syscall(ctypes.c_long(nr), ctypes.c_char_p(_enc(new)), ctypes.c_char_p(_enc(old))) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "pivot_root: " + os.strerror(e))
+
+
+def _base_for_root(avoid):
+    """An existing folder to mount the new root's tmpfs on (hidden once the old root is gone)."""
+    for p in ("/mnt", "/media", "/srv", "/boot", "/run", "/var", "/opt", "/home"):
+        if os.path.isdir(p) and not os.path.islink(p) and not any(_under(a, [p]) or _under(p, [a]) for a in avoid):
+            return p
+    raise OSError(0, "no folder to build the worker's root on")
+
+
+def own_root(spec, report):
+    """Give this process (in its own user + mount namespace) a root of its own: an empty tmpfs
+    holding, at their own paths, only the toolchain (read-only), its temp dir and the folders of
+    ``spec["binds"]`` (writable), /proc (its PID namespace's), /dev (the minimal one) and an empty
+    /tmp; then pivot_root into it and detach the old root. Nothing else of the host exists for
+    it: not the user's home, not /tmp's or /run's sockets, not the folders next to a trace; and
+    /proc/self/mountinfo names only what it holds."""
+    writable = [(p, p) for p in spec["rw"] if os.path.isdir(p)]
+    writable += [(a, b) for a, b in spec.get("binds") or [] if os.path.isdir(a)]
+    ro = [(p, p) for p in spec.get("toolchain") or [] if os.path.exists(p)
+          and not any(_under(p, [w]) for w, _ in writable)]
+    ro.append(("/dev", "/dev"))
+    # every source opened first: the tmpfs below may be mounted over one of their parents
+    held = []
+    for src, dst in sorted(ro + writable, key=lambda x: x[1].count("/")):
+        isdir = os.path.isdir(src)
+        held.append((os.open(src, os.O_PATH | (os.O_DIRECTORY if isdir else 0)), src, dst, isdir))
+    proc_fd = os.open("/proc", os.O_PATH | os.O_DIRECTORY)
+    try:
+        base = _base_for_root([w for w, _ in writable] + [d for _f, _s, d, _i in held])
+        _mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+        for fd, src, dst, isdir in held:
+            target = base + dst
+            try:
+                if isdir:
+                    os.makedirs(target, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    if not os.path.exists(target):
+                        open(target, "wb").close()
+                _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+                if (src, dst) in writable:
+                    report["writable"].append(dst)
+            except OSError as exc:
+                report["errors"].append(f"{dst}: {exc}")
+        # the top-level links of a merged /usr (/bin -> usr/bin, /lib64 -> usr/lib64, ...)
+        for name in os.listdir("/"):
+            p = "/" + name
+            if os.path.islink(p) and not os.path.lexists(base + p):
+                try:
+                    os.symlink(os.readlink(p), base + p)
+                except OSError:
+                    pass
+        os.makedirs(base + "/tmp", exist_ok=True)
+        os.chmod(base + "/tmp", 0o755)
+        os.makedirs(base + "/proc", exist_ok=True)
+        _mount("/proc/self/fd/%d" % proc_fd, base + "/proc", None, MS_BIND | MS_REC)
+        os.chdir(base)
+        _pivot_root(".", ".")
+        libc().umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        if libc().umount2(b".", MNT_DETACH) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "umount old root: " + os.strerror(e))
+        os.chdir("/")
+        report["own_root"] = True
+        report["visible"] = sorted({d for _f, _s, d, _i in held} | {"/proc", "/tmp"})
+    finally:
+        for fd, *_ in held:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        os.close(proc_fd)
+
+
 def enter(private_shm=True):
     """The worker's prologue: call before importing torch or loading any trace code.
     `private_shm=False` keeps /dev/shm as the process that started this one sees it (a profiled
@@ -605,9 +944,12 @@ def enter(private_shm=True):
     for the judge's words)."""
     report = {"pdeathsig": set_pdeathsig(signal.SIGKILL), "pid_namespace": False, "mounts": False,
               "read_only": 0, "read_only_failed": [], "masked": [], "writable": [], "caps_dropped": False,
-              "net_namespace": False, "dev_writable": False, "errors": []}
+              "net_namespace": False, "dev_writable": False, "errors": [], "own_root": False,
+              "session_keyring": False, "nproc_in_namespace": False}
     raw = os.environ.pop(SPEC_ENV, None)
     spec = json.loads(raw) if raw else None
+    # a fresh session keyring, with or without namespaces (the keys of ktui's session stay out)
+    report["session_keyring"] = new_session_keyring()
     try:
         report["pid_namespace"] = in_own_pid_namespace(spec)
     except OSError:
@@ -620,36 +962,25 @@ def enter(private_shm=True):
         pass
     if not spec or not report["pid_namespace"]:
         return report
+    # processes and threads: counted per user namespace (Linux >= 5.14 keeps RLIMIT_NPROC per
+    # namespace), so set here, inside it, this worker's tree has its own count: a fork or thread
+    # bomb in one worker does not stop the other (the launcher sets no RLIMIT_NPROC, which would
+    # be checked against the user's count over the whole machine)
+    try:
+        import resource
+
+        n = int(spec.get("nproc") or NPROC_LIMIT)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        v = n if hard == resource.RLIM_INFINITY else min(n, hard)
+        resource.setrlimit(resource.RLIMIT_NPROC, (v, v))
+        report["nproc_in_namespace"] = True
+    except (ValueError, OSError):
+        pass
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
     except OSError as exc:
         report["errors"].append(str(exc))
         return report
-    rw = [p for p in spec["rw"] if os.path.isdir(p)]
-    # writable folders are opened first: a mask may hide the path they live under (the build
-    # directory inside ktui's cache), and they are bound back from the open descriptor
-    held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in rw}
-    ours = set()
-    for p in spec["mask"]:
-        if any(_under(p, [r]) for r in rw):
-            continue
-        try:
-            if os.path.isdir(p):
-                _mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0555")
-            else:
-                _mount("/dev/null", p, None, MS_BIND)
-            report["masked"].append(p)
-        except OSError as exc:
-            report["errors"].append(str(exc))
-    for p, fd in held.items():
-        try:
-            os.makedirs(p, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | MS_REC)
-            report["writable"].append(p)
-        except OSError as exc:
-            report["errors"].append(str(exc))
-        finally:
-            os.close(fd)
     gpu = spec.get("device", "cpu") != "cpu"
     if os.environ.get(HOST_DEV_ENV) == "1":  # the escape hatch (said in the result)
         dev_ok = False
@@ -657,6 +988,7 @@ def enter(private_shm=True):
     else:
         dev_ok = minimal_dev(gpu, private_shm, report)
     report["minimal_dev"] = dev_ok
+    ours = set()
     if dev_ok:
         ours.add("/dev")
     elif private_shm and os.path.isdir("/dev/shm"):
@@ -667,6 +999,18 @@ def enter(private_shm=True):
             report["errors"].append(str(exc))
     keep_dev = gpu and not dev_ok  # the host's /dev stays as it is for the GPU's device nodes
     report["dev_writable"] = keep_dev
+    rw_inside = list(spec["rw"])
+    if spec.get("root"):
+        try:
+            own_root(spec, report)
+            rw_inside += [b for _a, b in spec.get("binds") or []]
+        except OSError as exc:
+            report["errors"].append(f"own root: {exc}")
+            report["own_root"] = False
+            return report  # never half a sandbox: the judge refuses a worker without its own root
+    else:
+        _mask_and_bind(spec, report)
+    rw = [p for p in rw_inside if os.path.isdir(p)]
     for mp in sorted(set(_mount_points())):
         # /dev is skipped either way: the minimal one is read-only already, the host's is kept
         if mp in ours or _under(mp, rw) or _under(mp, ["/proc"]) or ((dev_ok or keep_dev) and _under(mp, ["/dev"])):
@@ -687,6 +1031,33 @@ def enter(private_shm=True):
     except OSError as exc:
         report["errors"].append(str(exc))
     return report
+
+
+def _mask_and_bind(spec, report):
+    """The fallback without a root of its own (the profiler's target): the host's tree with the
+    credential folders and ktui's cache under empty tmpfs mounts, the writable folders bound back."""
+    rw = [p for p in spec["rw"] if os.path.isdir(p)]
+    held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in rw}
+    for p in spec["mask"]:
+        if any(_under(p, [r]) for r in rw):
+            continue
+        try:
+            if os.path.isdir(p):
+                _mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0555")
+            else:
+                _mount("/dev/null", p, None, MS_BIND)
+            report["masked"].append(p)
+        except OSError as exc:
+            report["errors"].append(str(exc))
+    for p, fd in held.items():
+        try:
+            os.makedirs(p, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | MS_REC)
+            report["writable"].append(p)
+        except OSError as exc:
+            report["errors"].append(str(exc))
+        finally:
+            os.close(fd)
 
 
 def _pid_namespace():
