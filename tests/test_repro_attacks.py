@@ -230,14 +230,18 @@ for o in gc.get_objects():
 
 def test_timer_patch_cannot_shrink_the_reported_time(world):
     # a correct kernel that sleeps 2 ms per call and patches every clock it can find
+    # (the patch is made once: a gc walk on every call takes 0.3 s on a loaded 2-core host and
+    # the timed stage then runs past its deadline, which is not what this test is about)
     body = '''
 import gc, time
-_sleep = time.sleep
-time.perf_counter = lambda: 0.0
-for o in gc.get_objects():
-    if type(o).__name__ == "Primitives":
-        o.perf = lambda: 0.0
-_sleep(0.002)
+if not getattr(ModelNew, "_patched", False):
+    ModelNew._patched = True
+    ModelNew._sleep = time.sleep
+    time.perf_counter = lambda: 0.0
+    for o in gc.get_objects():
+        if type(o).__name__ == "Primitives":
+            o.perf = lambda: 0.0
+ModelNew._sleep(0.002)
 '''
     res = run(kernel(body, forward_tail="        return torch.relu(x) * 2.0\n"), world,
               req={"correctness_trials": 2, "trials": 3})

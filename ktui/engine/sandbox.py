@@ -1094,23 +1094,28 @@ def planned(device="cpu"):
     """What a worker started now would get, before it starts (for the confirmation dialog)."""
     d = detect()
     words = ["a fresh process per kernel for the reference and for the candidate",
-             "an allow-listed environment (no credentials; HOME and TMPDIR in its temp dir)",
+             "an environment allow-listed by exact name (no credentials; HOME and TMPDIR in its temp dir)",
              "stdin from /dev/null, stdout/stderr captured (at most "
              f"{OUTPUT_CAP_BYTES >> 20} MiB)",
-             f"limits: host memory {default_memory_limit() / 2**30:.0f} GiB for the worker tree, "
+             f"limits: host memory {default_memory_limit() / 2**30:.0f} GiB for the worker tree (memfds and "
+             "shared memory counted), "
              f"files {FILE_SIZE_LIMIT_BYTES >> 30} GiB each, CPU time {CPU_LIMIT_S} s, "
-             f"{NPROC_LIMIT} processes" + (" (watchdog only: root is exempt from RLIMIT_NPROC)"
-                                            if os.getuid() == 0 else ""),
+             f"{NPROC_LIMIT} processes and threads (each worker its own count" + (
+                 "; watchdog only: root is exempt from RLIMIT_NPROC" if os.getuid() == 0 else "") + ")",
              "killed with ktui (PR_SET_PDEATHSIG, SIGTERM/SIGHUP handlers)"]
     if d["namespaces"]:
-        words += ["own PID namespace (every descendant, setsid daemons included, dies with it; "
+        words += ["a root of its own: only the toolchain (system folders, Python, ktui), its temp dir and "
+                  "its build dir are there, read-only but the last two; no home (HOME is its temp dir), no "
+                  "/tmp, /run or home sockets (no ssh-agent), nothing next to the trace",
+                  "its own session keyring (the keys of your session are out of reach)",
+                  "own PID namespace (every descendant, setsid daemons included, dies with it; "
                   "ktui's /proc out of reach)",
                   "no network (own network namespace)",
-                  "every mount read-only except its private temp dir",
                   "a minimal /dev (null, zero, full, random, urandom" + (", the GPU's nvidia* nodes"
                                                                           if device != "cpu" else "")
                   + "; no disks, consoles or terminals)",
-                  "ktui's cache and credential folders hidden; capabilities dropped"]
+                  "builds in a throwaway folder: ktui copies the result into its cache (regular files only)",
+                  "capabilities dropped"]
     else:
         words += [f"NO namespaces ({d['why']}): trace code can read and write whatever this user can, "
                   "and see ktui's /proc entries; descendants are swept by process tree"]
@@ -1137,8 +1142,12 @@ def describe(report, launched_with_namespaces):
         out.append(ro)
     if report.get("minimal_dev"):
         out.append(f"a minimal /dev ({len(report.get('dev_nodes') or [])} device nodes)")
+    if report.get("own_root"):
+        out.append("its own root (toolchain, temp and build dirs only: no home, no sockets of the user)")
     if report.get("masked"):
         out.append(f"{len(report['masked'])} folder(s) hidden (cache, credentials)")
+    if report.get("session_keyring"):
+        out.append("its own session keyring")
     if report.get("caps_dropped"):
         out.append("capabilities dropped")
     if report.get("pdeathsig"):

@@ -1,0 +1,448 @@
+"""The sandbox's attack corpus, by class: what a kernel or a reference can reach of the user
+(files of the home, the home's path, the environment, other processes, an agent's socket, the
+keyrings), what it can leave in ktui's build cache, and the limits of its process tree.
+
+Most tests run tests/fixtures/sandbox/probe.py inside a real sandboxed worker
+(ktui.engine.sandbox.Launched, no torch: fast), next to a control run of the same probe
+outside the sandbox that must find every planted secret (so a probe that finds nothing is the
+sandbox's doing, not a broken probe). The judge-level tests run the same probe as a kernel's
+and as a reference's module code. The secrets are fake, made up for these tests.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import needs
+
+from ktui.engine import buildcache, sandbox
+
+REPO = Path(__file__).resolve().parents[1]
+PROBE = REPO / "tests" / "fixtures" / "sandbox" / "probe.py"
+FIX = REPO / "tests" / "fixtures" / "repro"
+CLASSES = ("files", "home", "env", "proc", "sockets", "keyrings")
+KEY_DESC = "ktui-planted-key"
+
+linux_ns = pytest.mark.skipif(not sandbox.detect()["namespaces"] or sys.platform != "linux",
+                              reason="needs user namespaces (unshare)")
+
+# ---- planting -----------------------------------------------------------------------------------
+
+
+def _keyctl_nr():
+    return {"x86_64": (248, 250), "aarch64": (217, 219)}.get(platform.machine())
+
+
+def plant_key(payload: bytes, ring: int) -> int:
+    """add_key("user", KEY_DESC, payload, ring); the key id, or -1 where keyrings are not there."""
+    nrs = _keyctl_nr()
+    if nrs is None:
+        return -1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(ctypes.c_long(nrs[0]), ctypes.c_char_p(b"user"), ctypes.c_char_p(KEY_DESC.encode()),
+                        ctypes.c_char_p(payload), ctypes.c_size_t(len(payload)), ctypes.c_long(ring))
+
+
+def unlink_key(kid: int, ring: int) -> None:
+    nrs = _keyctl_nr()
+    if nrs is None or kid < 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall(ctypes.c_long(nrs[1]), ctypes.c_long(9), ctypes.c_long(kid), ctypes.c_long(ring))  # KEYCTL_UNLINK
+
+
+def join_fresh_session_keyring() -> bool:
+    nrs = _keyctl_nr()
+    if nrs is None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(ctypes.c_long(nrs[1]), ctypes.c_long(1), ctypes.c_void_p(None)) >= 0
+
+
+class Listener:
+    """A listening unix socket standing for ssh-agent / gpg-agent: counts connections."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = str(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.accepted = 0
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+                self.accepted += 1
+                c.close()
+            except OSError:
+                continue
+
+    def close(self):
+        self.stop.set()
+        self.t.join(2)
+        self.sock.close()
+
+
+@pytest.fixture
+def planted(tmp_path, monkeypatch):
+    """A fake user: a home full of secrets, an agent socket in the home, one in /tmp and one in a
+    /run/user-like folder, secrets in the environment under names a prefix rule would let pass,
+    a key in the session keyring and one in the user keyring."""
+    tok = f"{os.getpid()}{int(time.time() * 1e6) % 10**9}"
+    m = {name: f"ktui-fake-{name}-{tok}" for name in
+         ("bash", "python", "dotenv", "hf", "rclone", "ssh", "netrc", "lcenv", "tritonurl", "hfenv", "key", "ukey")}
+    home = tmp_path / "home"
+    files = {".bash_history": f"export DB_PW={m['bash']}\n", ".python_history": f"token = '{m['python']}'\n",
+             "project/.env": f"OPENAI_API_KEY={m['dotenv']}\n", ".cache/huggingface/token": m["hf"],
+             ".config/rclone/rclone.conf": f"[s3]\nsecret_access_key = {m['rclone']}\n",
+             ".ssh/id_ed25519": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{m['ssh']}\n", ".netrc": f"password {m['netrc']}\n"}
+    for rel, text in files.items():
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(text)
+    agent_dir = Path(tempfile.mkdtemp(prefix="ktui-test-agent-"))
+    listeners = [Listener(home / ".ssh" / "agent.sock"), Listener(agent_dir / "agent.1234"),
+                 Listener(tmp_path / "run" / "user" / "0" / "gnupg" / "S.gpg-agent")]
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SSH_AUTH_SOCK", listeners[1].path)
+    monkeypatch.setenv("GPG_AGENT_INFO", listeners[2].path)
+    monkeypatch.setenv("LC_MYCOMPANY_PROD_PW", m["lcenv"])
+    monkeypatch.setenv("TRITON_REMOTE_CACHE_URL", f"redis://cache:{m['tritonurl']}@cache.example:6379/0")
+    monkeypatch.setenv("HF_TOKEN", m["hfenv"])
+    monkeypatch.setenv("TORCH_HUB_TOKEN", m["hfenv"])
+    monkeypatch.setenv("CUDA_CACHE_SECRET_HINT", m["hfenv"])
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(home / "lib"))
+    monkeypatch.setenv("PATH", os.environ.get("PATH", "") + os.pathsep + str(home / "bin"))
+    keys = []
+    if join_fresh_session_keyring():  # this test process's own session: nothing of the machine's is touched
+        keys.append((plant_key(m["key"].encode(), -3), -3))
+        keys.append((plant_key(m["ukey"].encode(), -4), -4))
+    plan = {"markers": list(m.values()), "home": str(home), "sockets": [x.path for x in listeners],
+            "socket_roots": [str(tmp_path), str(agent_dir)], "key_desc": KEY_DESC,
+            "roots": ["/", str(home), str(tmp_path)]}
+    yield {"plan": plan, "markers": m, "listeners": listeners, "home": home, "keys": [k for k in keys if k[0] > 0]}
+    for kid, ring in keys:
+        unlink_key(kid, ring)
+    for x in listeners:
+        x.close()
+    import shutil
+
+    shutil.rmtree(agent_dir, ignore_errors=True)
+
+
+def run_probe(plan: dict, sandboxed: bool = True, timeout: float = 120) -> list[str]:
+    """The probe in a sandboxed worker (what a kernel gets), or as a plain child (the control)."""
+    plan = dict(plan, enter=str(REPO) if sandboxed else None)
+    argv = [sys.executable, str(PROBE), json.dumps(plan)]
+    if not sandboxed:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        line = [ln for ln in out.stdout.splitlines() if ln.startswith("PROBE ")]
+        assert line, out.stderr[-2000:]
+        return json.loads(line[-1][6:])
+    work = tempfile.mkdtemp(prefix="ktui-test-worker-")
+    build = tempfile.mkdtemp(prefix="ktui-test-build-")
+    try:
+        spec = sandbox.Spec(work, binds=[(build, sandbox.BUILD_MOUNT)], python_path=[str(REPO)], argv=argv,
+                            memory_limit=2 << 30)
+        w = sandbox.Launched(spec, argv)
+        try:
+            w.proc.wait(timeout=timeout)
+        finally:
+            w.close()
+        line = [ln for ln in w.tail("stdout").splitlines() if ln.startswith("PROBE ")]
+        assert line, (w.tail("stdout")[-1000:], w.tail("stderr")[-3000:])
+        return json.loads(line[-1][6:])
+    finally:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(build, ignore_errors=True)
+
+
+# ---- home and identity ------------------------------------------------------------------------------
+
+@linux_ns
+@pytest.mark.parametrize("cls", CLASSES)
+def test_nothing_of_the_user_is_reachable(planted, cls):
+    plan = dict(planted["plan"], only=[cls])
+    # the control: outside the sandbox the same probe gets this class's secrets
+    control = run_probe(plan, sandboxed=False)
+    if cls == "keyrings" and not planted["keys"]:
+        pytest.skip("no keyrings on this machine")
+    assert control, f"the probe finds nothing of class {cls} even outside the sandbox: it proves nothing"
+    got = run_probe(plan)
+    assert got == [], got
+
+
+@linux_ns
+def test_the_worker_sees_an_empty_home_and_its_own_root(planted):
+    probe_src = '''
+import json, os
+print("SEEN " + json.dumps({"home": os.environ.get("HOME"), "home_list": os.listdir(os.environ["HOME"]),
+      "top": sorted(os.listdir("/")), "tmp": sorted(os.listdir("/tmp")),
+      "mountinfo": open("/proc/self/mountinfo").read()}), flush=True)
+'''
+    work = tempfile.mkdtemp(prefix="ktui-test-worker-")
+    try:
+        argv = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+                "from ktui.engine import sandbox; sandbox.enter()\n" + probe_src]
+        spec = sandbox.Spec(work, python_path=[str(REPO)], argv=argv)
+        w = sandbox.Launched(spec, argv)
+        w.proc.wait(timeout=120)
+        w.close()
+        line = [ln for ln in w.tail("stdout").splitlines() if ln.startswith("SEEN ")]
+        assert line, w.tail("stderr")[-3000:]
+        seen = json.loads(line[-1][5:])
+    finally:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    assert seen["home"] == os.path.realpath(work) and set(seen["home_list"]) <= {"tmp"}
+    assert str(planted["home"]) not in seen["mountinfo"]
+    # the top level: the system folders, the first folder of each toolchain path (Python may live
+    # under /root or /opt), /tmp, /proc, /dev and the build mount: no /home, /run, /var, /mnt...
+    allowed = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "sys", "dev", "proc", "tmp",
+               sandbox.BUILD_MOUNT.strip("/")}
+    allowed |= {p.split("/")[1] for p in sandbox.toolchain_paths([str(REPO)], argv)}
+    allowed |= {os.path.realpath(work).split("/")[1]}
+    assert set(seen["top"]) <= allowed, sorted(set(seen["top"]) - allowed)
+    assert "run" not in seen["top"] and "var" not in seen["top"]
+    # /tmp holds only the path down to the worker's own folder
+    assert len(seen["tmp"]) <= 1, seen["tmp"]
+
+
+def test_environment_is_an_exact_name_allow_list():
+    for name, value in [("LC_MYCOMPANY_PROD_PW", "x"), ("TRITON_REMOTE_CACHE_URL", "redis://u:p@h/0"),
+                        ("TORCH_HUB_TOKEN", "x"), ("NCCL_SOCKET_IFNAME_PASSWORD", "x"), ("CUDA_SECRET", "x"),
+                        ("CUBLAS_ANYTHING", "x"), ("HF_TOKEN", "x"), ("SSH_AUTH_SOCK", "/tmp/a"),
+                        ("PYTHONPATH", "/home/u"), ("LD_PRELOAD", "/tmp/x.so")]:
+        assert not sandbox.allowed_env(name, value), name
+    assert sandbox.allowed_env("LC_ALL", "C.UTF-8") and sandbox.allowed_env("CUDA_VISIBLE_DEVICES", "0")
+    # an allowed name carrying a URL with a password does not pass either
+    assert not sandbox.allowed_env("CUDA_HOME", "https://user:pw@example.com/cuda")
+
+
+def test_planned_words_are_true():
+    words = " ".join(sandbox.planned("cpu"))
+    if sandbox.detect()["namespaces"]:
+        assert "root of its own" in words and "session keyring" in words and "no home" in words
+        assert "credential folders hidden" not in words  # the old claim (a masked home) is gone
+    else:
+        assert "NO namespaces" in words
+
+
+# ---- the build cache -------------------------------------------------------------------------------
+
+def test_cache_copy_keeps_regular_files_only(tmp_path):
+    src = tmp_path / "b"
+    (src / "ext").mkdir(parents=True)
+    (src / "ext" / "ext.so").write_bytes(b"\x7fELF fake")
+    (src / "ext" / "build.ninja").write_text("rule x\n")
+    sh = src / "ext" / "sh"
+    sh.write_bytes(b"#!/bin/sh\n")
+    os.chmod(sh, 0o6777)  # set-uid, set-gid, world-writable
+    os.mkfifo(src / "ext" / "fifo")
+    os.symlink("/etc/passwd", src / "ext" / "out")
+    os.symlink("ext.so", src / "ext" / "in")
+    (src / "ext" / "lock").write_text("")
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(src / "ext" / "sock"))
+    old = 1_000_000_000
+    os.utime(src / "ext" / "ext.so", (old, old))
+    dst = tmp_path / "cache" / "key"
+    res = buildcache.publish(str(src), str(dst))
+    s.close()
+    assert res["stored"], res
+    names = {p.name: p for p in dst.rglob("*")}
+    assert set(names) == {"ext", "ext.so", "build.ninja", "sh"}, sorted(names)
+    for p in names.values():
+        st = p.lstat()
+        assert stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)
+        assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH), oct(st.st_mode)
+    assert int(names["ext.so"].stat().st_mtime) == old  # ninja finds the copy up to date
+    # a second build of the same key does not replace the stored one
+    assert not buildcache.publish(str(src), str(dst))["stored"]
+
+
+def test_cache_copy_has_a_budget(tmp_path):
+    src = tmp_path / "b"
+    src.mkdir()
+    (src / "x.so").write_bytes(b"\0" * 4096)
+    for i in range(30):
+        (src / f"f{i}").write_text("x")
+    with pytest.raises(buildcache.TooLarge):
+        buildcache.copy_tree(str(src), str(tmp_path / "c"), max_files=10)
+    assert not (tmp_path / "c").exists()
+
+
+# ---- limits ----------------------------------------------------------------------------------------
+
+def _launch(code: str, **spec_kw) -> sandbox.Launched:
+    work = tempfile.mkdtemp(prefix="ktui-test-worker-")
+    argv = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+            "from ktui.engine import sandbox; sandbox.enter()\n" + code]
+    spec = sandbox.Spec(work, python_path=[str(REPO)], argv=argv, **spec_kw)
+    return sandbox.Launched(spec, argv)
+
+
+def _wait(w: sandbox.Launched, timeout: float = 120) -> None:
+    try:
+        w.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    w.close()
+
+
+MEMFD_FLOOD = '''
+import os, time
+fds = []
+chunk = b"\\1" * (1 << 20)
+for i in range(64):
+    fd = os.memfd_create("flood%d" % i)
+    for _ in range(16):
+        os.write(fd, chunk)
+    fds.append(fd)
+print("SURVIVED", flush=True)
+time.sleep(30)
+'''
+
+SHM_FLOOD = '''
+import os, time
+for i in range(64):
+    with open("/dev/shm/flood%d" % i, "wb") as fh:
+        fh.write(b"\\1" * (16 << 20))
+print("SURVIVED", flush=True)
+time.sleep(30)
+'''
+
+
+@pytest.mark.parametrize("code", [MEMFD_FLOOD, SHM_FLOOD], ids=["memfd", "dev-shm"])
+def test_memory_outside_rss_is_counted(code):
+    # 1 GiB written into memfds (or the private /dev/shm) with write(): in no RSS, under no
+    # RLIMIT_AS; the watchdog counts it against a 256 MiB limit
+    w = _launch(code, memory_limit=256 << 20)
+    _wait(w, 120)
+    assert w.limit_hit is not None and w.limit_hit[0] == "memory_limit", (w.limit_hit, w.tail("stderr")[-2000:])
+    assert "SURVIVED" not in w.tail("stdout")
+
+
+THREAD_BOMB = '''
+import threading, time
+ev = threading.Event()
+n = 0
+try:
+    while n < 3000:
+        threading.Thread(target=ev.wait, daemon=True).start()
+        n += 1
+except RuntimeError:
+    pass
+print("THREADS", n, flush=True)
+time.sleep(30)
+'''
+
+
+def test_thread_bomb_is_counted_per_thread():
+    # threads, not processes: one process with 3000 threads is over a 256-task limit
+    w = _launch(THREAD_BOMB, nproc=256, memory_limit=4 << 30)
+    _wait(w, 120)
+    out = w.tail("stdout")
+    hit = w.limit_hit is not None and w.limit_hit[0] == "process_limit"
+    # either the watchdog ended it, or (a normal user, in its own user namespace) RLIMIT_NPROC
+    # stopped the threads at the limit
+    capped = "THREADS" in out and int(out.split("THREADS")[1].split()[0]) <= 256
+    assert hit or capped, (w.limit_hit, out[-500:])
+
+
+@linux_ns
+def test_one_workers_bomb_does_not_starve_the_other():
+    # the candidate's fork + thread bomb runs while the reference starts 64 threads: the
+    # reference must not fail (RLIMIT_NPROC counted per user would make it fail, and the verdict
+    # blame the reference)
+    bomb = _launch('''
+import os, threading, time
+ev = threading.Event()
+for _ in range(200):
+    try:
+        if os.fork() == 0:
+            for _ in range(40):
+                try:
+                    threading.Thread(target=ev.wait, daemon=True).start()
+                except RuntimeError:
+                    break
+            time.sleep(30)
+            os._exit(0)
+    except OSError:
+        break
+time.sleep(30)
+''', nproc=512, memory_limit=8 << 30)
+    try:
+        time.sleep(3)
+        ok = _launch('''
+import threading
+ev = threading.Event()
+ts = [threading.Thread(target=ev.wait, daemon=True) for _ in range(64)]
+for t in ts:
+    t.start()
+print("REFERENCE OK", flush=True)
+''', nproc=512, memory_limit=2 << 30)
+        _wait(ok, 120)
+        assert "REFERENCE OK" in ok.tail("stdout"), ok.tail("stderr")[-2000:]
+        assert ok.limit_hit is None
+    finally:
+        _wait(bomb, 1)
+
+
+# ---- through the judge: the probe as a kernel's and as a reference's code ------------------------------
+
+def _probe_module(plan: dict, raise_in: str) -> str:
+    body = PROBE.read_text().split('if __name__ == "__main__":')[0]
+    return body + f'''
+_FOUND = probe({plan!r})
+'''
+
+
+@linux_ns
+@needs("torch")
+@pytest.mark.parametrize("side", ["kernel", "reference"])
+def test_probe_through_the_judge(planted, side, tmp_path):
+    from ktui.repro.runner import run_request
+
+    plan = dict(planted["plan"])
+    plan["roots"] = ["/"]
+    ref = (FIX / "reference_scaled_relu.txt").read_text()
+    good = ("import torch, torch.nn as nn\nclass ModelNew(nn.Module):\n"
+            "    def forward(self, x):\n        return torch.relu(x) * 2.0\n")
+    leak_check = "if _FOUND:\n    raise RuntimeError('LEAK ' + repr(_FOUND)[:3000])\n"
+    if side == "kernel":
+        code, ref_src = _probe_module(plan, "kernel") + leak_check + good.split("\n", 1)[1], ref
+        code = "import torch, torch.nn as nn\n" + code
+    else:
+        code, ref_src = good, ref + "\n" + _probe_module(plan, "reference") + leak_check
+    res = run_request({"kernel_code": code, "reference_source": ref_src, "device": "cpu", "trials": 3,
+                       "correctness_trials": 1, "checks": False, "build_root": str(tmp_path / "cache" / "build")},
+                      run_timeout=240, compile_timeout=240)
+    text = json.dumps(res)
+    assert "LEAK" not in text, (res.get("failure") or {}).get("message", "")[:3000]
+    for v in planted["markers"].values():
+        assert v not in text
+    assert res["status"] == "completed", res.get("failure")
+    assert all(x.accepted == 0 for x in planted["listeners"])
