@@ -428,6 +428,7 @@ def test_probe_through_the_judge(planted, side, tmp_path):
 
     plan = dict(planted["plan"])
     plan["roots"] = ["/"]
+    plan["markers_rev"] = [m[::-1] for m in plan.pop("markers")]
     ref = (FIX / "reference_scaled_relu.txt").read_text()
     good = ("import torch, torch.nn as nn\nclass ModelNew(nn.Module):\n"
             "    def forward(self, x):\n        return torch.relu(x) * 2.0\n")
@@ -446,3 +447,195 @@ def test_probe_through_the_judge(planted, side, tmp_path):
         assert v not in text
     assert res["status"] == "completed", res.get("failure")
     assert all(x.accepted == 0 for x in planted["listeners"])
+
+
+# ---- the judge checks instead of asking ----------------------------------------------------------------
+
+GOOD_FORWARD = "        return torch.relu(x) * 2.0\n"
+WRONG_FORWARD = "        return x * 3.0\n"
+
+
+def judge_run(tmp_path, code: str, ref: str | None = None, **req) -> dict:
+    from ktui.repro.runner import run_request
+
+    r = {"kernel_code": code, "reference_source": ref or (FIX / "reference_scaled_relu.txt").read_text(),
+         "device": "cpu", "trials": 5, "correctness_trials": 1, "checks": False,
+         "build_root": str(tmp_path / "cache" / "build")}
+    r.update(req)
+    return run_request(r, run_timeout=240, compile_timeout=240)
+
+
+def model(prelude: str, forward: str = GOOD_FORWARD, body: str = "") -> str:
+    import textwrap
+
+    return ("import os, sys, torch, torch.nn as nn\n" + textwrap.dedent(prelude) + "\n"
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+            + textwrap.indent(textwrap.dedent(body), "        ") + "\n" + forward)
+
+
+def verdict_of(res: dict) -> str:
+    from ktui.repro.recorded import recorded_for
+    from ktui.repro.verdict import compare
+    from ktui.trace import load
+
+    r = load(str(FIX / "cpu_wrong.jsonl"))
+    return compare(recorded_for(r, r.kernel("v1")), res).verdict
+
+
+@needs("torch")
+@pytest.mark.parametrize("claimed", ["reference_error", "environment", "harness_error"])
+def test_the_kernel_cannot_choose_its_failure_kind(tmp_path, claimed):
+    from ktui.repro.verdict import CANNOT_TEST, CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE
+
+    code = model("from ktui.engine.errors import StageFailure\n",
+                 forward=f"        raise StageFailure('correctness', {claimed!r}, 'the reference is broken, not me')\n")
+    res = judge_run(tmp_path, code)
+    assert res["status"] == "failed"
+    assert res["failure"]["kind"] not in CANNOT_TEST, res["failure"]
+    assert res["failure"]["kind"] == "runtime_error"
+    assert verdict_of(res) in (CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE)
+
+
+FORGE_TIME = '''
+import gc
+from ktui.engine import shm
+_srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
+_real = _srv.op_time
+def _forged(args, fds, out, _real=_real):
+    data = _real(args, fds, out)
+    out.clear()
+    t = {variant!r}
+    if t == "nan":
+        s = torch.full((50,), float("nan"), dtype=torch.float64)
+    elif t == "complex":
+        s = torch.ones(50, dtype=torch.complex128) * (1 + 1j)
+    elif t == "negative":
+        s = -torch.ones(50, dtype=torch.float64)
+    elif t == "many":
+        s = torch.ones(5_000_000, dtype=torch.float64)
+    else:
+        s = torch.ones(2, 2, dtype=torch.float64)
+    data["samples"] = shm.export_tensor(s, out)
+    return data
+_srv.op_time = _forged
+'''
+
+
+@needs("torch")
+@pytest.mark.parametrize("variant", ["nan", "complex", "negative", "many"])
+def test_forged_timing_samples_are_a_finding_not_a_crash(tmp_path, variant):
+    code = model(FORGE_TIME.replace("{variant!r}", repr(variant)), body="import time; time.sleep(0.001)\n")
+    res = judge_run(tmp_path, code)
+    assert res["status"] == "completed", res.get("failure")
+    t = res["timing"]
+    assert t["kernel"]["source"] == "judge wall clock", t["kernel"]
+    assert t["kernel"]["median_us"] > 500  # the 1 ms sleep, by ktui's clock
+    assert any(f["class"] == "timer_disagrees" for f in res["findings"])
+    json.dumps(res, allow_nan=False)  # no NaN or infinity reaches the result
+
+
+SCALED_TIME = '''
+import gc
+_srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
+_real = _srv.timer.measure
+def _scaled(*a, **k):
+    samples, batches, stopped, secs = _real(*a, **k)
+    return [x / 3.0 for x in samples], batches, stopped, secs
+_srv.timer.measure = _scaled
+'''
+
+
+@needs("torch")
+def test_a_timer_a_few_times_too_fast_is_not_reported_on_the_cpu(tmp_path):
+    # samples scaled by 1/3: inside the 5x that makes a finding on a shared CPU, but ktui reports
+    # its own clock, never the worker's number
+    res = judge_run(tmp_path, model(SCALED_TIME, body="import time; time.sleep(0.002)\n"))
+    assert res["status"] == "completed", res.get("failure")
+    k = res["timing"]["kernel"]
+    assert k["source"] == "judge wall clock", k
+    assert k["median_us"] > 1500, k
+
+
+FORGE_WALL = '''
+import gc
+_srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
+_wall, _outs = _srv.op_wall, _srv.op_wall_outputs
+def _forged_wall(args, fds, out):
+    data = _wall(dict(args, forwards=1, keep=[0] if args.get("keep") else None), fds, out)
+    return {{"forwards": int(args.get("forwards", 1)) * {mult}}}
+def _forged_outputs(args, fds, out):
+    data = _outs(args, fds, out)
+    data["outputs"] = data["outputs"] * {copies}
+    return data
+_srv.op_wall, _srv.op_wall_outputs = _forged_wall, _forged_outputs
+'''
+
+
+@needs("torch")
+@pytest.mark.parametrize("mult,copies", [(1, 1500), (1000, 1)], ids=["many-outputs", "forwards-claim"])
+def test_forged_wall_replies_end_the_worker(tmp_path, mult, copies):
+    from ktui.repro.verdict import CANNOT_TEST
+
+    res = judge_run(tmp_path, model(FORGE_WALL.format(mult=mult, copies=copies)))
+    assert res["status"] == "failed", res.get("timing")
+    assert res["failure"]["kind"] == "protocol_error", res["failure"]
+    assert res["failure"]["kind"] not in CANNOT_TEST
+
+
+NAN_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.full_like(x, float("nan"))
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@needs("torch")
+def test_an_all_nan_reference_is_reported_not_matched(tmp_path):
+    from ktui.repro.verdict import REPRODUCED
+
+    res = judge_run(tmp_path, model("", forward="        return torch.full_like(x, float('nan'))\n"), ref=NAN_REF)
+    assert res["status"] == "failed"
+    assert res["failure"]["kind"] == "reference_error" and "NaN" in res["failure"]["message"], res["failure"]
+    assert verdict_of(res) != REPRODUCED
+
+
+BUILD_LITTER = '''
+import stat, shutil
+_d = os.environ["TORCH_EXTENSIONS_DIR"]
+os.makedirs(_d + "/ext", exist_ok=True)
+open(_d + "/ext/ext.so", "wb").write(b"fake")
+shutil.copy("/bin/sh", _d + "/ext/sh")
+os.chmod(_d + "/ext/sh", 0o6755)
+os.mkfifo(_d + "/ext/fifo")
+os.symlink("/etc/passwd", _d + "/ext/passwd")
+os.symlink("/", _d + "/ext/root")
+'''
+
+
+@needs("torch")
+def test_nothing_of_a_build_but_regular_files_reaches_the_cache(tmp_path):
+    # written while the kernel loads (its build): a set-uid shell, a FIFO, links out; written
+    # while it runs: a file that must never reach the cache
+    code = model(BUILD_LITTER, body='open(os.environ["TORCH_EXTENSIONS_DIR"] + "/ext/at-run-time", "w").write("x")\n')
+    res = judge_run(tmp_path, code)
+    assert res["status"] == "completed", res.get("failure")
+    stored = list((tmp_path / "cache" / "build").rglob("*"))
+    names = {p.name for p in stored}
+    assert "ext.so" in names and "sh" in names, names
+    assert not {"fifo", "passwd", "root", "at-run-time"} & names, names
+    for p in stored:
+        st = p.lstat()
+        assert stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode), p
+        assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID), p

@@ -51,10 +51,13 @@ MAX_SAMPLES = 20000
 WALL_WINDOW_S = 0.05  # the judge's own wall-clock measurement: forwards for about this long
 WALL_REPEATS = 5  # ...this many times; the fastest counts (scheduling noise only adds time)
 WALL_MAX_FORWARDS = 100000  # ...at most this many forwards in one pass
+WALL_CHECKED = 3  # outputs of this many calls, picked at random, checked after one more pass
 WALL_BUSY_FRACTION = 0.5  # more of the judge's clock than this spent waiting for a CPU: the result says so
 WALL_TOLERANCE = 2.0  # the kernel's own timing may sit this far below the judge's clock (3x: shared hosts are noisy)
 # on the CPU the kernel's threads share cores with everything else on the host: 5x there
 WALL_TOLERANCE_CPU = 4.0
+# ...and below ktui's clock by more than this (but within the above) on the CPU, ktui's clock is reported
+WALL_REPORT_TOLERANCE_CPU = 0.5
 WALL_CONFIRM = 2  # a disagreement is re-measured this many times before it counts
 WALL_SLACK_US = 50.0  # ...plus this many microseconds per forward (pipe and Python overhead)
 HOST_BOUND_FRACTION = 0.5  # device busy less than this share of the event time: host-bound

@@ -452,6 +452,20 @@ class Server:
         slots = [self.slots[str(s)] for s in args["slots"]]
         n = max(len(slots), int(args.get("forwards", len(slots))))
         model = self.model
+        keep = args.get("keep")
+        if isinstance(keep, list) and keep:
+            # the judge's checked pass: the outputs of the calls it picked (copied when made: a
+            # kernel writing every call into one buffer must not pass on its last call's result)
+            picks = {int(i) for i in keep[:16] if isinstance(i, int) and 0 <= i < n}
+            kept = []
+            with torch.no_grad():
+                for i in range(n):
+                    o = model(*slots[i % len(slots)])
+                    if i in picks:
+                        kept.append(_clone(_plain(o)))
+                self.prims.synchronize(self.device)
+            self.wall_out = kept
+            return {"forwards": n}
         outs = [None] * len(slots)
         with torch.no_grad():
             for i in range(n):

@@ -155,7 +155,9 @@ class Spec:
 
     def inner(self):
         """What the prologue inside the worker needs (JSON in the environment)."""
-        return {"work_dir": self.work_dir, "rw": [self.work_dir] + self.rw, "mask": self.mask,
+        # (with a root of its own nothing is masked: the list, which names folders of the home,
+        # is not even passed, since /proc/self/environ keeps what the worker was started with)
+        return {"work_dir": self.work_dir, "rw": [self.work_dir] + self.rw, "mask": [] if self.root else self.mask,
                 "binds": [list(b) for b in self.binds], "device": self.device, "host_pidns": _pid_namespace(),
                 "nproc": self.nproc, "root": self.root,
                 "toolchain": toolchain_paths(self.python_path, self.argv) if self.root else []}
