@@ -650,8 +650,8 @@ def test_a_busy_spell_during_the_first_judge_clock_is_timed_again(tmp_path, monk
     real = pipeline.Judge._wall
     seen: dict[str, int] = {}
 
-    def busy_first(self, w, slots, label):
-        per, forwards, held = real(self, w, slots, label)
+    def busy_first(self, w, slots, label, **kw):
+        per, forwards, held = real(self, w, slots, label, **kw)
         seen[label] = seen.get(label, 0) + 1
         if seen[label] == 1:
             per = [x * 50 + 500.0 for x in per]
@@ -673,7 +673,9 @@ def test_a_busy_spell_during_the_first_judge_clock_is_timed_again(tmp_path, monk
     assert [f["class"] for f in res["findings"] if f["class"] == "timer_disagrees"] == []
     t = res["timing"]
     for side in ("kernel", "reference"):
-        assert t[side + "_first"]["mean_us"] > 0 and t[side]["source"].startswith("worker timer")
+        # (on a loaded CPU ktui's clock may be the one reported, with a note: never a finding)
+        assert t[side + "_first"]["mean_us"] > 0
+        assert t[side]["source"].startswith("worker timer") or t[side]["source"] == "judge wall clock"
         assert t[side]["mean_us"] * (1 + 4.0) + 50.0 >= t["cross_check"][f"{side}_wall_us"]
     assert sum("timed again together with it" in n for n in res["notes"]) == 2, res["notes"]
 
