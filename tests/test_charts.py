@@ -122,11 +122,11 @@ def test_charts_match_runs_json_on_the_fixtures():
 
 
 # ---- reproduced results -------------------------------------------------------------------------------
-def _store_repro(sha: str, correct: bool, speedup: float | None) -> None:
+def _store_repro(sha: str, correct: bool, speedup: float | None, ref: str | None = None, key: str = "k" * 24) -> None:
     from ktui.repro import cache
 
-    cache.store({"kernel_sha1": sha, "key": "k" * 24, "request": {},
-                 "result": {"status": "completed", "correctness": {"passed": correct},
+    cache.store({"kernel_sha1": sha, "key": key, "request": {},
+                 "result": {"status": "completed", "correctness": {"passed": correct}, "reference_sha1": ref,
                             "timing": {"speedup": speedup} if speedup else None}})
 
 
@@ -137,16 +137,17 @@ def test_reproduced_curve_from_the_repro_cache(sweep):
     by = {r.path: r for r in runs}
     seed, p28 = by["project/seed.jsonl"], by["hand/grok_p28.jsonl"]
     assert seed.final_sha1 and p28.final_sha1 and seed.final_sha1 != p28.final_sha1
-    _store_repro(seed.final_sha1, True, 0.6)  # the seed's 1.23x does not hold: 0.6x
-    _store_repro(p28.final_sha1, False, None)  # and P28 is not correct when re-run
+    assert seed.reference_sha1 and p28.reference_sha1 is None  # the hand-written P28 trace holds no reference
+    _store_repro(seed.final_sha1, True, 0.6, seed.reference_sha1)  # the seed's 1.23x does not hold: 0.6x
+    _store_repro(p28.final_sha1, False, None, "1" * 40)  # P28's kernel judged against some reference...
     rep = reproduced_results(runs)
-    assert set(rep) == {seed.real, p28.real}
+    assert set(rep) == {seed.real}  # ...is not P28's result: its own reference is unknown
     c = sweep_charts(runs, rep)
     curves = [(cv.model, cv.kind) for cv in c.fast_p.curves]
     assert ("grok-4.3", "reproduced") in curves and len(curves) == 7  # no rep1-model: it has no kernel
     r = next(cv for cv in c.fast_p.curves if cv.kind == "reproduced")
-    assert (r.runs, r.speedups) == (2, [0.6])  # of the 2 runs verified, one correct at 0.6x
-    assert [r.at(p) for p in FAST_P] == [0.5, 0, 0, 0]
+    assert (r.runs, r.speedups) == (1, [0.6])  # the one run verified, correct at 0.6x
+    assert [r.at(p) for p in FAST_P] == [1.0, 0, 0, 0]
     assert c.fast_p.lo == pytest.approx(0.3)
     text = render_chart("fast_p", c, 100, 28).plain
     assert "grok-4.3 (reproduced)" in text and "╍╍" in text
@@ -157,6 +158,20 @@ def test_reproduced_curve_from_the_repro_cache(sweep):
     rep_g = svg[svg.index('data-kind="reproduced"'):]
     assert 'data-model="grok-4.3"' in svg[svg.rindex("<g", 0, svg.index('data-kind="reproduced"')):] and \
         "stroke-dasharray" in rep_g[: rep_g.index("</g>")]
+
+
+def test_a_reproduction_against_another_reference_is_not_this_runs(sweep):
+    # the same final kernel judged against another problem's reference (or an unknown one) says
+    # nothing about this run: no reproduced entry for it in the charts
+    from ktui.repro.reproduced import reproduced_results
+
+    runs = _runs(sweep)
+    seed = next(r for r in runs if r.path == "project/seed.jsonl")
+    _store_repro(seed.final_sha1, True, 9.0, "0" * 40, key="a" * 24)
+    _store_repro(seed.final_sha1, True, 9.0, None, key="b" * 24)
+    assert seed.real not in reproduced_results(runs)
+    _store_repro(seed.final_sha1, False, None, seed.reference_sha1, key="c" * 24)
+    assert reproduced_results(runs)[seed.real].correct is False
 
 
 # ---- rendering ------------------------------------------------------------------------------------------

@@ -639,3 +639,33 @@ def test_nothing_of_a_build_but_regular_files_reaches_the_cache(tmp_path):
         st = p.lstat()
         assert stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode), p
         assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID), p
+
+
+# ---- the cache key: a verdict only for what was judged ---------------------------------------------------
+
+def test_a_badge_only_for_a_result_judged_against_this_traces_reference(tmp_path, monkeypatch):
+    # the same kernel judged against another problem's reference is not this trace's result: no
+    # badge in the kernels pane (the runs chart: tests/test_charts.py)
+    from ktui.engine import sha1_text
+    from ktui.repro import cache
+    from ktui.repro.recorded import find_reference
+    from ktui.trace import load
+    from ktui.tui.repro_panel import cached_verdict
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    run = load(str(FIX / "cpu_run.jsonl"))
+    kv = run.kernel("v2")
+    ref, _ = find_reference(run)
+    assert ref
+
+    def store(ref_sha, key):
+        cache.store({"kernel_sha1": kv.sha1, "key": key, "request": {},
+                     "result": {"status": "failed", "reference_sha1": ref_sha, "stages": {}, "checks": [],
+                                "notes": [], "failure": {"stage": "correctness", "kind": "runtime_error",
+                                                         "message": "boom"}}})
+
+    store(sha1_text(ref + "\n# another problem"), "a" * 24)
+    store(None, "b" * 24)
+    assert cached_verdict(run, kv) is None
+    store(sha1_text(ref), "c" * 24)
+    assert cached_verdict(run, kv) is not None

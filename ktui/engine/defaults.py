@@ -2,7 +2,9 @@
 # Every number the harness, the judge, the runner, the CLI and the app use lives here.
 # Stdlib only. MIT license, part of ktui.
 
-HARNESS_VERSION = 6  # 6: the kernel stopped while the reference is timed; 5: stream order; 4: secret input seeds
+# 7: own root per worker, judge-assigned failure kinds, checked samples, random wall outputs;
+# 6: the kernel stopped while the reference is timed; 5: stream order; 4: secret input seeds
+HARNESS_VERSION = 7
 
 STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
 COMPILE_STAGES = ("startup", "build")

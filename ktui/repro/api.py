@@ -221,9 +221,18 @@ def cached_report(run: Any, kv: Any, options: ReproOptions | None = None) -> Rep
     return _report(run, kv, entry, cached=True) if entry else None
 
 
-def history(run: Any, kv: Any) -> list[ReproReport]:
-    """Every cached reproduction of this kernel version, any settings, newest first."""
-    return [_report(run, kv, e, cached=True) for e in cache.entries_for(kv.sha1, strict=True)]
+def history(run: Any, kv: Any, same_reference: bool = False) -> list[ReproReport]:
+    """Every cached reproduction of this kernel version, any settings, newest first;
+    ``same_reference``: only those judged against this trace's own reference (what a badge may
+    show: the same kernel judged against another problem's reference says nothing here)."""
+    if same_reference:
+        ref, _origin = find_reference(run)
+        if not ref:
+            return []
+        entries = cache.entries_for(kv.sha1, strict=True, reference_sha1=sha1_text(ref))
+    else:
+        entries = cache.entries_for(kv.sha1, strict=True)
+    return [_report(run, kv, e, cached=True) for e in entries]
 
 
 def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,

@@ -230,9 +230,23 @@ def store(entry: dict[str, Any]) -> Path | None:
         return None
 
 
-def entries_for(kernel_sha1: str, strict: bool = False) -> list[dict[str, Any]]:
+ANY_REFERENCE = object()
+
+
+def entry_reference(entry: dict[str, Any]) -> str | None:
+    """The sha1 of the reference an entry's kernel was judged against (None: unknown)."""
+    res = entry.get("result") if isinstance(entry.get("result"), dict) else {}
+    ref = res.get("reference_sha1")
+    if not isinstance(ref, str):
+        ref = (entry.get("request") if isinstance(entry.get("request"), dict) else {}).get("reference_sha1")
+    return ref if isinstance(ref, str) else None
+
+
+def entries_for(kernel_sha1: str, strict: bool = False, reference_sha1: Any = ANY_REFERENCE) -> list[dict[str, Any]]:
     """Every verified cached reproduction of one kernel (any settings), newest first (`strict`:
-    only entries complete enough for a verdict)."""
+    only entries complete enough for a verdict). ``reference_sha1``: only those judged against
+    that reference (a kernel reproduced against one problem's reference says nothing about a
+    trace that holds the same kernel and another reference)."""
     d = _path(kernel_sha1, "x").parent
     out = []
     try:
@@ -242,6 +256,8 @@ def entries_for(kernel_sha1: str, strict: bool = False) -> list[dict[str, Any]]:
     for f in files:
         e = _read(f, strict)
         if e is not None and e.get("kernel_sha1") == kernel_sha1:
+            if reference_sha1 is not ANY_REFERENCE and entry_reference(e) != reference_sha1:
+                continue
             out.append(e)
     out.sort(key=lambda e: e.get("created_ts") if isinstance(e.get("created_ts"), (int, float)) else 0, reverse=True)
     return out

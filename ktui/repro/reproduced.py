@@ -2,9 +2,10 @@
 
 :func:`reproduced_results` is the one place the charts read re-execution results from; ``ktui
 verify`` writes them (through the judge, into the repro cache) and may extend this lookup. Today a
-run's result is the newest cached reproduction of its final kernel (by the code's sha1, any
-settings): ``correct`` from its correctness stage, ``speedup`` from its timing. A run whose
-final kernel is unknown, or was never re-executed, has no entry.
+run's result is the newest cached reproduction of its final kernel (by the code's sha1) judged
+against the run's own reference (by its sha1; any other settings): ``correct`` from its
+correctness stage, ``speedup`` from its timing. A run whose final kernel or reference is unknown,
+or that was never re-executed, has no entry.
 
 Reads JSON files only: no torch, no Textual (the app calls it from a worker thread).
 """
@@ -49,23 +50,25 @@ def from_result(result: dict[str, Any]) -> tuple[bool | None, float | None]:
 def reproduced_results(runs: Iterable[Any]) -> dict[str, Reproduced]:
     """``real`` path -> :class:`Reproduced` for the runs whose final kernel has a cached result."""
     out: dict[str, Reproduced] = {}
-    by_sha: dict[str, Reproduced | None] = {}
+    by_sha: dict[tuple[str, str], Reproduced | None] = {}
     for r in runs:
         sha = getattr(r, "final_sha1", None)
         real = getattr(r, "real", None)
-        if not sha or not real:
-            continue
-        if sha not in by_sha:
-            by_sha[sha] = None
-            for ent in cache.entries_for(sha):
+        ref = getattr(r, "reference_sha1", None)
+        if not sha or not real or not ref:
+            continue  # no reference in the trace: no result can be said to be this run's
+        k = (sha, ref)
+        if k not in by_sha:
+            by_sha[k] = None
+            for ent in cache.entries_for(sha, reference_sha1=ref):
                 res = ent.get("result")
                 if not isinstance(res, dict):
                     continue
                 correct, sp = from_result(res)
                 if correct is None:
                     continue
-                by_sha[sha] = Reproduced(correct, sp, str(ent.get("key", "")))
+                by_sha[k] = Reproduced(correct, sp, str(ent.get("key", "")))
                 break
-        if by_sha[sha] is not None:
-            out[real] = by_sha[sha]
+        if by_sha[k] is not None:
+            out[real] = by_sha[k]
     return out

@@ -53,9 +53,10 @@ from ktui.trace.model import INCOMPLETE, OK, UNKNOWN, V2, Run
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.reader import LineParser, file_problem, line_separator, max_line_bytes, open_regular
 
-SCHEMA = 15  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
+SCHEMA = 16  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
 # cached entries (14: Codex refused patches, exit headers, formatters; Claude Code 2.x out-of-order, repeated
-# and torn records; 15: one content fingerprint for every format, labels key on it; no_gpu_final)
+# and torn records; 15: one content fingerprint for every format, labels key on it; no_gpu_final;
+# 16: the trace's reference sha1)
 CHUNK = 4 << 20
 SHORT_LINE = 16384  # bytes: lines up to this long are parsed (orjson: ~1 GB/s), longer ones sniffed
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
@@ -125,6 +126,7 @@ class RunSummary:
     tokens_to_correct: int | None = None  # tokens of the turns up to and including that turn
     wall_ms_to_correct: int | None = None  # first ts_ms to the result of that first correct check
     final_sha1: str | None = None  # sha1 of the final kernel's code, when the trace holds it
+    reference_sha1: str | None = None  # sha1 of the reference the trace holds (a reproduction must match it)
     result: str = ""  # the harness's result file the outcome comes from ("reward.json (harbor)")
     result_error: str = ""  # its error text, first line
     speedups: dict[str, float] = field(default_factory=dict)  # baseline ("eager", "torch.compile", ...) -> x
@@ -344,6 +346,9 @@ def _progress(run: Run, s: RunSummary) -> None:
     final = run.final_kernel
     if final is not None and final.code and final.attachment is None:
         s.final_sha1 = final.sha1
+    ref = getattr(getattr(run, "problem", None), "reference_source", None)
+    if isinstance(ref, str) and ref.strip():
+        s.reference_sha1 = hashlib.sha1(ref.encode("utf-8", "replace")).hexdigest()
 
 
 def _envelope_only(buf: bytes, s: int, e: int) -> dict[str, Any] | None:

@@ -73,10 +73,11 @@ def shared_worker(app: Any) -> WarmWorker:
 
 
 def cached_verdict(run: Any, kernel: Any) -> str | None:
-    """The verdict of the newest cached reproduction of this kernel (any settings), or None.
+    """The verdict of the newest cached reproduction of this kernel judged against this trace's
+    own reference (any other settings), or None.
     Cheap (reads a few small JSON files): usable to badge the kernels pane."""
     try:
-        reports = history(run, kernel)
+        reports = history(run, kernel, same_reference=True)
     except (OSError, ValueError):  # an unreadable cache has no verdict to show
         return None
     return reports[0].verdict if reports else None
