@@ -31,6 +31,7 @@ from pathlib import Path
 # name -> what it does; every KTUI_* variable ktui reads (a test greps the source for others)
 VARIABLES: dict[str, str] = {
     "KTUI_CACHE_DIR": "the cache directory (sweep index, log, re-execution results and builds)",
+    "KTUI_BUILD_DIR": "the kernel build cache (default: build/ in the re-execution cache; tests share one)",
     "KTUI_FORMAT": "read every trace with this importer (a --format name) instead of detecting it",
     "KTUI_JOBS": "helper processes for a cold scan of a sweep (default: CPUs - 1, at most 7)",
     "KTUI_NCU": "the ncu executable for ktui profile (looked for before PATH and the CUDA folders)",
@@ -82,6 +83,7 @@ class Settings:
     ncu: str | None = None  # KTUI_NCU
     profile_keep: Path | None = None  # KTUI_PROFILE_KEEP
     max_line_mb: float | None = None  # KTUI_MAX_LINE_MB (None: the reader's default)
+    build_dir: Path | None = None  # KTUI_BUILD_DIR (None: repro_cache_dir / "build")
 
     @property
     def labels_file(self) -> Path:
@@ -106,10 +108,12 @@ class Settings:
         jobs_s = (env.get("KTUI_JOBS") or "").strip()
         jobs = int(jobs_s) if jobs_s.isdigit() else None  # anything else: the default (as before)
         keep = (env.get("KTUI_PROFILE_KEEP") or "").strip()
+        build = (env.get("KTUI_BUILD_DIR") or "").strip()
         return cls(cache_dir=cache, repro_cache_dir=repro, data_dir=data,
                    format=(env.get("KTUI_FORMAT") or "").strip() or None, jobs=jobs,
                    ncu=env.get("KTUI_NCU") or None, profile_keep=Path(keep) if keep else None,
-                   max_line_mb=_positive(env.get("KTUI_MAX_LINE_MB")))
+                   max_line_mb=_positive(env.get("KTUI_MAX_LINE_MB")),
+                   build_dir=_given_dir(env, build) if build else None)
 
 
 _lock = threading.Lock()

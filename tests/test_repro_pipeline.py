@@ -35,7 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "tests" / "fixtures" / "repro"
 REFERENCE = FIX / "reference_scaled_relu.txt"
 
-pytestmark = needs("torch", "ninja")
+# (the module fixture reproduces 8 fixture kernels, compiling their extensions: minutes on a loaded
+# 2-core machine, once per session with the shared build cache; its first test carries that time)
+pytestmark = [needs("torch", "ninja"), pytest.mark.timeout(2400)]
 
 CASES = {
     "run_v1": ("cpu_run", "v1"),
@@ -63,7 +65,7 @@ def load(name: str):
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
+def cache_dir(tmp_path_factory, shared_build_cache_module):
     d = os.environ.get("KTUI_TEST_REPRO_CACHE") or str(tmp_path_factory.mktemp("ktui-repro-cache"))
     old = os.environ.get("KTUI_CACHE_DIR")
     os.environ["KTUI_CACHE_DIR"] = d

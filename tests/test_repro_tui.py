@@ -10,7 +10,7 @@ import pytest
 from conftest import needs
 
 pytest.importorskip("textual")
-pytestmark = needs("torch")
+pytestmark = [needs("torch"), pytest.mark.usefixtures("shared_build_cache")]
 
 from textual.app import App  # noqa: E402
 

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 SWEEP = REPO / "tests" / "fixtures" / "verify" / "sweep"
 HANG_TIMEOUT = 15.0  # per run stage: the hang ends here; honest kernels need it on a loaded 2-core CI host
 
-pytestmark = needs("torch")
+pytestmark = [needs("torch"), pytest.mark.timeout(2400)]
 
 
 def options(**kw) -> ReproOptions:
@@ -89,8 +89,8 @@ def verify(cache_dir: Path, *, engine: str = "local", stop_after: int | None = N
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory):
-    return tmp_path_factory.mktemp("verify-builds")
+def builds(_session_build_dir):
+    return _session_build_dir  # the session's build cache (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -52,7 +52,9 @@ def cache_root() -> Path:
 
 
 def build_root() -> Path:
-    return cache_root() / "build"
+    """The content-addressed build cache ($KTUI_BUILD_DIR, else build/ here): only the judge
+    writes there, copying a finished build in from its throwaway folder."""
+    return settings.current().build_dir or cache_root() / "build"
 
 
 def results_dir() -> Path:
