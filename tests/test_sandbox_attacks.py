@@ -11,16 +11,12 @@ and as a reference's module code. The secrets are fake, made up for these tests.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import platform
 import socket
 import stat
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -29,79 +25,29 @@ from conftest import needs
 
 from ktui.engine import buildcache, sandbox
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "sandbox"))
+from sandbox_corpus import (  # noqa: E402
+    KEY_DESC,
+    MEMFD_FLOOD,
+    SHM_FLOOD,
+    THREAD_BOMB,
+    Listener,
+    _launch,
+    _wait,
+    bomb_vs_other_worker,
+    join_fresh_session_keyring,
+    plant_key,
+    run_probe,
+    unlink_key,
+)
+
 REPO = Path(__file__).resolve().parents[1]
 PROBE = REPO / "tests" / "fixtures" / "sandbox" / "probe.py"
 FIX = REPO / "tests" / "fixtures" / "repro"
 CLASSES = ("files", "home", "env", "proc", "sockets", "keyrings")
-KEY_DESC = "ktui-planted-key"
 
 linux_ns = pytest.mark.skipif(not sandbox.detect()["namespaces"] or sys.platform != "linux",
                               reason="needs user namespaces (unshare)")
-
-# ---- planting -----------------------------------------------------------------------------------
-
-
-def _keyctl_nr():
-    return {"x86_64": (248, 250), "aarch64": (217, 219)}.get(platform.machine())
-
-
-def plant_key(payload: bytes, ring: int) -> int:
-    """add_key("user", KEY_DESC, payload, ring); the key id, or -1 where keyrings are not there."""
-    nrs = _keyctl_nr()
-    if nrs is None:
-        return -1
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc.syscall(ctypes.c_long(nrs[0]), ctypes.c_char_p(b"user"), ctypes.c_char_p(KEY_DESC.encode()),
-                        ctypes.c_char_p(payload), ctypes.c_size_t(len(payload)), ctypes.c_long(ring))
-
-
-def unlink_key(kid: int, ring: int) -> None:
-    nrs = _keyctl_nr()
-    if nrs is None or kid < 0:
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall(ctypes.c_long(nrs[1]), ctypes.c_long(9), ctypes.c_long(kid), ctypes.c_long(ring))  # KEYCTL_UNLINK
-
-
-def join_fresh_session_keyring() -> bool:
-    nrs = _keyctl_nr()
-    if nrs is None:
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc.syscall(ctypes.c_long(nrs[1]), ctypes.c_long(1), ctypes.c_void_p(None)) >= 0
-
-
-class Listener:
-    """A listening unix socket standing for ssh-agent / gpg-agent: counts connections."""
-
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = str(path)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(self.path)
-        self.sock.listen(64)
-        self.sock.settimeout(0.2)
-        self.accepted = 0
-        self.stop = threading.Event()
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
-
-    def _run(self):
-        while not self.stop.is_set():
-            try:
-                c, _ = self.sock.accept()
-                self.accepted += 1
-                c.close()
-            except OSError:
-                continue
-
-    def close(self):
-        self.stop.set()
-        self.t.join(2)
-        self.sock.close()
-
 
 @pytest.fixture
 def planted(tmp_path, monkeypatch):
@@ -147,35 +93,6 @@ def planted(tmp_path, monkeypatch):
     import shutil
 
     shutil.rmtree(agent_dir, ignore_errors=True)
-
-
-def run_probe(plan: dict, sandboxed: bool = True, timeout: float = 120) -> list[str]:
-    """The probe in a sandboxed worker (what a kernel gets), or as a plain child (the control)."""
-    plan = dict(plan, enter=str(REPO) if sandboxed else None)
-    argv = [sys.executable, str(PROBE), json.dumps(plan)]
-    if not sandboxed:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        line = [ln for ln in out.stdout.splitlines() if ln.startswith("PROBE ")]
-        assert line, out.stderr[-2000:]
-        return json.loads(line[-1][6:])
-    work = tempfile.mkdtemp(prefix="ktui-test-worker-")
-    build = tempfile.mkdtemp(prefix="ktui-test-build-")
-    try:
-        spec = sandbox.Spec(work, binds=[(build, sandbox.BUILD_MOUNT)], python_path=[str(REPO)], argv=argv,
-                            memory_limit=2 << 30)
-        w = sandbox.Launched(spec, argv)
-        try:
-            w.proc.wait(timeout=timeout)
-        finally:
-            w.close()
-        line = [ln for ln in w.tail("stdout").splitlines() if ln.startswith("PROBE ")]
-        assert line, (w.tail("stdout")[-1000:], w.tail("stderr")[-3000:])
-        return json.loads(line[-1][6:])
-    finally:
-        import shutil
-
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(build, ignore_errors=True)
 
 
 # ---- home and identity ------------------------------------------------------------------------------
@@ -296,45 +213,6 @@ def test_cache_copy_has_a_budget(tmp_path):
 
 # ---- limits ----------------------------------------------------------------------------------------
 
-def _launch(code: str, **spec_kw) -> sandbox.Launched:
-    work = tempfile.mkdtemp(prefix="ktui-test-worker-")
-    argv = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-            "from ktui.engine import sandbox; sandbox.enter()\n" + code]
-    spec = sandbox.Spec(work, python_path=[str(REPO)], argv=argv, **spec_kw)
-    return sandbox.Launched(spec, argv)
-
-
-def _wait(w: sandbox.Launched, timeout: float = 120) -> None:
-    try:
-        w.proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pass
-    w.close()
-
-
-MEMFD_FLOOD = '''
-import os, time
-fds = []
-chunk = b"\\1" * (1 << 20)
-for i in range(64):
-    fd = os.memfd_create("flood%d" % i)
-    for _ in range(16):
-        os.write(fd, chunk)
-    fds.append(fd)
-print("SURVIVED", flush=True)
-time.sleep(30)
-'''
-
-SHM_FLOOD = '''
-import os, time
-for i in range(64):
-    with open("/dev/shm/flood%d" % i, "wb") as fh:
-        fh.write(b"\\1" * (16 << 20))
-print("SURVIVED", flush=True)
-time.sleep(30)
-'''
-
-
 @pytest.mark.parametrize("code", [MEMFD_FLOOD, SHM_FLOOD], ids=["memfd", "dev-shm"])
 def test_memory_outside_rss_is_counted(code):
     # 1 GiB written into memfds (or the private /dev/shm) with write(): in no RSS, under no
@@ -343,21 +221,6 @@ def test_memory_outside_rss_is_counted(code):
     _wait(w, 120)
     assert w.limit_hit is not None and w.limit_hit[0] == "memory_limit", (w.limit_hit, w.tail("stderr")[-2000:])
     assert "SURVIVED" not in w.tail("stdout")
-
-
-THREAD_BOMB = '''
-import threading, time
-ev = threading.Event()
-n = 0
-try:
-    while n < 3000:
-        threading.Thread(target=ev.wait, daemon=True).start()
-        n += 1
-except RuntimeError:
-    pass
-print("THREADS", n, flush=True)
-time.sleep(30)
-'''
 
 
 def test_thread_bomb_is_counted_per_thread():
@@ -377,38 +240,8 @@ def test_one_workers_bomb_does_not_starve_the_other():
     # the candidate's fork + thread bomb runs while the reference starts 64 threads: the
     # reference must not fail (RLIMIT_NPROC counted per user would make it fail, and the verdict
     # blame the reference)
-    bomb = _launch('''
-import os, threading, time
-ev = threading.Event()
-for _ in range(200):
-    try:
-        if os.fork() == 0:
-            for _ in range(40):
-                try:
-                    threading.Thread(target=ev.wait, daemon=True).start()
-                except RuntimeError:
-                    break
-            time.sleep(30)
-            os._exit(0)
-    except OSError:
-        break
-time.sleep(30)
-''', nproc=512, memory_limit=8 << 30)
-    try:
-        time.sleep(3)
-        ok = _launch('''
-import threading
-ev = threading.Event()
-ts = [threading.Thread(target=ev.wait, daemon=True) for _ in range(64)]
-for t in ts:
-    t.start()
-print("REFERENCE OK", flush=True)
-''', nproc=512, memory_limit=2 << 30)
-        _wait(ok, 120)
-        assert "REFERENCE OK" in ok.tail("stdout"), ok.tail("stderr")[-2000:]
-        assert ok.limit_hit is None
-    finally:
-        _wait(bomb, 1)
+    ok, why = bomb_vs_other_worker()
+    assert ok, why
 
 
 # ---- through the judge: the probe as a kernel's and as a reference's code ------------------------------
