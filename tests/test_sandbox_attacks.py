@@ -502,3 +502,53 @@ def test_a_badge_only_for_a_result_judged_against_this_traces_reference(tmp_path
     assert cached_verdict(run, kv) is None
     store(sha1_text(ref), "c" * 24)
     assert cached_verdict(run, kv) is not None
+
+
+# ---- identical vs interleaved calls ------------------------------------------------------------------
+
+REPEAT_CACHE = '''
+_state = {"ptr": None, "n": 0, "out": None}
+'''
+REPEAT_CACHE_BODY = '''
+import time
+p = x.data_ptr()
+_state["n"] = _state["n"] + 1 if p == _state["ptr"] else 1
+_state["ptr"] = p
+if _state["n"] > 10 and _state["out"] is not None:
+    return _state["out"]  # the same input called again and again (only a timed loop does that)
+time.sleep(0.002)
+_state["out"] = torch.relu(x) * 2.0
+'''
+
+SLOW_WHEN_REPEATED_REF = (FIX / "reference_scaled_relu.txt").read_text().replace(
+    "class Model(nn.Module):", '''_seen = {"ptr": None, "n": 0}
+
+
+class Model(nn.Module):''').replace(
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n", '''    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import time
+        p = x.data_ptr()
+        _seen["n"] = _seen["n"] + 1 if p == _seen["ptr"] else 1
+        _seen["ptr"] = p
+        if _seen["n"] > 10:
+            time.sleep(0.005)  # slower only when called again and again: when timed
+''')
+
+
+@needs("torch")
+def test_a_kernel_that_reuses_results_only_when_called_repeatedly(tmp_path):
+    res = judge_run(tmp_path, model(REPEAT_CACHE, forward="        return _state['out']\n", body=REPEAT_CACHE_BODY),
+                    correctness_trials=3)
+    assert res["status"] == "completed", res.get("failure")
+    assert any(f["class"] == "faster_on_repeated_calls" for f in res["findings"]), res["findings"]
+    assert res["timing"]["kernel"]["source"].startswith("judge wall clock")
+    assert res["timing"]["kernel"]["median_us"] > 1500  # the 2 ms of real work per call
+
+
+@needs("torch")
+def test_a_reference_slower_when_called_repeatedly_is_reported(tmp_path):
+    assert "time.sleep(0.005)" in SLOW_WHEN_REPEATED_REF
+    res = judge_run(tmp_path, model(""), ref=SLOW_WHEN_REPEATED_REF, correctness_trials=3)
+    assert res["status"] == "completed", res.get("failure")
+    assert any(f["class"] == "reference_slower_when_timed" for f in res["findings"]), res["findings"]
+    assert res["timing"]["reference"]["median_us"] < 2500  # not the 5 ms the reference adds when timed

@@ -60,6 +60,8 @@ WALL_TOLERANCE = 2.0  # the kernel's own timing may sit this far below the judge
 WALL_TOLERANCE_CPU = 4.0
 # ...and below ktui's clock by more than this (but within the above) on the CPU, ktui's clock is reported
 WALL_REPORT_TOLERANCE_CPU = 0.5
+# identical calls this much faster (kernel) or slower (reference) than interleaved ones: a finding
+INTERLEAVED_RATIO = 4.0
 WALL_CONFIRM = 2  # a disagreement is re-measured this many times before it counts
 WALL_SLACK_US = 50.0  # ...plus this many microseconds per forward (pipe and Python overhead)
 HOST_BOUND_FRACTION = 0.5  # device busy less than this share of the event time: host-bound

@@ -31,6 +31,7 @@ from .defaults import (
     FP32_DIRECTIVE,
     HARNESS_VERSION,
     HOST_BOUND_FRACTION,
+    INTERLEAVED_RATIO,
     MAX_SAMPLES,
     METHOD,
     SEED,
@@ -1044,7 +1045,7 @@ class Judge:
             timing["batches"] = {"kernel": kdata["batches"], "reference": rdata["batches"]}
             timing["stopped"] = {"kernel": kdata["stopped"], "reference": rdata["stopped"]}
             self._cross_check(timing, ref_out)
-            km, rm = timing["kernel"]["mean_us"], timing["reference"]["mean_us"]
+            km, rm = timing["kernel"]["mean_us"], timing["reference"]["mean_us"]  # after the cross-checks
             timing["speedup"] = round_(rm / km, 4) if km else None
             if self._floor:
                 timing["floor"] = self._floor
@@ -1189,6 +1190,49 @@ class Judge:
         if not any(c["name"] == "timer_cross_check" for c in checks):
             checks.append(agreeing_cross_check(timing["kernel"]["mean_us"], cc["kernel_wall_us"], kf,
                                                WALL_TOLERANCE_CPU if self.device_kind == "cpu" else WALL_TOLERANCE))
+        self._interleaved(timing, cc)
+
+    def _interleaved(self, timing, cc):
+        """Identical calls vs interleaved calls, by ktui's clock, for both sides: the timed loops
+        call a side again and again on one input; here the calls cycle over the correctness
+        trials' inputs too (already in both workers). A kernel much faster on identical calls
+        reuses results while timed; a reference much slower on them is slowed while timed (it
+        would inflate the speedup). Either is a finding, and that side's time becomes the
+        interleaved one (ktui's clock)."""
+        n = int(self.job.correctness_trials)
+        mixed = ["t"] + [f"c{i}" for i in range(1, n + 1)]
+        if len(mixed) < 2:
+            return
+        kmix, _kf, _ = self._wall(self.cand, mixed, "kernel interleaved")
+        with self._candidate_stopped(timing):
+            rmix, _rf, _ = self._wall(self.ref, mixed, "reference interleaved")
+        ident = {"kernel": cc["kernel_wall_us"], "reference": cc["reference_wall_us"]}
+        inter = {"kernel": min(kmix), "reference": min(rmix)}
+        cc["interleaved_inputs"] = len(mixed)
+        cc["kernel_interleaved_us"] = round_(inter["kernel"], 3)
+        cc["reference_interleaved_us"] = round_(inter["reference"], 3)
+        for side, faster_when_repeated in (("kernel", True), ("reference", False)):
+            a, b = ident[side], inter[side]
+            slow, fast = (b, a) if faster_when_repeated else (a, b)
+            if not (slow > INTERLEAVED_RATIO * fast + WALL_SLACK_US):
+                continue
+            if faster_when_repeated:
+                why = (f"the kernel is {slow / max(fast, 1e-9):.1f}x faster called again and again on one input "
+                       f"({fast:.2f} μs per forward) than on {len(mixed)} interleaved inputs ({slow:.2f} μs): it reuses "
+                       "results while timed; the interleaved time is reported")
+                cls = "faster_on_repeated_calls"
+            else:
+                why = (f"the reference is {slow / max(fast, 1e-9):.1f}x slower called again and again on one input "
+                       f"({slow:.2f} μs per forward) than on {len(mixed)} interleaved inputs ({fast:.2f} μs): it is "
+                       "slower when timed than when not; the interleaved time is reported")
+                cls = "reference_slower_when_timed"
+            self.result["findings"].append({"class": cls, "reason": why,
+                                            "evidence": {"identical_us": round_(a, 3), "interleaved_us": round_(b, 3)}})
+            self.result["checks"].append({"name": "interleaved_calls" if side == "kernel" else
+                                          "reference_interleaved_calls", "ok": False, "detail": why})
+            timing[side + "_identical"] = timing[side]
+            timing[side] = stats_us(kmix if side == "kernel" else rmix)
+            timing[side]["source"] = "judge wall clock, interleaved inputs"
 
     def _host_bound(self):
         t = self.result.get("timing") or {}
