@@ -370,6 +370,7 @@ class Worker:
             self.kill()
             rc = self.proc.proc.poll()
         self.kill()
+        self.proc.drain(2.0)  # what it printed last is read before its words are (a loaded host)
         where = j.describe_position()
         if lim is not None:
             return StageFailure(j.stage_name or "startup", lim[0], f"the {self.role} {lim[1]} {where} (worker ended)",

@@ -446,6 +446,12 @@ class Launched:
     def alive(self):
         return self.proc.poll() is None
 
+    def drain(self, timeout):
+        """Wait (at most ``timeout`` seconds) until stdout and stderr are read to their end."""
+        end = time.monotonic() + timeout
+        for t in self._readers:
+            t.join(timeout=max(0.0, end - time.monotonic()))
+
     def kill(self):
         kill_tree(self.proc)
 
