@@ -166,7 +166,10 @@ def sandbox_spec(cwd: Path, device: str | None = None) -> Any:
     extra = {k: v for k, v in os.environ.items()
              if k.startswith("KTUI_") and k != sandbox.SPEC_ENV and not sandbox.is_secret_name(k)}
     masks = sandbox.default_masks([str(cache.cache_root())])
-    return sandbox.Spec(str(cwd), mask=masks, device=device or "cuda", env=extra, python_path=pp)
+    # root=False: the profiled side keeps the host's tree (read-only, the folders above hidden):
+    # ncu (anywhere under /opt, /usr/local...) and its helpers must be reachable, and the
+    # worker's own root has not been tried under ncu on a GPU yet
+    return sandbox.Spec(str(cwd), mask=masks, device=device or "cuda", env=extra, python_path=pp, root=False)
 
 
 def sandbox_words(res: dict[str, Any], namespaces: bool) -> list[str]:
