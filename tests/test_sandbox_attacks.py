@@ -555,3 +555,34 @@ def test_a_reference_slower_when_called_repeatedly_is_reported(tmp_path):
     assert res["status"] == "completed", res.get("failure")
     assert any(f["class"] == "reference_slower_when_timed" for f in res["findings"]), res["findings"]
     assert res["timing"]["reference"]["source"].startswith("judge wall clock, interleaved")
+
+
+FORGE_OUTPUT_FD = '''
+import gc
+_srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
+def _forged_forward(args, fds, out):
+    x = _srv._value(args["inputs"], fds)[0]
+    n = x.numel() * 4
+    if {variant!r} == "pipe":
+        r, w = os.pipe()
+        os.write(w, b"\\0" * min(n, 4096))
+        out.append(r)
+    else:  # a memfd the kernel can still write after the judge checked it
+        fd = os.memfd_create("unsealed")
+        os.ftruncate(fd, n)
+        out.append(fd)
+    d = {{"__tensor__": len(out) - 1, "dtype": "float32", "shape": list(x.shape), "nbytes": n, "type": "torch.Tensor"}}
+    return {{"outputs": d, "types": ["torch.Tensor"], "overrides": [], "inputs_after": None}}
+_srv.op_forward = _forged_forward
+'''
+
+
+@needs("torch")
+@pytest.mark.parametrize("variant", ["pipe", "unsealed"])
+def test_an_output_that_is_not_a_sealed_tensor_is_the_kernels_failure(tmp_path, variant):
+    from ktui.repro.verdict import CANNOT_TEST
+
+    res = judge_run(tmp_path, model(FORGE_OUTPUT_FD.format(variant=variant)))
+    assert res["status"] == "failed"
+    assert res["failure"]["kind"] == "protocol_error", res["failure"]
+    assert res["failure"]["kind"] not in CANNOT_TEST

@@ -116,7 +116,10 @@ def valid_samples(desc, fds, cap_n):
         return f"shape {shape} (one vector expected)"
     if not 1 <= shape[0] <= cap_n:
         return f"{shape[0]} samples (1..{cap_n} expected)"
-    vals = shm.import_tensor(desc, fds).tolist()
+    try:
+        vals = shm.import_tensor(desc, fds).tolist()
+    except protocol.ProtocolError as exc:
+        return f"not a sealed tensor ({exc})"
     bad = [x for x in vals if not (isinstance(x, float) and math.isfinite(x) and x > 0)]
     if bad:
         return f"{len(bad)} of {len(vals)} samples not finite and positive (e.g. {str(bad[0])[:30]})"
@@ -872,7 +875,11 @@ class Judge:
             return {"passed": False, "reason": f"the kernel's output is {cb} bytes, the reference's {rb} (not read)",
                     "max_abs_error": 0.0, "max_rel_error": 0.0, "mean_abs_error": 0.0, "mean_rel_error": 0.0,
                     "atol": None, "rtol": None, "dtype": None}
-        ref = ref_out.decoded()
+        try:
+            ref = ref_out.decoded()
+        except protocol.ProtocolError as exc:
+            raise StageFailure(self.stage_name, "reference_error", f"the reference's worker sent an output that is "
+                               f"not a tensor ktui can read ({exc})", trial=self.cur_trial, fatal=True) from None
         frac = nonfinite_fraction(ref)
         if frac is not None and frac >= 1.0:
             raise StageFailure(self.stage_name, "reference_error",
@@ -884,7 +891,14 @@ class Judge:
                                         f"elements ({where}): a kernel matches there only with the same non-finite values")
         if time.monotonic() > self.deadline:
             raise Timeout()
-        return self.judged_compare(ref, out.decoded(), input_dtype=input_dtype)
+        try:
+            new = out.decoded()
+        except protocol.ProtocolError as exc:  # a pipe, a writable memfd, a size that lies: the kernel's process
+            self.cand.kill()
+            raise StageFailure(self.stage_name, "protocol_error", f"worker protocol error: the kernel's worker sent an "
+                               f"output that is not a sealed tensor ({exc}); the worker was ended",
+                               trial=self.cur_trial, fatal=True) from None
+        return self.judged_compare(ref, new, input_dtype=input_dtype)
 
     @contextlib.contextmanager
     def _candidate_stopped(self, timing):
