@@ -586,3 +586,24 @@ def test_an_output_that_is_not_a_sealed_tensor_is_the_kernels_failure(tmp_path, 
     assert res["status"] == "failed"
     assert res["failure"]["kind"] == "protocol_error", res["failure"]
     assert res["failure"]["kind"] not in CANNOT_TEST
+
+
+@needs("torch")
+def test_a_reference_over_its_limits_is_the_references_failure(tmp_path):
+    # a hostile reference that floods memfds: the breach is the reference's, never the kernel's
+    ref = (FIX / "reference_scaled_relu.txt").read_text() + '''
+
+_hog = []
+for _i in range(64):
+    _fd = os.memfd_create("hog")
+    os.ftruncate(_fd, 0)
+    for _ in range(16):
+        os.write(_fd, b"\\1" * (1 << 20))
+    _hog.append(_fd)
+import time as _t
+_t.sleep(30)
+'''
+    res = judge_run(tmp_path, model(""), ref="import os\n" + ref, memory_limit=640 << 20)
+    assert res["status"] == "failed"
+    assert res["failure"]["kind"] == "reference_error", res["failure"]
+    assert "reference" in res["failure"]["message"] and "memory" in res["failure"]["message"]

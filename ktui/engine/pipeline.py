@@ -376,7 +376,9 @@ class Worker:
         self.proc.drain(2.0)  # what it printed last is read before its words are (a loaded host)
         where = j.describe_position()
         if lim is not None:
-            return StageFailure(j.stage_name or "startup", lim[0], f"the {self.role} {lim[1]} {where} (worker ended)",
+            # a breach is about the process that breached: the reference's is a reference error
+            kind = lim[0] if self.role == "candidate" else "reference_error"
+            return StageFailure(j.stage_name or "startup", kind, f"the {self.role} {lim[1]} {where} (worker ended)",
                                 trial=j.cur_trial, fatal=True)
         who = "reference" if self.role == "reference" else (
             "kernel" if j.stage_name not in (None, "startup") else "worker")
