@@ -174,7 +174,9 @@ def test_missing_reference(reports):
 
 def test_builds_are_keyed_and_reused(reports, cache_dir):
     v1, v3 = reports["run_v1"], reports["run_v3"]
-    dirs = [p for p in (cache_dir / "build").iterdir() if p.is_dir()]
+    from ktui.repro import cache
+
+    dirs = [p for p in cache.build_root().iterdir() if p.is_dir()]
     assert len(dirs) >= 3  # one per code sha1 even though all three say name='relu_ext'
     assert v3.result["build"]["key"] not in (v1.result.get("build") or {}).get("key", "")
     ext = v3.result["build"]["extensions"][0]["unique_name"]
@@ -183,8 +185,8 @@ def test_builds_are_keyed_and_reused(reports, cache_dir):
     run = load("cpu_run")
     again = reproduce(run, run.kernel("v3"), options(fresh=True))
     assert again.result["build"]["cached"] is True
-    assert again.result["build"]["seconds"] < 10
-    assert again.result["stages"]["build"]["seconds"] < 10
+    assert again.result["build"]["from_cache"] is True  # the judge copied the cached build in
+    # (no seconds asserted: on a loaded 2-core machine even loading a cached build can take long)
     # and the result cache answers without running anything
     cached = reproduce(run, run.kernel("v3"), options())
     assert cached.cached and cached.result["correctness"]["passed"]
@@ -230,9 +232,13 @@ def test_export_runs_standalone(reports, cache_dir, tmp_path):
     text = script.read_text()
     assert not re.search(r"^\s*(import|from)\s+ktui\b", text, re.M)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["KTUI_CACHE_DIR"] = str(cache_dir)  # reuse the keyed build: nothing compiles again
-    run = subprocess.run([sys.executable, str(script), "--device", "cpu", "--trials", "5",
-                          "--json"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    env["KTUI_CACHE_DIR"] = str(cache_dir)
+    from ktui.repro import cache
+
+    # reuse the keyed build (the session's build cache): nothing compiles again
+    run = subprocess.run([sys.executable, str(script), "--device", "cpu", "--trials", "5", "--json",
+                          "--build-dir", str(cache.build_root())], capture_output=True, text=True, cwd=tmp_path,
+                         env=env, timeout=600)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     assert data["result"]["correctness"]["passed"] and data["result"]["build"]["cached"]
