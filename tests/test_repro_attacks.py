@@ -652,6 +652,8 @@ def test_a_busy_spell_during_the_first_judge_clock_is_timed_again(tmp_path, monk
 
     def busy_first(self, w, slots, label, **kw):
         per, forwards, held = real(self, w, slots, label, **kw)
+        if "interleaved" in label:  # the interleaved passes are not what this test slows down
+            return per, forwards, held
         seen[label] = seen.get(label, 0) + 1
         if seen[label] == 1:
             per = [x * 50 + 500.0 for x in per]
