@@ -51,7 +51,7 @@ ENV_ALLOW = {"PATH", "LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE", "LC_NUMERIC
              "MKL_NUM_THREADS", "VIRTUAL_ENV", "CONDA_PREFIX", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
              "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING", "CUBLAS_WORKSPACE_CONFIG",
              "TRITON_PTXAS_PATH", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_DEBUG",
-             "TORCH_USE_CUDA_DSA", "TORCH_SHOW_CPP_STACKTRACES", "KTUI_TEST_SANDBOX_LEVEL", "KTUI_WORKER_NICE"}
+             "TORCH_USE_CUDA_DSA", "TORCH_SHOW_CPP_STACKTRACES", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "KTUI_TEST_SANDBOX_LEVEL", "KTUI_WORKER_NICE"}
 #: folders of credentials hidden (an empty tmpfs over them) when they exist (the fallback when the
 #: worker cannot be given a root of its own: see :func:`enter`)
 SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube", ".azure", ".config/gcloud", ".config/gh",
