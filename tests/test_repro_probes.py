@@ -311,6 +311,14 @@ class _Held:
         return self.v
 
 
+class _NoWork:
+    """A reference worker whose forward's FLOPs are not counted (the compute floor is then not
+    judged; the DRAM floor is what these tests are about)."""
+
+    def call(self, op, args):
+        return {"data": {}}, []
+
+
 class _Ctx:
     """What the physical floor probe reads, without a GPU."""
 
@@ -325,6 +333,8 @@ class _Ctx:
                                   "floor": {"busy_queue_us": 2.0}},
                        "device": device, "environment": {"gpu": gpu}, "checks": []}
         self.t = torch.zeros(mib * 2**20 // 4)
+
+        self.reference = _NoWork()
 
     def trial(self, *a):
         pass
@@ -343,18 +353,18 @@ def test_physical_floor_logic():
     # 128 MiB moved at 4.8 TB/s takes ~28 us: 5 us is impossible, 40 us is fine
     fast = _Ctx(5.0)
     physical_floor(fast)
-    c = fast.result["checks"][-1]
+    c = _check(fast.result, "physical_floor")
     assert c["ok"] is False and "faster than the memory allows" in c["detail"] and "H200" in c["detail"], c
     ok = _Ctx(40.0)
     physical_floor(ok)
-    assert ok.result["checks"][-1]["ok"] is True
+    assert _check(ok.result, "physical_floor")["ok"] is True
     unknown = _Ctx(5.0, gpu="Mystery Accelerator")
     physical_floor(unknown)
-    c = unknown.result["checks"][-1]
+    c = _check(unknown.result, "physical_floor")
     assert c["ok"] is None and "not known" in c["detail"]
     host = _Ctx(0.001, method="host", device="cpu")
     physical_floor(host)
-    assert host.result["checks"][-1]["ok"] is None
+    assert _check(host.result, "physical_floor")["ok"] is None
 
 
 @torch_missing
@@ -405,7 +415,7 @@ def test_physical_floor_judges_the_timers_own_claim():
     ctx = _Ctx(120.0)
     ctx.result["timing"]["kernel_own"] = {"median_us": 4.0}
     physical_floor(ctx)
-    assert ctx.result["checks"][-1]["ok"] is False
+    assert _check(ctx.result, "physical_floor")["ok"] is False
 
 
 @torch_missing

@@ -84,6 +84,7 @@ def needs_cuda(code):
         or "__global__" in code or "@triton.jit" in code or "import triton" in code
 
 _IMPORTS_REFERENCE = re.compile(r"^\s*(?:from\s+reference\s+import\b|import\s+reference\b)", re.M)
+_REFERENCE_ON_CUDA = re.compile(r"""\.cuda\(|device\s*=\s*['"]cuda|torch\.device\(\s*['"]cuda""")
 _TRITON = re.compile(r"@\s*triton\.(?:jit|autotune)|^\s*(?:import|from)\s+triton\b", re.M)
 
 
@@ -347,6 +348,11 @@ class Worker:
         if not self.trace_code_loaded:
             return kind, message
         if self.role == "reference":
+            if kind == "unsupported" and j.device_kind == "cpu" and _REFERENCE_ON_CUDA.search(
+                    getattr(j.job, "reference_source", None) or ""):
+                # the reference makes its tensors on a GPU (the judge reads that in its source):
+                # not judged on this CPU-only machine, never the reference's or the kernel's failure
+                return kind, message
             if kind != "reference_error":
                 message = f"the reference failed ({kind}): {message}"
             return "reference_error", message
