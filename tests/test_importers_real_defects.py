@@ -342,7 +342,14 @@ def test_in_place_changes_never_run_a_dangerous_pattern_or_crash_on_hostile_scri
     assert [c.unknown for c in cands] == [False, True, True]
     # deeply nested or huge scripts: no crash, nothing replayed
     deep = "python3 - <<'PY'\np='k.py'\ns=open(p).read()\ns=s.replace(" + "'a'+" * 5000 + "'a', 'b')\nopen(p,'w').write(s)\nPY\n"
-    got = changes(deep)
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)  # whatever the process's limit is (another test may raise it)
+    try:
+        got = changes(deep)
+    finally:
+        sys.setrecursionlimit(limit)
     assert len(got) <= 1 and all(c.apply is None for c in got)
     assert changes("python3 - <<'PY'\n" + "(" * 10_000 + "\nPY\n") == []
     assert changes("sed -i 's/unterminated k.py") == []

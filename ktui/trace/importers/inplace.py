@@ -421,6 +421,20 @@ class _Text:
     known: bool = True
 
 
+_MAX_DEPTH = 120
+
+
+def _too_deep(tree: ast.AST, limit: int = _MAX_DEPTH) -> bool:
+    """Whether the script's syntax tree nests deeper than ``limit`` (walked without recursion)."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in ast.iter_child_nodes(node))
+    return False
+
+
 def python_changes(src: str) -> list[Change]:
     """Files a Python script writes, and how."""
     if "write" not in src or len(src) > (8 << 20):
@@ -428,6 +442,8 @@ def python_changes(src: str) -> list[Change]:
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError, RecursionError):
+        return []
+    if _too_deep(tree):  # decided here, not by whatever recursion limit the process has
         return []
     env: dict[str, object] = {}  # name -> str path / _Text / ("file", path, mode)
     out: list[Change] = []
