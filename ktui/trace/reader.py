@@ -330,7 +330,7 @@ class Follower:
         self._sep: bytes | None = None  # the line separator, once the file shows one
         self._inode: tuple[int, int] | None = None
         self.run: Run = self.builder.run
-        from ktui.trace.importers import ImportFollower
+        from ktui.trace.importers.registry import ImportFollower
 
         self._other = ImportFollower.of(self.path)  # another format: re-imported when the file changes
         self.poll()
@@ -461,7 +461,7 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
     Other formats (Claude Code, Codex, Inspect, ...) go to their importer (ktui.trace.importers);
     ``format`` forces one. ``findings=False``: the static findings of the kernel versions are
     left for later (``run.findings_pending``; the app computes them after its first paint)."""
-    from ktui.trace.importers import load_other
+    from ktui.trace.importers.registry import load_other
 
     b = Builder(str(path), keep_events=keep_events)
     why = file_problem(path)
@@ -563,7 +563,7 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
 
 
 def _other(path):
-    from ktui.trace.importers import load_other
+    from ktui.trace.importers.registry import load_other
 
     return load_other(path, None)
 
@@ -596,7 +596,7 @@ def sniff(path: str | os.PathLike[str]) -> Run:
 
 def load_bytes(data: bytes, path: str = "<bytes>", format: str | None = None) -> Run:
     """Parse an in-memory trace (tests, fuzzing)."""
-    from ktui.trace.importers import load_other
+    from ktui.trace.importers.registry import load_other
 
     other = load_other(path, format, data=data)
     if other is not None:

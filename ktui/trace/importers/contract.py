@@ -8,7 +8,10 @@ An importer reads one trace format into a :class:`~ktui.trace.model.Run`. It has
 * single-object: ``detect_object(obj) -> bool`` says whether a parsed whole-file object is of the
   format, ``load_object(obj, path) -> Run`` reads it;
 
-and optionally ``load_zip(path, data=None) -> Run`` (an archive of the format). Detection looks at
+and optionally ``load_zip(path, data=None) -> Run`` (an archive of the format). One line-based
+format is the reader's own (ensemble JSONL, ``STREAMED = True``): :mod:`ktui.trace.reader` streams
+it, so its module gives no ``load`` (the reader uses the registry, and nothing the registry
+imports imports the reader). Detection looks at
 parsed structure only (keys and shapes, never the file name) and never raises; loading never
 raises on bad data (the registry turns a slip into a problem on the run). Following a live file
 is the registry's (``ImportFollower``: the file is read again when it changes), so an importer
@@ -61,6 +64,7 @@ class Importer:
     load_object: Callable[[Any, str], Run] | None = None
     load_zip: Callable[..., Run] | None = None  # load_zip(path, data=None)
     module: ModuleType | None = None
+    streamed: bool = False  # the reader's own format (ensemble): read by ktui.trace.reader
 
     @classmethod
     def of(cls, module: ModuleType, name: str | None = None) -> Importer:
@@ -71,8 +75,9 @@ class Importer:
         mname = getattr(module, "__name__", "?")
         missing = [a for a in ("NAME", "LABEL") if not isinstance(getattr(module, a, None), str)]
         line_based = bool(getattr(module, "LINE_BASED", False))
+        streamed = line_based and getattr(module, "STREAMED", False) is True
         if line_based:
-            missing += [a for a in ("detect_line", "load") if fn(a) is None]
+            missing += [a for a in ("detect_line", "load") if fn(a) is None and not (a == "load" and streamed)]
         elif fn("detect_object") is None or fn("load_object") is None:
             missing += [a for a in ("detect_object", "load_object") if fn(a) is None]
         if (fn("detect_object") is None) != (fn("load_object") is None):  # half a single-object shape
@@ -82,4 +87,4 @@ class Importer:
         return cls(name=name or module.NAME, label=module.LABEL, line_based=line_based,
                    detect_line=fn("detect_line"), load_lines=fn("load") if line_based else None,
                    detect_object=fn("detect_object"), load_object=fn("load_object"), load_zip=fn("load_zip"),
-                   module=module)
+                   module=module, streamed=streamed)

@@ -1,18 +1,19 @@
 """The ensemble runtime's JSONL (PopcornBench, KTBench; variants V0-V3): the original format.
 
 Every line is ``{tick, ts_ms, actor, payload: {kind, ...}}`` (see docs/ensemble-trace-format.md);
-:mod:`ktui.trace.reader` and :mod:`ktui.trace.builder` read it, streaming.
+:mod:`ktui.trace.reader` and :mod:`ktui.trace.builder` read it, streaming (and follow it, and show
+it in stages): it is the reader's own format (``STREAMED``), so this module only recognises it;
+``ktui.trace.importers.load`` hands it to the reader.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ktui.trace.model import Run
-
 NAME = "ensemble"
 LABEL = "ensemble JSONL (PopcornBench / KTBench)"
 LINE_BASED = True
+STREAMED = True  # read by ktui.trace.reader, not by a load() of its own
 
 
 def detect_line(obj: Any) -> bool:
@@ -22,11 +23,3 @@ def detect_line(obj: Any) -> bool:
         return False
     p = obj["payload"]
     return (isinstance(p, dict) and "kind" in p) or "tick" in obj or "ts_ms" in obj
-
-
-def load(path: str, data: bytes | None = None, keep_events: bool = True) -> Run:
-    from ktui.trace import reader
-
-    if data is not None:
-        return reader.load_bytes(data, path, format=NAME)
-    return reader.load(path, keep_events=keep_events, format=NAME)
