@@ -9,10 +9,7 @@ import pytest
 
 grimp = pytest.importorskip("grimp")
 
-# left for later (docs/architecture.md): two importer helpers
-KNOWN = [
-    {"ktui.trace.importers.inplace", "ktui.trace.importers.kernels"},
-]
+KNOWN: list[set[str]] = []  # none left (docs/architecture.md)
 
 
 def package_internal(c: set[str]) -> bool:
@@ -65,7 +62,9 @@ def test_no_new_import_cycles():
     for pair in (("ktui.engine.roles", "ktui.engine.probes.threads"),
                  ("ktui.repro.judging.model", "ktui.repro.judging.text"),
                  ("ktui.trace.reader", "ktui.trace.importers"),
-                 ("ktui.trace.reader", "ktui.trace.importers.registry")):
+                 ("ktui.trace.reader", "ktui.trace.importers.registry"),
+                 ("ktui.trace.importers.inplace", "ktui.trace.importers.kernels"),
+                 ("ktui.trace.importers.inplace", "ktui.trace.importers.tracker")):
         assert not any(set(pair) <= c for c in found + typed)
 
 

@@ -1,5 +1,5 @@
 """Kernel versions from writes, edits, patches, heredocs and fenced blocks; verifier evidence;
-the repro pre-check. Unit tests on ktui.trace.importers.kernels, then the synthetic traces
+the repro pre-check. Unit tests on ktui.trace.importers (kernels, tracker, evidence, patches), then the synthetic traces
 (tests/fixtures/formats, hand-written: see their README) end to end."""
 
 from __future__ import annotations
@@ -8,13 +8,10 @@ import json
 from pathlib import Path
 
 from ktui.trace import load
-from ktui.trace.importers.kernels import (
-    FileTracker,
-    apply_hunks,
-    evidence,
-    fenced_kernels,
-    parse_patch,
-)
+from ktui.trace.importers.evidence import evidence
+from ktui.trace.importers.kernels import fenced_kernels
+from ktui.trace.importers.patches import apply_hunks, parse_patch
+from ktui.trace.importers.tracker import FileTracker
 from ktui.trace.model import ERROR, FAILED, OK, KernelVersion, Run
 from ktui.trace.platform import repro_precheck
 

@@ -196,7 +196,7 @@ def test_in_place_change_forms():
 
 
 def test_kernelbench_error_line_is_a_test_result():
-    from ktui.trace.importers.kernels import evidence
+    from ktui.trace.importers.evidence import evidence
     from ktui.trace.model import FAILED
 
     ev = evidence("[KernelBench] Compiling kernel...\n[KernelBench] Error: RuntimeError: CUDA kernel failed: "
@@ -331,7 +331,7 @@ def test_mini_swe_agent_messages_list_with_another_fence_is_read():
 
 def test_in_place_changes_never_run_a_dangerous_pattern_or_crash_on_hostile_scripts():
     from ktui.trace.importers.inplace import changes
-    from ktui.trace.importers.kernels import FileTracker
+    from ktui.trace.importers.tracker import FileTracker
 
     # catastrophic backtracking on content under ktui's control: not replayed (content unknown)
     tr = FileTracker()
@@ -382,7 +382,7 @@ def test_atif_read_content_kept_by_the_converter_is_the_base_of_a_later_edit(tmp
 
 
 def test_unified_diffs_and_dedented_literals_are_versions():
-    from ktui.trace.importers.kernels import FileTracker
+    from ktui.trace.importers.tracker import FileTracker
     from ktui.trace.model import Run
 
     base = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
@@ -473,7 +473,7 @@ def test_codex_patch_hunks_are_applied_as_the_tool_applies_them():
 
 
 def test_codex_patch_unit_semantics():
-    from ktui.trace.importers.kernels import apply_codex_patch
+    from ktui.trace.importers.patches import apply_codex_patch
 
     base = "a\nb\nc\n"
     assert apply_codex_patch(base, ["@@", "+z"]) == ("a\nb\nc\nz\n", None)  # additions only: at the end
@@ -494,7 +494,7 @@ def test_a_formatter_run_makes_a_later_mismatch_a_partial_version_not_a_problem(
 
 
 def test_formatter_scope():
-    from ktui.trace.importers.kernels import FileTracker
+    from ktui.trace.importers.tracker import FileTracker
 
     ft = FileTracker()
     for p in ("/w/a.py", "/w/b.py", "/w/k.cu", "/w/sub/c.py"):
@@ -564,7 +564,7 @@ def test_a_line_with_a_torn_write_before_a_whole_record_keeps_the_record(tmp_pat
 
 
 def test_formatter_lines_are_bounded():
-    from ktui.trace.importers.kernels import FileTracker
+    from ktui.trace.importers.tracker import FileTracker
 
     ft = FileTracker()
     ft.observe("/w/a.py", "x = 1\n")

@@ -42,7 +42,8 @@ from ktui.trace.importers.common import (
     object_lines,
     text_of,
 )
-from ktui.trace.importers.kernels import norm_path, parse_patch
+from ktui.trace.importers.kernels import norm_path
+from ktui.trace.importers.patches import parse_patch
 from ktui.trace.model import FAILED, OK, Run, ToolCall, Turn
 from ktui.trace.notes import loads
 
@@ -326,7 +327,7 @@ def _output(out: Any) -> tuple[str, str | None, int | None]:
     status = None
     if code is not None:
         status = OK if code == 0 else FAILED
-        from ktui.trace.importers.kernels import evidence
+        from ktui.trace.importers.evidence import evidence
 
         ev = evidence(text)
         if ev is not None and ev.status != OK:

@@ -3,7 +3,7 @@
 An importer walks its format and calls :class:`Assembler` methods in trace order (events, turns,
 text, tool calls, results, user messages, scores); ``finish()`` pairs nothing by itself (the
 importer pairs, by id where the format has one) but derives kernel versions (through
-:class:`~ktui.trace.importers.kernels.FileTracker`), per-turn timing, outcome, terminal state and
+:class:`~ktui.trace.importers.tracker.FileTracker`), per-turn timing, outcome, terminal state and
 the static flags, exactly as for ensemble traces. Nothing here raises on data.
 """
 
@@ -16,7 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from ktui.trace.derive import flags as derive_flags
-from ktui.trace.importers.kernels import FileTracker, backend_of, evidence
+from ktui.trace.importers.evidence import evidence
+from ktui.trace.importers.kernels import backend_of
+from ktui.trace.importers.tracker import FileTracker
 from ktui.trace.model import (
     ERROR,
     FAILED,

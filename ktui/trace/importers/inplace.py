@@ -23,6 +23,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ktui.trace.importers.patches import apply_hunks
+
 Apply = Callable[[str], str]
 
 
@@ -178,8 +180,6 @@ def diff_changes(diff: str) -> list[Change]:
 
 def _hunks(body: list[str]) -> Apply:
     def apply(old: str) -> str:
-        from ktui.trace.importers.kernels import apply_hunks
-
         new, err = apply_hunks(old, body)
         if err:
             raise ValueError(err)
