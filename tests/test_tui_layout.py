@@ -198,3 +198,26 @@ def test_compare_split_diff_needs_room():
             assert any(isinstance(b, PairsBlock) for b in view.blocks)
 
     asyncio.run(go())
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures missing")
+def test_per_model_headers_are_whole_at_100_columns(monkeypatch, tmp_path):
+    """At 100 columns the per-model table scrolls sideways (H / L); it never squeezes its headers
+    to "r…", "pa…" (it did: the table was measured to the screen's width)."""
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path))
+
+    async def go():
+        app = KtuiApp(lambda: RunsScreen(FIXTURES, use_cache=False))
+        async with app.run_test(size=SMALL) as pilot:
+            await runs_ready(pilot)
+            text = "\n".join(rows(app))
+            head = next(ln for ln in text.splitlines() if ln.lstrip().startswith("model ") and "pass rate" in ln)
+            assert " runs  passed  pass rate  fast_0  fast_1  fast_1.5  fast_2" in head
+            assert "…" not in head
+            for _ in range(6):
+                await pilot.press("L")
+            await settle(pilot)
+            text = "\n".join(rows(app))
+            assert "tokens / run" in text  # scrolled into view, whole
+
+    asyncio.run(go())

@@ -175,8 +175,8 @@ def _finite_sort(v: Any) -> Any:
 
 def _aggregates_html(runs: list[RunSummary], selection: Any = None) -> str:
     aggs, other = model_aggregates(runs)
-    notes = [selection.line()] if selection is not None else []
-    for n in (no_gpu_note(aggs), non_kernel_note(other)):
+    notes = [selection.line(other)] if selection is not None else []
+    for n in (no_gpu_note(aggs), non_kernel_note(other) if selection is None else ""):
         if n:
             notes.append(n)
     foot = "".join(f'<p class="muted">{html.escape(n)}</p>' for n in notes)

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from ktui.report.console import table_console
 from ktui.report.fmt import OUTCOME_STYLE
-from ktui.trace.aggregate import FAST_P, ModelAggregate, model_aggregates, non_kernel_note
+from ktui.trace.aggregate import FAST_P, ModelAggregate, model_aggregates
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.view.fmt import num, ratio, secs
 from ktui.view.fmt import pct as fmt_pct
@@ -384,7 +384,7 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
             "runs": [summary_dict(s) for s in runs],
             "aggregates": [a.as_dict() for a in aggs],
             "runs_without_kernel": not_kernel,  # listed in runs, not counted in the aggregates
-            "aggregates_selection": sel.to_dict(),
+            "aggregates_selection": sel.to_dict(not_kernel),
             "charts": _charts_json(sel.kept),
             "issues": [{"path": i.path, "message": i.message, "severity": i.severity} for i in issues],
         }
@@ -409,12 +409,9 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
             con.print(Text("per model", style="bold"))
             agg = aggregates_table(aggs, width=con.width)
             con.print(agg)
-            note = non_kernel_note(not_kernel)
-            if note:
-                con.print(Text(note, style="dim"))
             if agg.left_out:
                 con.print(Text(f"not shown at {con.width} columns: {', '.join(agg.left_out)}", style="dim"))
-            con.print(Text(sel.line(), style="dim"))
+            con.print(Text(sel.line(not_kernel), style="dim"))
             note = no_gpu_note(aggs)
             if note:
                 con.print(Text(note, style="dim"))

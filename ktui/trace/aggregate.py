@@ -240,17 +240,24 @@ class Selection:
     reasons: dict[str, int] = field(default_factory=dict)
     exclude: tuple[str, ...] = ()
 
-    def line(self) -> str:
+    def line(self, no_kernel: int = 0) -> str:
+        """What the aggregates count, of how many runs, and what they leave out: the runs the
+        exclusion leaves out and ``no_kernel``, the kept runs with no kernel (listed, never counted
+        per model: :func:`model_aggregates`)."""
         n = len(self.kept) + self.excluded
-        if not self.exclude:
-            return f"aggregates count all {n} run(s); 0 excluded"
-        why = ", ".join(f"{k} {v}" for k, v in self.reasons.items())
-        return (f"aggregates count {len(self.kept)} of {n} run(s); {self.excluded} excluded"
-                + (f" ({why})" if why else "") + f" by --exclude {','.join(self.exclude)}")
+        counted = len(self.kept) - no_kernel
+        head = f"aggregates count all {n} run(s)" if counted == n else f"aggregates count {counted} of {n} run(s)"
+        left: list[str] = []
+        if self.exclude:
+            why = ", ".join(f"{k} {v}" for k, v in self.reasons.items())
+            left.append(f"{self.excluded} excluded" + (f" ({why})" if why else "") + f" by --exclude {','.join(self.exclude)}")
+        if no_kernel:
+            left.append(f"{no_kernel} with no kernel not counted (listed)")
+        return head + "; " + ("; ".join(left) if left else "0 excluded")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"counted": len(self.kept), "excluded": self.excluded, "reasons": dict(self.reasons),
-                "exclude": list(self.exclude)}
+    def to_dict(self, no_kernel: int = 0) -> dict[str, Any]:
+        return {"counted": len(self.kept) - no_kernel, "excluded": self.excluded, "without_kernel": no_kernel,
+                "reasons": dict(self.reasons), "exclude": list(self.exclude)}
 
 
 def select(runs: Iterable[Any], exclude: Sequence[str] = ()) -> Selection:

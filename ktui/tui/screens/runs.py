@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Group
+from rich.measure import Measurement
+from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -45,7 +47,7 @@ from ktui.report.runs import (
     one_line,
     sorted_runs,
 )
-from ktui.trace.aggregate import model_aggregates, select
+from ktui.trace.aggregate import kernel_runs, model_aggregates, select
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.trace.labels import LabelStore, files_for
 from ktui.tui.errors import report
@@ -87,6 +89,15 @@ class IssuesScreen(ModalScreen[None]):
 
     def action_dismiss(self) -> None:
         self.dismiss(None)
+
+
+def _tables_width(console, renderable) -> int:
+    """The natural width of the widest table in ``renderable`` (a table or a group of them), 0 for none."""
+    if isinstance(renderable, Group):
+        return max((_tables_width(console, r) for r in renderable.renderables), default=0)
+    if isinstance(renderable, Table):
+        return Measurement.get(console, console.options.update_width(10_000), renderable).maximum
+    return 0
 
 
 class RunsScreen(KtuiScreen):
@@ -499,7 +510,7 @@ class RunsScreen(KtuiScreen):
         """The shown runs the aggregates and charts count (``exclude`` leaves some out)."""
         table = self.query_one(RunsTable)
         sel = select([table.rows[i] for i in table.view], self.exclude)
-        self.selection_line = sel.line().replace(" by --exclude ", " · leaving out ")
+        self.selection_line = sel.line(kernel_runs(sel.kept)[1]).replace(" by --exclude ", " · leaving out ")
         return sel.kept
 
     def on_verify_cells(self, message: VerifyCells) -> None:  # posted by the verify thread
@@ -515,7 +526,11 @@ class RunsScreen(KtuiScreen):
         note = no_gpu_note(aggs)
         if note:
             body = Group(body, Text(note, style="dim"))
-        self.query_one("#runs-agg", Static).update(with_reproduced(self, body))
+        shown = with_reproduced(self, body)
+        agg = self.query_one("#runs-agg", Static)
+        # at least as wide as its tables: a narrow screen scrolls them (H / L), never squeezes their headers
+        agg.styles.min_width = _tables_width(self.app.console, shown) + 2 or None
+        agg.update(shown)
         title = Text("per model  · H / L scroll sideways")
         if other:
             title.append(f"  · {other} run(s) with no kernel not counted", style="dim")
