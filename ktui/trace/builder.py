@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ktui.trace import derive
+from ktui.trace.lazy import LineSource, Ref, call_args, lazy_min, result_fields
 from ktui.trace.model import (
+    OK,
     UNKNOWN,
     V0,
     V1,
@@ -27,7 +29,7 @@ from ktui.trace.model import (
     TraceProblem,
     Turn,
 )
-from ktui.trace.notes import fenced_code, parse_note, split_meta, split_think
+from ktui.trace.notes import fenced_code, parse_note, split_think
 from ktui.trace.text import redact
 
 TOKEN_UNITS = {"tokens_in", "tokens_out", "tokens_reasoning", "usd"}
@@ -35,9 +37,14 @@ MAX_PROBLEMS = 1000
 
 
 class Builder:
-    def __init__(self, path: str, keep_events: bool = True) -> None:
+    def __init__(self, path: str, keep_events: bool = True, source: LineSource | None = None) -> None:
+        """``source``: the file the events are read from; an event whose line is at least
+        :func:`~ktui.trace.lazy.lazy_min` bytes long keeps only where it is, and its arguments or
+        result are read back from there on demand (:mod:`ktui.trace.lazy`)."""
         self.run = Run(path=path)
         self.keep_events = keep_events
+        self._src = source if keep_events else None  # read back by offset: needs the events
+        self._lazy_min = lazy_min()
         self.n_events = 0  # counted whether or not the events are kept
         self._actors_seen: set[str | None] = set()
         self._evidence: set[str] = set()  # variants whose markers were seen
@@ -53,6 +60,7 @@ class Builder:
         self._msgs: dict[int, list[str]] = {}  # turn index -> agent_message texts (V1)
         self._has_token_costs = False
         self._intern: dict[str, str] = {}
+        self._names: dict[str, str] = {}  # short names (kinds, actors, tools), one object each
         self._last_call_by_actor: dict[str | None, ToolCall] = {}
         self._orphan_diffs: list[dict[str, Any]] = []
         self._final_answers: list[tuple[int, int | None, str]] = []  # (line, turn, code)
@@ -100,6 +108,10 @@ class Builder:
     # ---- the event dispatcher --------------------------------------------------------------
     def add(self, ev: Event, payload: dict[str, Any], envelope: dict[str, Any]) -> None:
         run = self.run
+        names = self._names  # kinds and actors: one string each, shared by every message, call and turn
+        ev.kind = names.setdefault(ev.kind, ev.kind)
+        if ev.actor is not None:
+            ev.actor = names.setdefault(ev.actor, ev.actor)
         ts = ev.ts_ms
         if ts is not None:
             if run.started_ms is None or ts < run.started_ms:
@@ -326,15 +338,21 @@ class Builder:
         if not isinstance(args, dict):
             self.problem(ev.line, f"tool_call '{name}': 'args' is {type(args).__name__}, expected an object",
                          "", "warning")
-            args = {"value": args}
+        args = call_args(p)
         if "seed" in p:
             self._evid(V1)
-        if "kernel_code" in args and isinstance(args["kernel_code"], str):
-            args = dict(args, kernel_code=self._s(args["kernel_code"]))
+        code = args.get("kernel_code")
+        code = code if isinstance(code, str) else None
+        if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
+            args = Ref(self._src, ev.offset, ev.length, ev.line, ev.kind)
+        elif code is not None:
+            args = dict(args, kernel_code=self._s(code))
         cid = p.get("id") if isinstance(p.get("id"), str) else None
         seed = p.get("seed") is True
+        name = self._names.setdefault(name, name)
         call = ToolCall(index=len(self.run.calls), name=name, args=args, line=ev.line, ts_ms=ev.ts_ms,
                         id=cid, actor=ev.actor, seed=seed)
+        call.know_kernel(code)
         self.run.calls.append(call)
         self._pending[call.index] = call
         self._pending_by_name.setdefault(name, {})[call.index] = call
@@ -342,7 +360,7 @@ class Builder:
             self._pending_by_id.setdefault(cid, call)
         self._last_call_by_actor[ev.actor] = call
         if self._orphan_diffs:
-            call.diffs.extend(self._orphan_diffs)
+            _add_diffs(call, self._orphan_diffs)
             self._orphan_diffs = []
         if seed:
             return
@@ -385,45 +403,40 @@ class Builder:
             del self._pending_by_id[call.id]
         if cid is None and call.name != name and name is not None:
             self.problem(ev.line, f"tool_result '{name}' paired with call '{call.name}'", "", "warning")
-        call.result = self._result(ev, p, call)
+        call.result, effect = self._result(ev, p, call)
         if call.turn is not None:
             self._touch(self.run.turns[call.turn], ev)
-        if call.seed and call.name == "fetch_problem" and call.result.effect:
-            derive.problem_from_fetch(self.run.problem, call.result.effect, ev.line)
-        elif call.name in ("fetch_problem", "fetch_translation_problem") and call.result.effect:
-            derive.problem_from_fetch(self.run.problem, call.result.effect, ev.line)
+        if effect and (call.seed and call.name == "fetch_problem"
+                       or call.name in ("fetch_problem", "fetch_translation_problem")):
+            derive.problem_from_fetch(self.run.problem, effect, ev.line)
 
-    def _result(self, ev: Event, p: dict[str, Any], call: ToolCall) -> ToolResult:
+    def _result(self, ev: Event, p: dict[str, Any], call: ToolCall) -> tuple[ToolResult, dict[str, Any] | None]:
+        """The call's result, and its effect object (kept in the result, or read back later)."""
         is_error = p.get("is_error") is True
-        effect: dict[str, Any] | None = None
-        res = p.get("result", p.get("text"))
-        if isinstance(res, dict):
-            if isinstance(res.get("effect"), dict):  # V0 envelope
-                effect = res["effect"]
-                if isinstance(res.get("costs"), dict):
-                    self._evid(V0)
-                    gs = res["costs"].get("gpu_seconds")
-                    t = self.run.turns[call.turn] if call.turn is not None else None
-                    if t is not None and isinstance(gs, (int, float)):
-                        t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
-            else:
-                effect = res
+        summary, effect, meta, costs = result_fields(call.name, p)
+        if costs is not None:
+            self._evid(V0)
+            gs = costs.get("gpu_seconds")
+            t = self.run.turns[call.turn] if call.turn is not None else None
+            if t is not None and isinstance(gs, (int, float)):
+                t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
+        status = derive.result_status(call.name, effect, summary, meta, is_error)
+        if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
+            kept = ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=summary, effect=effect,
+                              meta=meta, is_error=is_error)
+            res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error,
+                                       Ref(self._src, ev.offset, ev.length, ev.line, ev.kind), call.name)
+            if call.kernel_info is not None:  # what the kernel versions list says of it
+                res._brief = kept.brief
+            if call.name == "run_correctness" and status != OK:  # what the harness flags read
+                res._case_errors = kept.case_errors
+            return res, effect
+        if effect is not None:
             for k, v in effect.items():  # share long strings (summaries, sources) with the model
                 if type(v) is str and len(v) >= 64:
                     effect[k] = self._s(v)
-            summary = effect.get("summary") if isinstance(effect.get("summary"), str) else None
-            if summary is None:
-                summary = derive.effect_summary(call.name, effect)
-        elif isinstance(res, str):
-            summary = res
-        elif res is None:
-            summary = ""
-        else:
-            summary = str(res)
-        summary, meta = split_meta(summary)
-        status = derive.result_status(call.name, effect, summary, meta, is_error)
         return ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=self._s(summary),
-                          effect=effect, meta=meta, is_error=is_error)
+                          effect=effect, meta=meta, is_error=is_error), effect
 
     def _on_state_diff(self, ev: Event, p: dict[str, Any], envelope) -> None:
         diff = p.get("diff")
@@ -434,7 +447,7 @@ class Builder:
             return
         call = self._last_call_by_actor.get(ev.actor)
         if call is not None:
-            call.diffs.extend(items)
+            _add_diffs(call, items)
             if call.turn is not None:
                 self._touch(self.run.turns[call.turn], ev)
         else:
@@ -491,3 +504,10 @@ class Builder:
                 run.problems.append(TraceProblem(0, "empty file: no events", "", "error"))
         return run
 
+
+def _add_diffs(call: ToolCall, items: list[dict[str, Any]]) -> None:
+    """Append to the call's diffs (an empty tuple until it has some: most calls have none)."""
+    if isinstance(call.diffs, list):
+        call.diffs.extend(items)
+    else:
+        call.diffs = list(items)

@@ -157,27 +157,31 @@ def kernel_versions(run: Run, final_answers: list[tuple[int, int | None, str]]) 
     by_sha: dict[str, KernelVersion] = {}
     run.kernels = []
 
-    def use(code: str, line: int, turn: int | None, use_: KernelUse, final_answer: bool = False) -> int:
-        sha = kernel_sha1(code)
+    def use(code, line: int, turn: int | None, use_: KernelUse, final_answer: bool = False,
+            info: tuple[str, int, bool] | None = None) -> int:
+        """``code``: the source, or the call whose kernel_code it is (``info`` known while reading)."""
+        sha, lines, attached = info if info is not None else (kernel_sha1(code), None, None)
         kv = by_sha.get(sha)
         if kv is None:
+            if attached is None:
+                attached = code.strip().startswith("attachment://")
             kv = KernelVersion(number=len(run.kernels) + 1, sha1=sha, code=code, first_turn=turn,
-                               first_line=line, from_final_answer=final_answer,
-                               attachment=code.strip() if code.strip().startswith("attachment://") else None)
+                               first_line=line, from_final_answer=final_answer, lines=lines)
+            if attached:
+                kv.attachment = kv.code.strip()
             by_sha[sha] = kv
             run.kernels.append(kv)
         kv.uses.append(use_)
         return kv.number
 
     for c in run.calls:
-        code = c.kernel_code
-        if code is None:
+        info = c.kernel_info
+        if info is None:
             c.kernel = None
             continue
-        summary = ""
-        if c.result is not None:
-            summary = c.result.error_text if c.status != OK else c.result.summary.split("\n", 1)[0]
-        c.kernel = use(code, c.line, c.turn, KernelUse(c.turn, c.index, c.name, c.status, summary))
+        summary = c.result.brief if c.result is not None else ""
+        c.kernel = use(c if c.lazy else c.kernel_code, c.line, c.turn,
+                       KernelUse(c.turn, c.index, c.name, c.status, summary), info=info)
     # a final answer's code matches the first version with the same stripped text: one dict
     # (built only when there are final answers), not a walk over the versions per answer
     by_text: dict[str, KernelVersion] = {}

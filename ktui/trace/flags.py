@@ -9,7 +9,6 @@ Harness flags: identical failures for every case.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from ktui.trace.model import FAILED, Flag, KernelVersion, Run
@@ -27,7 +26,6 @@ def run_findings(kernels, reference: str | None = None) -> list[Finding]:
 
     return run(kernels, reference)
 
-_CASE_ERR = re.compile(r"^\s*\[([^\]]+)\]\s*(.+)$", re.M)
 
 
 def finding_message(f: Finding) -> str:
@@ -57,17 +55,13 @@ def kernel_flags(kv: KernelVersion, reference: str | None = None) -> list[Flag]:
     return [_flag(f) for f in run_findings([kv], reference)]
 
 
-def _case_errors(summary: str) -> list[str]:
-    return [m.group(2).strip() for m in _CASE_ERR.finditer(summary)]
-
-
 def harness_flags(run: Run) -> list[Flag]:
     out: list[Flag] = []
     errors_by_kernel: dict[int, set[str]] = {}
     for c in run.calls:
         if c.name != "run_correctness" or c.status != FAILED or c.result is None:
             continue
-        errs = _case_errors(c.result.summary)
+        errs = c.result.case_errors
         if len(errs) >= 2 and len(set(errs)) == 1:
             if c.kernel is not None:
                 errors_by_kernel.setdefault(c.kernel, set()).add(errs[0])

@@ -14,6 +14,8 @@ Conventions
 from __future__ import annotations
 
 import copy
+import hashlib
+import re
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -181,20 +183,61 @@ class Problem:
         return " ".join(parts) or "unknown problem"
 
 
-@dataclass(slots=True, eq=False)
+_HIDDEN = {"hidden": True}  # a field serializers leave out (ktui.trace.serialize)
+
+
+@dataclass(slots=True, eq=False, init=False)
 class ToolResult:
+    """A tool's result. Its text and structured fields are either kept or, for a long line of a
+    file, read back on demand (``_ref``, :mod:`ktui.trace.lazy`): the same values either way."""
+
     line: int
     ts_ms: int | None
     status: str  # OK | FAILED | ERROR
-    summary: str  # the human text (without the [meta] trailer)
-    effect: dict[str, Any] | None = None  # structured effect object (V0/V1)
-    meta: dict[str, Any] | None = None  # parsed "[meta] {...}" trailer (KTBench)
+    _summary: str | None = None  # the human text (without the [meta] trailer); None: read back
+    _effect: dict[str, Any] | None = None  # structured effect object (V0/V1)
+    _meta: dict[str, Any] | None = None  # parsed "[meta] {...}" trailer (KTBench)
     is_error: bool = False
+    _ref: Any = field(default=None, metadata=_HIDDEN)  # ktui.trace.lazy.Ref of the line, when read back
+    _call: str = field(default="", metadata=_HIDDEN)  # the call's name (what its summary is derived with)
+    _brief: str | None = field(default=None, metadata=_HIDDEN)  # what a kernel use shows, kept
+    _case_errors: list[str] | None = field(default=None, metadata=_HIDDEN)
+
+    def __init__(self, line: int, ts_ms: int | None, status: str, summary: str = "",
+                 effect: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
+                 is_error: bool = False) -> None:
+        self.line, self.ts_ms, self.status = line, ts_ms, status
+        self._summary, self._effect, self._meta, self.is_error = summary, effect, meta, is_error
+        self._ref, self._call, self._brief, self._case_errors = None, "", None, None
+
+    @classmethod
+    def read_back(cls, line: int, ts_ms: int | None, status: str, is_error: bool, ref: Any, call: str) -> ToolResult:
+        r = cls(line, ts_ms, status, is_error=is_error)
+        r._summary, r._ref, r._call = None, ref, call
+        return r
+
+    def _fields(self) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+        if self._ref is None:
+            return self._summary or "", self._effect, self._meta
+        return self._ref.result(self._call)
+
+    @property
+    def summary(self) -> str:
+        return self._summary if self._ref is None else self._fields()[0]  # type: ignore[return-value]
+
+    @property
+    def effect(self) -> dict[str, Any] | None:
+        return self._effect if self._ref is None else self._fields()[1]
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        return self._meta if self._ref is None else self._fields()[2]
 
     @property
     def error_text(self) -> str:
         """The most specific error message available, '' when none."""
-        eff = self.effect or {}
+        summary, eff, meta = self._fields()
+        eff = eff or {}
         det = eff.get("details")
         det = det if isinstance(det, dict) else {}
         for key in ("runtime_error", "compile_error", "correctness_issue"):
@@ -203,19 +246,33 @@ class ToolResult:
                 return str(v)
         if isinstance(eff.get("error"), str) and eff["error"]:
             return eff["error"]
-        if self.meta and isinstance(self.meta.get("error"), str):
-            return self.meta["error"]
+        if meta and isinstance(meta.get("error"), str):
+            return meta["error"]
         if self.status != OK:
-            lines = [ln for ln in self.summary.splitlines() if ln.strip()]
+            lines = [ln for ln in summary.splitlines() if ln.strip()]
             return "\n".join(lines[1:4]) if len(lines) > 1 else (lines[0] if lines else "")
         return ""
 
+    @property
+    def brief(self) -> str:
+        """What a kernel use of this result says: the error, or the summary's first line."""
+        if self._brief is None:
+            self._brief = self.error_text if self.status != OK else self.summary.split("\n", 1)[0]
+        return self._brief
 
-@dataclass(slots=True, eq=False)
+    @property
+    def case_errors(self) -> list[str]:
+        """The per-case errors a failed correctness run lists (``[case] error`` lines)."""
+        if self._case_errors is None:
+            self._case_errors = [m.group(2).strip() for m in _CASE_ERR.finditer(self.summary)]
+        return self._case_errors
+
+
+@dataclass(slots=True, eq=False, init=False)
 class ToolCall:
     index: int  # position among all calls of the run (0-based)
     name: str
-    args: dict[str, Any]
+    _args: Any  # the arguments object, or a ktui.trace.lazy.Ref of the line (read back on demand)
     line: int
     ts_ms: int | None
     id: str | None = None
@@ -224,7 +281,31 @@ class ToolCall:
     turn: int | None = None
     result: ToolResult | None = None
     kernel: int | None = None  # KernelVersion.number of args.kernel_code, if any
-    diffs: list[dict[str, Any]] = field(default_factory=list)  # state_diff entries it caused
+    diffs: Sequence[dict[str, Any]] = ()  # state_diff entries it caused (a list once there are any)
+    _kinfo: tuple[str, int, bool] | None = field(default=None, metadata=_HIDDEN)  # kernel_code's sha1, lines, attachment
+
+    def __init__(self, index: int, name: str, args: Any, line: int, ts_ms: int | None, id: str | None = None,
+                 actor: str | None = None, seed: bool = False, turn: int | None = None,
+                 result: ToolResult | None = None, kernel: int | None = None,
+                 diffs: Sequence[dict[str, Any]] | None = None) -> None:
+        self.index, self.name, self._args, self.line, self.ts_ms = index, name, args, line, ts_ms
+        self.id, self.actor, self.seed, self.turn, self.result, self.kernel = id, actor, seed, turn, result, kernel
+        self.diffs = () if diffs is None else diffs  # most calls cause none: no empty list each
+        self._kinfo = None
+
+    @property
+    def args(self) -> dict[str, Any]:
+        a = self._args
+        return a if type(a) is dict or not hasattr(a, "args") else a.args()
+
+    @args.setter
+    def args(self, value: Any) -> None:
+        self._args, self._kinfo = value, None
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the arguments are read back from the file on demand."""
+        return hasattr(self._args, "args")
 
     @property
     def status(self) -> str:
@@ -232,14 +313,42 @@ class ToolCall:
 
     @property
     def kernel_code(self) -> str | None:
-        code = self.args.get("kernel_code") if isinstance(self.args, dict) else None
+        if self.lazy and self._kinfo is None:
+            return None  # known while reading: no kernel_code
+        args = self.args
+        code = args.get("kernel_code") if isinstance(args, dict) else None
         return code if isinstance(code, str) else None
+
+    @property
+    def kernel_info(self) -> tuple[str, int, bool] | None:
+        """``(sha1, lines, is_attachment)`` of its kernel_code, None without one; computed while
+        reading (:meth:`know_kernel`) so that kernel versions are found without reading back."""
+        if self._kinfo is None and not self.lazy:
+            code = self.kernel_code
+            if code is not None:
+                self._kinfo = kernel_info(code)
+        return self._kinfo
+
+    def know_kernel(self, code: str | None) -> None:
+        self._kinfo = kernel_info(code) if isinstance(code, str) else None
 
     @property
     def duration_ms(self) -> int | None:
         if self.result and self.result.ts_ms is not None and self.ts_ms is not None:
             return max(0, self.result.ts_ms - self.ts_ms)
         return None
+
+
+def kernel_sha1(code: str) -> str:
+    """PopcornBench's kernel identity."""
+    return hashlib.sha1(code.encode("utf-8", "replace")).hexdigest()
+
+
+def kernel_info(code: str) -> tuple[str, int, bool]:
+    return kernel_sha1(code), len(code.splitlines()), code.strip().startswith("attachment://")
+
+
+_CASE_ERR = re.compile(r"^\s*\[([^\]]+)\]\s*(.+)$", re.M)  # "[case 3] error" lines of a correctness run
 
 
 @dataclass(slots=True, eq=False)
@@ -288,11 +397,11 @@ class KernelUse:
     verdict: bool = False  # imported formats: a verifier's report on this version (PASS / FAIL, timings)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class KernelVersion:
     number: int  # 1-based: v1, v2, ...
     sha1: str
-    code: str
+    _code: Any  # the source, or the ToolCall whose kernel_code it is (read back on demand)
     first_turn: int | None
     first_line: int
     uses: list[KernelUse] = field(default_factory=list)
@@ -304,6 +413,26 @@ class KernelVersion:
     path: str | None = None
     origin: str = ""
     partial: bool = False
+    _lines: int | None = field(default=None, metadata=_HIDDEN)
+
+    def __init__(self, number: int, sha1: str, code: Any, first_turn: int | None, first_line: int,
+                 uses: list[KernelUse] | None = None, attachment: str | None = None, from_final_answer: bool = False,
+                 path: str | None = None, origin: str = "", partial: bool = False, lines: int | None = None) -> None:
+        self.number, self.sha1, self._code, self.first_turn, self.first_line = number, sha1, code, first_turn, first_line
+        self.uses = [] if uses is None else uses
+        self.attachment, self.from_final_answer = attachment, from_final_answer
+        self.path, self.origin, self.partial, self._lines = path, origin, partial, lines
+
+    @property
+    def code(self) -> str:
+        c = self._code
+        if type(c) is str:
+            return c
+        return getattr(c, "kernel_code", None) or ""
+
+    @code.setter
+    def code(self, value: str) -> None:
+        self._code, self._lines = value, None
 
     @property
     def label(self) -> str:
@@ -312,7 +441,9 @@ class KernelVersion:
     @property
     def line_count(self) -> int:
         """Lines of text, as ``wc -l`` counts a file that ends with a newline."""
-        return len(self.code.splitlines())
+        if self._lines is None:
+            self._lines = len(self.code.splitlines())
+        return self._lines
 
     @property
     def turns(self) -> list[int]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ktui import settings
 from ktui.trace.builder import Builder
+from ktui.trace.lazy import LineSource
 from ktui.trace.model import Event, Run, snapshot_run
 from ktui.trace.notes import JSONError, loads
 
@@ -475,6 +476,8 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
     other = load_other(path, format)
     if other is not None:
         return other
+    if keep_events:  # long lines are read back from the file on demand (ktui.trace.lazy)
+        b = Builder(str(path), keep_events=keep_events, source=LineSource(path))
     with _no_gc():
         try:
             with open_regular(path) as f:
@@ -515,7 +518,7 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
     if other is not None:
         yield other, True
         return
-    b = Builder(str(path))
+    b = Builder(str(path), source=LineSource(path))
     parser = LineParser(b)
     staged = False
     with _no_gc():

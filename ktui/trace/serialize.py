@@ -11,7 +11,10 @@ from ktui.trace.model import Run
 
 def _plain(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        # a field ``_x`` is read through its property ``x`` (kept, or read back from the file);
+        # hidden fields are the model's own bookkeeping
+        return {f.name.lstrip("_"): _plain(getattr(obj, f.name.lstrip("_"))) for f in dataclasses.fields(obj)
+                if not f.metadata.get("hidden")}
     if isinstance(obj, dict):
         return {str(k): _plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
