@@ -11,7 +11,11 @@
 #   timing.py     the one timed loop, with primitives bound before trace code loads
 #   profiling.py  memory peak and launches (CUDA, in the worker)
 #   gpu.py        per-GPU lock and GPU state (judge side, nvidia-smi)
+#   job.py        one kernel to judge (plain data)
+#   workers.py    the judge's handle on a sandboxed worker; held values (memfds)
 #   pipeline.py   the judge: build(job), judge(job, build)
+#   correctness.py, clockcheck.py   the judge's correctness and timing stages (ktui's own clock)
+#   probectx.py   what a judge-side probe sees
 #   report.py     a plain-text summary of a result (exported scripts)
 #
 # Self-contained (stdlib + torch, torch imported lazily, relative imports only): `ktui export`
