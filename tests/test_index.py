@@ -157,12 +157,10 @@ def test_fixtures_each_trace_once():
 
 
 @needs_fixtures
-@pytest.mark.parametrize("short_line", [16384, 0], ids=["parsed", "sniffed"])
 @pytest.mark.parametrize("path", FIXTURE_FILES + [SEED_TRACE, TEST_TRACE], ids=lambda p: p.name)
-def test_skim_agrees_with_the_full_reader(path, short_line, monkeypatch):
-    """The index never loads a whole run, yet its summary matches the reader's on every field,
-    whether lines are parsed (up to SHORT_LINE bytes) or only their envelope is sniffed."""
-    monkeypatch.setattr("ktui.trace.index.SHORT_LINE", short_line)
+def test_skim_agrees_with_the_full_reader(path):
+    """The index never loads a whole run, yet its summary matches the reader's
+    (every field, on these and hostile files: tests/test_index_skim_equivalence.py)."""
     s = summarize(str(path))
     r = load(path)
     p = r.problem
@@ -327,7 +325,7 @@ def test_unreadable_file_and_directory(tmp_path, monkeypatch):
     (d / "locked").mkdir(parents=True)
     (d / "a.jsonl").write_text(mini_trace("m", passed=True, speedup=1.0, tokens_in=1, tokens_out=1, wall_ms=100))
     (d / "locked" / "b.jsonl").write_text("{}\n")
-    real_open, real_scandir = index_mod.open_regular, os.scandir
+    real_open, real_scandir = index_mod.skim.open_regular, os.scandir
 
     def fake_open(path, *a, **kw):  # root can read anything: simulate permissions
         if str(path).endswith("a.jsonl"):
@@ -339,7 +337,7 @@ def test_unreadable_file_and_directory(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied")
         return real_scandir(path)
 
-    monkeypatch.setattr("ktui.trace.index.open_regular", fake_open)
+    monkeypatch.setattr("ktui.trace.index.skim.open_regular", fake_open)
     monkeypatch.setattr("ktui.trace.index.os.scandir", fake_scandir)
     idx = SweepIndex(d, use_cache=False)
     runs = list(idx.summaries())

@@ -280,10 +280,10 @@ class SearchStats:
 
 def _index_entries(root: str) -> dict[str, dict[str, Any]]:
     """The index cache of ``ktui runs root`` (empty when there is none)."""
-    from ktui.trace.index import _load_cache, cache_path
+    from ktui.trace.index import cache_path, load_cache
 
     try:
-        return _load_cache(cache_path(root))
+        return load_cache(cache_path(root))
     except Exception:  # noqa: BLE001 - a cache is a hint: without it every file is tested
         return {}
 

@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Group
-from rich.measure import Measurement
-from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -57,6 +55,7 @@ from ktui.tui.screens.verify_runs import VerifyCells, VerifyDone, request_verify
 from ktui.tui.screens.verify_runs import on_cells as _verify_cells
 from ktui.tui.screens.verify_runs import on_done as _verify_done
 from ktui.tui.screens.verify_runs import stop as stop_verify
+from ktui.tui.widgets import aggregates as aggregates_panel
 from ktui.tui.widgets.charts import SweepChartView
 from ktui.tui.widgets.runs_table import RunsTable
 from ktui.view.charts import CHARTS
@@ -89,15 +88,6 @@ class IssuesScreen(ModalScreen[None]):
 
     def action_dismiss(self) -> None:
         self.dismiss(None)
-
-
-def _tables_width(console, renderable) -> int:
-    """The natural width of the widest table in ``renderable`` (a table or a group of them), 0 for none."""
-    if isinstance(renderable, Group):
-        return max((_tables_width(console, r) for r in renderable.renderables), default=0)
-    if isinstance(renderable, Table):
-        return Measurement.get(console, console.options.update_width(10_000), renderable).maximum
-    return 0
 
 
 class RunsScreen(KtuiScreen):
@@ -526,11 +516,7 @@ class RunsScreen(KtuiScreen):
         note = no_gpu_note(aggs)
         if note:
             body = Group(body, Text(note, style="dim"))
-        shown = with_reproduced(self, body)
-        agg = self.query_one("#runs-agg", Static)
-        # at least as wide as its tables: a narrow screen scrolls them (H / L), never squeezes their headers
-        agg.styles.min_width = _tables_width(self.app.console, shown) + 2 or None
-        agg.update(shown)
+        aggregates_panel.show(self.query_one("#runs-agg", Static), with_reproduced(self, body))
         title = Text("per model  · H / L scroll sideways")
         if other:
             title.append(f"  · {other} run(s) with no kernel not counted", style="dim")

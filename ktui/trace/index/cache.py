@@ -1,0 +1,61 @@
+"""The index cache: one file per scanned root in ktui's cache directory (never beside the
+traces), its entries keyed by each trace's real path and checked against its size and mtime."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from ktui import settings
+from ktui.trace.notes import JSONError, loads
+
+SCHEMA = 17  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
+# cached entries (14: Codex refused patches, exit headers, formatters; Claude Code 2.x out-of-order, repeated
+# and torn records; 15: one content fingerprint for every format, labels key on it; no_gpu_final;
+# 16: the trace's reference sha1; 17: long lines are parsed in full, as the reader does)
+
+
+def cache_dir() -> str:
+    return str(settings.current().index_dir)
+
+
+def cache_path(root: str) -> str:
+    h = hashlib.sha1(os.path.realpath(root).encode("utf-8", "replace")).hexdigest()[:16]
+    return os.path.join(cache_dir(), f"runs-index-{h}.json")
+
+
+def load_cache(path: str) -> dict[str, dict[str, Any]]:
+    try:
+        with open(path, "rb") as f:
+            obj = loads(f.read())
+    except OSError:
+        return {}
+    except JSONError:
+        return {}
+    if not isinstance(obj, dict) or obj.get("schema") != SCHEMA or not isinstance(obj.get("entries"), dict):
+        return {}
+    return obj["entries"]
+
+
+def save_cache(path: str, root: str, entries: dict[str, dict[str, Any]]) -> str | None:
+    """Write atomically; return an error message instead of raising."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        body = {"schema": SCHEMA, "root": os.path.realpath(root), "entries": entries}
+        try:
+            import orjson
+
+            data = orjson.dumps(body)
+        except ImportError:  # pragma: no cover
+            data = json.dumps(body).encode()
+        except TypeError:  # numbers orjson cannot hold (ints over 64 bits): the json module can
+            data = json.dumps(body).encode()
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        return f"cannot write the index cache {path}: {exc.strerror or exc}"
+    return None

@@ -1,0 +1,205 @@
+"""The skim: one trace file into its :class:`~ktui.trace.index.summary.RunSummary`, never raising.
+
+An ensemble trace is read once, in chunks, every line through the reader's own
+:class:`~ktui.trace.reader.LineParser` and :func:`~ktui.trace.reader.split_lines` into one
+:class:`~ktui.trace.builder.Builder` that keeps no events (``keep_events=False``): no event
+list, no line offsets, nothing of the file held once it is read. So every field of the row
+(turns, calls, failed calls, tokens, outcome, metrics, kernel versions and their flags) follows
+exactly the rules of ``ktui show``; ``tests/test_index_skim_equivalence.py`` compares the two on
+every trace held and on hostile files. (A shortcut that read only the envelope of long lines
+gave other rows: a long failed result counted as ok, a long kernel left out of the versions.)
+
+The format is decided from the first chunk, which the skim reads anyway (other formats go to
+their importer, ``.json`` files that are no trace get format "none", a harness's result files
+"result"); the harness's result files beside a run are read with it (:func:`ktui.trace.results.attach`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+from ktui.trace import facts
+from ktui.trace.builder import Builder
+from ktui.trace.index.summary import RunSummary, TraceFile, problem_key
+from ktui.trace.labels import content_id
+from ktui.trace.model import OK, V2, Run
+from ktui.trace.reader import LineParser, open_regular, split_lines
+
+CHUNK = 4 << 20
+_MAX_PROBLEMS = 20
+
+
+def summary_of_run(run: Run, tf: TraceFile) -> RunSummary:
+    """The runs-table row of a loaded (or skimmed) run."""
+    s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
+    s.variant = run.variant
+    s.format = run.format
+    p = run.problem
+    s.problem = p.title if (p.level is not None or p.problem_id is not None or p.name) else ""
+    s.problem_key = problem_key(p.level, p.problem_id, p.name)
+    s.model, s.persona, s.scenario = run.model, run.persona, run.scenario
+    s.outcome, s.terminal = run.outcome, run.terminal_state
+    s.turns, s.max_turns, s.tool_calls = len(run.turns), run.max_turns, len(run.agent_calls)
+    s.tokens = run.tokens_total or None
+    s.started_ms, s.ended_ms = run.started_ms, run.ended_ms
+    if run.metrics is not None:
+        s.speedup, s.runtime_us = run.metrics.speedup, run.metrics.runtime_us
+        s.ref_runtime_us, s.correct = run.metrics.ref_runtime_us, run.metrics.correct
+    s.final_score = run.final_score
+    s.scores = dict(run.scores)
+    s.failed_calls = facts.failed_calls(run)
+    s.not_trace = facts.not_a_trace(run) or ""
+    s.flags = facts.flag_codes(run)  # the flag set every view shows
+    s.hacks = facts.hack_classes(run)
+    s.no_gpu_final = facts.final_without_gpu_code(run)
+    s.problems = [str(pr) for pr in run.problems[:_MAX_PROBLEMS]]
+    if len(run.problems) > _MAX_PROBLEMS:
+        s.problems.append(f"... {len(run.problems) - _MAX_PROBLEMS} more")
+    s.incomplete = run.incomplete
+    _progress(run, s)
+    _result(run, s)
+    return s
+
+
+def _result(run: Run, s: RunSummary) -> None:
+    """The harness's own result file (ktui.trace.results): where the outcome came from, the
+    speedups by baseline, the task."""
+    r = run.results[0] if run.results else None
+    if r is None:
+        return
+    s.result = f"{r.source} ({r.harness})"
+    s.speedups = {k: float(v) for k, v in r.speedups.items()}
+    s.speedup_base = (r.primary or next(iter(r.speedups), "")) if r.speedups else ""
+    if r.compiled is not None or r.correct:
+        s.compiled = s.compiled or bool(r.compiled) or bool(r.correct)
+    if r.error:
+        s.result_error = r.error.strip().split("\n", 1)[0][:200]
+
+
+_COMPILE_TOOLS = frozenset({"compile_kernel"})
+_CORRECT_TOOLS = frozenset({"run_correctness", "submit_kernel"})
+
+
+def _says_compiled(res: Any) -> bool:
+    for d in (res.meta, res.effect):
+        if isinstance(d, dict) and d.get("compiled") is True:
+            return True
+    return False
+
+
+def _progress(run: Run, s: RunSummary) -> None:
+    """How far the run got: compiled at all, and what it cost to reach the first correct kernel."""
+    calls = run.agent_calls
+    s.compiled = any(c.result is not None and (
+        (c.status == OK and (c.name in _COMPILE_TOOLS or c.name in _CORRECT_TOOLS)) or _says_compiled(c.result))
+        for c in calls)
+    fct = run.first_correct_turn
+    s.first_correct_turn = fct
+    if fct is not None:
+        s.compiled = True
+        toks = [t.tokens_total for t in run.turns if t.index <= fct and t.tokens_total is not None]
+        s.tokens_to_correct = sum(toks) if toks else None
+        if run.variant != V2 and run.started_ms is not None:
+            for c in run.calls:
+                if c.name in _CORRECT_TOOLS and c.status == OK and c.turn == fct and c.result is not None:
+                    if c.result.ts_ms is not None:
+                        s.wall_ms_to_correct = max(0, c.result.ts_ms - run.started_ms)
+                    break
+    final = run.final_kernel
+    if final is not None and final.code and final.attachment is None:
+        s.final_sha1 = final.sha1
+    ref = getattr(getattr(run, "problem", None), "reference_source", None)
+    if isinstance(ref, str) and ref.strip():
+        s.reference_sha1 = hashlib.sha1(ref.encode("utf-8", "replace")).hexdigest()
+
+
+def summarize(tf: TraceFile | str) -> RunSummary:
+    """Skim one trace file into a :class:`RunSummary`. Never raises on bad data."""
+    if isinstance(tf, str):
+        st = os.stat(tf)
+        tf = TraceFile(path=tf, real=os.path.realpath(tf), size=st.st_size, mtime_ns=st.st_mtime_ns)
+    other = _imported(tf)
+    if other is not None:
+        return other
+    b = Builder(tf.path, keep_events=False)
+    head = hashlib.sha1()
+    tail = b""
+
+    def chunks(f):
+        nonlocal tail
+        first = True
+        while True:
+            chunk = f.read(CHUNK)
+            if not chunk:
+                return
+            if first:
+                head.update(chunk[:4096])
+                first = False
+            tail = (tail + chunk[-4096:])[-4096:]
+            yield chunk
+            del chunk
+
+    try:
+        with open_regular(tf.real or tf.path) as f:
+            LineParser(b).feed_all(split_lines(chunks(f)))
+    except OSError as exc:
+        return _unreadable(tf, f"cannot read: {exc.strerror or exc}")
+    except Exception as exc:  # noqa: BLE001 - the index never raises on data
+        return _unreadable(tf, f"could not summarise ({type(exc).__name__}: {exc})")
+    from ktui.trace.results import attach
+
+    s = summary_of_run(attach(b.finish(final=True)), tf)
+    head.update(b"|" + tail + b"|" + str(tf.size).encode())
+    s.fingerprint = head.hexdigest()
+    return s
+
+
+def _unreadable(tf: TraceFile, why: str) -> RunSummary:
+    s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
+    s.problems = [why]
+    s.flags = ["unreadable"]
+    return s
+
+
+def _imported(tf: TraceFile) -> RunSummary | None:
+    """A trace of another format (ktui.trace.importers), loaded whole and summarised; None for an
+    ensemble trace (skimmed as above). A ``.json`` file that is not a trace gets format "none"."""
+    from ktui.trace import importers
+    from ktui.trace.results import attach, is_sidecar, kernelbench
+
+    path = tf.real or tf.path
+    try:
+        if kernelbench.is_sample(path) and not importers.forced():
+            run = attach(kernelbench.load_sample(path))
+            det = importers.Detection(kernelbench.FORMAT)
+        else:
+            det = importers.choose(path)
+            if det.name == "ensemble":
+                return None
+            if det.name == "unknown" and not path.endswith(".jsonl"):
+                sidecar = is_sidecar(path)
+                s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns,
+                               format="result" if sidecar else "none")
+                s.problems = ["a harness's result file" if sidecar else f"not a trace (looks like {det.hint})"]
+                return s
+            run = importers.load_as(path, det, keep_events=False)
+    except Exception as exc:  # noqa: BLE001 - the index never raises on data
+        s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
+        s.problems = [f"could not summarise ({type(exc).__name__}: {exc})"]
+        s.flags = ["unreadable"]
+        return s
+    s = summary_of_run(run, tf)
+    if det.name == "unknown":
+        s.flags = s.flags + ["unreadable"] if "unreadable" not in s.flags else s.flags
+    try:
+        cid = content_id(path)  # the same hash as an ensemble trace's: labels key on it
+    except OSError:
+        cid = ""
+    if s.format == kernelbench.FORMAT and cid:  # one kernel file per sample: equal kernels of two runs are two runs
+        s.fingerprint = hashlib.sha1(os.path.realpath(path).encode("utf-8", "replace") + cid.encode()).hexdigest()
+        s.content_key = cid
+    else:
+        s.fingerprint = cid[4:]
+    return s

@@ -1,0 +1,135 @@
+"""Walking a sweep: every trace file under a directory once, in a stable order.
+
+Directory walking follows symbolic links, visits each real directory once (symlink loops are
+reported, not followed), lists each real file once (by device and inode), skips the record
+files (read by :class:`~ktui.trace.index.records.Records` on the way) and never raises: what
+cannot be read becomes a :class:`~ktui.trace.index.summary.ScanIssue`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ktui.trace.index.records import RECORD_FILES, Records
+from ktui.trace.index.summary import ScanIssue, TraceFile
+from ktui.trace.reader import file_problem
+
+# files looked at as traces (which format a file is comes from its content, never its name)
+TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval")  # .eval: Inspect's zipped logs
+# KernelBench run folders: one kernel file per sample (ktui.trace.results.kernelbench), a run each
+_SAMPLE_FILE = re.compile(r"^(?:level_\d+_)?problem_\d+(?:_sample_\d+)?_kernel\.py$")
+
+
+def _display(path: str, root: str) -> str:
+    """``path`` relative to ``root`` (the walk builds every path by joining names onto root)."""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if path.startswith(prefix):
+        return path[len(prefix):]
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: Records | None = None,
+                ) -> Iterator[TraceFile]:
+    """Every trace file under ``root`` once, as the walk finds it, in a stable order.
+
+    Subdirectories come before the files next to them (``<uuid>/trace.jsonl`` before the flat
+    link to it), and a directory's records are read before anything below it is yielded. A file
+    reached twice (through links) is yielded the first time only.
+    """
+    root = os.fspath(root)
+    try:
+        st = os.stat(root)
+    except OSError as exc:
+        issues.append(ScanIssue(root, f"cannot read: {exc.strerror or exc}", "error"))
+        return
+    if not os.path.isdir(root):
+        yield TraceFile(root, os.path.realpath(root), st.st_size, st.st_mtime_ns, os.path.islink(root), root)
+        return
+    seen_files: set[tuple[int, int]] = set()
+    seen_dirs: set[tuple[int, int]] = set()
+    # stack items: ("dir", (path, real path or None)) or ("files", [(TraceFile, (dev, ino))...])
+    stack: list[tuple[str, Any]] = [("dir", (root, None))]
+    while stack:
+        what, item = stack.pop()
+        if what == "files":
+            for tf, ident in item:
+                if ident not in seen_files:
+                    seen_files.add(ident)
+                    if tf.is_link:
+                        tf.real = os.path.realpath(tf.found)
+                    yield tf
+            continue
+        d, real_dir = item
+        shown = _display(d, root)
+        try:
+            dst = os.stat(d)
+        except OSError as exc:
+            issues.append(ScanIssue(shown, f"cannot read directory: {exc.strerror or exc}", "warning"))
+            continue
+        key = (dst.st_dev, dst.st_ino)
+        if key in seen_dirs:
+            if os.path.islink(d):
+                issues.append(ScanIssue(shown, f"symlink to a directory already scanned ({os.readlink(d)}); "
+                                        "not followed again", "info"))
+            continue
+        seen_dirs.add(key)
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            issues.append(ScanIssue(shown, f"cannot list directory: {exc.strerror or exc}", "warning"))
+            continue
+        if real_dir is None:
+            real_dir = os.path.realpath(d)
+        files: list[tuple[TraceFile, tuple[int, int]]] = []
+        subdirs: list[tuple[str, str | None]] = []
+        for e in entries:
+            name = e.name
+            try:
+                is_link = e.is_symlink()
+                if e.is_dir():
+                    if not name.startswith(".") and name != "__pycache__":
+                        subdirs.append((e.path, None if is_link else os.path.join(real_dir, name)))
+                    continue
+                if not e.is_file() and name.endswith(".jsonl") and not is_link:
+                    issues.append(ScanIssue(_display(e.path, root), file_problem(e.path) or "not a regular file",
+                                            "warning"))
+                    continue
+                if not e.is_file():
+                    if is_link and (name.endswith(".jsonl") or "." not in name):
+                        try:
+                            os.stat(e.path)
+                            reason = "not a regular file"
+                        except OSError as exc:
+                            reason = exc.strerror or str(exc)
+                        issues.append(ScanIssue(_display(e.path, root), f"broken symlink ({reason})", "warning"))
+                    continue
+                if name in RECORD_FILES:
+                    if records is not None:
+                        records.read(e.path, issues, _display(e.path, root))
+                    continue
+                if not name.endswith(TRACE_EXTS) and not _SAMPLE_FILE.match(name):
+                    continue
+                fst = e.stat()
+                # the real path of a link is resolved only if it is not a duplicate (see above)
+                real = e.path if is_link else os.path.join(real_dir, name)
+                tf = TraceFile(_display(e.path, root), real, fst.st_size, fst.st_mtime_ns, is_link, e.path)
+                files.append((tf, (fst.st_dev, fst.st_ino)))
+            except OSError as exc:
+                issues.append(ScanIssue(_display(e.path, root), f"cannot read: {exc.strerror or exc}", "warning"))
+        stack.append(("files", files))
+        for sd in reversed(subdirs):
+            stack.append(("dir", sd))
+
+
+def discover(root: str | os.PathLike[str], issues: list[ScanIssue], records: Records | None = None,
+             ) -> list[TraceFile]:
+    """:func:`iter_traces` as a list."""
+    return list(iter_traces(root, issues, records))
