@@ -1,0 +1,106 @@
+"""What a worker's own root holds: the toolchain (system folders, the Python prefixes and
+import path, ktui's package, CUDA), and what of the user's home is left out of it.
+Stdlib only. MIT license, part of ktui."""
+import os
+import sys
+
+from .oslib import _under
+
+
+def _python_prefixes():
+    out = []
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
+        if p and p not in ("/",):
+            rp = os.path.realpath(p)
+            if rp not in out:
+                out.append(rp)
+    return out
+
+
+#: system folders a worker's own root holds (read-only), when they exist: programs, libraries,
+#: compilers and headers, the CUDA toolkit under /usr/local, /etc (loader cache, passwd), /sys
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+
+
+def _ktui_package_dir():
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def toolchain_paths(python_path=(), argv=()):
+    """What a worker's own root holds besides its temp and build dirs: the system folders, the
+    Python prefixes, the judge's import path (site-packages, the folders .pth files add), ktui's
+    own package (never the folder around it: a repository checkout's other files stay out), the
+    CUDA toolkit, PATH's folders and the files the worker's command names. Entries under the
+    user's home are left out unless Python itself lives there. Sorted, real paths."""
+    home = _home()
+    prefixes = _python_prefixes()
+    pkg = _ktui_package_dir()
+    pkg_parent = os.path.dirname(pkg)
+    out = set()
+
+    def add(p, force=False):
+        if not p:
+            return
+        rp = os.path.realpath(p)
+        if rp == "/" or not os.path.exists(rp):
+            return
+        if rp == pkg_parent:  # the checkout holding ktui: only ktui itself
+            rp = pkg
+        if not force and _under(rp, home) and not _under(rp, prefixes):
+            return
+        if _under(rp, [tempfile_root()]) and not _under(rp, prefixes):
+            return  # the temp folder: only the worker's own dir (bound on its own)
+        out.add(rp)
+
+    for p in SYSTEM_PATHS:
+        if os.path.lexists(p) and not os.path.islink(p):
+            out.add(p)
+    for p in prefixes:
+        add(p, force=True)
+    add(pkg, force=True)
+    cwd = os.path.realpath(os.getcwd())
+    for p in list(sys.path) + list(python_path):
+        if p and os.path.realpath(p) != cwd or p in python_path:
+            add(p)
+    for k in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDNN_HOME", "CONDA_PREFIX", "VIRTUAL_ENV"):
+        add(os.environ.get(k))
+    for p in os.environ.get("PATH", "").split(os.pathsep) + os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        if p and os.path.isdir(p):
+            add(p)
+    for a in argv:
+        if isinstance(a, str) and a.startswith("/") and os.path.isfile(a):
+            add(a, force=True)
+    # nested entries are covered by their parent's (recursive) bind
+    ordered = sorted(out)
+    keep = []
+    for p in ordered:
+        if not any(_under(p, [k]) for k in keep):
+            keep.append(p)
+    return keep
+
+
+def tempfile_root():
+    import tempfile
+
+    return os.path.realpath(tempfile.gettempdir())
+
+
+def _home():
+    import pwd
+
+    out = {os.path.realpath(os.path.expanduser("~"))}
+    try:
+        out.add(os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir))
+    except (KeyError, OSError):
+        pass
+    return sorted(p for p in out if p and p != "/")
+
+
+def _clean_path_list(value, hidden):
+    """A PATH-like list without the entries under ``hidden`` (the user's home: a worker is not
+    told where it is, and cannot see it)."""
+    prefixes = _python_prefixes()
+    keep = [p for p in value.split(os.pathsep)
+            if p and (not _under(os.path.realpath(p), hidden) or _under(os.path.realpath(p), prefixes))]
+    return os.pathsep.join(keep)
