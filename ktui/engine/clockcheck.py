@@ -123,13 +123,13 @@ class ClockStages:
 
         def once(forwards, rtt):
             """(per-forward time with the waits for a CPU taken out, the raw per-forward time)"""
-            q0, j0 = w.runqueue_wait_ns(), own_runqueue_wait_ns()
+            q0, j0, a0 = w.runqueue_wait_ns(), own_runqueue_wait_ns(), w.thread_waits_ns()
             t = now()
             # one wake-up a second at most while the worker runs (the judge then only becomes
             # runnable when the reply is there, so its own wait below is the reply's latency)
             data, _ = w.call("wall", {"slots": slots, "forwards": forwards}, poll=1.0)
             dt = (now() - t) * 1e6
-            q1, j1 = w.runqueue_wait_ns(), own_runqueue_wait_ns()
+            q1, j1, a1 = w.runqueue_wait_ns(), own_runqueue_wait_ns(), w.thread_waits_ns()
             # time the worker was runnable but another process had the CPU is not the kernel's
             # (a shared host), nor is the time the judge waited for a CPU to read the reply;
             # sleeps, waits for the GPU and work stay in
@@ -144,8 +144,12 @@ class ClockStages:
                                    f"ran {data['forwards']} forwards, {forwards} asked (the worker was ended)",
                                    fatal=True)
             n = max(1, forwards)
+            main = (q1 - q0) if q0 is not None and q1 is not None else 0
+            if a0 is not None and a1 is not None:
+                others.append(max(0.0, (a1 - a0 - main) / 1e3) / n)
             return max(0.0, dt - waited - rtt) / n, dt / n
 
+        others = []  # per pass: μs per forward other threads of the worker waited for a CPU
         self.trial(0, WALL_REPEATS, f"{label} wall clock")
         forwards = len(slots)
         # F is sized from the raw time (round trip and waits included): an upper bound per
@@ -158,9 +162,12 @@ class ClockStages:
             forwards = int(max(forwards * 2, min(WALL_MAX_FORWARDS, WALL_WINDOW_S * 1e6 / max(raw, 1e-3))))
             _, raw = once(forwards, 0.0)
         per = []
+        del others[:]
         for rep in range(WALL_REPEATS):
             self.trial(rep + 1, WALL_REPEATS, f"{label} wall clock")
             per.append(once(forwards, w.rtt_us)[0])
+        # the uncertainty of the fastest pass: what the worker's other threads waited in it
+        self.wall_unsure_us = others[per.index(min(per))] if len(others) == len(per) else 0.0
         if not check:
             return per, forwards, None
         # one more pass like the timed ones, whose time is not used: the outputs of calls the
@@ -255,9 +262,11 @@ class ClockStages:
         n = 1
         slots = ["t"]
         kper, kf, (kouts, keep) = self._wall(self.cand, slots, "kernel", check=True)
+        self._unsure = {"kernel": self.wall_unsure_us}
         knoise = self._noise_us(self.cand)
         with self._candidate_stopped(timing):
             rper, rf, _ = self._wall(self.ref, slots, "reference")
+            self._unsure["reference"] = self.wall_unsure_us
             rnoise = self._noise_us(self.ref)
         noise = {"kernel": knoise, "reference": rnoise}
         self._noise = noise
@@ -386,14 +395,19 @@ class ClockStages:
         trials' inputs too (already in both workers). A kernel much faster on identical calls
         reuses results while timed; a reference much slower on them is slowed while timed (it
         would inflate the speedup). Either is a finding, and that side's time becomes the
-        interleaved one (ktui's clock)."""
+        interleaved one (ktui's clock); but only when WALL_CONFIRM more pairs of passes, one of
+        each kind in turn, all say so, each with what the worker's other threads waited for a
+        CPU as its uncertainty (a loaded host slows a pass of an honest multi-threaded op)."""
         n = int(self.job.correctness_trials)
         mixed = ["t"] + [f"c{i}" for i in range(1, n + 1)]
         if len(mixed) < 2:
             return
+        unsure = dict(getattr(self, "_unsure", None) or {})
         kmix, _kf, _ = self._wall(self.cand, mixed, "kernel interleaved")
+        unsure_mix = {"kernel": self.wall_unsure_us}
         with self._candidate_stopped(timing):
             rmix, _rf, _ = self._wall(self.ref, mixed, "reference interleaved")
+            unsure_mix["reference"] = self.wall_unsure_us
         ident = {"kernel": cc["kernel_wall_us"], "reference": cc["reference_wall_us"]}
         inter = {"kernel": min(kmix), "reference": min(rmix)}
         cc["interleaved_inputs"] = len(mixed)
@@ -402,25 +416,32 @@ class ClockStages:
         fw = {"kernel": min(cc["kernel_forwards"], _kf), "reference": min(cc["reference_forwards"], _rf)}
         noise = getattr(self, "_noise", {}) or {}
         for side, faster_when_repeated in (("kernel", True), ("reference", False)):
+            base = WALL_SLACK_US + noise.get(side, 0.0) / max(1, fw[side])
+
+            def holds(a, b, ua, ub, fwr=faster_when_repeated, base=base):
+                slow, fast = (b, a) if fwr else (a, b)
+                return slow > INTERLEAVED_RATIO * fast + base + ua + ub
+
             a, b = ident[side], inter[side]
-            slow, fast = (b, a) if faster_when_repeated else (a, b)
-            slack = WALL_SLACK_US + noise.get(side, 0.0) / max(1, fw[side])
-            if not (slow > INTERLEAVED_RATIO * fast + slack):
+            if not holds(a, b, unsure.get(side, 0.0), unsure_mix[side]):
                 continue
-            # measured again, both ways, before it is a finding: a pause of the host during one pass
-            # (a loaded machine) must not make an honest side look slowed or replayed
+            # measured again, both ways, in turn, before it is a finding: a pause of the host
+            # during one pass (a loaded machine) must not make an honest side look slowed or replayed
             w = self.cand if side == "kernel" else self.ref
-            if side == "kernel":
-                again_ident, _f1, _ = self._wall(w, ["t"], "kernel")
-                again_mix, _f2, _ = self._wall(w, mixed, "kernel interleaved")
-            else:
-                with self._candidate_stopped(timing):
-                    again_ident, _f1, _ = self._wall(w, ["t"], "reference")
-                    again_mix, _f2, _ = self._wall(w, mixed, "reference interleaved")
-            a, b = min(a, min(again_ident)), min(b, min(again_mix))
-            slow, fast = (b, a) if faster_when_repeated else (a, b)
-            if not (slow > INTERLEAVED_RATIO * fast + slack):
+            confirmed = True
+            for _ in range(WALL_CONFIRM):
+                with self._candidate_stopped(timing) if side == "reference" else contextlib.nullcontext():
+                    again_ident, _f1, _ = self._wall(w, ["t"], side)
+                    ua = self.wall_unsure_us
+                    again_mix, _f2, _ = self._wall(w, mixed, f"{side} interleaved")
+                    ub = self.wall_unsure_us
+                if not holds(min(again_ident), min(again_mix), ua, ub):
+                    confirmed = False
+                    break
+                a, b = min(a, min(again_ident)), min(b, min(again_mix))
+            if not confirmed:
                 continue
+            slow, fast = (b, a) if faster_when_repeated else (a, b)
             if faster_when_repeated:
                 why = (f"the kernel is {slow / max(fast, 1e-9):.1f}x faster called again and again on one input "
                        f"({fast:.2f} μs per forward) than on {len(mixed)} interleaved inputs ({slow:.2f} μs): it reuses "
@@ -438,8 +459,6 @@ class ClockStages:
             timing[side + "_identical"] = timing[side]
             timing[side] = stats_us(kmix if side == "kernel" else rmix)
             timing[side]["source"] = "judge wall clock, interleaved inputs"
-
-
 
 def own_runqueue_wait_ns():
     """Nanoseconds this thread (the judge's) spent runnable but waiting for a CPU

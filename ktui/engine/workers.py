@@ -2,6 +2,7 @@
 # A request/reply channel to one worker (protocol.py), the failure kind the judge gives what the
 # worker reports (its word is a claim once trace code ran in it), and the values the judge holds
 # (sealed memfds). MIT license, part of ktui.
+import os
 import re
 import select
 import shutil
@@ -109,6 +110,26 @@ class Worker:
                 return int(fh.read().split()[1])
         except (OSError, ValueError, IndexError):
             return None
+
+    def thread_waits_ns(self):
+        """Nanoseconds all threads of the worker's main process spent runnable but waiting for a
+        CPU (summed; a thread that ended is not counted); None if unknown. Waits of threads other
+        than the main one are not subtracted from a pass (two threads may wait at once): they are
+        the pass's uncertainty (torch's intra-op threads waiting for a CPU while the main thread
+        spins at their barrier made an honest op look 100x slower on a loaded host)."""
+        base = f"/proc/{self.main_pid()}/task"
+        try:
+            tids = os.listdir(base)[:4096]
+        except OSError:
+            return None
+        total = 0
+        for tid in tids:
+            try:
+                with open(f"{base}/{tid}/schedstat") as fh:
+                    total += int(fh.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # a thread that ended in between
+        return total
 
     def call(self, op, args=None, fds=(), timeout=None, poll=0.1):
         """Send one request; wait for its reply (progress on the way). Returns (data, fds).
