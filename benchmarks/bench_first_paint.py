@@ -4,7 +4,7 @@ in one run on the same files (issue 25).
 
 For each size (default 40, 400 and 1000 MB) a trace is grown from the real fixtures
 (``../shared/fixtures``) and the seed trace, as ``bench_load.py`` does, under
-``benchmarks/_data/`` (gitignored). Then, interleaved:
+``$KTUI_BENCH_DIR`` (default ``/tmp/ktui_bench``; never in the repo). Then, interleaved:
 
 - **first paint**: each app is started in its own tmux session at 160x48 (a real terminal, the
   whole start-up included) and the screen is read every 20 ms until it shows the file: for ktui
@@ -43,9 +43,12 @@ KTUI_SHOWN = re.compile(r"\bturn 0\b")
 TOOLONG_SHOWN = re.compile(r'"?tick"?')
 
 
+TRACES = Path(os.environ.get("KTUI_BENCH_DIR", "/tmp/ktui_bench"))  # generated traces: never in the repo
+
+
 def make(mb: int) -> Path:
-    DATA.mkdir(parents=True, exist_ok=True)
-    p = DATA / f"paint_{mb}MB.jsonl"
+    TRACES.mkdir(parents=True, exist_ok=True)
+    p = TRACES / f"paint_{mb}MB.jsonl"
     if not p.exists() or p.stat().st_size < (mb << 20):
         build(p, mb, SOURCES)
     return p

@@ -10,12 +10,10 @@ one place (:meth:`ReplayScreen.worker_failed`, then :func:`ktui.tui.errors.repor
 
 from __future__ import annotations
 
-import bisect
 import re
 import sys
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -23,149 +21,70 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from ktui.trace.model import ERROR, FAILED, MISSING, Event, KernelVersion, Run, Turn
-from ktui.tui.follow import Snapshot, feed
+from ktui.trace.model import Run
+from ktui.tui.follow import feed
 from ktui.tui.keys import DOC_SCROLL_KEYS, Key, pane_keys
 from ktui.tui.screens.base import KtuiScreen
+from ktui.tui.screens.replay_actions import ReplayActions
+from ktui.tui.screens.replay_parts import (  # noqa: F401 - the screen's constants  # noqa: F401 - BAD and the helpers: tests import them from here
+    BAD,
+    EVENTS_LIMIT,
+    FOLLOW_INTERVAL,
+    LOADING_SWITCH_INTERVAL,
+    PANE_IDS,
+    SIDE_MAX,
+    SIDE_MIN,
+    SIDE_NARROW,
+    SIDE_WIDTH,
+    SPLIT_MIN_WIDTH,
+    SWITCH_INTERVAL,
+    EventsRead,
+    FindingsReady,
+    Followed,
+    Loaded,
+    PagerText,
+    SearchDone,
+    StatsReady,
+    Written,
+    _suffix_first_turns,
+    compile_search,
+    count_matches,
+    latest_kernel_by_turn,
+    neighbour_failed_turn,
+    turn_search_text,
+)
+from ktui.tui.screens.replay_search import ReplaySearch
 from ktui.tui.widgets.documents import (
     ViewOptions,
     empty_run_document,
-    events_document,
     kernel_document,
-    kernel_stats,
     metrics_document,
-    n_lines,
-    raw_lines_text,
     reference_document,
     turn_document,
-    turn_view,
 )
 from ktui.tui.widgets.docview import DocView, Match
 from ktui.tui.widgets.header import RunHeader
 from ktui.tui.widgets.kernels import KernelsPane
-from ktui.tui.widgets.prompt import PromptScreen
 from ktui.tui.widgets.searchbar import SearchBar, SearchInput
 from ktui.tui.widgets.turnlist import TurnList
 
-PANE_IDS = ("turn", "kernels", "metrics", "reference", "events")
-BAD = (FAILED, ERROR, MISSING)
-FOLLOW_INTERVAL = 0.25  # seconds between polls of a followed trace
-SWITCH_INTERVAL = sys.getswitchinterval()
-LOADING_SWITCH_INTERVAL = 0.0005  # seconds a thread holds the interpreter lock while the rest of a file is read
-EVENTS_LIMIT = 2000  # raw events shown at once for traces without turns
-SIDE_WIDTH, SIDE_NARROW, SIDE_MIN, SIDE_MAX = 46, 30, 16, 90  # the turn list's width: default, on
-# terminals under 130 columns, bounds of - / +
-SPLIT_MIN_WIDTH = 90  # a side-by-side diff below this pane width falls back to unified
-
-
-# ---- messages from workers --------------------------------------------------------------------
-@dataclass
-class Loaded(Message):
-    run: Run
-    complete: bool = True  # False: the run of the file's first lines (the rest is being read)
-
-
-@dataclass
-class Followed(Message):
-    """A snapshot from the follow worker (``feed``: which start of follow mode it belongs to)."""
-
-    feed: int
-    snapshot: Snapshot
-
-
-@dataclass
-class EventsRead(Message):
-    key: int | None  # turn index (None: all events)
-    events: list[Event]
-    raws: list[str]
-
-
-@dataclass
-class SearchDone(Message):
-    regex: re.Pattern[str]
-    turns: list[int]  # turns with at least one match, in order
-    total: int
-
-
-@dataclass
-class PagerText(Message):
-    text: str  # the turn's raw lines, made safe
-
-
-@dataclass
-class StatsReady(Message):
-    pass
-
-
-@dataclass
-class FindingsReady(Message):
-    """The run's flags with the static findings of its kernel versions (computed in a worker)."""
-
-    run: Run
-    flags: list
-
-
-@dataclass
-class Written(Message):
-    path: str
-    label: str
-
-
 # ---- search: over exactly what the turn document shows ---------------------------------------------
-def turn_search_text(run: Run, t: Turn) -> Iterator[str]:
-    """The lines of turn ``t`` as its document shows them (unfolded): each hit is counted once."""
-    yield from turn_view(run, t).plain_lines(expanded=True)
 
 
-def count_matches(regex: re.Pattern[str], lines: Iterable[str]) -> int:
-    """Non-empty matches per line, as :meth:`DocView.find` counts them."""
-    return sum(1 for s in lines for m in regex.finditer(s) if m.end() > m.start())
 
 
-def compile_search(pattern: str) -> re.Pattern[str]:
-    """Smart case: case-insensitive unless the pattern has an upper-case letter."""
-    flags = re.MULTILINE
-    if not any(ch.isupper() for ch in pattern):
-        flags |= re.IGNORECASE
-    return re.compile(pattern, flags)
 
 
-def _suffix_first_turns(run: Run) -> list[float]:
-    """``out[j]``: the smallest first turn of kernels[j:] (versions without one count as after
-    every turn); it never decreases with ``j``."""
-    out: list[float] = [0.0] * len(run.kernels)
-    low = float("inf")
-    for j in range(len(run.kernels) - 1, -1, -1):
-        ft = run.kernels[j].first_turn
-        low = min(low, ft if ft is not None else float("inf"))
-        out[j] = low
-    return out
 
 
-def latest_kernel_by_turn(run: Run, i: int) -> int | None:
-    """The number of the last version (in version order) that first appeared at or before turn
-    ``i``; None when none did. A bisection over a table built once per state of the run."""
-    low = run.lookup("kernel_first_turns", _suffix_first_turns)
-    j = bisect.bisect_right(low, i) - 1  # low[j] <= i < low[j + 1]: kernels[j] is that version
-    return run.kernels[j].number if j >= 0 else None
 
 
-def neighbour_failed_turn(run: Run, i: int, direction: int) -> int | None:
-    """The first failed turn after turn ``i`` (``direction`` 1) or the last one before it (-1);
-    None when there is none. A bisection over the failed turns, found once per state of the run."""
-    bad = run.lookup("failed_turns", lambda r: [t.index for t in r.turns if t.status in BAD])
-    if direction > 0:
-        j = bisect.bisect_right(bad, i)
-        return bad[j] if j < len(bad) else None
-    j = bisect.bisect_left(bad, i)
-    return bad[j - 1] if j > 0 else None
 
 
-class ReplayScreen(KtuiScreen):
+class ReplayScreen(ReplaySearch, ReplayActions, KtuiScreen):
     """Replay one trace. ``follow=True`` tails a trace that is still being written."""
 
     PANES = (("turn", "Turn"), ("kernels", "Kernels"), ("metrics", "Metrics"), ("reference", "Reference"),
@@ -291,31 +210,6 @@ class ReplayScreen(KtuiScreen):
         for snap in feed(self.path, interval=FOLLOW_INTERVAL, cancelled=lambda: worker.is_cancelled):
             self.post_message(Followed(feed_id, snap))
 
-    @work(thread=True, exclusive=True, group="events", exit_on_error=False, description="read raw events")
-    def _read_events(self, key: int | None, events: list[Event]) -> None:
-        from ktui.trace.reader import read_raw_line
-
-        raws = [read_raw_line(self.path, ev) for ev in events]
-        self.post_message(EventsRead(key, events, raws))
-
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def _search(self, regex: re.Pattern[str], run: Run) -> None:
-        turns: list[int] = []
-        total = 0
-        for t in run.turns:
-            n = count_matches(regex, turn_search_text(run, t))
-            if n:
-                turns.append(t.index)
-                total += n
-        self.post_message(SearchDone(regex, turns, total))
-
-    @work(thread=True, exclusive=True, group="stats", exit_on_error=False, description="kernel diff sizes")
-    def _compute_stats(self, kernels: list[KernelVersion]) -> None:
-        """Diff sizes of successive versions (the Kernels table's column), off the UI thread."""
-        for prev, k in zip(kernels, kernels[1:], strict=False):
-            kernel_stats(prev, k)
-        self.post_message(StatsReady())
-
     @work(thread=True, exclusive=True, group="findings", exit_on_error=False, description="static findings")
     def _compute_findings(self, run: Run) -> None:
         """The static findings of every kernel version (an AST walk each), off the UI thread and
@@ -335,21 +229,6 @@ class ReplayScreen(KtuiScreen):
             self._render_pane("metrics", keep_scroll=True)
         else:
             self._stale.add("metrics")
-
-    def on_stats_ready(self, _msg: StatsReady) -> None:
-        self._stats_gen += 1
-        if self.active_pane == "kernels":
-            self._render_pane("kernels", keep_scroll=True)
-        else:
-            self._stale.add("kernels")
-
-    @work(thread=True, exclusive=False, group="write", exit_on_error=False, description="write a kernel")
-    def _write(self, path: str, code: str, label: str) -> None:
-        p = Path(path).expanduser()
-        if p.exists():
-            raise FileExistsError(f"{p} exists; not overwritten")
-        p.write_text(code, encoding="utf-8")
-        self.post_message(Written(str(p), label))
 
     def worker_failed(self, group: str, error: BaseException) -> None:
         if group == "load":
@@ -573,65 +452,6 @@ class ReplayScreen(KtuiScreen):
         else:
             super().document_built(target, key, blocks)
 
-    def _turn_events(self, run: Run) -> tuple[int | None, list[Event]]:
-        """The current turn's events (all events, up to a limit, for a run without turns)."""
-        if not run.turns:
-            return None, run.events[:EVENTS_LIMIT]
-        t = run.turns[min(self.turn_index, len(run.turns) - 1)]
-        lines = run.events.lines
-        return t.index, run.events[bisect.bisect_left(lines, t.first_line):bisect.bisect_right(lines, t.last_line)]
-
-    def action_pager(self) -> None:
-        if self.run is not None:
-            self._read_for_pager(self._turn_events(self.run)[1])
-
-    @work(thread=True, exclusive=True, group="pager", exit_on_error=False, description="read raw lines")
-    def _read_for_pager(self, events: list[Event]) -> None:
-        from ktui.trace.reader import read_raw_line
-
-        self.post_message(PagerText(raw_lines_text(events, [read_raw_line(self.path, ev) for ev in events])))
-
-    def on_pager_text(self, msg: PagerText) -> None:
-        import os
-        import shlex
-        import subprocess
-
-        from textual.app import SuspendNotSupported
-
-        cmd = shlex.split(os.environ.get("PAGER") or "less")
-        try:
-            with self.app.suspend():
-                subprocess.run(cmd, input=msg.text.encode("utf-8", "replace"), check=False)
-        except SuspendNotSupported:
-            self.notify("no terminal to hand over to $PAGER here", severity="warning", timeout=3)
-        except OSError as exc:
-            self.notify(f"$PAGER ({cmd[0] if cmd else ''}): {exc.strerror or exc}", severity="error", timeout=4)
-
-    def _request_events(self) -> None:
-        run = self.run
-        if run is None:
-            return
-        if run.turns:
-            i = min(self.turn_index, len(run.turns) - 1)
-            key: int | None = i
-            t = run.turns[i]
-            lines = run.events.lines
-            events = run.events[bisect.bisect_left(lines, t.first_line):bisect.bisect_right(lines, t.last_line)]
-        else:
-            key = None
-            events = run.events[:EVENTS_LIMIT]
-        self._events_key = key
-        self._read_events(key, events)
-
-    def on_events_read(self, msg: EventsRead) -> None:
-        if msg.key != self._events_key:
-            return  # the selection moved on
-        if msg.key is None:
-            title = f"all events ({len(msg.events)} shown)"
-        else:
-            title = f"raw events of turn {msg.key} ({len(msg.events)}), read from the file by offset"
-        self.query_one("#events-doc", DocView).set_document(events_document(msg.events, msg.raws, title))
-
     # ---- selection ----------------------------------------------------------------------------
     @on(TurnList.Clicked)
     def _turn_clicked(self, event: TurnList.Clicked) -> None:
@@ -700,53 +520,6 @@ class ReplayScreen(KtuiScreen):
         if pane in self._stale:
             self._render_pane(pane)
 
-    # ---- actions: navigation ------------------------------------------------------------------
-    def action_next(self) -> None:
-        if self.active_pane == "kernels":
-            self._goto_kernel((self.kernel_number or 0) + 1)
-        else:
-            self._goto_turn(self.turn_index + 1)
-
-    def action_prev(self) -> None:
-        if self.active_pane == "kernels":
-            self._goto_kernel((self.kernel_number or 2) - 1)
-        else:
-            self._goto_turn(self.turn_index - 1)
-
-    def action_first(self) -> None:
-        if self.active_pane == "kernels":
-            self._goto_kernel(1)
-        else:
-            self._goto_turn(0)
-
-    def action_last(self) -> None:
-        if self.active_pane == "kernels":
-            self._goto_kernel(len(self.run.kernels) if self.run else 1)
-        elif self.run is not None:
-            self._goto_turn(len(self.run.turns) - 1)
-
-    def action_next_failed(self) -> None:
-        if self._regex is not None:  # a search in force: n / N step its matches (as in less and vim)
-            self.action_next_match()
-            return
-        i = neighbour_failed_turn(self.run, self.turn_index, 1) if self.run is not None else None
-        if i is not None:
-            self._show_turn_pane()
-            self._goto_turn(i)
-        else:
-            self.notify("no failed turn after this one", timeout=2)
-
-    def action_prev_failed(self) -> None:
-        if self._regex is not None:  # shift+enter never reaches the app in tmux: N does
-            self.action_prev_match()
-            return
-        i = neighbour_failed_turn(self.run, self.turn_index, -1) if self.run is not None else None
-        if i is not None:
-            self._show_turn_pane()
-            self._goto_turn(i)
-        else:
-            self.notify("no failed turn before this one", timeout=2)
-
     def _show_turn_pane(self) -> None:
         tc = self.query_one("#panes", TabbedContent)
         if tc.active != "turn":
@@ -755,94 +528,6 @@ class ReplayScreen(KtuiScreen):
     def pane_shown(self, pane: str) -> None:
         if pane in self._stale:
             self._render_pane(pane)
-
-    # ---- actions: layout ------------------------------------------------------------------------
-    def action_zen(self) -> None:
-        """Hide / show the turn list (the panes take the whole width)."""
-        self.toggle_class("-zen")
-        self.call_after_refresh(self._layout_changed)
-
-    def action_side_width(self, delta: int) -> None:
-        tl = self.query_one(TurnList)
-        if self.has_class("-zen"):
-            self.remove_class("-zen")
-        width = tl.outer_size.width or SIDE_WIDTH
-        self._side_set = True
-        tl.styles.width = max(SIDE_MIN, min(SIDE_MAX, width + delta, max(SIDE_MIN, self.size.width - 40)))
-        self.call_after_refresh(self._layout_changed)
-
-    def _active_doc(self) -> DocView:
-        pane = self.active_pane
-        if pane == "kernels":
-            return self.query_one("#kernel-doc", DocView)
-        return self.query_one(f"#{pane}-doc", DocView)
-
-    def action_scroll_page(self, direction: int) -> None:
-        doc = self._active_doc()
-        h = max(1, doc.scrollable_content_region.height - 2)
-        doc.scroll_to(y=doc.scroll_y + direction * h, animate=False)
-
-    def action_scroll_sideways(self, n: int) -> None:
-        self._active_doc().scroll_sideways(n)
-
-    def action_toggle_wrap(self) -> None:
-        wrap = not self._active_doc().wrap_code
-        for view in self.query(DocView):
-            view.set_wrap(wrap)
-        self.notify("long lines of code and diffs: " + ("folded" if wrap else "cut (H / L scroll sideways)"),
-                    timeout=2)
-
-    def action_scroll_lines(self, n: int) -> None:
-        doc = self._active_doc()
-        doc.scroll_to(y=doc.scroll_y + n, animate=False)
-
-    # ---- actions: diffs -----------------------------------------------------------------------
-    def action_toggle_diff(self) -> None:
-        self.opts.diff = not self.opts.diff
-        self._stale |= {"turn", "kernels"}
-        self._render_active(keep_scroll=self.active_pane == "turn")
-
-    def action_toggle_split(self) -> None:
-        self.opts.split = not self.opts.split
-        if not self.opts.diff:
-            self.opts.diff = True
-        self._split_shown = self._split()
-        if self.opts.split and not self._split_shown:
-            self.notify(f"side by side needs {SPLIT_MIN_WIDTH} columns for the diff: unified shown "
-                        "(z hides the turn list, - narrows it)", timeout=4)
-        self._stale |= {"turn", "kernels"}
-        self._render_active(keep_scroll=self.active_pane == "turn")
-
-    def action_toggle_fold(self) -> None:
-        self.opts.expand = not self.opts.expand
-        self._stale |= {"turn"}
-        self._render_active(keep_scroll=self.active_pane == "turn")
-
-    def action_mark(self) -> None:
-        if self.run is None or self.kernel_number is None:
-            return
-        if self.active_pane != "kernels":
-            self.action_pane("kernels")
-        if self.base_number == self.kernel_number:
-            self.action_unmark()
-            return
-        self.base_number = self.kernel_number
-        self.opts.diff = True
-        self.notify(f"diff base: v{self.base_number} (select another version to compare)", timeout=3)
-        self._stale |= {"kernels"}
-        self._render_pane("kernels")
-
-    def action_unmark(self) -> None:
-        if self.base_number is None:
-            return
-        self.base_number = None
-        self.notify("diff base cleared: diffs are against the previous version", timeout=2)
-        self._stale.add("kernels")
-        self._render_active(keep_scroll=True)
-
-    # ---- actions: search ----------------------------------------------------------------------
-    def action_search(self) -> None:
-        self.query_one(SearchBar).open()
 
     @on(SearchInput.Submitted, "#search-input")
     def _search_submitted(self, event: SearchInput.Submitted) -> None:
@@ -861,43 +546,6 @@ class ReplayScreen(KtuiScreen):
         if self.run is not None:
             self._search(regex, self.run)
 
-    def on_search_done(self, msg: SearchDone) -> None:
-        self._regex = msg.regex
-        self.opts.search = msg.regex  # folded blocks with a hit are shown unfolded
-        self._search_turns = msg.turns
-        self._search_total = msg.total
-        bar = self.query_one(SearchBar)
-        if not msg.turns:
-            bar.set_status("no match")
-            self.query_one("#turn-doc", DocView).set_highlight(None)
-            self._doc_matches = []
-            return
-        self._show_turn_pane()
-        self._render_turn(keep_scroll=True)  # with the search set, folded blocks with a hit open
-        if self.document_pending("turn-doc"):  # the turn's diff is still being built: go on then
-            self._pending_jump = (1, None)
-            return
-        doc = self.query_one("#turn-doc", DocView)
-        self._doc_matches = doc.find(msg.regex)
-        doc.set_highlight(msg.regex)
-        self._match_pos = -1
-        if self.turn_index in msg.turns and self._doc_matches:
-            self._step_match(1)
-        else:
-            self._jump_turn_match(1)
-
-    def _clear_search(self) -> None:
-        self._regex = None
-        self.opts.search = None
-        self._search_turns = []
-        self._doc_matches = []
-        self._match_pos = -1
-        self.query_one("#turn-doc", DocView).set_highlight(None)
-        bar = self.query_one(SearchBar)
-        bar.set_status("")
-        bar.close()
-        self.focus_content()
-
     @on(SearchInput.Cancelled)
     def _search_cancelled(self) -> None:
         """``escape`` while typing: back to the content; the bar stays only for a search in force."""
@@ -907,139 +555,16 @@ class ReplayScreen(KtuiScreen):
             self.query_one(SearchBar).input.value = self._regex.pattern
             self.focus_content()
 
-    def _status(self) -> None:
-        n = len(self._doc_matches)
-        pos = self._match_pos + 1 if n else 0
-        self.query_one(SearchBar).set_status(
-            f"{pos}/{n} in turn {self.turn_index} · {len(self._search_turns)} turns · {self._search_total} hits"
-            " · n / N")
 
-    def _step_match(self, direction: int) -> None:
-        doc = self.query_one("#turn-doc", DocView)
-        n = len(self._doc_matches)
-        nxt = self._match_pos + direction
-        if 0 <= nxt < n:
-            self._match_pos = nxt
-            m = self._doc_matches[nxt]
-            doc.set_highlight(self._regex, m)
-            doc.scroll_to_match(m)
-            self._status()
-            return
-        self._jump_turn_match(direction)
 
-    def _jump_turn_match(self, direction: int, order: list[int] | None = None) -> None:
-        """To the first (or last) match of the next (previous) turn with one; a turn whose document
-        is built in a worker resumes the jump when it arrives (:meth:`_show_turn_blocks`)."""
-        turns = self._search_turns
-        if not turns or self.run is None:
-            return
-        if order is None:
-            cur = self.turn_index
-            order = [i for i in turns if i > cur] + [i for i in turns if i <= cur] if direction > 0 else \
-                [i for i in reversed(turns) if i < cur] + [i for i in reversed(turns) if i >= cur]
-        order = list(order)
-        while order:
-            i = order.pop(0)
-            self.turn_index = i
-            self._select_kernel_for_turn()
-            self.query_one(TurnList).move_cursor(row=i)
-            self._stale = set(PANE_IDS) - {"metrics", "reference", "turn"} | (self._stale & {"metrics", "reference"})
-            self._pending_jump = None
-            if not self._render_turn():
-                self._pending_jump = (direction, order)
-                return
-            if self._doc_matches:
-                self._match_pos = -1 if direction > 0 else len(self._doc_matches)
-                self._step_match(direction)
-                return
-        self._status()
 
-    def action_go(self) -> None:
-        """enter: the next match of the search in force."""
-        self.action_next_match()
 
-    def action_next_match(self) -> None:
-        if self._regex is None:
-            return
-        self._show_turn_pane()
-        self._step_match(1)
 
-    def action_prev_match(self) -> None:
-        if self._regex is None:
-            return
-        self._show_turn_pane()
-        self._step_match(-1)
 
-    def action_back(self) -> None:
-        bar = self.query_one(SearchBar)
-        if bar.is_open or self._regex is not None:
-            self._clear_search()
-            return
-        if self.base_number is not None:
-            self.action_unmark()
-            return
-        self.leave()
 
-    # ---- actions: follow, kernel export ---------------------------------------------------------
-    def action_toggle_follow(self) -> None:
-        if self.follow:
-            self.follow = False
-            self.workers.cancel_group(self, "follow")
-            self.notify("follow mode off", timeout=1.5)
-        else:
-            self.follow = True
-            self._start_follow()
-            self.notify("following: new events appear as they are written", timeout=2)
-        if self.run is not None:
-            self.query_one(RunHeader).show_run(self.run, following=self.follow)
 
-    def selected_kernel(self) -> KernelVersion | None:
-        if self.run is None or self.kernel_number is None:
-            return None
-        return self.run.kernel(self.kernel_number)
 
-    def action_copy_kernel(self) -> None:
-        k = self.selected_kernel()
-        if k is None or not k.code:
-            self.notify("no kernel code to copy", severity="warning", timeout=2)
-            return
-        self.app.copy_to_clipboard(k.code)
-        self.notify(f"copied {k.label} ({n_lines(k.code)} lines) to the clipboard (OSC 52)", timeout=3)
 
-    def action_write_kernel(self) -> None:
-        k = self.selected_kernel()
-        if k is None or not k.code:
-            self.notify("no kernel code to write", severity="warning", timeout=2)
-            return
-        default = f"kernel_{k.label}_{k.sha1[:8]}.py"
 
-        def done(name: str | None) -> None:
-            if name:
-                self._write(name, k.code, k.label)
 
-        self.app.push_screen(PromptScreen(f"write {k.label} to file:", default), done)
 
-    def on_written(self, msg: Written) -> None:
-        self.notify(f"wrote {msg.label} to {msg.path}", timeout=4)
-
-    def action_label(self) -> None:
-        from ktui.tui.labeling import Target, ask
-
-        if self.run is None:
-            return
-        k = self.selected_kernel() if self.active_pane == "kernels" else None
-        if k is not None:
-            target = Target(self.path, "version", version=k.label, kernel_sha1=k.sha1)
-        elif self.run.turns:
-            target = Target(self.path, "turn", turn=self.turn_index)
-        else:
-            target = Target(self.path)
-        ask(self, target, run_target=Target(self.path))
-
-    def action_repro(self) -> None:
-        if self.run is None:
-            return
-        from ktui.tui.screens.repro_panel import open_repro_panel  # loads the repro API only when asked
-
-        k = self.selected_kernel()
-        open_repro_panel(self, self.run, k.label if k else "final")
