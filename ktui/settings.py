@@ -37,6 +37,8 @@ VARIABLES: dict[str, str] = {
     "KTUI_NCU": "the ncu executable for ktui profile (looked for before PATH and the CUDA folders)",
     "KTUI_PROFILE_KEEP": "ktui profile keeps each side's raw ncu page and log in this directory",
     "KTUI_MAX_LINE_MB": "a trace line longer than this many MiB is not read (default 64; may be a fraction)",
+    "KTUI_LAZY_MIN": "tool arguments and results of trace lines at least this many bytes long are read back from "
+                     "the file when shown, not kept in memory (default 1024; 0: every line)",
 }
 # read by the engine in its own (sandboxed) processes, set by ktui or by tests
 ENGINE_VARIABLES: dict[str, str] = {
@@ -83,6 +85,7 @@ class Settings:
     ncu: str | None = None  # KTUI_NCU
     profile_keep: Path | None = None  # KTUI_PROFILE_KEEP
     max_line_mb: float | None = None  # KTUI_MAX_LINE_MB (None: the reader's default)
+    lazy_min: int | None = None  # KTUI_LAZY_MIN (None: ktui.trace.lazy's default)
     build_dir: Path | None = None  # KTUI_BUILD_DIR (None: repro_cache_dir / "build")
 
     @property
@@ -109,10 +112,12 @@ class Settings:
         jobs = int(jobs_s) if jobs_s.isdigit() else None  # anything else: the default (as before)
         keep = (env.get("KTUI_PROFILE_KEEP") or "").strip()
         build = (env.get("KTUI_BUILD_DIR") or "").strip()
+        lazy_s = (env.get("KTUI_LAZY_MIN") or "").strip()
         return cls(cache_dir=cache, repro_cache_dir=repro, data_dir=data,
                    format=(env.get("KTUI_FORMAT") or "").strip() or None, jobs=jobs,
                    ncu=env.get("KTUI_NCU") or None, profile_keep=Path(keep) if keep else None,
                    max_line_mb=_positive(env.get("KTUI_MAX_LINE_MB")),
+                   lazy_min=int(lazy_s) if lazy_s.isdigit() else None,
                    build_dir=_given_dir(env, build) if build else None)
 
 

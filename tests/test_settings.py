@@ -54,6 +54,10 @@ def test_values():
     assert Settings.from_env({"HOME": "/h", "KTUI_MAX_LINE_MB": "0.5"}).max_line_mb == 0.5
     for bad in ("inf", "nan", "-2", "0", "x", ""):
         assert Settings.from_env({"HOME": "/h", "KTUI_MAX_LINE_MB": bad}).max_line_mb is None
+    assert Settings.from_env({"HOME": "/h", "KTUI_LAZY_MIN": "0"}).lazy_min == 0
+    assert Settings.from_env({"HOME": "/h", "KTUI_LAZY_MIN": " 4096 "}).lazy_min == 4096
+    for bad in ("-1", "1e3", "x", ""):
+        assert Settings.from_env({"HOME": "/h", "KTUI_LAZY_MIN": bad}).lazy_min is None
 
 
 def test_an_infinite_line_limit_is_the_default(monkeypatch):

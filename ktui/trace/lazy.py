@@ -20,6 +20,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from ktui import settings
 from ktui.trace.notes import JSONError, loads
 
 LAZY_MIN = 1024  # lines at least this many bytes long are read back on demand (KTUI_LAZY_MIN overrides)
@@ -28,8 +29,10 @@ BOM = b"\xef\xbb\xbf"
 
 
 def lazy_min() -> int:
-    v = os.environ.get("KTUI_LAZY_MIN", "")
-    return int(v) if v.isdigit() else LAZY_MIN
+    """Lines at least this many bytes long are read back on demand (``KTUI_LAZY_MIN``, else
+    :data:`LAZY_MIN`)."""
+    got = settings.current().lazy_min
+    return LAZY_MIN if got is None else got
 
 
 def unavailable(line: int, why: str) -> str:
@@ -67,7 +70,8 @@ class LineSource:
         return got
 
     def _read(self, offset: int, length: int, kind: str) -> dict[str, Any] | str:
-        from ktui.trace.reader import MAX_DEPTH, cap_depth, open_regular
+        from ktui.trace.lines import open_regular
+        from ktui.trace.reader import MAX_DEPTH, cap_depth
 
         if _ident(self.path) != self._ident:
             why = "the file changed since it was read"

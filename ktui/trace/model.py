@@ -16,10 +16,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
+
+from ktui.trace.eventlog import Event, EventLog, copy_events, turn_spans  # noqa: F401 - the model's names
 
 # Variants (see the format doc, section 4)
 V0 = "V0"
@@ -57,93 +58,6 @@ class TraceProblem:
         else:
             where = f"line {self.line}: " if self.line > 0 else ""  # 0: about the file as a whole
         return f"{where}{self.message}{ex}"
-
-
-@dataclass(slots=True, eq=False)
-class Event:
-    """One parsed line. The raw text is not kept: read it back by offset when needed."""
-
-    line: int
-    offset: int  # byte offset of the line in the file
-    length: int  # byte length of the line (without the newline)
-    kind: str
-    tick: int | None = None
-    ts_ms: int | None = None
-    actor: str | None = None
-    turn: int | None = None  # index of the turn this event belongs to, if any
-
-
-class EventLog(Sequence[Event]):
-    """Every event of a run, stored column-wise (about 50 bytes an event instead of ~270 for
-    an object with boxed ints); ``Event`` objects are made on access."""
-
-    _NONE = -(2**63)
-
-    def __init__(self) -> None:
-        self._line = array("q")
-        self._offset = array("q")
-        self._length = array("q")
-        self._tick = array("q")
-        self._ts = array("q")
-        self._turn = array("q")
-        self._kind = array("I")
-        self._actor = array("I")
-        self._names: list[str | None] = [None]  # kinds and actors, interned; 0 is None
-        self._ix: dict[str | None, int] = {None: 0}
-
-    def _intern(self, s: str | None) -> int:
-        i = self._ix.get(s)
-        if i is None:
-            i = self._ix[s] = len(self._names)
-            self._names.append(s)
-        return i
-
-    def _i64(self, v: int | None) -> int:
-        return v if v is not None and -(2**63) < v < 2**63 else self._NONE  # out of range: unknown
-
-    def append(self, ev: Event) -> None:
-        self._line.append(ev.line)
-        self._offset.append(ev.offset)
-        self._length.append(ev.length)
-        self._tick.append(self._i64(ev.tick))
-        self._ts.append(self._i64(ev.ts_ms))
-        self._turn.append(self._i64(ev.turn))
-        self._kind.append(self._intern(ev.kind))
-        self._actor.append(self._intern(ev.actor))
-
-    def __len__(self) -> int:
-        return len(self._line)
-
-    def _event(self, i: int) -> Event:
-        n = self._NONE
-        tick, ts, turn = self._tick[i], self._ts[i], self._turn[i]
-        return Event(self._line[i], self._offset[i], self._length[i], self._names[self._kind[i]] or "",
-                     None if tick == n else tick, None if ts == n else ts, self._names[self._actor[i]],
-                     None if turn == n else turn)
-
-    @overload
-    def __getitem__(self, i: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[Event]: ...
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self._event(j) for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return self._event(i)
-
-    def __iter__(self) -> Iterator[Event]:
-        for i in range(len(self)):
-            yield self._event(i)
-
-    @property
-    def lines(self) -> array:
-        """The line numbers, in order (for bisecting)."""
-        return self._line
 
 
 @dataclass(slots=True)
@@ -650,53 +564,8 @@ class Run:
     def turn_of_line(self, line: int) -> int | None:
         """The first turn (in turn order) whose lines span ``line``; None when none does.
         A binary search over a table built once (:meth:`lookup`), not a walk over every turn."""
-        spans = self.lookup("turn_spans", _turn_spans)
+        spans = self.lookup("turn_spans", turn_spans)
         return spans.turn_of(line)
-
-
-class _TurnSpans:
-    """Turns ordered by first line, with the running minimum of turn indexes from the right, so
-    that "the first turn in turn order that spans a line" is a bisection plus a short scan.
-
-    Turns of one actor do not overlap, and turns of several actors rarely do; the scan walks
-    only over turns that start at or before ``line`` and end after it (overlapping turns)."""
-
-    def __init__(self, run: Run) -> None:
-        order = sorted(run.turns, key=lambda t: (t.first_line, t.index))
-        self.turns = order
-        self.firsts = [t.first_line for t in order]
-        # the largest last_line of any turn up to position i: a turn at or before position i can
-        # span ``line`` only if this is >= line; its running max is non-decreasing
-        best = -1
-        self.reach: list[int] = []
-        for t in order:
-            best = max(best, t.last_line)
-            self.reach.append(best)
-
-    def turn_of(self, line: int) -> int | None:
-        import bisect
-
-        hi = bisect.bisect_right(self.firsts, line)  # turns starting at or before line: [0, hi)
-        lo = bisect.bisect_left(self.reach, line, 0, hi)  # before lo, none reaches line
-        found: int | None = None
-        for t in self.turns[lo:hi]:
-            if t.last_line >= line and (found is None or t.index < found):
-                found = t.index
-        return found
-
-
-def _turn_spans(run: Run) -> _TurnSpans:
-    return _TurnSpans(run)
-
-
-def copy_events(log: EventLog) -> EventLog:
-    """An independent copy of an event log (its columns are arrays: copied whole, fast)."""
-    new = EventLog.__new__(EventLog)
-    for name in ("_line", "_offset", "_length", "_tick", "_ts", "_turn", "_kind", "_actor"):
-        setattr(new, name, copy.copy(getattr(log, name)))
-    new._names = list(log._names)
-    new._ix = dict(log._ix)
-    return new
 
 
 def snapshot_run(run: Run) -> Run:
