@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -105,12 +106,49 @@ class SeedTemplate:
         return data, meta
 
 
-def generate(root: Path, n: int, size_mb: float, seed: int = 7) -> dict:
+FORMATS = REPO.parent / "shared" / "formats"
+REPO_FORMATS = REPO / "tests" / "fixtures" / "formats"
+_OTHER_EXTS = (".jsonl", ".json", ".traj")
+
+
+def other_traces() -> list[Path]:
+    """Real traces of other variants and formats (held in the repo and ../shared): one in five
+    runs of the sweep is a copy of one of them."""
+    out = [TEST_TRACE] + (sorted(FIXTURES.rglob("*.jsonl")) if FIXTURES.is_dir() else [])
+    for base in (FORMATS, REPO_FORMATS):
+        if base.is_dir():
+            out += sorted(p for p in base.glob("*/*") if p.is_file() and p.name.endswith(_OTHER_EXTS))
+            out += sorted(p for p in base.glob("*") if p.is_file() and p.name.endswith(_OTHER_EXTS))
+    return out
+
+
+def unique_copy(path: Path, data: bytes, i: int) -> bytes:
+    """A copy of a trace that no other copy equals (the index lists equal contents once): an
+    ensemble trace gets a system note first; another format's first JSON object a key of its own."""
+    first, _, rest = data.partition(b"\n")
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and "payload" in obj:
+        note = _dumps({"tick": 0, "ts_ms": obj.get("ts_ms", 0), "actor": None, "message_id": None,
+                       "payload": {"kind": "system", "note": f"ktui benchmark copy #{i} of {path.name}"}})
+        return note + b"\n" + data
+    if isinstance(obj, dict) and rest.strip():  # JSONL of another format: mark its first record
+        return _dumps({**obj, "ktui_bench_copy": i}) + b"\n" + rest
+    whole = json.loads(data)
+    if isinstance(whole, dict):
+        return json.dumps({**whole, "ktui_bench_copy": i}).encode()
+    return data + b"\n" * (1 + i % 7)  # a JSON array: trailing blank lines make it another file
+
+
+def generate(root: Path, n: int, size_mb: float, seed: int = 7, other_every: int = 5) -> dict:
+    """The sweep tree under ``root / "sweep"``: ``n`` traces, about ``size_mb`` MB."""
     rng = random.Random(seed)
     tpl = SeedTemplate()
-    others = [TEST_TRACE] + (sorted(FIXTURES.rglob("*.jsonl")) if FIXTURES.is_dir() else [])
+    others = other_traces()
     other_bytes = [p.read_bytes() for p in others]
-    n_other = n // 10
+    n_other = n // other_every if other_bytes else 0
     other_total = sum(len(other_bytes[i % len(other_bytes)]) for i in range(n_other))
     target = size_mb * 1e6
     per_seed = max(len(tpl.middle), (target - other_total) / max(1, n - n_other))
@@ -120,29 +158,34 @@ def generate(root: Path, n: int, size_mb: float, seed: int = 7) -> dict:
     sweep.mkdir(parents=True)
     runner = []
     total = 0
+    formats: dict[str, int] = {}
     t0 = time.perf_counter()
     for i in range(n):
-        if i % 10 == 9 and other_bytes:
-            k = (i // 10) % len(other_bytes)
-            note = _dumps({"tick": 0, "ts_ms": 0, "actor": None, "message_id": None,
-                           "payload": {"kind": "system", "note": f"ktui benchmark copy #{i} of {others[k].name}"}})
-            data, meta = note + b"\n" + other_bytes[k], {"model": None, "persona": None}
-            cell = f"other_{i:05d}_{others[k].stem}"
+        if other_bytes and i % other_every == other_every - 1:
+            k = (i // other_every) % len(other_bytes)
+            data, meta = unique_copy(others[k], other_bytes[k], i), {"model": None, "persona": None}
+            cell = f"other_{i:05d}_{others[k].stem.split('.')[0]}"
+            name = "trace" + (others[k].suffix or ".jsonl")
+            kind = others[k].parent.name
         else:
             data, meta = tpl.trace(i, rng, repeats)
             cell = f"l{meta['level']}_p{meta['problem_id']}_{meta['model']}_{meta['persona']}_s{i}"
+            name, kind = "trace.jsonl", "ensemble (seed)"
+        formats[kind] = formats.get(kind, 0) + 1
         uuid = hashlib.md5(f"run{i}".encode()).hexdigest()[:16]
         d = sweep / cell / uuid
         d.mkdir(parents=True)
-        (d / "trace.jsonl").write_bytes(data)
-        (sweep / cell / "popcorn_single_problem.jsonl").symlink_to(Path(uuid) / "trace.jsonl")
-        (sweep / cell / "runs.jsonl").write_text(json.dumps({"run_id": uuid, "scenario": "popcorn.single_problem",
-                                                             "trace_path": f"{uuid}/trace.jsonl"}) + "\n")
+        (d / name).write_bytes(data)
+        if name == "trace.jsonl":
+            (sweep / cell / "popcorn_single_problem.jsonl").symlink_to(Path(uuid) / "trace.jsonl")
+            (sweep / cell / "runs.jsonl").write_text(json.dumps({"run_id": uuid, "scenario": "popcorn.single_problem",
+                                                                 "trace_path": f"{uuid}/trace.jsonl"}) + "\n")
         runner.append({"slug": cell, "status": "ok", "returncode": 0, **meta,
                        "trace_path": f"traces/sweep/{cell}/popcorn.single_problem.jsonl"})
         total += len(data)
     (sweep / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in runner) + "\n")
-    return {"traces": n, "bytes": total, "seed_repeats": repeats, "generate_s": time.perf_counter() - t0}
+    return {"traces": n, "bytes": total, "seed_repeats": repeats, "generate_s": time.perf_counter() - t0,
+            "by_source": formats}
 
 
 # ---- measurements, each in a child process ---------------------------------------------------------
@@ -153,16 +196,54 @@ sys.path.insert(0, sys.argv[3])
 from ktui.trace.index import SweepIndex
 idx = SweepIndex(sys.argv[1], use_cache=sys.argv[2] == "1")
 first = None
+t_scan = time.perf_counter()
 n = 0
 for s in idx.summaries():
     n += 1
     if first is None:
         first = time.perf_counter() - t0
 full = time.perf_counter() - t0
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"first_s": first, "full_s": full, "runs": n, "cache_hits": idx.cache_hits,
+                  "import_s": t_scan - t0, "cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
                   "helpers": idx.helpers_used,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "helper_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+
+# the anchor: a bare orjson loop over every trace file of the tree (each line of a JSONL file, a
+# whole .json / .traj file), links not followed (each file once), record files left out
+ORJSON_CHILD = r"""
+import json, os, resource, sys, time
+t0 = time.perf_counter()
+import orjson
+n = b = 0
+for d, dirs, files in os.walk(sys.argv[1]):
+    dirs.sort()
+    for name in sorted(files):
+        p = os.path.join(d, name)
+        if name in ("runs.jsonl", "runs.json", "meta.json") or os.path.islink(p):
+            continue
+        with open(p, "rb") as f:
+            if name.endswith(".jsonl"):
+                for line in f:
+                    try:
+                        orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        pass
+            else:
+                data = f.read()
+                try:
+                    orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    pass
+                b += len(data)
+                n += 1
+                continue
+            b += f.tell()
+        n += 1
+me = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"full_s": time.perf_counter() - t0, "cpu_s": me.ru_utime + me.ru_stime, "files": n, "bytes": b}))
 """
 
 APP_CHILD = r"""
@@ -190,7 +271,9 @@ async def main():
         t = time.perf_counter(); await pilot.press("o"); await pilot.pause(); filt = time.perf_counter() - t
         t = time.perf_counter(); await pilot.press("s"); await pilot.pause(); srt = time.perf_counter() - t
         rows = len(screen.query_one(RunsTable).rows)
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({"first_row_s": first, "full_table_s": full, "rows": rows, "filter_s": filt, "sort_s": srt,
+                      "cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "helper_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 
@@ -206,48 +289,134 @@ def child(code: str, root: Path, cache: bool, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def drop_page_cache(root: Path) -> str:
+    """Make the tree cold: the kernel's drop_caches when this process may write it, else
+    ``posix_fadvise(DONTNEED)`` on every file (evicts its clean pages; no privilege needed)."""
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1\n")
+        return "drop_caches"
+    except OSError:
+        pass
+    if not hasattr(os, "posix_fadvise"):
+        return "none (warm page cache)"
+    for d, _dirs, files in os.walk(root):
+        for name in files:
+            p = os.path.join(d, name)
+            if os.path.islink(p):
+                continue
+            try:
+                fd = os.open(p, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    return "posix_fadvise(DONTNEED) on every file"
+
+
+def cli_runs(root: Path, env: dict) -> dict:
+    """``ktui runs DIR --format json --no-cache`` as a user runs it: wall and CPU of all its processes."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "ktui", "runs", str(root), "--format", "json", "--no-cache"],
+                       env=dict(env, PYTHONPATH=str(REPO)), capture_output=True, timeout=1200)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise SystemExit(f"ktui runs failed: {p.stderr[-2000:]!r}")
+    runs = len(json.loads(p.stdout)["runs"])
+    return {"full_s": wall, "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "runs": runs}
+
+
+def measure(sweep: Path, cache: Path, env: dict) -> dict:
+    """Every figure, interleaved with the orjson anchor, each cold one after the page cache is dropped."""
+    res: dict = {}
+
+    def cold() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+        res["cold_by"] = drop_page_cache(sweep)
+
+    cold()
+    res["orjson_cold"] = child(ORJSON_CHILD, sweep, False, env)
+    cold()
+    res["index_cold"] = child(INDEX_CHILD, sweep, False, env)
+    cold()
+    res["cli_cold"] = cli_runs(sweep, env)
+    cold()
+    res["app_cold"] = child(APP_CHILD, sweep, False, env)
+    cold()
+    res["orjson_cold_2"] = child(ORJSON_CHILD, sweep, False, env)
+    res["orjson_warm"] = child(ORJSON_CHILD, sweep, False, env)
+    res["index_warm_no_cache"] = child(INDEX_CHILD, sweep, False, env)
+    child(INDEX_CHILD, sweep, True, env)  # fill the cache
+    res["index_cached"] = child(INDEX_CHILD, sweep, True, env)
+    res["app_cached"] = child(APP_CHILD, sweep, True, env)
+    res["load_avg"] = os.getloadavg()
+    return res
+
+
+def report(gen: dict, r: dict) -> None:
+    oc = min(r["orjson_cold"]["full_s"], r["orjson_cold_2"]["full_s"])
+    ow = r["orjson_warm"]
+    print(f"{'':34}{'first row':>10}{'complete':>10}{'CPU':>9}{'x orjson':>10}{'peak RSS':>10}")
+
+    def row(name: str, d: dict, first: str, anchor: float, rss: str = "") -> None:
+        fr = d.get(first)
+        print(f"{name:34}{(f'{fr:.3f}s' if fr is not None else '-'):>10}{d['full_s']:>9.2f}s{d['cpu_s']:>8.2f}s"
+              f"{d['full_s'] / anchor:>9.2f}x{rss:>10}")
+
+    row("orjson loop, cold (anchor)", r["orjson_cold"], "", oc)
+    row("orjson loop, cold, again", r["orjson_cold_2"], "", oc)
+    row("orjson loop, warm page cache", ow, "", ow["full_s"])
+    row("index, cold", r["index_cold"], "first_s", oc, f"{r['index_cold']['rss_mb']:.0f}MB")
+    row("ktui runs --format json, cold", r["cli_cold"], "", oc)
+    ac = dict(r["app_cold"], full_s=r["app_cold"]["full_table_s"])
+    row("app (runs screen), cold", ac, "first_row_s", oc, f"{ac['rss_mb']:.0f}MB")
+    row("index, warm page cache, no cache", r["index_warm_no_cache"], "first_s", ow["full_s"])
+    row("index, cached", r["index_cached"], "first_s", ow["full_s"])
+    ah = dict(r["app_cached"], full_s=r["app_cached"]["full_table_s"])
+    row("app (runs screen), cached", ah, "first_row_s", ow["full_s"], f"{ah['rss_mb']:.0f}MB")
+    ic = r["index_cold"]
+    print(f"index: {ic['runs']:,} runs, {ic['helpers']} helper process(es); imports {ic['import_s']:.2f}s; "
+          f"app: {ac['rows']:,} rows, filter {ac['filter_s'] * 1000:.0f} ms, sort {ac['sort_s'] * 1000:.0f} ms")
+    print(f"cold = index cache removed and {r['cold_by']}; times from process start (imports included); "
+          f"{os.cpu_count()} CPUs, KTUI_JOBS={os.environ.get('KTUI_JOBS', 'default')}; load average after: "
+          f"{r['load_avg'][0]:.1f}")
+    print("targets (issues 24, 25): first row <= 0.3 s, complete <= 5 s cold, cold <= 2x the orjson loop (cold)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", type=int, default=10_000)
     ap.add_argument("--size-mb", type=float, default=1000.0)
     ap.add_argument("--dir", type=Path, default=None, help="where to build the tree (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated tree")
+    ap.add_argument("--reuse", type=Path, default=None, help="measure a tree built before (--keep) instead")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="ktui-bench-runs-", dir=args.dir))
+    base = args.reuse or Path(tempfile.mkdtemp(prefix="ktui-bench-runs-", dir=args.dir))
     cache = base / "cache"
     env = dict(os.environ, KTUI_CACHE_DIR=str(cache))
     try:
-        gen = generate(base, args.traces, args.size_mb)
-        sweep = base / "sweep"
-        print(f"generated {gen['traces']:,} traces, {gen['bytes'] / 1e6:,.0f} MB "
-              f"(seed turns x{gen['seed_repeats']}) in {gen['generate_s']:.1f}s under {base}", flush=True)
-        results = {"tree": gen}
-        results["index_cold"] = child(INDEX_CHILD, sweep, False, env)
-        results["index_cached"] = (child(INDEX_CHILD, sweep, True, env), child(INDEX_CHILD, sweep, True, env))[1]
-        shutil.rmtree(cache, ignore_errors=True)
-        results["app_cold"] = child(APP_CHILD, sweep, False, env)
-        child(INDEX_CHILD, sweep, True, env)  # fill the cache
-        results["app_cached"] = child(APP_CHILD, sweep, True, env)
+        if args.reuse:
+            gen = json.loads((base / "tree.json").read_text())
+        else:
+            gen = generate(base, args.traces, args.size_mb)
+            (base / "tree.json").write_text(json.dumps(gen))
+        print(f"{gen['traces']:,} traces, {gen['bytes'] / 1e6:,.0f} MB (seed turns x{gen['seed_repeats']}; "
+              f"by source: {gen.get('by_source')}) under {base}", flush=True)
+        results = {"tree": gen, **measure(base / "sweep", cache, env)}
     finally:
-        if not args.keep:
+        if not args.keep and not args.reuse:
             shutil.rmtree(base, ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=2))
-        return
-    ic, ih, ac, ah = (results[k] for k in ("index_cold", "index_cached", "app_cold", "app_cached"))
-    print(f"{'':28}{'first row':>11}{'full table':>12}{'peak RSS':>10}")
-    print(f"{'index, no cache':28}{ic['first_s']:>10.3f}s{ic['full_s']:>11.2f}s{ic['rss_mb']:>8.0f}MB"
-          f"   {ic['runs']:,} runs; {ic['helpers']} helper process(es), {ic['helper_rss_mb']:.0f} MB each at most")
-    print(f"{'index, cached':28}{ih['first_s']:>10.3f}s{ih['full_s']:>11.2f}s{ih['rss_mb']:>8.0f}MB"
-          f"   {ih['cache_hits']:,} cache hits")
-    print(f"{'app (runs screen), no cache':28}{ac['first_row_s']:>10.3f}s{ac['full_table_s']:>11.2f}s"
-          f"{ac['rss_mb']:>8.0f}MB   {ac['rows']:,} rows; filter {ac['filter_s'] * 1000:.0f} ms, "
-          f"sort {ac['sort_s'] * 1000:.0f} ms; helpers {ac['helper_rss_mb']:.0f} MB each at most")
-    print(f"{'app (runs screen), cached':28}{ah['first_row_s']:>10.3f}s{ah['full_table_s']:>11.2f}s"
-          f"{ah['rss_mb']:>8.0f}MB")
-    print(f"(times from process start, imports included; warm page cache; {os.cpu_count()} CPUs, KTUI_JOBS="
-          f"{os.environ.get('KTUI_JOBS', 'default')}; targets: first row <= 1 s, RSS <= 200 MB)")
+    else:
+        report(gen, results)
 
 
 if __name__ == "__main__":

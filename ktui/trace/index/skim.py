@@ -23,7 +23,7 @@ from typing import Any
 from ktui.trace import facts
 from ktui.trace.builder import Builder
 from ktui.trace.index.summary import RunSummary, TraceFile, problem_key
-from ktui.trace.labels import content_id
+from ktui.trace.labels import content_id, fingerprint
 from ktui.trace.model import OK, V2, Run
 from ktui.trace.reader import LineParser, open_regular, split_lines
 
@@ -116,34 +116,34 @@ def _progress(run: Run, s: RunSummary) -> None:
 
 
 def summarize(tf: TraceFile | str) -> RunSummary:
-    """Skim one trace file into a :class:`RunSummary`. Never raises on bad data."""
+    """Skim one trace file into a :class:`RunSummary`. Never raises on bad data.
+
+    The file is opened once: its first chunk decides the format (and, for most traces, is the
+    whole file), then the rest is read on."""
     if isinstance(tf, str):
         st = os.stat(tf)
         tf = TraceFile(path=tf, real=os.path.realpath(tf), size=st.st_size, mtime_ns=st.st_mtime_ns)
-    other = _imported(tf)
-    if other is not None:
-        return other
     b = Builder(tf.path, keep_events=False)
     head = hashlib.sha1()
     tail = b""
 
-    def chunks(f):
+    def chunks(f, first: bytes):
         nonlocal tail
-        first = True
-        while True:
-            chunk = f.read(CHUNK)
-            if not chunk:
-                return
-            if first:
-                head.update(chunk[:4096])
-                first = False
+        head.update(first[:4096])
+        chunk = first
+        while chunk:
             tail = (tail + chunk[-4096:])[-4096:]
             yield chunk
             del chunk
+            chunk = f.read(CHUNK)
 
     try:
         with open_regular(tf.real or tf.path) as f:
-            LineParser(b).feed_all(split_lines(chunks(f)))
+            first = f.read(CHUNK)
+            other = _imported(tf, first if len(first) < CHUNK else None)
+            if other is not None:
+                return other
+            LineParser(b).feed_all(split_lines(chunks(f, first)))
     except OSError as exc:
         return _unreadable(tf, f"cannot read: {exc.strerror or exc}")
     except Exception as exc:  # noqa: BLE001 - the index never raises on data
@@ -163,9 +163,10 @@ def _unreadable(tf: TraceFile, why: str) -> RunSummary:
     return s
 
 
-def _imported(tf: TraceFile) -> RunSummary | None:
+def _imported(tf: TraceFile, whole: bytes | None = None) -> RunSummary | None:
     """A trace of another format (ktui.trace.importers), loaded whole and summarised; None for an
-    ensemble trace (skimmed as above). A ``.json`` file that is not a trace gets format "none"."""
+    ensemble trace (skimmed as above). A ``.json`` file that is not a trace gets format "none".
+    ``whole``: the file's bytes, when they were read already (the format is decided from them)."""
     from ktui.trace import importers
     from ktui.trace.results import attach, is_sidecar, kernelbench
 
@@ -175,7 +176,7 @@ def _imported(tf: TraceFile) -> RunSummary | None:
             run = attach(kernelbench.load_sample(path))
             det = importers.Detection(kernelbench.FORMAT)
         else:
-            det = importers.choose(path)
+            det = importers.choose(path, data=whole)
             if det.name == "ensemble":
                 return None
             if det.name == "unknown" and not path.endswith(".jsonl"):
@@ -184,7 +185,7 @@ def _imported(tf: TraceFile) -> RunSummary | None:
                                format="result" if sidecar else "none")
                 s.problems = ["a harness's result file" if sidecar else f"not a trace (looks like {det.hint})"]
                 return s
-            run = importers.load_as(path, det, keep_events=False)
+            run = importers.load_as(path, det, data=whole, keep_events=False)
     except Exception as exc:  # noqa: BLE001 - the index never raises on data
         s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
         s.problems = [f"could not summarise ({type(exc).__name__}: {exc})"]
@@ -193,8 +194,8 @@ def _imported(tf: TraceFile) -> RunSummary | None:
     s = summary_of_run(run, tf)
     if det.name == "unknown":
         s.flags = s.flags + ["unreadable"] if "unreadable" not in s.flags else s.flags
-    try:
-        cid = content_id(path)  # the same hash as an ensemble trace's: labels key on it
+    try:  # the same hash as an ensemble trace's: labels key on it
+        cid = content_id(path) if whole is None else "fp1:" + fingerprint(whole[:4096], whole[-4096:], len(whole))
     except OSError:
         cid = ""
     if s.format == kernelbench.FORMAT and cid:  # one kernel file per sample: equal kernels of two runs are two runs
