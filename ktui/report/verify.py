@@ -23,8 +23,6 @@ from ktui.repro.verify.engine import (
     default_jobs,
     make_slots,
 )
-from ktui.repro.verify.results import Report, _pct, _side, _x, one_line, stats_line
-from ktui.trace.aggregate import FAST_P
 
 
 def _err(msg: str) -> None:
@@ -95,7 +93,7 @@ class ProgressDisplay:
                 status = "ok" if k == TIMED else ((ev.result or {}).get("failure") or {}).get("kind", "failed")
                 secs = f" {ev.seconds:.1f}s" if isinstance(ev.seconds, (int, float)) else ""
                 where = f" on {ev.slot}" if ev.slot else " (build)"
-                from ktui.repro.verify.results import one_line
+                from ktui.view.text import one_line
 
                 print(f"verify: [{done}/{self.total()}] {one_line(ev.label, 20)} {ev.job[:10]} {status}{where}{secs}",
                       file=self.stream, flush=True)
@@ -243,7 +241,7 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     report = build_report(planner.rows, {**planner.cached, **eng.results}, cached=set(planner.cached), stats=stats)
     for issue in planner.issues:
         if issue.severity != "info":
-            from ktui.repro.verify.results import one_line
+            from ktui.view.text import one_line
 
             _err(f"{one_line(issue.path)}: {one_line(issue.message)}")
     for e in getattr(eng, "errors", []):
@@ -265,76 +263,24 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     return 0 if all(v.good for v in report.rows) else 1
 
 
-# ---- the verify report as Rich renderables ------------------------------------------------
-def render(console: Any, report: Report) -> None:
-    from rich.table import Table
-    from rich.text import Text
+# ---- the verify report, drawn from its view ---------------------------------------------------
+def _view(report: Any) -> Any:
+    from ktui.repro.verify.results import Report
+    from ktui.view.verify import verify_view
 
-    from ktui.report.repro import VERDICT_STYLE
-
-    # one run a line (never wrapped: grep finds a run's record whole); the reason column only
-    # where it fits (the claims below give the reason of every claim that fails)
-    wide = (console.width or 80) >= 150
-    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    for h in ("run", "model", "ver", "recorded", "reproduced", "verdict") + (("reason",) if wide else ()):
-        t.add_column(h, overflow="ellipsis", no_wrap=True,
-                     max_width=70 if h == "reason" else (48 if h == "run" else None),
-                     min_width={"run": 16, "model": 8, "verdict": 10}.get(h))
-    for v in report.rows:
-        cells = [Text(one_line(v.row.path)), Text(one_line(v.row.model or "")), Text(one_line(v.row.version or "—")),
-                 Text(_side(v.row.recorded_outcome, v.row.recorded_speedup)),
-                 Text(_side(v.outcome, v.speedup) + (" (cached)" if v.cached else "")),
-                 Text(v.verdict, style=VERDICT_STYLE.get(v.verdict, ""))]
-        if wide:
-            cells.append(Text(one_line(v.reason, 300)))
-        t.add_row(*cells)
-    console.print(t)
-    console.print()
-    console.print(Text("per model: recorded → reproduced", style="bold"))
-    console.print(models_table(report))
-    console.print()
-    nj = int(report.stats.get("not_judged") or 0)
-    beside = f"; {nj} run(s) not judged here, listed above with why and how to judge them" if nj else ""
-    if report.claims:
-        console.print(Text(f"claims that do not hold ({len(report.claims)} of {report.stats.get('judged', '?')} "
-                           f"judged{beside}), worst first", style="bold"))
-        for v in report.claims:
-            line = Text("  ")
-            line.append(v.verdict, style=VERDICT_STYLE.get(v.verdict, "bold"))
-            line.append(f"  {one_line(v.row.path)} {one_line(v.row.version or '')}: "
-                        f"recorded {_side(v.row.recorded_outcome, v.row.recorded_speedup)}, "
-                        f"reproduced {_side(v.outcome, v.speedup)} — {one_line(v.reason, 240)}")
-            console.print(line, soft_wrap=True)
-    elif nj and not report.stats.get("judged"):
-        console.print(Text(f"nothing judged here: {nj} run(s) not judged (see why above)", style="bold yellow"))
-    else:
-        console.print(Text("every recorded claim holds" + (f" among the {report.stats.get('judged')} judged"
-                                                           f"{beside}" if nj else ""), style="bold green"))
-    s = report.stats
-    if s:
-        console.print()
-        console.print(Text(stats_line(s), style="dim"), soft_wrap=True)
+    return verify_view(report.record() if isinstance(report, Report) else report)
 
 
-def models_table(report: Report) -> Any:
+def render(console: Any, report: Any) -> None:
+    """The report (a live ``Report`` or a typed ``VerifyReport``) as text: one run a line, per model
+    recorded → reproduced, the claims that do not hold, the sweep's figures."""
+    from ktui.report.draw import draw
+
+    draw(console, _view(report).parts)
+
+
+def models_table(report: Any) -> Any:
     """Per model: recorded → reproduced pass rate, fast_p and geomean speedup (a Rich table)."""
-    from rich.table import Table
-    from rich.text import Text
+    from ktui.report.draw import rich_table
 
-    m = Table(header_style="bold", box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    m.add_column("model", min_width=10, overflow="ellipsis", no_wrap=True)
-    m.add_column("runs", justify="right", min_width=4)
-    m.add_column("judged", justify="right", min_width=6)
-    for h in ["pass"] + [f"fast_{p:g}" for p in FAST_P] + ["geomean"]:
-        m.add_column(h, justify="right", no_wrap=True)
-    for d in report.models():
-        a, b = d["recorded"], d["reproduced"]
-        cells = [f"{_pct(a.get('pass_rate'))} → {_pct(b.get('pass_rate'))}"]
-        cells += [f"{_pct(a.get(f'fast_{p:g}'))} → {_pct(b.get(f'fast_{p:g}'))}" for p in FAST_P]
-        cells.append(f"{_x(a.get('geomean_speedup'))} → {_x(b.get('geomean_speedup'))}")
-        nj = b.get("not_judged") or 0
-        m.add_row(Text(one_line(d["model"])), str(d["runs"]), f"{b.get('judged', 0)}" + (f" ({nj} not)" if nj else ""),
-                  *cells)
-    return m
-
-
+    return rich_table(_view(report).models_table)

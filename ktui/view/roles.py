@@ -31,6 +31,21 @@ OUTPUT_ERROR = "output.error"
 CODE = "code"
 CALL = "call"
 FOLD = "fold"  # the "… N more lines" line of a folded block
+# results of re-execution (ktui.view.results): repro, profile, verify
+ASIDE = "aside"  # a secondary line: environment, notes, timing
+FAILURE = "failure"  # the tail of a kernel's error output
+HOST = "host"  # the run is host-bound
+GROUP = "group"  # a group heading row of a table
+FINDING = "finding"  # an honesty finding's class
+CALLOUT = "callout"  # a value the profile's page cannot have
+CALLOUT_HEAD = "callout.head"
+CHECK_OK, CHECK_FAILED, CHECK_NONE = "check.ok", "check.failed", "check.none"
+VERDICT = "verdict"  # verdict_role(name): the verdict of a comparison
+
+
+def verdict_role(verdict: str) -> str:
+    """``verdict.reproduced``, ``verdict.not judged here``...: a verdict's role (its name as is)."""
+    return f"{VERDICT}.{verdict}"
 
 
 def status_role(status: str) -> str:
@@ -83,7 +98,26 @@ ROLE_STYLES: dict[str, str] = {
     "severity.info": "cyan",
     "diff.added": "green",
     "diff.removed": "red",
+    ASIDE: "dim",
+    FAILURE: "dim red",
+    HOST: "magenta",
+    GROUP: "bold underline",
+    FINDING: "bold red",
+    CALLOUT: "magenta",
+    CALLOUT_HEAD: "bold magenta",
+    CHECK_OK: "green",
+    CHECK_FAILED: "bold red",
+    CHECK_NONE: "dim",
 }
+
+# the verdicts' terminal styles (the names of ktui.repro.judging.names; a verdict not here: bold)
+VERDICT_STYLES: dict[str, str] = {
+    "reproduced": "bold green", "reproduced: fails the same way": "bold green", "differs": "bold yellow",
+    "unit error suspected": "bold magenta", "correctness disagrees": "bold red", "not reproducible": "bold red",
+    "suspicious": "bold red reverse", "not recorded": "dim", "shown only": "dim", "cancelled": "yellow",
+    "not judged here": "bold yellow", "harness error": "bold yellow",
+}
+ROLE_STYLES.update({verdict_role(v): st for v, st in VERDICT_STYLES.items()})
 
 # the colour of a heading rule, by the role of the heading
 RULE_STYLES: dict[str, str] = {

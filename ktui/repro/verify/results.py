@@ -1,7 +1,11 @@
 """The verification report: one row per run (recorded vs reproduced), per-model aggregates of
 both sides (the same :func:`ktui.trace.aggregate.aggregate` as ``ktui runs``), and the claims that
-do not hold, worst first. Plain data here; :func:`render` prints it with Rich (trace text as
-``Text`` after :func:`~ktui.trace.text.sanitize`, never markup), :func:`to_json`, :func:`write_csv`.
+do not hold, worst first. Plain data here: :func:`build_report` makes a :class:`Report` (live
+objects); :meth:`Report.record` is its typed, versioned form (:class:`VerifyReport`, schema
+:data:`~ktui.repro.results.VERIFY_SCHEMA`: what ``--json`` writes and
+:meth:`VerifyReport.from_dict` reads back, raising :class:`~ktui.repro.results.ResultError` on a
+bad shape); :func:`to_json`, :func:`write_csv`. The view (:mod:`ktui.view.verify`) is built from a
+:class:`VerifyReport`; ``ktui/report`` and ``ktui/tui`` draw it.
 
 Reproduced outcome of a run: ``passed`` when its kernel passed correctness here and no honesty
 check failed, ``failed`` when it ran and did not (or could not be built or run: compile error,
@@ -22,6 +26,15 @@ from ktui.repro.judging.outcome import unjudged
 from ktui.repro.results import VERIFY_SCHEMA
 from ktui.repro.verdict import CANNOT_TEST, GOOD, NOT_JUDGED, SEVERITY, UNJUDGED, Comparison, compare
 from ktui.repro.verify.plan import RunRow
+from ktui.repro.verify.record import (  # noqa: F401  (the typed report: re-exported)
+    MAX_ROWS,
+    ModelRecord,
+    RunRecord,
+    SideAggregate,
+    VerifyReport,
+    read_report,
+    stats_line,
+)
 from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
 from ktui.trace.model import INCOMPLETE, OUTCOME_FAILED, PASSED
 from ktui.trace.text import sanitize
@@ -97,14 +110,22 @@ class Verified:
         return {
             "path": self.row.path, "real": self.row.real, "model": self.row.model, "problem": self.row.problem,
             "version": self.row.version, "final": self.row.final,
-            "recorded_outcome": self.row.recorded_outcome, "recorded_speedup": self.row.recorded_speedup,
+            "recorded_outcome": self.row.recorded_outcome, "recorded_speedup": _finite(self.row.recorded_speedup),
             "reproduced_outcome": self.outcome, "reproduced_speedup": self.speedup,
-            "kernel_us": (t.get("kernel") or {}).get("mean_us"), "reference_us": (t.get("reference") or {}).get("mean_us"),
+            "kernel_us": _finite((t.get("kernel") or {}).get("mean_us")),
+            "reference_us": _finite((t.get("reference") or {}).get("mean_us")),
             "verdict": self.verdict, "reason": self.reason, "cached": self.cached,
             "classes": self.comparison.classes if self.comparison is not None else [],
             "failure": f.get("kind"), "job": self.row.job,
             "slot": (r.get("verify") or {}).get("slot"),
         }
+
+
+def _finite(v: Any) -> float | None:
+    """A number JSON can hold (``--json`` refuses NaN and infinities), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return v
 
 
 class _Recorded:
@@ -139,6 +160,10 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": VERIFY_SCHEMA, "runs": [v.to_dict() for v in self.rows], "models": self.models(),
                 "claims_not_holding": [v.to_dict() for v in self.claims], "stats": self.stats}
+
+    def record(self) -> VerifyReport:
+        """The typed, versioned report (what ``--json`` writes), validated."""
+        return VerifyReport.from_dict(json.loads(json.dumps(self.to_dict(), default=str)))
 
 
 def _agg(a: ModelAggregate | None) -> dict[str, Any]:
@@ -195,22 +220,6 @@ def _x(x: float | None) -> str:
 
 def _side(outcome: str, sp: float | None) -> str:
     return outcome + (f" {sp:.2f}x" if sp is not None else "")
-
-
-def stats_line(s: dict[str, Any]) -> str:
-    parts = [f"{s.get('runs', 0)} run(s)", f"{s.get('kernels', 0)} distinct kernel(s)"]
-    if s.get("duplicates"):
-        parts.append(f"{s['duplicates']} duplicate(s) shared")
-    parts.append(f"{s.get('cached', 0)} from the cache")
-    parts.append(f"{s.get('built', 0)} built, {s.get('timed', 0)} timed, {s.get('failed', 0)} did not complete")
-    if s.get("not_judged"):
-        parts.append(f"{s['not_judged']} run(s) not judged here")
-    if s.get("cancelled"):
-        parts.append(f"{s['cancelled']} cancelled")
-    if s.get("wall_s") is not None:
-        parts.append(f"{s['wall_s']:.1f} s on {s.get('engine', '?')} ({s.get('slots', '?')} slot(s), "
-                     f"{s.get('jobs', '?')} build job(s))")
-    return " · ".join(parts)
 
 
 def to_json(report: Report, out: IO[str]) -> None:
