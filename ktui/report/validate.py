@@ -15,9 +15,10 @@ from ktui.view.text import one_line, safe_data
 
 
 def _is_trace(fp: Path) -> bool:
-    """Under a directory, the files ``ktui runs`` lists: every ``*.jsonl``, and the ``.json`` /
-    ``.traj`` / ``.eval`` files that are traces (a result or config file is not)."""
-    if fp.name.endswith(".jsonl"):
+    """Under a directory, the files ``ktui runs`` lists: every ``*.jsonl`` and KernelBench sample
+    file, and the ``.json`` / ``.traj`` / ``.eval`` files that are traces (a result or config file
+    is not)."""
+    if not fp.name.endswith((".json", ".traj", ".eval")):
         return True
     from ktui.trace.importers import detect
 
@@ -29,9 +30,10 @@ def _is_trace(fp: Path) -> bool:
 
 def trace_files(paths: list[str], err) -> list[Path]:
     """Files named directly, plus the traces under named directories: the files ``ktui runs``
-    lists (``*.jsonl``, and ``.json`` / ``.traj`` / ``.eval`` traces; not runs.jsonl or other
-    sweep records, not result or config files)."""
-    from ktui.trace.index import RECORD_FILES, TRACE_EXTS
+    lists (``*.jsonl``, KernelBench sample files, and ``.json`` / ``.traj`` / ``.eval`` traces;
+    not runs.jsonl or other sweep records, not result or config files): the sweep index's
+    ``looked_at`` decides for both."""
+    from ktui.trace.index.walk import looked_at
 
     out: list[Path] = []
     seen: set[str] = set()
@@ -56,7 +58,7 @@ def trace_files(paths: list[str], err) -> list[Path]:
                 dirs.sort()
                 dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
                 for f in sorted(files):
-                    if f.endswith(TRACE_EXTS) and f not in RECORD_FILES:
+                    if looked_at(f):
                         fp = Path(root) / f
                         rp = os.path.realpath(fp)
                         if rp not in seen:
@@ -82,7 +84,7 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
     err = err_console()
     files = trace_files(paths, err)
     if not files:
-        err.print(Text("ktui: no trace files (*.jsonl, or .json / .traj / .eval traces) found"))
+        err.print(Text("ktui: no trace files (*.jsonl, .json / .traj / .eval traces, KernelBench sample files) found"))
         return 1
     bad = 0
     report = []

@@ -23,6 +23,12 @@ TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval")  # .eval: Inspect's zipped lo
 _SAMPLE_FILE = re.compile(r"^(?:level_\d+_)?problem_\d+(?:_sample_\d+)?_kernel\.py$")
 
 
+def looked_at(name: str) -> bool:
+    """Whether a file of this name is read as a possible run: a trace extension or a KernelBench
+    sample file, not a sweep record. Every walk of a directory (``runs``, ``validate``) asks this."""
+    return name not in RECORD_FILES and (name.endswith(TRACE_EXTS) or _SAMPLE_FILE.match(name) is not None)
+
+
 def _display(path: str, root: str) -> str:
     """``path`` relative to ``root`` (the walk builds every path by joining names onto root)."""
     prefix = root if root.endswith(os.sep) else root + os.sep
@@ -115,7 +121,7 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
                     if records is not None:
                         records.read(e.path, issues, _display(e.path, root))
                     continue
-                if not name.endswith(TRACE_EXTS) and not _SAMPLE_FILE.match(name):
+                if not looked_at(name):
                     continue
                 fst = e.stat()
                 # the real path of a link is resolved only if it is not a duplicate (see above)
