@@ -23,7 +23,7 @@ from typing import Any
 from ktui import settings
 from ktui.trace.notes import JSONError, loads
 
-LAZY_MIN = 1024  # lines at least this many bytes long are read back on demand (KTUI_LAZY_MIN overrides)
+LAZY_MIN = 256  # lines at least this many bytes long are read back on demand (KTUI_LAZY_MIN overrides)
 CACHE_LINES = 16  # parsed lines kept, most recently used first
 BOM = b"\xef\xbb\xbf"
 
