@@ -150,6 +150,9 @@ def pct(xs: list[float], p: float) -> float:
     return xs[k]
 
 
+LOAD_TIMEOUT = 600.0  # --load-timeout: seconds to wait for the whole run of a big trace
+
+
 async def measure(path: Path, keys_per_kind: int = 30, size=(160, 48)) -> dict:
     from textual import events
     from textual._compositor import CompositorUpdate
@@ -174,23 +177,24 @@ async def measure(path: Path, keys_per_kind: int = 30, size=(160, 48)) -> dict:
     result: dict = {"trace": path.name, "size_mb": round(path.stat().st_size / 1e6, 2)}
     async with app.run_test(size=size) as pilot:
         t_ready = None
-        while time.perf_counter() - t_create < 30:
+        while time.perf_counter() - t_create < min(LOAD_TIMEOUT, 120):
             await asyncio.sleep(0.001)
             s = app.screen
             if isinstance(s, ReplayScreen) and s.ready:
                 t_ready = time.perf_counter()
                 break
-        assert t_ready is not None, "not loaded within 30 s"
+        assert t_ready is not None, "nothing shown within 120 s"
         while not displays or displays[-1] < t_ready:
             await asyncio.sleep(0.001)
         result["first_paint_ms"] = round((displays[-1] - t_create) * 1000, 1)
         s = app.screen
         # a big file is drawn from its first lines (ReplayScreen.complete: the whole run is shown)
-        while not getattr(s, "complete", True) and time.perf_counter() - t_ready < 600:
+        while not getattr(s, "complete", True) and time.perf_counter() - t_ready < LOAD_TIMEOUT:
             await asyncio.sleep(0.01)
         result["whole_run_ms"] = round((time.perf_counter() - t_create) * 1000, 1)
         # the static findings come from a worker after the first paint: keys are timed after it
-        while getattr(s.run, "findings_pending", False) and time.perf_counter() - t_ready < 600:
+        result["complete"] = getattr(s, "complete", True)
+        while getattr(s.run, "findings_pending", False) and time.perf_counter() - t_ready < LOAD_TIMEOUT:
             await asyncio.sleep(0.01)
         result["turns"] = len(s.run.turns)
         result["kernels"] = len(s.run.kernels)
@@ -246,8 +250,12 @@ def main() -> int:
     ap.add_argument("--kernel-lines", type=int, default=2000)
     ap.add_argument("--keys", type=int, default=30, help="key presses per kind")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--trace", default="", help="use this synthetic trace (written there if missing)")
+    ap.add_argument("--trace", default="", help="use this synthetic trace (written there if missing), or any trace")
+    ap.add_argument("--no-seed", action="store_true", help="leave the seed trace out")
+    ap.add_argument("--load-timeout", type=float, default=600.0, help="seconds to wait for a big trace's whole run")
     args = ap.parse_args()
+    global LOAD_TIMEOUT
+    LOAD_TIMEOUT = args.load_timeout
 
     t = time.perf_counter()
     import ktui.tui.app  # noqa: F401
@@ -256,7 +264,7 @@ def main() -> int:
     results = []
     with tempfile.TemporaryDirectory() as d:
         traces = []
-        if SEED.is_file():
+        if SEED.is_file() and not args.no_seed:
             traces.append(SEED)
         t = time.perf_counter()
         if args.trace and Path(args.trace).is_file():
@@ -274,7 +282,8 @@ def main() -> int:
         return 0
     print(f"import ktui.tui.app: {import_ms:.0f} ms   (synthetic trace written in {gen_s:.1f} s)")
     for r in results:
-        print(f"\n{r['trace']}  {r['size_mb']} MB  {r['turns']} turns  {r['kernels']} kernel versions")
+        print(f"\n{r['trace']}  {r['size_mb']} MB  {r['turns']} turns  {r['kernels']} kernel versions"
+              + ("" if r.get("complete", True) else "  (keys timed before the whole run was read)"))
         fp = r["first_paint_ms"]
         print(f"  whole run shown    {r['whole_run_ms']:8.1f} ms")
         print(f"  first paint        {fp:8.1f} ms   {'ok' if fp <= 1000 else 'OVER'} (target <= 1000)"
@@ -286,7 +295,7 @@ def main() -> int:
               f"last screen update: what a loaded machine does not inflate)")
         a = r["redraw_all_ms"]
         print(f"  all keys           p50 {a['p50']:6.1f} ms  p95 {a['p95']:6.1f} ms  max {a['max']:.1f} ms   "
-              f"{'ok' if a['p95'] <= 30 else 'OVER'} (target p95 <= 30)")
+              f"{'ok' if a['p95'] <= 20 else 'OVER'} (issue 25: p95 <= 20; issue 3: <= 30)")
     return 0
 
 
