@@ -15,7 +15,9 @@ content: the line must still decode to an event of the same kind.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -175,3 +177,40 @@ def result_fields(call_name: str, p: dict[str, Any]):
         summary = str(res)
     summary, meta = split_meta(summary)
     return summary, effect, meta, costs
+
+
+TRIM_MIN = 16 << 20  # files at least this big give the C heap back after a load (:func:`give_back_heap`)
+
+
+def give_back_heap(size: int) -> None:
+    """After reading a file of ``size`` bytes: hand the C heap's free pages back to the system
+    (glibc's ``malloc_trim``). A load frees as much as it reads (every line's bytes and decoded
+    objects), and the heap keeps those pages otherwise: 16 MB of a 20 MB trace's 39 MB of
+    resident anonymous memory. Nothing elsewhere (macOS, musl) or for small files."""
+    if size < TRIM_MIN:
+        return
+    trim = _malloc_trim()
+    if trim is not None:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - memory is only given back, never needed
+            trim(0)
+
+
+_TRIM: list = []
+
+
+def _malloc_trim():
+    if not _TRIM:
+        fn = None
+        try:
+            import ctypes
+            import ctypes.util
+
+            if sys.platform.startswith("linux"):
+                name = ctypes.util.find_library("c") or "libc.so.6"
+                fn = getattr(ctypes.CDLL(name), "malloc_trim", None)
+                if fn is not None:
+                    fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
+        except (OSError, AttributeError, ImportError):
+            fn = None
+        _TRIM.append(fn)
+    return _TRIM[0]

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from ktui.trace.builder import Builder
-from ktui.trace.lazy import LineSource
+from ktui.trace.lazy import LineSource, give_back_heap
 from ktui.trace.lines import (  # noqa: F401 - the reader's own names, still imported from here
     BOM,
     CHUNK,
@@ -361,7 +361,9 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
             b.problem(0, str(exc))
         except OSError as exc:
             b.problem(0, f"cannot read file: {exc.strerror or exc}")
-        return attach(b.finish(final=True, findings=findings))
+        run = attach(b.finish(final=True, findings=findings))
+    give_back_heap(run.size_bytes)
+    return run
 
 
 STAGE_MIN_BYTES = 4 << 20  # files at least this big are shown in two stages by :func:`load_stages`
@@ -435,6 +437,7 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
         except OSError as exc:
             b.problem(0, f"cannot read file: {exc.strerror or exc}")
         run = attach(b.finish(final=True, findings=findings))
+    give_back_heap(run.size_bytes)
     yield run, True
 
 
