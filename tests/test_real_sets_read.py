@@ -49,3 +49,28 @@ def test_validate_reads_every_file_runs_lists(tmp_path):
     assert len(listed) == 3
     assert sorted(_validated(tmp_path)) == listed
     assert sorted(_validated(kb)) == [p for p in listed if "/results/" in p]
+
+
+def test_an_empty_kernelbench_sample_file_is_a_run_without_a_kernel(tmp_path):
+    """yoenoo/eh_kernelbench (8b3f622) ``results/level_1_problem_8_sample_2_kernel.py`` is 0 bytes
+    (the generation wrote nothing): ``runs`` counted it as a run with no kernel, while ``show`` and
+    ``validate`` gave it a kernel version v1 (final) of 0 lines. It is a run with no version, its
+    result (if the folder's results file has one) still read."""
+    from ktui.trace import load
+
+    kb = tmp_path / "results"
+    kb.mkdir()
+    (kb / "level_1_problem_8_sample_2_kernel.py").write_text("")
+    (kb / "level_1_problem_9_sample_0_kernel.py").write_text("\n  \n")
+    (kb / "eval_results.json").write_text(json.dumps({"9": {"sample_id": 0, "compiled": False, "correctness": False,
+                                                            "metadata": {"compilation_error": "empty"}}}))
+    for name in ("level_1_problem_8_sample_2_kernel.py", "level_1_problem_9_sample_0_kernel.py"):
+        run = load(kb / name)
+        assert run.format == "kernelbench-run" and run.kernels == [] and run.final_kernel is None
+        assert any("empty" in t.text for t in run.terminal)
+        assert not run.problems
+    runs, _ = scan(kb, use_cache=False, jobs=0)
+    assert sorted((s.path, s.outcome) for s in runs) == [
+        ("level_1_problem_8_sample_2_kernel.py", "incomplete"), ("level_1_problem_9_sample_0_kernel.py", "failed")]
+    res = CliRunner().invoke(main, ["validate", str(kb)], catch_exceptions=False)
+    assert "kernels=0" in res.output and "kernels=1" not in res.output

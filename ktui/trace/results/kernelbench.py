@@ -242,17 +242,22 @@ def load_sample(path: str) -> Run:
         if src is not None:
             p.reference_source = src.decode("utf-8", "replace")
             p.reference_origin = f"KernelBench checkout: {ref}"
-    sha = hashlib.sha1(code.encode("utf-8", "surrogatepass")).hexdigest()
-    kv = KernelVersion(1, sha, code, None, 1, path=os.path.basename(path), origin="KernelBench sample file")
-    run.kernels.append(kv)
-    run.final_kernel_number = 1
-    run.backend = backend_of(code)
+    kv = None
+    if code.strip():  # an empty file: the generation wrote no code (no kernel version)
+        sha = hashlib.sha1(code.encode("utf-8", "surrogatepass")).hexdigest()
+        kv = KernelVersion(1, sha, code, None, 1, path=os.path.basename(path), origin="KernelBench sample file")
+        run.kernels.append(kv)
+        run.final_kernel_number = 1
+        run.backend = backend_of(code)
     r = find(run)
+    if kv is None:
+        run.terminal.append(Terminal("eof", "the sample file is empty: no kernel was written", 0))
     if r is not None and r.outcome in ("passed", "failed"):
-        kv.uses.append(KernelUse(None, -1, r.source.split(" ", 1)[0], OK if r.outcome == "passed" else FAILED,
-                                 (r.error.split("\n", 1)[0] if r.error else r.outcome)[:200], True))
+        if kv is not None:
+            kv.uses.append(KernelUse(None, -1, r.source.split(" ", 1)[0], OK if r.outcome == "passed" else FAILED,
+                                     (r.error.split("\n", 1)[0] if r.error else r.outcome)[:200], True))
         run.terminal.append(Terminal("grader", f"{r.source}: {r.outcome}", 0))
-    else:
+    elif kv is not None:
         run.terminal.append(Terminal("eof", "no evaluation result for this sample", 0))
     derive_flags(run)
     return run
