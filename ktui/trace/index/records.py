@@ -21,6 +21,7 @@ class _Record:
     data: dict[str, Any]
     target: str  # real directory or file it applies to
     matched: bool = False
+    digest: bytes | None = None  # sha1 of its data (Records.signature)
 
 
 class Records:
@@ -108,11 +109,15 @@ class Records:
         return out[::-1]
 
     def signature(self, recs: list[_Record]) -> str:
+        """What the records of a run say, as a hash (a cached row is stale when it changes); each
+        record hashed once (a sweep's top-level record applies to every run)."""
         if not recs:
             return ""
         h = hashlib.sha1()
         for r in recs:
-            h.update(json.dumps(r.data, sort_keys=True, default=str).encode())
+            if r.digest is None:
+                r.digest = hashlib.sha1(json.dumps(r.data, sort_keys=True, default=str).encode()).digest()
+            h.update(r.digest)
         return h.hexdigest()[:16]
 
     def apply(self, s: RunSummary, recs: list[_Record]) -> None:

@@ -37,8 +37,17 @@ def worker_main() -> None:  # pragma: no cover - runs in a helper process (teste
             body = {"i": task["i"], "s": summarize(tf).to_dict()}
         except Exception as exc:  # noqa: BLE001 - report, never die on one file
             body = {"i": task.get("i") if isinstance(task, dict) else None, "error": repr(exc)}
-        out.write(json.dumps(body).encode() + b"\n")
+        out.write(_dumps(body) + b"\n")
         out.flush()
+
+
+def _dumps(body: dict) -> bytes:
+    try:
+        import orjson
+
+        return orjson.dumps(body)
+    except (ImportError, TypeError):  # numbers orjson cannot hold (ints over 64 bits): the json module can
+        return json.dumps(body).encode()
 
 
 class Helper:
