@@ -48,9 +48,11 @@ def seed(tmp_path, monkeypatch):
 
 
 def _body(screen) -> str:
+    """What the body shows: the panel's own words, or a result drawn from its view."""
     from textual.widgets import Static
 
-    return str(screen.query_one("#repro-report", Static).render())
+    body = screen.query_one("#repro-report", Static)
+    return str(body.render()) if body.display else screen.query_one("#repro-result").plain
 
 
 def _status(screen) -> str:

@@ -399,9 +399,10 @@ raise RuntimeError("oops [/] [bold]x[/bold] \\x1b]0;pwned\\x07 \\x1b[31mred")
     text = buf.getvalue()
     assert "oops [/]" in text and "[bold]x[/bold]" in text
     assert "\x1b" not in text and "␛]0;pwned" in text
-    from ktui.tui.screens.repro_panel import render_report_text
+    from ktui.view.doc import plain_lines
+    from ktui.view.repro import repro_view
 
-    shown = render_report_text(rep).plain
+    shown = "\n".join(plain_lines(repro_view(rep).parts))  # what the app's panel draws
     assert "oops [/]" in shown and "\x1b" not in shown
 
 

@@ -77,7 +77,7 @@ def test_confirm_run_result_then_cached(cache):
             assert await wait_for(pilot, lambda: screen.state == "done")
             assert screen.report is not None
             assert screen.report.verdict == "reproduced: fails the same way"
-            text = str(screen.query_one("#repro-report").render())
+            text = screen.query_one("#repro-result").plain  # the result's widgets, from its view
             assert "fails the same way" in text and "torch" in text
             assert shared_worker(app).requests == 1
             await pilot.press("escape")
@@ -210,14 +210,17 @@ def test_q_in_the_panel_quits_and_kills_a_running_kernel(cache):
 
 
 def test_the_report_is_laid_out_at_the_panels_width(cache):
-    """At 100x30 the report is wrapped once, at the body's own width (laid out at the screen's,
-    the panel wrapped its long lines a second time), and again at the new width on a resize."""
+    """At 100x30 the table is laid out at the body's own width (columns by priority: none wraps
+    the recorded value), and again at the new width on a resize."""
+    from ktui.tui.widgets.resultview import ViewTable
+
     run = load("cpu_run")
     kv = run.kernel("v2")
     opts = ReproOptions(device="cpu", trials=5, timeout=60)
 
     def widest(screen):
-        return max(len(line) for line in screen.query_one("#repro-report").render().plain.splitlines())
+        t = screen.query_one(ViewTable)
+        return max(len(line) for line in t.render().plain.splitlines()), t.size.width
 
     async def go():
         screen = ReproScreen(run, kv, opts, confirm=False)
@@ -225,15 +228,15 @@ def test_the_report_is_laid_out_at_the_panels_width(cache):
         async with app.run_test(size=(100, 30)) as pilot:
             assert await wait_for(pilot, lambda: screen.state == "done")
             await pilot.pause()
+            await pilot.pause()
+            narrow, room = widest(screen)
             body = screen.query_one("#repro-body")
-            narrow = widest(screen)
-            assert narrow <= body.scrollable_content_region.width, (narrow, body.scrollable_content_region)
-            assert narrow >= body.scrollable_content_region.width - 12  # it uses the room it has
+            assert narrow <= room <= body.scrollable_content_region.width, (narrow, room)
             await pilot.resize_terminal(160, 48)
             await pilot.pause()
             await pilot.pause()
-            wide = widest(screen)
-            assert narrow < wide <= screen.query_one("#repro-body").scrollable_content_region.width
+            wide, room2 = widest(screen)
+            assert room < room2 and wide <= room2
 
     asyncio.run(go())
 

@@ -239,3 +239,60 @@ def test_wrap_cell():
     assert wrap_cell("abcdefghij", 4) == ["abcd", "efgh", "ij"]
     assert wrap_cell("abcdefghij", 4, wrap=False) == ["abc…"]
     assert cell_width("μs") == 2 and cell_width("表") == 2
+
+
+# ---- the app's widgets, drawn from the view ------------------------------------------------------------
+def test_the_panel_table_fits_100_columns_without_wrapping_the_recorded_value(run_kv):
+    """Issue 24: at 100x30 the repro panel's body is 84 cells; the table fits it by priority (the
+    ratio left out and named, the reproduced value and the verdict wrapped on words), and every
+    recorded value stays on one line."""
+    from ktui.tui.widgets.resultview import table_lines
+
+    run, kv = run_kv
+    t = next(p for p in repro_view(_report(run, kv, _entry(), cached=True)).parts if isinstance(p, Table))
+    lines, left_out = table_lines(t, 84)
+    text = [ln.plain for ln in lines]
+    assert all(len(x) <= 84 for x in text) and left_out == ["ratio"]
+    for rec in t.cells("recorded"):
+        assert any(rec in x for x in text), rec  # whole, on one line
+    lines, left_out = table_lines(t, 140)
+    assert left_out == [] and "ratio" in lines[0].plain
+
+
+def test_widgets_show_hostile_strings_as_text(run_kv):
+    """Markup in a trace string stays text in the widgets (plain Text, never parsed), and no
+    escape, bell or bidi control reaches a segment."""
+    import asyncio
+
+    from textual.app import App
+    from textual.widgets import Static
+
+    from ktui.tui.widgets.resultview import ResultDoc, ViewTable
+
+    run, kv = run_kv
+    parts = repro_view(_hostile_report(run, kv)).parts + profile_view(_profile()).parts
+
+    class Host(App):
+        def compose(self):
+            yield ResultDoc(parts, id="doc")
+
+    async def go():
+        app = Host()
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.pause()
+            doc = app.query_one(ResultDoc)
+            shown = doc.plain
+            assert "[bold red]M[/]" in shown and "<script>alert(1)</script>" in shown
+            for w in doc.query(Static):
+                content = w.render()
+                assert not isinstance(content, str)  # a Text, not a markup string
+                for span in getattr(content, "spans", []):
+                    assert "link" not in str(span.style)
+            for t in doc.query(ViewTable):
+                strips = [t.render_line(y) for y in range(t.size.height)]
+                for strip in strips:
+                    for seg in strip:
+                        assert not any(b in seg.text for b in RAW), seg.text
+                        assert seg.style is None or not seg.style.link
+
+    asyncio.run(go())

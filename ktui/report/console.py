@@ -9,15 +9,10 @@ or are cut with an ellipsis (table cells). Records meant for ``grep`` (``validat
 
 from __future__ import annotations
 
-import io
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
 
 from rich.console import Console
-from rich.style import Style
-from rich.text import Text
 
 DEFAULT_WIDTH = 100  # piped, with no COLUMNS
 MIN_WIDTH = 40
@@ -84,44 +79,3 @@ def table_console(file, term: bool) -> Console:
 
 def err_console() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-class TextConsole:
-    """A console that keeps what a command's renderer prints (``render(console, report)``) as
-    one Rich ``Text`` with its styles, for a widget: the renderables' segments are appended as
-    they are, so nothing is written as ANSI escapes and parsed back. Only ``print`` is offered
-    (the renderers of ``repro``, ``--profile`` and ``verify`` use nothing else)."""
-
-    def __init__(self, width: int) -> None:
-        self._console = Console(file=io.StringIO(), width=width, force_terminal=True, color_system="truecolor",
-                                legacy_windows=False, highlight=False)
-        self.text = Text()
-
-    @property
-    def width(self) -> int:
-        return self._console.width
-
-    def print(self, *objects: Any, style: Any = None, overflow: Any = None, no_wrap: bool | None = None,
-              soft_wrap: bool = False, end: str = "\n", **_: Any) -> None:
-        c = self._console
-        if soft_wrap:
-            no_wrap, overflow = True, "ignore"
-        options = c.options.update(overflow=overflow, no_wrap=no_wrap)
-        base = c.get_style(style) if style else None
-        items = [c.render_str(o) if isinstance(o, str) else o for o in objects]
-        if len(items) > 1 and all(isinstance(o, Text) for o in items):
-            items = [Text(" ").join(items)]  # as Console.print joins texts: one line
-        for renderable in items:
-            for seg in c.render(renderable, options):
-                if not seg.control:
-                    self.text.append(seg.text, Style.chain(base, seg.style) if base else seg.style)
-        if not objects:  # print(): a blank line (a renderable ends its own last line)
-            self.text.append(end)
-
-
-def rendered_text(render: Callable[[Any, Any], None], report: Any, width: int) -> Text:
-    """What ``render(console, report)`` prints at ``width``, as styled Text (trailing blanks cut)."""
-    console = TextConsole(width)
-    render(console, report)
-    console.text.rstrip()
-    return console.text

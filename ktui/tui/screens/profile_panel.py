@@ -9,27 +9,14 @@ body. Without ncu or a GPU the panel says so in one line. Nothing here imports t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
 
-from ktui.report.console import rendered_text
 from ktui.tui.screens.repro_messages import ProfileDone, ReproFailed, ReproProgress
+from ktui.view.text import clean
 
 CONFIRMED_ATTR = "_ktui_repro_confirmed"  # shared with the `r` key: one confirmation per app
-
-
-def console_text(render: Callable[[Any, Any], None], report: Any, width: int = 110) -> Text:
-    """What ``render(console, report)`` (a command's terminal rendering) prints at ``width``
-    (60 at least), as Rich Text for a Static (its styled segments: no ANSI round trip)."""
-    return rendered_text(render, report, max(60, width))
-
-
-def render_profile_text(report: Any, width: int = 110) -> Text:
-    from ktui.report.profile import render_profile
-
-    return console_text(render_profile, report, width)
 
 
 def request_profile(screen: Any) -> None:
@@ -43,15 +30,13 @@ def request_profile(screen: Any) -> None:
 
 
 def ask(screen: Any) -> None:
-    from textual.widgets import Static
-
     screen.state = "confirm"
     screen._pending_profile = True
     k = screen.kernel
     opts = screen.options
     screen._status("This profiles model-written code from the trace on this machine, under Nsight Compute.")
-    screen.query_one("#repro-report", Static).update(Text(
-        f"kernel {k.label} (sha1 {k.sha1[:12]}) and its reference will each be built and run under ncu in a "
+    screen.show_message(Text(
+        f"kernel {clean(k.label)} (sha1 {k.sha1[:12]}) and its reference will each be built and run under ncu in a "
         f"separate process: a fresh temporary directory, secrets removed from its environment, its own process "
         f"group, {opts.timeout:g} s per stage. One forward after a warm-up is profiled; ncu replays each of its "
         f"kernels once per counter group (tens of passes), with --clock-control none and caches flushed "
@@ -86,22 +71,21 @@ def start_profile(screen: Any) -> None:
 
 
 def show_profile(screen: Any, report: Any) -> None:
-    from textual.widgets import ProgressBar, Static
+    from textual.widgets import ProgressBar
+
+    from ktui.view.profile import profile_view
 
     screen.state = "done"
     screen.profile_report = report
     screen.query_one(ProgressBar).display = False
-    body = screen.query_one("#repro-report", Static)
     # the reason once, in the body; the status line only says what happened
     if report.status == "unavailable":
         screen._status("cannot profile here (the reason is below)")
-        screen._shown = None
-        body.update(Text(f"cannot profile: {report.message}"))
+        screen.show_message(f"cannot profile: {report.message}")
     elif report.status != "completed":
-        screen._status(f"profile {report.status} (the reason is below)")
-        screen._shown = None
-        body.update(Text(f"profile {report.status}: {report.message}"))
+        screen._status(clean(f"profile {report.status} (the reason is below)"))
+        screen.show_message(f"profile {report.status}: {report.message}")
     else:
-        screen._status(f"profile: {report.verdict}")
-        screen.show_rendered(lambda width: render_profile_text(report, width))
+        screen._status(clean(f"profile: {report.verdict}"))
+        screen.show_parts(profile_view(report).parts)
     screen._hint("p: profile again  ·  r: re-run  ·  esc: close")

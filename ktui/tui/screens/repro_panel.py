@@ -11,7 +11,9 @@ It pushes a :class:`ReproScreen` (a modal) for that kernel version:
 3. while running: a progress bar through the stages (startup, build, reference, correctness,
    timing, memory, launches, checks) with the current trial; ``escape`` cancels, which kills
    the worker process group;
-4. then the recorded-vs-reproduced table, verdict and environment line (as ``ktui repro``).
+4. then the recorded-vs-reproduced table, verdict and environment line (as ``ktui repro``):
+   widgets built from the view (:func:`ktui.view.repro.repro_view`, :class:`ResultDoc`), laid
+   out at the panel's width (the table's columns by priority) and again on a resize.
 
 The screen dismisses with the last :class:`ktui.repro.api.ReproReport` (or None). Every run
 gets a fresh judge process and fresh sandboxed reference and candidate workers (no process
@@ -43,8 +45,8 @@ from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
 from ktui.tui.errors import report as report_error
 from ktui.tui.keys import Key, bindings, check_table
-from ktui.tui.screens.profile_panel import console_text
 from ktui.tui.screens.repro_messages import ProfileDone, ReproDone, ReproFailed, ReproLookedUp, ReproProgress
+from ktui.tui.widgets.resultview import ResultDoc
 from ktui.view.text import clean
 
 __all__ = ["ReproScreen", "open_repro_panel", "cached_verdict", "shared_worker"]
@@ -83,13 +85,6 @@ def cached_verdict(run: Any, kernel: Any) -> str | None:
     return reports[0].verdict if reports else None
 
 
-def render_report_text(report: ReproReport, width: int = 110) -> Text:
-    """The `ktui repro` rendering of a report, as Rich Text for a Static."""
-    from ktui.report.repro import render_report
-
-    return console_text(render_report, report, width)
-
-
 class ReproScreen(ModalScreen["ReproReport | None"]):
     """Re-run one kernel version; shows progress, then recorded vs reproduced."""
 
@@ -124,7 +119,6 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self._confirm = confirm
         self.state = "idle"  # idle | looking | confirm | running | cancelling | done
         self.report: ReproReport | None = None
-        self._shown: Any = None  # render(width) of what the body shows, for a resize
         self._cancel: threading.Event | None = None
 
     # ---- layout ----------------------------------------------------------------------------------
@@ -137,7 +131,8 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             yield Label("", id="repro-status")
             yield ProgressBar(total=100, show_eta=False, show_percentage=True, id="repro-progress")
             with VerticalScroll(id="repro-body"):
-                yield Static("", id="repro-report")
+                yield Static("", id="repro-report")  # what the panel says (confirmation, why not)
+                yield ResultDoc(id="repro-result")  # a reproduction or a profile, from its view
             yield Label("", id="repro-hint")
 
     def on_mount(self) -> None:
@@ -209,7 +204,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         except Exception as exc:  # noqa: BLE001 - say so rather than claim protections
             words = [f"(could not determine the sandbox: {exc})"]
         protections = "\n".join(f"  • {w}" for w in words)
-        self.query_one("#repro-report", Static).update(Text(
+        self.show_message(Text(
             f"kernel {clean(self.kernel.label)} (sha1 {self.kernel.sha1[:12]}) will be built and run; "
             f"ktui's judge (no trace code) compares and times it. Protections on this machine:\n"
             f"{protections}\n  • the kernel's processes stopped while the reference is timed\n"
@@ -231,8 +226,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         bar.display = True
         bar.update(progress=0)
         self._status(status)
-        self._shown = None
-        self.query_one("#repro-report", Static).update("")
+        self.show_message("")
         self._hint("esc: cancel (kills the worker)")
         return self._cancel
 
@@ -245,31 +239,27 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         self.query_one(ProgressBar).display = False
         when = f" (cached, {report.created})" if report.cached else ""
         self._status(clean(f"verdict: {report.verdict}{when}"))
-        self.show_rendered(lambda width: render_report_text(report, width))
+        from ktui.view.repro import repro_view
+
+        self.show_parts(repro_view(report).parts)
         self._hint("r: re-run  ·  p: profile (ncu)  ·  esc: close")
 
-    def _report_width(self) -> int:
-        """The width the report is laid out at: the body's own, less the vertical scrollbar a
-        long report brings (laid out at the screen's width, the panel wrapped every long line a
-        second time: at 100x30 a line ended with "0.00 s of" and "CPU)" stood alone)."""
-        body = self.query_one("#repro-body")
-        w = body.scrollable_content_region.width or body.size.width or 110
-        return max(40, w - max(1, body.styles.scrollbar_size_vertical))
+    def show_parts(self, parts: tuple[Any, ...]) -> None:
+        """Show a result document (a reproduction's or a profile's view) in the body; its widgets
+        lay themselves out at the body's width, and again after a resize."""
+        self.query_one("#repro-report", Static).display = False
+        doc = self.query_one("#repro-result", ResultDoc)
+        doc.display = True
+        doc.show(parts)
 
-    def show_rendered(self, render: Any) -> None:
-        """Show ``render(width)`` (a report or a profile) in the body, laid out at its width, and
-        again at the new width after a resize."""
-        self._shown = render
-        self._render_shown()
-
-    def _render_shown(self) -> None:
-        render = getattr(self, "_shown", None)
-        if render is not None:
-            self.query_one("#repro-report", Static).update(render(self._report_width()))
-
-    def on_resize(self, event: Any) -> None:
-        if self.state == "done":
-            self.call_after_refresh(self._render_shown)  # after the new layout: its width
+    def show_message(self, text: str | Text) -> None:
+        """Show what the panel says (plain text) in the body instead of a result."""
+        body = self.query_one("#repro-report", Static)
+        body.update(text if isinstance(text, Text) else Text(clean(text)))
+        body.display = True
+        doc = self.query_one("#repro-result", ResultDoc)
+        doc.display = False
+        doc.show(())
 
     # ---- the run (thread) -----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="repro", exit_on_error=False)

@@ -61,7 +61,8 @@ class Verification:
 
 def cell_for(row: Any, result: dict[str, Any] | None) -> str:
     """The reproduced cell of one run: the short verdict and the reproduced speedup."""
-    from ktui.repro.verify.results import Verified, one_line
+    from ktui.repro.verify.results import Verified
+    from ktui.view.text import one_line
 
     if result is None or row.recorded is None:
         return "not testable" if row.note else "—"
@@ -186,7 +187,7 @@ def _set(screen: Any, texts: dict[str, str]) -> None:
 
 
 def _finished(screen: Any, state: Verification) -> None:
-    from ktui.repro.verify.results import one_line
+    from ktui.view.text import one_line
 
     if state.error:
         screen.notify(f"verify failed: {one_line(state.error, 200)}", severity="error", markup=False)
@@ -201,14 +202,18 @@ def _finished(screen: Any, state: Verification) -> None:
 
 
 def with_reproduced(screen: Any, recorded_table: Any) -> Any:
-    """The aggregates panel: the recorded table, then recorded → reproduced once verified."""
-    from ktui.report.verify import models_table
+    """The aggregates panel: the recorded table, then recorded → reproduced once verified (the
+    verify report's view, :func:`ktui.view.verify.verify_view`, its models table drawn at its own
+    width: the panel scrolls sideways)."""
+    from ktui.tui.widgets.resultview import table_lines
+    from ktui.view.verify import verify_view
 
     state: Verification | None = getattr(screen, "_verification", None)
     if state is None or state.report is None:
         return recorded_table
     title = Text("verified: recorded → reproduced", style="bold")
-    return Group(recorded_table, title, models_table(state.report))
+    lines, _ = table_lines(verify_view(state.report.record()).models_table)
+    return Group(recorded_table, title, Text("\n", no_wrap=True).join(lines))
 
 
 def stop(screen: Any) -> None:
