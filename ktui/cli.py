@@ -418,8 +418,10 @@ def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_
               help="Leave runs out of the aggregates and charts (as `ktui runs --exclude`); the count is shown.")
 @click.option("--labels", "labels_file", type=click.Path(dir_okay=False), default=None,
               help="Another labels file to read (besides the default one and DIR/ktui-labels.jsonl).")
+@click.option("--verify", "verify_file", type=click.Path(dir_okay=False), default=None,
+              help="A `ktui verify --json` report to show in its own section (recorded vs reproduced).")
 def report(directory: str, output: str, no_cache: bool, jobs: int | None, exclude: tuple[str, ...],
-           labels_file: str | None) -> None:
+           labels_file: str | None, verify_file: str | None) -> None:
     """Write one self-contained HTML file about a sweep: charts, runs, each run's transcript and diffs."""
     from ktui.trace.aggregate import parse_exclude
 
@@ -432,7 +434,8 @@ def report(directory: str, output: str, no_cache: bool, jobs: int | None, exclud
         fail(str(exc))
     from ktui.report.html import report_command
 
-    sys.exit(report_command(p, output, use_cache=not no_cache, jobs=jobs, exclude=excl, labels_file=labels_file))
+    sys.exit(report_command(p, output, use_cache=not no_cache, jobs=jobs, exclude=excl, labels_file=labels_file,
+                            verify_file=verify_file))
 
 
 @main.command()

@@ -208,9 +208,13 @@ def _legend_html(charts: SweepCharts) -> str:
 
 def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: int | None = None,
                  title: str | None = None, exclude: tuple[str, ...] = (), labels_file: str | None = None,
-                 ) -> tuple[str, dict[str, Any]]:
+                 verify: Any = None, verify_source: str = "") -> tuple[str, dict[str, Any]]:
     """The report page and some figures about it (runs, seconds per phase). ``exclude``: runs the
-    aggregates and charts leave out (:func:`ktui.trace.aggregate.select`; the count is said)."""
+    aggregates and charts leave out (:func:`ktui.trace.aggregate.select`; the count is said);
+    ``verify``: a verify report (``VerifyReport``, from ``ktui verify --json``) shown in its own
+    section (:func:`ktui.report.html_results.verify_section`)."""
+    from ktui.report.html_results import CSS as DOC_CSS
+    from ktui.report.html_results import verify_section
     from ktui.repro.reproduced import reproduced_results
     from ktui.trace.aggregate import select
     from ktui.trace.labels import LabelStore, files_for
@@ -232,7 +236,7 @@ def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: 
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         f"script-src 'nonce-{nonce}'; img-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'\">",
         '<meta name=viewport content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(name)}</title><style>{CSS}</style></head><body>",
+        f"<title>{html.escape(name)}</title><style>{CSS}{DOC_CSS}</style></head><body>",
         f'<header class="top"><h1>{html.escape(name)}</h1><div class="sub">{len(runs):,} runs · '
         f'{len(g.models)} models · '
         f'{len(g.problems):,} problems · made by ktui {time.strftime("%Y-%m-%d %H:%M")}'
@@ -248,6 +252,7 @@ def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: 
         f'{first_correct_svg(charts.first_correct)}</div>',
         "</div></section>",
         f'<section><h2>Per model</h2><div class="card">{_aggregates_html(selection.kept, selection)}</div></section>',
+        verify_section(verify, verify_source) if verify is not None else "",
         '<section id="runs-section"><h2>Runs</h2><div class="controls">'
         '<input id="f-text" type="search" placeholder="filter: path, problem, model, persona, outcome, flags" size=50>'
         '<select id="f-outcome"><option value="">any outcome</option><option>passed</option><option>failed</option>'
@@ -289,8 +294,23 @@ def no_runs_reason(root: str | Path, issues: list[Any]) -> str:
 
 
 def report_command(root: str | Path, output: str | Path, *, use_cache: bool = True, jobs: int | None = None,
-                   quiet: bool = False, exclude: tuple[str, ...] = (), labels_file: str | None = None) -> int:
-    page, stats = build_report(root, use_cache=use_cache, jobs=jobs, exclude=exclude, labels_file=labels_file)
+                   quiet: bool = False, exclude: tuple[str, ...] = (), labels_file: str | None = None,
+                   verify_file: str | None = None) -> int:
+    verify = None
+    if verify_file:
+        from ktui.repro.results import ResultError
+        from ktui.repro.verify.record import read_report
+
+        try:
+            verify = read_report(verify_file)
+        except ResultError as exc:  # not a verify report: say which field, write nothing
+            print(f"ktui: {one_line(verify_file)}: not a ktui verify --json report ({one_line(exc)})", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"ktui: {one_line(verify_file)}: {one_line(exc.strerror or exc)}", file=sys.stderr)
+            return 2
+    page, stats = build_report(root, use_cache=use_cache, jobs=jobs, exclude=exclude, labels_file=labels_file,
+                               verify=verify, verify_source=verify_file or "")
     if not stats["runs"]:  # no 0-run page: one line that says why, and a non-zero exit
         print(f"ktui: {no_runs_reason(root, stats['issues'])}", file=sys.stderr)
         return 1

@@ -101,24 +101,30 @@ class RunRecord:
     @classmethod
     def from_dict(cls, d: Any, where: str = "runs") -> RunRecord:
         d = _obj(d, where)
+        kw: dict[str, Any] = {}
+        for k in ("path", "real"):  # in the fields' order: the first wrong field is the one named
+            kw[k] = _str(d, k, where)
+        kw["model"] = _str(d, "model", where, True)
+        kw["problem"] = _str(d, "problem", where)
+        kw["version"] = _str(d, "version", where, True)
+        kw["final"] = _bool(d, "final", where)
+        kw["recorded_outcome"] = _str(d, "recorded_outcome", where)
+        kw["recorded_speedup"] = _number(d, "recorded_speedup", where)
+        kw["reproduced_outcome"] = _str(d, "reproduced_outcome", where)
+        for k in ("reproduced_speedup", "kernel_us", "reference_us"):
+            kw[k] = _number(d, k, where)
+        kw["verdict"], kw["reason"] = _str(d, "verdict", where), _str(d, "reason", where)
+        kw["cached"] = _bool(d, "cached", where)
         classes = _list(d, "classes", where)
         if any(not isinstance(c, str) for c in classes):
             raise _fail(f"{where}.classes", "expected strings")
+        kw["classes"] = tuple(classes)
+        kw["failure"], kw["job"] = _str(d, "failure", where, True), _str(d, "job", where, True)
         slot = d.get("slot")
         if slot is not None and (isinstance(slot, bool) or not isinstance(slot, (str, int))):
             raise _fail(f"{where}.slot", "expected a string, an integer or null")
-        return cls(
-            path=_str(d, "path", where) or "", real=_str(d, "real", where) or "",
-            model=_str(d, "model", where, True), problem=_str(d, "problem", where) or "",
-            version=_str(d, "version", where, True), final=_bool(d, "final", where),
-            recorded_outcome=_str(d, "recorded_outcome", where) or "",
-            recorded_speedup=_number(d, "recorded_speedup", where),
-            reproduced_outcome=_str(d, "reproduced_outcome", where) or "",
-            reproduced_speedup=_number(d, "reproduced_speedup", where),
-            kernel_us=_number(d, "kernel_us", where), reference_us=_number(d, "reference_us", where),
-            verdict=_str(d, "verdict", where) or "", reason=_str(d, "reason", where) or "",
-            cached=_bool(d, "cached", where), classes=tuple(classes), failure=_str(d, "failure", where, True),
-            job=_str(d, "job", where, True), slot=None if slot is None else str(slot))
+        kw["slot"] = None if slot is None else str(slot)
+        return cls(**kw)
 
     @property
     def good(self) -> bool:
