@@ -329,6 +329,61 @@ def test_the_kernel_cannot_choose_its_failure_kind(tmp_path, claimed):
     assert verdict_of(res) in (CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE)
 
 
+@needs("torch")
+def test_a_kernel_cannot_claim_it_cannot_be_timed(tmp_path):
+    # "method_unsupported" (a CUDA graph the kernel cannot be captured in) raised only while the
+    # worker's timer runs: on the host clock (and with CUDA events) there is no such failure, so
+    # the claim is the kernel's own failure, never a result without a timing
+    from ktui.repro.verdict import CANNOT_TEST
+
+    code = model("from ktui.engine.errors import StageFailure\n", body="""
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_name in ("op_time", "measure"):
+                raise StageFailure("timing", "method_unsupported", "cannot be captured in a CUDA graph")
+            f = f.f_back
+        """)
+    res = judge_run(tmp_path, code)
+    assert res["status"] == "failed", (res.get("timing") or {}).get("error")
+    assert res["failure"]["kind"] == "runtime_error", res["failure"]
+    assert res["failure"]["kind"] not in CANNOT_TEST
+
+
+BIG_REF = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.new_ones(96 << 20) * x.sum()  # 384 MiB of float32, whatever the input
+
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@needs("torch")
+def test_the_judge_is_bounded_whatever_a_worker_sends(tmp_path):
+    # the judge's own memory is bounded (RLIMIT_AS at what it maps once torch is loaded plus its
+    # budget): a reply far larger than that budget (here a reference's 384 MiB output against a
+    # 64 MiB budget) ends in a harness error that names the budget, not in a judge that takes the
+    # host's memory; nothing is judged from it
+    from ktui.repro.verdict import REPRODUCED
+
+    code = model("", forward="        return x.new_ones(96 << 20) * x.sum()\n")
+    res = judge_run(tmp_path, code, ref=BIG_REF, judge_memory=64 << 20, trials=2)
+    assert res["status"] == "failed", res.get("status")
+    f = res["failure"]
+    assert f["kind"] == "harness_error" and "memory budget" in f["message"], f
+    assert verdict_of(res) != REPRODUCED
+
+
 FORGE_TIME = '''
 import gc
 from ktui.engine import shm
@@ -417,6 +472,55 @@ def test_forged_wall_replies_end_the_worker(tmp_path, mult, copies):
     assert res["status"] == "failed", res.get("timing")
     assert res["failure"]["kind"] == "protocol_error", res["failure"]
     assert res["failure"]["kind"] not in CANNOT_TEST
+
+
+PATCH_WALL = '''
+import gc
+_srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
+_wall, _model = _srv.op_wall, None
+class _Skip:  # runs the model on one call in {every}; 0: never
+    def __init__(self, m):
+        self.m, self.i, self.last = m, 0, None
+    def __call__(self, *a):
+        self.i += 1
+        if self.last is None or ({every} and self.i % {every} == 0):
+            self.last = self.m(*a)
+        return self.last
+def _patched(args, fds, out):
+    if args.get("keep"):  # the judge keeps outputs: the real loop
+        return _wall(args, fds, out)
+    m = _srv.model
+    _srv.model = _Skip(m)
+    try:
+        return _wall(args, fds, out)
+    finally:
+        _srv.model = m
+_srv.op_wall = _patched
+_real = _srv.timer.measure
+def _measure(call, **k):  # its own timer agrees with the patched loop
+    return _real(lambda i: None, **k)
+_srv.timer.measure = _measure
+'''
+
+
+@needs("torch")
+@pytest.mark.parametrize("every", [0, 10], ids=["no-work", "one-call-in-10"])
+def test_a_kernel_that_patches_its_workers_loop_to_work_only_when_checked(tmp_path, every):
+    # the kernel's module finds the worker's server (gc) and replaces its wall-clock loop: the
+    # passes ktui times call the model once (or one call in 10) and reuse its output; the pass
+    # whose outputs ktui keeps runs for real. The checked pass is timed too: far slower, the
+    # kernel is ended (its timed passes did no work); slower, a finding and its time reported
+    from ktui.repro.verdict import REPRODUCED
+
+    code = model(PATCH_WALL.replace("{every}", str(every)), body="import time; time.sleep(0.003)\n")
+    res = judge_run(tmp_path, code)
+    assert verdict_of(res) != REPRODUCED
+    if res["status"] == "failed":
+        assert res["failure"]["kind"] == "runtime_error" and "did not do the work" in res["failure"]["message"], \
+            res["failure"]
+    else:
+        assert any(f["class"] == "slower_when_checked" for f in res["findings"]), res["findings"]
+        assert res["timing"]["kernel"]["mean_us"] > 2500, res["timing"]["kernel"]  # the real 3 ms
 
 
 NAN_REF = '''

@@ -10,6 +10,8 @@ import time
 
 from . import protocol, sandbox, shm
 from .defaults import (
+    CHECKED_PASS_SLACK_S,
+    CHECKED_PASS_SLOWDOWN,
     INTERLEAVED_RATIO,
     MAX_SAMPLES,
     WALL_BUSY_FRACTION,
@@ -22,6 +24,7 @@ from .defaults import (
     WALL_TOLERANCE,
     WALL_TOLERANCE_CPU,
     WALL_WINDOW_S,
+    machine_scale,
 )
 from .errors import StageFailure, default_cache_root, now, round_, stats_us
 from .workers import Cancelled, Held, Timeout
@@ -93,11 +96,11 @@ class ClockStages:
             rec["seconds"] = round_(rec["seconds"] + now() - t0, 3)
             rec["cpu_seconds"] = round_(rec["cpu_seconds"] + max(0.0, cpu1 - cpu0), 3)
 
-    def _time_side(self, w, label, cap_s=None):
+    def _time_side(self, w, label, cap_s=None, method=None):
         job = self.job
         # a sample cap the kernel cannot stretch (its own clock may be patched to stand still)
         cap_n = int(min(MAX_SAMPLES, max(20 * int(job.trials), 200)))
-        args = {"slots": ["t"], "method": job.method, "trials": int(job.trials), "warmup": int(job.warmup),
+        args = {"slots": ["t"], "method": method or job.method, "trials": int(job.trials), "warmup": int(job.warmup),
                 "target_rse": float(job.target_rse), "cap_s": float(job.time_cap_s if cap_s is None else cap_s),
                 "adaptive": bool(job.adaptive), "max_samples": cap_n}
         self.trial(1, None, label)
@@ -175,11 +178,27 @@ class ClockStages:
         rng = secrets.SystemRandom()
         keep = sorted(rng.sample(range(forwards), min(WALL_CHECKED, forwards)))
         self.trial(WALL_REPEATS, WALL_REPEATS, f"{label} outputs of calls {', '.join(str(k + 1) for k in keep)}")
-        data, _ = w.call("wall", {"slots": slots, "forwards": forwards, "keep": keep}, poll=1.0)
-        if data["forwards"] != forwards:
-            raise StageFailure(self.stage_name, "protocol_error", f"worker protocol error: the {w.role} ran "
-                               f"{data['forwards']} forwards, {forwards} asked (the worker was ended)", fatal=True)
-        outs, fds = w.call("wall_outputs")
+        # its time is measured too (the request and the reply of its outputs, which a kernel could
+        # compute only when asked for them): a worker patched to do the work only when the judge
+        # keeps outputs is slower here than in the timed passes, and ended when far slower
+        expected_s = forwards * max(raw, min(per)) / 1e6
+        budget_s = CHECKED_PASS_SLOWDOWN * expected_s + CHECKED_PASS_SLACK_S * machine_scale()
+        t0 = now()
+        try:
+            data, _ = w.call("wall", {"slots": slots, "forwards": forwards, "keep": keep}, poll=1.0, timeout=budget_s)
+            if data["forwards"] != forwards:
+                raise StageFailure(self.stage_name, "protocol_error", f"worker protocol error: the {w.role} ran "
+                                   f"{data['forwards']} forwards, {forwards} asked (the worker was ended)", fatal=True)
+            outs, fds = w.call("wall_outputs", timeout=max(1.0, budget_s - (now() - t0)))
+        except Timeout:
+            if time.monotonic() >= self.deadline:
+                raise
+            raise StageFailure(self.stage_name, "runtime_error" if w.role == "candidate" else "reference_error",
+                               f"the {label}'s {forwards} calls took {expected_s * 1e3:.3g} ms in the timed passes "
+                               f"(ktui's clock) but more than {budget_s:.1f} s when ktui kept outputs of calls it "
+                               "picked: the timed passes did not do the work (its worker's loop was changed); the "
+                               f"{w.role} worker was ended", fatal=True) from None
+        self._checked_per = (now() - t0) * 1e6 / max(1, forwards)
         if len(outs["outputs"]) != len(keep):
             shm.close_fds(fds)
             w.kill()
@@ -225,9 +244,18 @@ class ClockStages:
             except StageFailure as f:
                 if f.kind != "method_unsupported":
                     raise
-                timing["error"] = f.message
-                self.result["notes"].append(f.message)
-                return timing
+                if f.fatal or not self.cand.proc.alive():
+                    timing["error"] = f.message
+                    self.result["notes"].append(f.message)
+                    return timing
+                # the kernel's word that it cannot be captured in a CUDA graph is checked, not
+                # taken: both sides are timed anyway, with CUDA events (no kernel escapes timing)
+                self.result["notes"].append(f"{f.message}: both sides timed with CUDA events instead")
+                timing["method_used"] = "cuda_event"
+                timing["graph_unsupported"] = f.message
+                kdata, ks = self._time_side(self.cand, "kernel", method="cuda_event")
+                with self._candidate_stopped(timing):
+                    rdata, rs = self._time_side(self.ref, "reference", method="cuda_event")
             if ks is None:  # the kernel's process sent samples that cannot be true: ktui's clock decides
                 timing["kernel_invalid_samples"] = kdata["invalid_samples"]
                 ks = [float("inf")]
@@ -378,6 +406,32 @@ class ClockStages:
             checks.append(agreeing_cross_check(timing["kernel"]["mean_us"], cc["kernel_wall_us"], kf,
                                                WALL_TOLERANCE_CPU if self.device_kind == "cpu" else WALL_TOLERANCE))
         self._interleaved(timing, cc)
+        self._checked_pass_agrees(timing, cc, slots)
+
+    def _checked_pass_agrees(self, timing, cc, slots):
+        """The kernel's checked pass (outputs of random calls kept, the only pass whose outputs
+        the judge sees) against its timed passes, by ktui's clock. Much slower there, and again
+        when measured again: a finding, and the checked pass's time is the one reported."""
+        checked = self._checked_per
+        timed = cc["kernel_wall_us"]
+        slack = WALL_SLACK_US + (getattr(self, "_noise", {}) or {}).get("kernel", 0.0) / max(1, cc["kernel_forwards"])
+        if not (checked > INTERLEAVED_RATIO * timed + slack):
+            return
+        again, _f, (h, _keep) = self._wall(self.cand, slots, "kernel", check=True)
+        self.release(h)
+        timed, checked = min(timed, min(again)), min(checked, self._checked_per)
+        cc["kernel_checked_pass_us"] = round_(checked, 3)
+        if not (checked > INTERLEAVED_RATIO * timed + slack):
+            return
+        why = (f"the kernel is {checked / max(timed, 1e-9):.1f}x slower on the pass whose outputs ktui checks "
+               f"({checked:.2f} μs per forward) than on its timed passes ({timed:.2f} μs): it does the work only "
+               "when its outputs are kept; the checked pass's time is reported")
+        self.result["findings"].append({"class": "slower_when_checked", "reason": why,
+                                        "evidence": {"timed_us": round_(timed, 3), "checked_us": round_(checked, 3)}})
+        self.result["checks"].append({"name": "checked_pass", "ok": False, "detail": why})
+        timing["kernel_unchecked"] = timing["kernel"]
+        timing["kernel"] = stats_us([checked])
+        timing["kernel"]["source"] = "judge wall clock, the checked pass"
 
     def _noise_us(self, w):
         """The slowest of 3 empty round trips to ``w`` now (μs): what waking up and answering

@@ -64,6 +64,8 @@ WALL_REPORT_TOLERANCE_CPU = 0.5
 INTERLEAVED_RATIO = 4.0
 WALL_CONFIRM = 2  # a disagreement is re-measured this many times before it counts
 WALL_SLACK_US = 50.0  # ...plus this many microseconds per forward (pipe and Python overhead)
+CHECKED_PASS_SLOWDOWN = 20.0  # the checked pass (outputs kept) may take this many times the timed passes' time...
+CHECKED_PASS_SLACK_S = 10.0  # ...plus this (times machine_scale()) before the kernel is ended for it
 HOST_BOUND_FRACTION = 0.5  # device busy less than this share of the event time: host-bound
 
 # sandbox limits

@@ -28,7 +28,7 @@ class Job:
         "measure_launches": True, "compile_timeout": COMPILE_TIMEOUT_S, "run_timeout": STAGE_TIMEOUT_S,
         "target_rse": TARGET_RSE, "time_cap_s": TIME_CAP_S, "adaptive": True,
         "worker_argv": None, "python_path": None, "prefix": None, "masks": None, "lock_dir": None,
-        "tmp_root": None, "memory_limit": None, "output_cap": None,
+        "tmp_root": None, "memory_limit": None, "output_cap": None, "judge_memory": None,
     }
 
     def __init__(self, **kw):

@@ -18,6 +18,47 @@ import threading
 MAX_JOB_BYTES = 64 << 20
 
 
+def _vm_size() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for ln in fh:
+                if ln.startswith("VmSize:"):
+                    return int(ln.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def bound_memory(budget=None) -> int:
+    """The judge's own memory bound: RLIMIT_AS (soft; the hard limit stays, so a GPU worker it
+    starts raises it again: CUDA reserves terabytes of address space) at what the judge maps
+    once torch is imported plus ``budget`` bytes (default: a worker's memory limit). A reply that
+    would make it allocate more (a forged size, a flood of samples or outputs) ends in a
+    MemoryError, a harness error in words, never the host's memory. Returns the limit (0: none)."""
+    import resource
+
+    from .sandbox import default_memory_limit
+
+    try:
+        import torch  # noqa: F401 - the judge decodes and compares tensors: its libraries mapped first
+    except ImportError:
+        pass
+    base = _vm_size()
+    if not base:
+        return 0
+    limit = base + int(budget or default_memory_limit())
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        if soft != resource.RLIM_INFINITY:
+            limit = min(limit, soft)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):
+        return 0
+    return limit
+
+
 def main() -> None:
     from . import sandbox
     from .pipeline import judge
@@ -47,6 +88,7 @@ def main() -> None:
                                           "trial": None, "fatal": True}}) + "\n")
         out.flush()
         os._exit(2)
+    limit = bound_memory(job.get("judge_memory"))
     lock = threading.Lock()
 
     def emit(ev):
@@ -55,6 +97,11 @@ def main() -> None:
 
     try:
         result = judge(job, emit=emit, cancel=cancel)
+        f = result.get("failure") or {}
+        if limit and f.get("kind") == "harness_error" and any(
+                w in str(f.get("message")) for w in ("MemoryError", "Cannot allocate memory")):
+            f["message"] = (f"the judge ran out of its memory budget ({limit / 2**30:.1f} GiB of address space, "
+                            f"RLIMIT_AS): {f.get('message')}")
     except ValueError as exc:  # an unknown job field: a bug in the caller
         result = {"status": "failed", "failure": {"stage": "startup", "kind": "worker_error",
                                                    "message": f"bad job: {exc}", "trial": None, "fatal": True}}

@@ -242,6 +242,12 @@ def preexec(spec):
         if spec.device == "cpu":
             # address space: CUDA reserves terabytes of it, so only on the CPU
             lim.append((resource.RLIMIT_AS, spec.memory_limit + (4 << 30)))
+        else:
+            # the judge's own bound (a soft RLIMIT_AS, ktui.engine.judge) is not the GPU worker's
+            try:
+                resource.setrlimit(resource.RLIMIT_AS, (resource.getrlimit(resource.RLIMIT_AS)[1],) * 2)
+            except (ValueError, OSError):
+                pass
         for what, value in lim:
             try:
                 soft, hard = resource.getrlimit(what)
