@@ -147,6 +147,81 @@ print("SEEN " + json.dumps({"home": os.environ.get("HOME"), "home_list": os.list
     assert len(seen["tmp"]) <= 1, seen["tmp"]
 
 
+HOME_PROBE = r'''
+import json, os, sys
+found = []
+for p in json.loads(sys.argv[1]):
+    try:
+        found.append([p, open(p).read()[:80]])
+    except OSError:
+        pass
+for d in json.loads(sys.argv[2]):
+    try:
+        found.append([d, sorted(os.listdir(d))])
+    except OSError:
+        pass
+print("SEEN " + json.dumps({"prefix": sys.prefix, "found": found}), flush=True)
+'''
+
+
+@linux_ns
+@pytest.mark.parametrize("layout", ["project", "home"])
+def test_a_toolchain_under_the_home_shows_only_its_toolchain_parts(tmp_path, monkeypatch, layout):
+    # ktui and its worker run from a venv in the user's home (~/proj/.venv; or, "home", a Python
+    # whose prefix is the home itself): its interpreter and site-packages are there for the
+    # worker, nothing beside them: not the project's .env next to the venv, not a file in the
+    # venv's own folder, not the rest of the home
+    import subprocess
+
+    from ktui.engine import toolchain
+
+    home = tmp_path / "home"
+    venv = home / "proj" / ".venv" if layout == "project" else home
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    secrets = {home / "proj" / ".env": "OPENAI_API_KEY=ktui-fake-beside-venv",
+               venv / "NOTES.txt": "ktui-fake-inside-venv-root", home / ".bash_history": "ktui-fake-history",
+               home / ".config" / "token": "ktui-fake-config"}
+    if layout == "home":  # ~/lib is the user's folder too: only Python's own files of it
+        secrets[home / "lib" / "notes.txt"] = "ktui-fake-lib"
+    judge_prefixes = toolchain._python_prefixes()
+    monkeypatch.setattr(toolchain, "_python_prefixes", lambda: judge_prefixes + [os.path.realpath(venv)])
+    for p, text in secrets.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    monkeypatch.setenv("HOME", str(home))
+    py = str(venv / "bin" / "python")
+    files = [str(p) for p in secrets]
+    dirs = sorted({str(home), str(home / "proj"), str(venv)})
+    control = subprocess.run([py, "-c", HOME_PROBE, json.dumps(files), json.dumps(dirs)], capture_output=True,
+                             text=True, timeout=120).stdout
+    assert len(json.loads(control.split("SEEN ", 1)[1])["found"]) == len(files) + len(dirs), control  # it works
+    work = tempfile.mkdtemp(prefix="ktui-test-worker-")
+    try:
+        argv = [py, "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+                "from ktui.engine import sandbox; sandbox.enter()\n" + HOME_PROBE, json.dumps(files), json.dumps(dirs)]
+        paths = sandbox.toolchain_paths([str(REPO)], argv)
+        assert not any(p == str(venv) or p.endswith("/proj") or p == str(home) for p in paths), paths
+        w = sandbox.Launched(sandbox.Spec(work, python_path=[str(REPO)], argv=argv), argv)
+        w.proc.wait(timeout=120)
+        w.close()
+        line = [ln for ln in w.tail("stdout").splitlines() if ln.startswith("SEEN ")]
+        assert line, w.tail("stderr")[-3000:]
+        seen = json.loads(line[-1][5:])
+    finally:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    assert os.path.realpath(seen["prefix"]) == os.path.realpath(venv)  # the venv's Python ran in the sandbox
+    # no planted file is read; the folders on the way show only the way to the toolchain parts
+    assert [f for f in seen["found"] if f[0] in files] == [], seen["found"]
+    listed = {f[0]: set(f[1]) for f in seen["found"] if f[0] in dirs}
+    if layout == "project":
+        assert listed.get(str(home), set()) <= {"proj"} and listed.get(str(home / "proj"), set()) <= {".venv"}
+        assert listed.get(str(venv), set()) <= set(sandbox.PREFIX_PARTS), listed
+    else:
+        assert listed.get(str(home), set()) <= {"bin", "lib", "include", "pyvenv.cfg"}, listed
+
+
 def test_environment_is_an_exact_name_allow_list():
     for name, value in [("LC_MYCOMPANY_PROD_PW", "x"), ("TRITON_REMOTE_CACHE_URL", "redis://u:p@h/0"),
                         ("TORCH_HUB_TOKEN", "x"), ("NCCL_SOCKET_IFNAME_PASSWORD", "x"), ("CUDA_SECRET", "x"),

@@ -61,6 +61,7 @@ from .proctree import (  # noqa: F401
     wait_stopped,
 )
 from .toolchain import (  # noqa: F401
+    PREFIX_PARTS,
     SYSTEM_PATHS,
     _clean_path_list,
     _home,

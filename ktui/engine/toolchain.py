@@ -27,16 +27,67 @@ def _ktui_package_dir():
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+#: what a worker sees of a Python prefix (a venv, a conda env, pyenv's) or a CUDA toolkit that
+#: lives under the user's home: its toolchain folders, never the folder itself (a ``.env``, notes
+#: or keys a user keeps in or beside it stay out)
+PREFIX_PARTS = ("bin", "lib", "lib64", "include", "libexec", "nvvm", "targets", "pyvenv.cfg")
+#: ...and of a prefix that is the home itself (Python installed with --prefix=$HOME): Python's
+#: own files only (``~/bin`` and ``~/lib`` hold the user's other things)
+HOME_PREFIX_GLOBS = ("bin/python*", "lib/python3*", "lib/libpython*", "include/python3*", "pyvenv.cfg")
+
+
+def _argv_prefixes(argv):
+    """The prefix of a Python the worker's command runs when it is not the judge's own (a venv's
+    interpreter: the folder holding its pyvenv.cfg, or bin/..)."""
+    out = []
+    for a in list(argv)[:1]:
+        if isinstance(a, str) and a.startswith("/") and os.path.basename(a).startswith("python"):
+            d = os.path.dirname(os.path.dirname(os.path.abspath(a)))
+            if os.path.isfile(os.path.join(d, "pyvenv.cfg")) or os.path.isdir(os.path.join(d, "lib")):
+                out.append(os.path.realpath(d))
+    return out
+
+
+def _parts_under_home(root, homes):
+    """What of ``root`` (a prefix or a toolkit under a home) a worker sees."""
+    import glob
+
+    if any(os.path.realpath(h) == root or _under(h, [root]) for h in homes):
+        return sorted({os.path.realpath(p) for g in HOME_PREFIX_GLOBS for p in glob.glob(os.path.join(root, g))})
+    out = []
+    for part in PREFIX_PARTS:
+        p = os.path.join(root, part)
+        if os.path.exists(p):
+            out.append(os.path.realpath(p))
+    for p in glob.glob(os.path.join(root, "*-linux-gnu*")):  # a conda compiler's sysroot
+        out.append(os.path.realpath(p))
+    return out
+
+
 def toolchain_paths(python_path=(), argv=()):
     """What a worker's own root holds besides its temp and build dirs: the system folders, the
-    Python prefixes, the judge's import path (site-packages, the folders .pth files add), ktui's
-    own package (never the folder around it: a repository checkout's other files stay out), the
-    CUDA toolkit, PATH's folders and the files the worker's command names. Entries under the
-    user's home are left out unless Python itself lives there. Sorted, real paths."""
+    Python prefixes (the judge's and the worker command's), the judge's import path
+    (site-packages, the folders .pth files add), ktui's own package (never the folder around it:
+    a repository checkout's other files stay out), the CUDA toolkit, PATH's folders and the files
+    the worker's command names. Of the user's home only the toolchain folders of a prefix or a
+    CUDA toolkit that lives there (:data:`PREFIX_PARTS`; Python's own files where the prefix is
+    the home itself): nothing beside them. Sorted, real paths."""
     home = _home()
-    prefixes = _python_prefixes()
+    prefixes = []
+    for p in _python_prefixes() + _argv_prefixes(argv):
+        if p not in prefixes:
+            prefixes.append(p)
     pkg = _ktui_package_dir()
     pkg_parent = os.path.dirname(pkg)
+    # the folders of the home a worker may see: the toolchain parts of each prefix there
+    home_roots = []
+    for p in prefixes:
+        if _under(p, home) or any(_under(h, [p]) for h in home):
+            home_roots += _parts_under_home(p, home)
+    for k in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDNN_HOME"):
+        v = os.environ.get(k)
+        if v and os.path.isdir(v) and _under(os.path.realpath(v), home):
+            home_roots += _parts_under_home(os.path.realpath(v), home)
     out = set()
 
     def add(p, force=False):
@@ -47,7 +98,12 @@ def toolchain_paths(python_path=(), argv=()):
             return
         if rp == pkg_parent:  # the checkout holding ktui: only ktui itself
             rp = pkg
-        if not force and _under(rp, home) and not _under(rp, prefixes):
+        in_home = _under(rp, home) or any(_under(h, [rp]) for h in home)
+        if in_home and not force:
+            if _under(rp, home_roots):
+                out.add(rp)
+            else:  # a folder holding a toolchain part (a prefix under the home): only those parts
+                out.update(r for r in home_roots if _under(r, [rp]))
             return
         if _under(rp, [tempfile_root()]) and not _under(rp, prefixes):
             return  # the temp folder: only the worker's own dir (bound on its own)
@@ -57,7 +113,8 @@ def toolchain_paths(python_path=(), argv=()):
         if os.path.lexists(p) and not os.path.islink(p):
             out.add(p)
     for p in prefixes:
-        add(p, force=True)
+        add(p)
+    out.update(home_roots)
     add(pkg, force=True)
     cwd = os.path.realpath(os.getcwd())
     for p in list(sys.path) + list(python_path):
