@@ -74,3 +74,44 @@ def test_an_empty_kernelbench_sample_file_is_a_run_without_a_kernel(tmp_path):
         ("level_1_problem_8_sample_2_kernel.py", "incomplete"), ("level_1_problem_9_sample_0_kernel.py", "failed")]
     res = CliRunner().invoke(main, ["validate", str(kb)], catch_exceptions=False)
     assert "kernels=0" in res.output and "kernels=1" not in res.output
+
+
+OPENHANDS = Path(__file__).resolve().parent / "fixtures" / "formats" / "structural" / \
+    "openhands_sdk_events_refused_edit_parallel_calls.json"
+
+
+def test_openhands_sdk_conversation_events_are_read():
+    """atineoSE/openhands-trajectory-visualizer (f1c9835, no licence) holds five real OpenHands
+    agent-SDK conversations exported as a JSON array of events (kimi-k2.5, Claude): ktui said "not a
+    trace (looks like a JSON array of 103 item(s) (dict))". A minimal file of the same structure:
+    the task, one version per applied edit (a refused ``str_replace`` changes nothing), the calls
+    of one response in one turn, exit codes, the finish message, the conversation error."""
+    from ktui.trace import load
+    from ktui.trace.importers import detect
+
+    assert detect(str(OPENHANDS)).name == "openhands"
+    run = load(OPENHANDS)
+    assert run.format == "openhands" and not run.problems
+    assert run.problem.prompt.startswith("Write a Triton ReLU")
+    assert len(run.turns) == 4 and [len(t.calls) for t in run.turns] == [1, 1, 2, 1]
+    assert [c.result.status for c in run.calls] == ["ok", "error", "ok", "failed", "ok"]
+    assert len(run.kernels) == 2 and not any(k.partial for k in run.kernels)
+    v1, v2 = run.kernels
+    assert "BLOCK=1024)" in v1.code and "BLOCK=2048)" in v2.code and "8192" not in v1.code + v2.code
+    assert run.final_kernel_number == 2 and "class ModelNew" in v2.code
+    assert run.turns[0].llm_ms == 8500 and run.turns[2].llm_ms == 6900  # from the event before each response
+    assert "Done: /work/solution.py holds ModelNew." in run.turns[3].text
+    assert run.terminal_state == "backend_error"
+    assert any("condensed" in n for _, n in run.notes)
+    runs, _ = scan(OPENHANDS, use_cache=False, jobs=0)
+    assert [s.format for s in runs] == ["openhands"]
+
+
+def test_arrays_of_other_objects_are_not_openhands():
+    from ktui.trace.importers.openhands import detect_object
+
+    assert not detect_object([{"kind": "x"}])  # no source
+    assert not detect_object([{"kind": "Note", "source": "agent"}])  # no event kind of the SDK
+    assert not detect_object([{"role": "user", "content": "hi"}])
+    assert not detect_object([])
+    assert detect_object({"events": [{"kind": "MessageEvent", "source": "user", "llm_message": {}}]})

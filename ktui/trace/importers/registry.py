@@ -28,6 +28,7 @@ from ktui.trace.importers import (
     harbor_atif,
     inspect_ai,
     mini_swe_agent,
+    openhands,
     swe_agent,
 )
 from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded
@@ -45,6 +46,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("harbor-atif", harbor_atif),
     ("mini-swe-agent", mini_swe_agent),
     ("swe-agent", swe_agent),
+    ("openhands", openhands),
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
 BY_NAME = dict(FORMATS)
