@@ -257,6 +257,11 @@ def test_the_panel_table_fits_100_columns_without_wrapping_the_recorded_value(ru
         assert any(rec in x for x in text), rec  # whole, on one line
     lines, left_out = table_lines(t, 140)
     assert left_out == [] and "ratio" in lines[0].plain
+    # a column left out with nothing in it is not named
+    from dataclasses import replace
+
+    no_ratio = replace(t, rows=tuple((*r[:3], type(r[3])(()), r[4]) for r in t.rows))
+    assert table_lines(no_ratio, 84)[1] == []
 
 
 def test_widgets_show_hostile_strings_as_text(run_kv):

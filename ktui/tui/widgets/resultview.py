@@ -110,8 +110,9 @@ def table_lines(table: Table, width: int | None = None) -> tuple[list[Text], lis
                     line.append(pad, style=base if cell.role else None)
                 line.append(gap if j < len(cols) - 1 else edge)
             out.append(line)
-    left_out = [c.header for c in table.columns if c.key not in keys and (width is None or not c.min_room
-                                                                          or width >= c.min_room)]
+    # named below the table: the columns left out that have something to show
+    left_out = [c.header for i, c in enumerate(table.columns) if c.key not in keys
+                and (width is None or not c.min_room or width >= c.min_room) and any(r[i].text for r in table.rows)]
     return [ln.rstrip() or ln for ln in out], left_out
 
 
