@@ -115,3 +115,25 @@ def test_arrays_of_other_objects_are_not_openhands():
     assert not detect_object([{"role": "user", "content": "hi"}])
     assert not detect_object([])
     assert detect_object({"events": [{"kind": "MessageEvent", "source": "user", "llm_message": {}}]})
+
+
+def test_openhands_model_from_the_conversation_state_beside_the_events(tmp_path):
+    """The events hold no model; the SDK keeps it in ``base_state.json`` beside them, the
+    visualizer's export in ``trajectory.json`` ``baseState`` (the five real conversations:
+    kimi-k2.5, kimi-k2-0905, Claude-Haiku-4.5). Without either the model stays unknown."""
+    from ktui.trace import load
+
+    state = {"id": "c", "agent": {"llm": {"model": "openrouter/some/model-1", "api_key": "**********"}}}
+    for name, obj in (("base_state.json", state), ("trajectory.json", {"id": "c", "baseState": state})):
+        d = tmp_path / name.split(".")[0]
+        d.mkdir()
+        shutil.copy(OPENHANDS, d / "events.json")
+        (d / name).write_text(json.dumps(obj))
+        run = load(d / "events.json")
+        assert run.model == "openrouter/some/model-1" and not run.problems
+        assert any(name in n for _, n in run.notes)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(OPENHANDS, alone / "events.json")
+    (alone / "trajectory.json").write_text("{not json")
+    assert load(alone / "events.json").model is None

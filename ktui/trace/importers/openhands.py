@@ -23,16 +23,33 @@ write them as one array, oldest first, or as ``{"events": [...]}``. Each event h
 A file edit is applied to the tracked file when its observation comes and is not an error (a
 refused ``str_replace`` changes nothing). "Lines" are the events' ordinals (1, 2, ...); problems
 carry a JSON path. The events hold no token counts and no model name (those are in the
-conversation's ``base_state.json``), so a run read from them has neither.
+conversation's ``base_state.json``): the model is read from a ``base_state.json`` beside the
+events file (the SDK's layout), or a ``trajectory.json`` whose ``baseState`` is that object (the
+visualizers' export), when one is there; token counts are not read.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from ktui.trace.importers.common import Assembler, as_dict, as_list, as_str, iso_ms, shell_status, text_of
+from ktui.trace.importers.common import (
+    Assembler,
+    TooBig,
+    as_dict,
+    as_list,
+    as_str,
+    iso_ms,
+    parse_json,
+    read_bounded,
+    shell_status,
+    text_of,
+)
 from ktui.trace.model import ERROR, Run, Terminal, ToolCall, Turn
 from ktui.trace.notes import JSONError, loads
+
+_STATE_FILES = ("base_state.json", "trajectory.json")
+_STATE_MAX = 4 << 20
 
 NAME = "openhands"
 LABEL = "OpenHands conversation events (agent SDK, JSON array)"
@@ -182,5 +199,29 @@ class _Reader:
         return asm.finish()
 
 
+def _model_beside(path: str) -> tuple[str, str] | None:
+    """(model, file name) from the conversation's state file beside the events file, if any."""
+    d = os.path.dirname(os.path.abspath(path))
+    for name in _STATE_FILES:
+        p = os.path.join(d, name)
+        if p == os.path.abspath(path) or not os.path.isfile(p):
+            continue
+        try:
+            state = parse_json(read_bounded(p, _STATE_MAX))
+        except (OSError, TooBig, JSONError, ValueError):
+            continue
+        if isinstance(state, dict) and isinstance(state.get("baseState"), dict):
+            state = state["baseState"]
+        model = as_str(as_dict(as_dict(as_dict(state).get("agent")).get("llm")).get("model"))
+        if model:
+            return model[:200], name
+    return None
+
+
 def load_object(obj: Any, path: str) -> Run:
-    return _Reader(path).read(obj)
+    run = _Reader(path).read(obj)
+    found = _model_beside(path) if run.model is None else None
+    if found is not None:
+        run.model = found[0]
+        run.notes.append((0, f"model from {found[1]} beside the events"))
+    return run
