@@ -23,6 +23,9 @@ SAMPLES = {
     "mini-swe-agent": F / "swe-agent" / "mini_swe_agent_v1.15_gemini3pro_django16255.traj.json",
     # SYNTHETIC (tests/fixtures/formats): the shared samples have no classic SWE-agent .traj
     "swe-agent": Path(__file__).resolve().parent / "fixtures" / "formats" / "synthetic_swe_agent.traj",
+    # STRUCTURAL (tests/fixtures/formats/structural): the real OpenHands conversations have no licence
+    "openhands": Path(__file__).resolve().parent / "fixtures" / "formats" / "structural" /
+    "openhands_sdk_events_refused_edit_parallel_calls.json",
 }
 LINE_BASED = {"chat-messages", "claude-code", "codex-cli"}
 pytestmark = pytest.mark.skipif(not F.is_dir(), reason="../shared/formats not present")

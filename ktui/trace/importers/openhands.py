@@ -68,7 +68,8 @@ def _events(obj: Any) -> list | None:
 
 
 def _is_event(e: Any) -> bool:
-    return isinstance(e, dict) and isinstance(e.get("kind"), str) and e.get("source") in _SOURCES
+    return isinstance(e, dict) and isinstance(e.get("kind"), str) and isinstance(e.get("source"), str) \
+        and e["source"] in _SOURCES
 
 
 def detect_object(obj: Any) -> bool:
@@ -134,8 +135,9 @@ class _Reader:
         c = asm.call(t, name, args, line, ts, e.get("tool_call_id") or call.get("id"))
         kind = as_str(act.get("kind")) or ""
         if kind == "FileEditorAction":
-            if act.get("command") in _FILE_WRITES:
-                self.edits[c.index] = (c, str(act.get("command")))
+            cmd = act.get("command")
+            if isinstance(cmd, str) and cmd in _FILE_WRITES:
+                self.edits[c.index] = (c, cmd)
         elif kind == "FinishAction":
             asm.add_text(t, as_str(act.get("message")))
         elif isinstance(c.args.get("command"), str):  # a shell command: writes are seen from its text
