@@ -60,6 +60,7 @@ class Builder:
         self._msgs: dict[int, list[str]] = {}  # turn index -> agent_message texts (V1)
         self._has_token_costs = False
         self._intern: dict[str, str] = {}
+        self._kinfos: dict[tuple[str, int, bool], tuple[str, int, bool]] = {}
         self._names: dict[str, str] = {}  # short names (kinds, actors, tools), one object each
         self._last_call_by_actor: dict[str | None, ToolCall] = {}
         self._orphan_diffs: list[dict[str, Any]] = []
@@ -353,6 +354,8 @@ class Builder:
         call = ToolCall(index=len(self.run.calls), name=name, args=args, line=ev.line, ts_ms=ev.ts_ms,
                         id=cid, actor=ev.actor, seed=seed)
         call.know_kernel(code)
+        if call._kinfo is not None:  # one (sha1, lines, attachment) per version, shared by its calls
+            call._kinfo = self._kinfos.setdefault(call._kinfo, call._kinfo)
         self.run.calls.append(call)
         self._pending[call.index] = call
         self._pending_by_name.setdefault(name, {})[call.index] = call
