@@ -72,8 +72,7 @@ class LineSource:
         return got
 
     def _read(self, offset: int, length: int, kind: str) -> dict[str, Any] | str:
-        from ktui.trace.lines import open_regular
-        from ktui.trace.reader import MAX_DEPTH, cap_depth
+        from ktui.trace.lines import MAX_DEPTH, cap_depth, open_regular
 
         if _ident(self.path) != self._ident:
             why = "the file changed since it was read"

@@ -150,3 +150,17 @@ def shown_separator(data: bytes) -> bytes | None:
 def line_separator(first_chunk: bytes) -> bytes:
     """``\n``, or ``\r`` for a file with classic-Mac (CR-only) line endings."""
     return shown_separator(first_chunk) or b"\n"
+
+
+MAX_DEPTH = 64  # nesting kept in the model; deeper values become DEEP (renderers recurse over it)
+DEEP = "… (nested deeper than 64 levels)"
+
+
+def cap_depth(v, limit: int = MAX_DEPTH):
+    """``v`` with everything nested deeper than ``limit`` replaced by :data:`DEEP` (recursion is
+    bounded by ``limit``)."""
+    if isinstance(v, dict):
+        return {k: cap_depth(x, limit - 1) for k, x in v.items()} if limit > 0 else DEEP
+    if isinstance(v, list):
+        return [cap_depth(x, limit - 1) for x in v] if limit > 0 else DEEP
+    return v

@@ -18,8 +18,11 @@ from ktui.trace.lazy import LineSource, give_back_heap
 from ktui.trace.lines import (  # noqa: F401 - the reader's own names, still imported from here
     BOM,
     CHUNK,
+    DEEP,
+    MAX_DEPTH,
     MAX_LINE_MB,
     NotRegularFile,
+    cap_depth,
     file_problem,
     line_separator,
     max_line_bytes,
@@ -33,20 +36,6 @@ from ktui.trace.notes import JSONError, loads
 
 _EXCERPT = 60
 SNIFF = 1 << 20  # bytes :func:`sniff` reads to tell a trace from anything else
-
-
-MAX_DEPTH = 64  # nesting kept in the model; deeper values become DEEP (renderers recurse over it)
-DEEP = "… (nested deeper than 64 levels)"
-
-
-def cap_depth(v, limit: int = MAX_DEPTH):
-    """``v`` with everything nested deeper than ``limit`` replaced by :data:`DEEP` (recursion is
-    bounded by ``limit``)."""
-    if isinstance(v, dict):
-        return {k: cap_depth(x, limit - 1) for k, x in v.items()} if limit > 0 else DEEP
-    if isinstance(v, list):
-        return [cap_depth(x, limit - 1) for x in v] if limit > 0 else DEEP
-    return v
 
 
 def _excerpt(raw: bytes) -> str:
