@@ -92,13 +92,14 @@ class _DefaultReplayGroup(click.Group):
 @click.version_option(package_name="ktui")
 @click.option("--format", "trace_format", metavar="NAME", default=None,
               help="Read traces as this format instead of detecting it (ensemble, claude-code, codex-cli, "
-                   "inspect, harbor-atif, mini-swe-agent, swe-agent, openhands, chat-messages).")
+                   "inspect, harbor-atif, mini-swe-agent, swe-agent, openhands, kernelagent, chat-messages).")
 @click.pass_context
 def main(ctx: click.Context, trace_format: str | None) -> None:
     """Read, diff, compare and re-execute LLM GPU-kernel agent traces.
 
     With no command, opens the bundled seed trace in the replay app. Traces of Claude Code, Codex
-    CLI, Inspect AI, Harbor (ATIF), mini-swe-agent, OpenHands and chat-message logs are read too.
+    CLI, Inspect AI, Harbor (ATIF), mini-swe-agent, OpenHands, KernelAgent and chat-message logs
+    are read too.
     """
     if trace_format:
         import os

@@ -26,6 +26,9 @@ SAMPLES = {
     # STRUCTURAL (tests/fixtures/formats/structural): the real OpenHands conversations have no licence
     "openhands": Path(__file__).resolve().parent / "fixtures" / "formats" / "structural" /
     "openhands_sdk_events_refused_edit_parallel_calls.json",
+    # REAL (tests/fixtures/formats/real, Apache-2.0): a KernelAgent session's result.json
+    "kernelagent": Path(__file__).resolve().parent / "fixtures" / "formats" / "real" /
+    "kernelagent_session_20251126_021641_875369" / "result.json",
 }
 LINE_BASED = {"chat-messages", "claude-code", "codex-cli"}
 pytestmark = pytest.mark.skipif(not F.is_dir(), reason="../shared/formats not present")

@@ -136,4 +136,62 @@ def test_openhands_model_from_the_conversation_state_beside_the_events(tmp_path)
     alone.mkdir()
     shutil.copy(OPENHANDS, alone / "events.json")
     (alone / "trajectory.json").write_text("{not json")
-    assert load(alone / "events.json").model is None
+    run = load(alone / "events.json")
+    assert run.model is None and not run.problems and len(run.turns) == 4
+
+
+TRITON = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr, n, B: tl.constexpr):\n"
+          "    o = tl.program_id(0) * B + tl.arange(0, B)\n    tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)\n")
+KA = Path(__file__).resolve().parent / "fixtures" / "formats" / "real" / "kernelagent_session_20251126_021641_875369"
+
+
+def test_kernelagent_session_is_read():
+    """meta-pytorch/KernelAgent (954eb7c, Apache-2.0) keeps two real session folders,
+    ``triton_kernel_logs/session_*/``: ``result.json``, ``problem.txt`` and the workers' rounds.
+    ktui said "not a trace" of every ``result.json``. Read: the winning worker's rounds (worker 1:
+    one round, its test passed), the problem's reference from ``problem.txt``, the outcome and the
+    speedup KernelAgent measured (0.42x over PyTorch), the losing worker's round counted in a note."""
+    from ktui.trace import load
+    from ktui.trace.importers import detect
+
+    path = KA / "result.json"
+    assert detect(str(path)).name == "kernelagent"
+    run = load(path)
+    assert run.format == "kernelagent" and not run.problems
+    assert run.outcome == "passed" and run.persona == "worker 1"
+    assert run.metrics is not None and run.metrics.correct is True
+    assert abs(run.metrics.speedup - 0.4236139035409324) < 1e-12 and abs(run.metrics.runtime_us - 31.4988) < 1e-3
+    assert len(run.turns) == 1 and len(run.kernels) == 1 and run.final_kernel_number == 1
+    assert "@triton.jit" in run.kernels[0].code
+    assert [(u.tool, u.status, u.verdict) for u in run.kernels[0].uses if u.verdict] == [("run_test", "ok", True)]
+    assert run.problem.reference_origin == "problem.txt beside result.json"
+    assert "class Model" in run.problem.reference_source and "def get_inputs" in run.problem.reference_source
+    assert any("other workers wrote 1 round" in n for _, n in run.notes)
+    runs, _ = scan(KA, use_cache=False, jobs=0)  # the round files are not runs of their own
+    assert [(s.path, s.format, s.outcome) for s in runs] == [("result.json", "kernelagent", "passed")]
+
+
+def test_kernelagent_rounds_in_the_result_and_a_failed_session(tmp_path):
+    """Laurawly/kernelagent-artifacts (14ed07a, no licence) puts the rounds in ``result.json``
+    (``history``) and the problem in ``original.py``: a minimal file of that structure, with a
+    failed round before the passing one and a failed session."""
+    from ktui.trace import load
+
+    d = tmp_path / "31_X"
+    d.mkdir()
+    (d / "original.py").write_text("import torch\nclass Model(torch.nn.Module):\n    pass\n")
+    hist = [{"round": 1, "timestamp": "2025-10-30T12:00:00", "success": False, "kernel_code": TRITON + "# v1\n",
+             "stdout": "", "stderr": "AssertionError: mismatch"},
+            {"round": 2, "timestamp": "2025-10-30T12:05:00", "success": True, "kernel_code": TRITON + "# v2\n",
+             "stdout": "Test passed", "stderr": ""}]
+    (d / "result.json").write_text(json.dumps({"worker_id": 0, "success": True, "kernel_code": hist[1]["kernel_code"],
+                                               "rounds": 2, "history": hist}))
+    run = load(d / "result.json")
+    assert run.format == "kernelagent" and not run.problems and run.outcome == "passed"
+    assert [[u.status for u in k.uses if u.verdict] for k in run.kernels] == [["failed"], ["ok"]]
+    assert run.problem.reference_origin == "original.py beside result.json" and run.problem.name == "31_X"
+    assert run.turns[1].start_ms - run.turns[0].start_ms == 300_000
+    (d / "result.json").write_text(json.dumps({"worker_id": 0, "success": False, "kernel_code": "",
+                                               "rounds": 5, "session_dir": "/x"}))
+    run = load(d / "result.json")
+    assert run.outcome == "failed" and run.kernels == [] and not run.problems

@@ -210,7 +210,7 @@ def _model_beside(path: str) -> tuple[str, str] | None:
             continue
         try:
             state = parse_json(read_bounded(p, _STATE_MAX))
-        except (OSError, TooBig, JSONError, ValueError):
+        except (OSError, TooBig, *JSONError):
             continue
         if isinstance(state, dict) and isinstance(state.get("baseState"), dict):
             state = state["baseState"]

@@ -27,6 +27,7 @@ from ktui.trace.importers import (
     ensemble,
     harbor_atif,
     inspect_ai,
+    kernelagent,
     mini_swe_agent,
     openhands,
     swe_agent,
@@ -47,6 +48,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("mini-swe-agent", mini_swe_agent),
     ("swe-agent", swe_agent),
     ("openhands", openhands),
+    ("kernelagent", kernelagent),
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
 BY_NAME = dict(FORMATS)
