@@ -124,7 +124,7 @@ class _Reader:
             asm.add_reasoning(t, as_str(e.get("reasoning_content")))
         act = as_dict(e.get("action"))
         call = as_dict(e.get("tool_call"))
-        args: Any = {k: v for k, v in act.items() if k != "kind"}
+        args: Any = {k: v for k, v in act.items() if k != "kind" and v is not None}
         if not args and isinstance(call.get("arguments"), str):
             try:
                 args = loads(call["arguments"])
