@@ -180,6 +180,7 @@ def test_kernelagent_rounds_in_the_result_and_a_failed_session(tmp_path):
     d = tmp_path / "31_X"
     d.mkdir()
     (d / "original.py").write_text("import torch\nclass Model(torch.nn.Module):\n    pass\n")
+    (d / "manifest.json").write_text(json.dumps({"level": "L3", "name": "31_X", "route": "kernelagent", "verify": {}}))
     hist = [{"round": 1, "timestamp": "2025-10-30T12:00:00", "success": False, "kernel_code": TRITON + "# v1\n",
              "stdout": "", "stderr": "AssertionError: mismatch"},
             {"round": 2, "timestamp": "2025-10-30T12:05:00", "success": True, "kernel_code": TRITON + "# v2\n",
@@ -190,6 +191,7 @@ def test_kernelagent_rounds_in_the_result_and_a_failed_session(tmp_path):
     assert run.format == "kernelagent" and not run.problems and run.outcome == "passed"
     assert [[u.status for u in k.uses if u.verdict] for k in run.kernels] == [["failed"], ["ok"]]
     assert run.problem.reference_origin == "original.py beside result.json" and run.problem.name == "31_X"
+    assert (run.problem.level, run.problem.problem_id) == (3, 31)  # grouped with other runs of L3 P31
     assert run.turns[1].start_ms - run.turns[0].start_ms == 300_000
     (d / "result.json").write_text(json.dumps({"worker_id": 0, "success": False, "kernel_code": "",
                                                "rounds": 5, "session_dir": "/x"}))

@@ -87,10 +87,27 @@ def _worker_rounds(session: str, worker: Any) -> tuple[list[dict], int]:
     return [r for _, r in sorted(mine, key=lambda kr: kr[0])], others
 
 
+def _level(v: Any) -> int | None:
+    m = re.fullmatch(r"[Ll](?:evel)?_?(\d{1,3})", v) if isinstance(v, str) else None
+    if m:
+        return int(m.group(1))
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 1000 else None
+
+
 def _problem(run: Run, session: str, result_name: str) -> None:
+    """The problem's name, level and number (``problem_info.json``: ``level``, ``problem_id``,
+    ``operation_name``; an export's ``manifest.json``: ``level`` "L3", ``name`` "31_VisionAttention")
+    and its reference source."""
     p = run.problem
+    info = as_dict(_read(os.path.join(session, "problem_info.json")))
     manifest = as_dict(_read(os.path.join(session, "manifest.json")))
-    p.name = as_str(manifest.get("name")) or os.path.basename(session)
+    p.name = as_str(info.get("operation_name")) or as_str(manifest.get("name")) or os.path.basename(session)
+    p.level = _level(info.get("level")) or _level(manifest.get("level"))
+    pid = info.get("problem_id")
+    m = re.match(r"^(\d{1,4})_", p.name)
+    p.problem_id = pid if isinstance(pid, int) and not isinstance(pid, bool) else int(m.group(1)) if m else None
+    if p.level is not None and p.problem_id is not None:
+        p.dataset_variant = "KernelBench"
     for name in _PROBLEM_FILES:
         f = os.path.join(session, name)
         try:
