@@ -425,14 +425,17 @@ class Builder:
                 t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
         status = derive.result_status(call.name, effect, summary, meta, is_error)
         if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
-            kept = ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=summary, effect=effect,
-                              meta=meta, is_error=is_error)
             res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error,
                                        Ref(self._src, ev.offset, ev.length, ev.line, ev.kind), call.name)
-            if call.kernel_info is not None:  # what the kernel versions list says of it
-                res._brief = kept.brief
-            if call.name == "run_correctness" and status != OK:  # what the harness flags read
-                res._case_errors = kept.case_errors
+            want_brief = call.kernel_info is not None  # what the kernel versions list says of it
+            want_cases = call.name == "run_correctness" and status != OK  # what the harness flags read
+            if want_brief or want_cases:
+                kept = ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=summary, effect=effect,
+                                  meta=meta, is_error=is_error)
+                if want_brief:
+                    res._brief = kept.brief
+                if want_cases:
+                    res._case_errors = kept.case_errors
             return res, effect
         if effect is not None:
             for k, v in effect.items():  # share long strings (summaries, sources) with the model

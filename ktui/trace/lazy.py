@@ -23,7 +23,8 @@ from collections import OrderedDict
 from typing import Any
 
 from ktui import settings
-from ktui.trace.notes import JSONError, loads
+from ktui.trace import derive
+from ktui.trace.notes import JSONError, loads, split_meta
 
 LAZY_MIN = 256  # lines at least this many bytes long are read back on demand (KTUI_LAZY_MIN overrides)
 CACHE_LINES = 16  # parsed lines kept, most recently used first
@@ -152,9 +153,6 @@ def result_fields(call_name: str, p: dict[str, Any]):
     """``(summary, effect, meta, costs)`` of a tool result payload (``costs``: a V0 envelope's
     costs object, else None): the one place that reads a result (the builder while reading,
     :class:`Ref` when read back)."""
-    from ktui.trace import derive
-    from ktui.trace.notes import split_meta
-
     effect: dict[str, Any] | None = None
     costs = None
     res = p.get("result", p.get("text"))

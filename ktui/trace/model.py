@@ -14,6 +14,7 @@ Conventions
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import re
 from collections.abc import Sequence
@@ -259,7 +260,19 @@ def kernel_sha1(code: str) -> str:
 
 
 def kernel_info(code: str) -> tuple[str, int, bool]:
+    """``(sha1, lines, is_attachment)`` of a kernel source; a short one's is remembered (an agent
+    sends one version to several tools: compile, check, submit)."""
+    if len(code) <= _INFO_CACHE_MAX:
+        return _kernel_info_cached(code)
+    return _kernel_info(code)
+
+
+def _kernel_info(code: str) -> tuple[str, int, bool]:
     return kernel_sha1(code), len(code.splitlines()), code.strip().startswith("attachment://")
+
+
+_INFO_CACHE_MAX = 64 << 10  # sources up to this long are remembered, 64 of them: at most 4 MiB held
+_kernel_info_cached = functools.lru_cache(maxsize=64)(_kernel_info)
 
 
 _CASE_ERR = re.compile(r"^\s*\[([^\]]+)\]\s*(.+)$", re.M)  # "[case 3] error" lines of a correctness run
