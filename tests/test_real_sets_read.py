@@ -197,3 +197,24 @@ def test_kernelagent_rounds_in_the_result_and_a_failed_session(tmp_path):
                                                "rounds": 5, "session_dir": "/x"}))
     run = load(d / "result.json")
     assert run.outcome == "failed" and run.kernels == [] and not run.problems
+
+
+def test_no_except_clause_nests_a_tuple_of_exception_classes():
+    """``except (OSError, JSONError)`` where ``JSONError`` is itself a tuple raises TypeError when
+    an exception comes (Python 3 does not flatten nested tuples), which the importers' safety net
+    turned into "could not interpret this trace" (found in the OpenHands state-file read). Every
+    tuple-valued name in an except tuple must be unpacked (``*JSONError``)."""
+    import ast
+
+    import ktui
+
+    tuples = {"JSONError"}  # module-level names bound to tuples of exception classes (ktui.trace.notes)
+    bad = []
+    for f in Path(ktui.__file__).resolve().parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ExceptHandler) and isinstance(node.type, ast.Tuple):
+                for elt in node.type.elts:
+                    name = elt.id if isinstance(elt, ast.Name) else elt.attr if isinstance(elt, ast.Attribute) else None
+                    if name in tuples:
+                        bad.append(f"{f.name}:{node.lineno}")
+    assert not bad, bad
