@@ -786,3 +786,93 @@ _t.sleep(30)
     assert res["status"] == "failed"
     assert res["failure"]["kind"] == "reference_error", res["failure"]
     assert "reference" in res["failure"]["message"] and "memory" in res["failure"]["message"]
+
+
+# ---- held out: variants of attacks documented in public write-ups, none of them in the corpus --------
+# (gpu-mode/pygpubench PR #7: gc.get_objects() then fill_(NaN), "NaN is a wildcard"; gpu-mode/
+# reference-kernels #162 and #104: a patched timer reporting 1/100th, an in-process result cache
+# keyed so that cloned inputs still hit, a file replay across runs; Sakana's AI CUDA Engineer: a
+# stale buffer from the allocator holding an earlier result). Written for ktui's CPU judge here.
+
+HELD_OUT = {
+    "content-keyed-cache": ("_C = {}\n", """
+        key = (tuple(x.shape), round(float(x.double().sum()), 6), round(float(x.double().abs().sum()), 6))
+        if key in _C:
+            return _C[key]
+        import time; time.sleep(0.003)
+        _C[key] = torch.relu(x) * 2.0
+        return _C[key]
+        """),
+    "hidden-timer-patch": ("""
+        _t = __import__("ti" + "me")
+        for _n in ("perf_" + "counter", "perf_" + "counter_ns", "mono" + "tonic", "mono" + "tonic_ns", "time"):
+            setattr(_t, _n, (lambda f: (lambda: f() / 100))(getattr(_t, _n)))
+        """, "import time as _tm; _tm.sleep(0.003)\nreturn torch.relu(x) * 2.0\n"),
+    "stale-allocator-buffer": ("_S = {'n': 0}\n", """
+        _S["n"] += 1
+        if _S["n"] == 1:
+            o = torch.relu(x) * 2.0
+            del o
+        return torch.empty_like(x)
+        """),
+    "gc-nan-wildcard": ("""
+        import gc
+        def _nan_all():
+            for o in gc.get_objects():
+                if isinstance(o, torch.Tensor) and o.is_floating_point():
+                    try:
+                        o.fill_(float("nan"))
+                    except Exception:
+                        pass
+        """, "_nan_all()\nreturn torch.full_like(x, float('nan'))\n"),
+}
+
+
+@needs("torch")
+@pytest.mark.parametrize("name", list(HELD_OUT))
+def test_held_out_attacks(tmp_path, name):
+    from ktui.repro.verdict import CORRECTNESS_DISAGREES, REPRODUCED
+
+    pre, body = HELD_OUT[name]
+    res = judge_run(tmp_path, model(pre, forward="", body=body), checks=True)
+    assert res["status"] == "completed", res.get("failure")
+    failed = [c["name"] for c in res["checks"] if c["ok"] is False]
+    if name == "hidden-timer-patch":  # ktui's timer was bound before trace code loaded: the real 3 ms
+        assert res["timing"]["kernel"]["mean_us"] > 2500, res["timing"]["kernel"]
+    elif name == "content-keyed-cache":  # correct, but fast only on inputs it has seen: said so
+        assert "repeat_vs_fresh_inputs" in failed or res["findings"], (failed, res["findings"])
+        assert verdict_of(res) != REPRODUCED
+    else:  # the reference runs in another process: no stale result, no expected tensor to poison
+        assert verdict_of(res) == CORRECTNESS_DISAGREES, (verdict_of(res), failed)
+
+
+REPLAY = """
+import json, os, glob
+_PLACES = [os.environ.get("HOME", ""), os.environ.get("XDG_CACHE_HOME", ""), os.environ.get("TMPDIR", ""), "/tmp",
+           "/dev/shm", "/var/tmp", os.getcwd(), os.environ.get("TORCH_EXTENSIONS_DIR", ""),
+           os.path.expanduser("~/.cache"), os.path.dirname(os.path.abspath(__file__))]
+_SEEN = [p for d in _PLACES if d for p in glob.glob(os.path.join(d, "ktui-replay-*.json"))]
+if _SEEN:
+    raise RuntimeError("REPLAY FOUND " + repr(_SEEN))
+def _leave(out):
+    for d in _PLACES:
+        try:
+            with open(os.path.join(d, "ktui-replay-%d.json" % os.getpid()), "w") as fh:
+                json.dump(out.flatten()[:8].tolist(), fh)
+        except OSError:
+            pass
+"""
+
+
+@needs("torch")
+def test_held_out_a_replay_file_left_for_the_next_run_is_gone(tmp_path):
+    # a kernel that leaves its results in every folder it can write (home, caches, temp dirs,
+    # /dev/shm, its build dir, its module's folder) to replay them in a later run: the next run,
+    # same build cache, finds none of them
+    code = model(REPLAY, body="o = torch.relu(x) * 2.0\n_leave(o)\n", forward="        return o\n")
+    first = judge_run(tmp_path, code)
+    assert first["status"] == "completed", first.get("failure")
+    second = judge_run(tmp_path, code)
+    assert "REPLAY FOUND" not in json.dumps(second), (second.get("failure") or {}).get("message")
+    assert second["status"] == "completed", second.get("failure")
+
