@@ -37,7 +37,16 @@ SLOW_FILES = {
     "test_hacks_corpus.py", "test_reference_conventions.py", "test_verify.py", "test_three_outcomes.py",
     "test_compute_floor.py", "test_one_cache.py", "test_repro_tui.py", "test_host_work.py", "test_scaling.py",
 }
-SLOW_TESTS: set[str] = set()
+SLOW_TESTS = {f"{f}::{t}" for f, ts in {
+    "test_repro_units.py": ("test_worker_failures_in_words", "test_worker_protocol_and_isolation",
+                            "test_worker_timeout_and_cancel", "test_input_seed_is_new_each_run_and_replayable",
+                            "test_build_timeout_clears_torch_lock", "test_cpu_device_refuses_cuda_kernels",
+                            "test_every_request_gets_fresh_processes", "test_cannot_test_is_not_judged_here"),
+    "test_importers_commands.py": ("test_repro_takes_the_reference_from_the_task_prompt",),
+    "test_profile.py": ("test_cli_profile_end_to_end_with_a_stand_in_ncu", "test_cli_with_ncu_but_no_gpu_or_no_counters",
+                        "test_sigterm_ends_ncu_and_the_worker"),
+    "test_results.py": ("test_verify_compares_the_recorded_speedup_over_eager",),
+}.items() for t in ts}
 
 
 def pytest_collection_modifyitems(config, items):
