@@ -118,12 +118,20 @@ def test_arrays_of_other_objects_are_not_openhands():
 
 
 def test_openhands_model_from_the_conversation_state_beside_the_events(tmp_path):
-    """The events hold no model; the SDK keeps it in ``base_state.json`` beside them, the
-    visualizer's export in ``trajectory.json`` ``baseState`` (the five real conversations:
-    kimi-k2.5, kimi-k2-0905, Claude-Haiku-4.5). Without either the model stays unknown."""
+    """The events hold no model and no tokens; the SDK keeps them in ``base_state.json`` beside
+    them, the visualizer's export in ``trajectory.json`` ``baseState`` (the five real
+    conversations: kimi-k2.5, kimi-k2-0905, Claude-Haiku-4.5; per-response ``token_usages`` and
+    ``response_latencies`` keyed by ``response_id``). Without either they stay unknown."""
     from ktui.trace import load
 
-    state = {"id": "c", "agent": {"llm": {"model": "openrouter/some/model-1", "api_key": "**********"}}}
+    usage = {"model_name": "m", "accumulated_cost": 0.01,
+             "token_usages": [{"model": "m", "prompt_tokens": 1000 * k, "completion_tokens": 10 * k,
+                               "cache_read_tokens": 0, "response_id": f"gen-{k}"} for k in (1, 2, 3, 4)]
+             + [{"response_id": ["not", "an", "id"], "prompt_tokens": 5}, "junk"],
+             "response_latencies": [{"model": "m", "latency": 2.5, "response_id": "gen-3"},
+                                    {"latency": -1, "response_id": "gen-1"}]}
+    state = {"id": "c", "agent": {"llm": {"model": "openrouter/some/model-1", "api_key": "**********"}},
+             "stats": {"usage_to_metrics": {"agent": usage, "condenser": {"token_usages": []}}}}
     for name, obj in (("base_state.json", state), ("trajectory.json", {"id": "c", "baseState": state})):
         d = tmp_path / name.split(".")[0]
         d.mkdir()
@@ -132,6 +140,9 @@ def test_openhands_model_from_the_conversation_state_beside_the_events(tmp_path)
         run = load(d / "events.json")
         assert run.model == "openrouter/some/model-1" and not run.problems
         assert any(name in n for _, n in run.notes)
+        # each response's tokens onto its turn (the two calls of gen-3 are one turn), its latency as model time
+        assert [(t.tokens_in, t.tokens_out) for t in run.turns] == [(1000, 10), (2000, 20), (3000, 30), (4000, 40)]
+        assert run.turns[2].llm_ms == 2500 and run.turns[0].llm_ms == 8500  # a negative latency is not taken
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(OPENHANDS, alone / "events.json")

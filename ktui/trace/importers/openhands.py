@@ -23,9 +23,11 @@ write them as one array, oldest first, or as ``{"events": [...]}``. Each event h
 A file edit is applied to the tracked file when its observation comes and is not an error (a
 refused ``str_replace`` changes nothing). "Lines" are the events' ordinals (1, 2, ...); problems
 carry a JSON path. The events hold no token counts and no model name (those are in the
-conversation's ``base_state.json``): the model is read from a ``base_state.json`` beside the
-events file (the SDK's layout), or a ``trajectory.json`` whose ``baseState`` is that object (the
-visualizers' export), when one is there; token counts are not read.
+conversation's state, ``base_state.json`` beside the events file in the SDK's layout, or a
+``trajectory.json`` whose ``baseState`` is that object in the visualizers' export): when one is
+there, the model comes from ``agent.llm.model`` and each turn's tokens and model time from
+``stats.usage_to_metrics.<usage>.token_usages`` / ``response_latencies``, matched to the turn by
+``response_id`` = the actions' ``llm_response_id`` (``prompt_tokens`` includes the cached ones).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ from ktui.trace.importers.common import (
     Assembler,
     TooBig,
     as_dict,
+    as_int,
     as_list,
+    as_num,
     as_str,
     iso_ms,
     parse_json,
@@ -49,7 +53,7 @@ from ktui.trace.model import ERROR, Run, Terminal, ToolCall, Turn
 from ktui.trace.notes import JSONError, loads
 
 _STATE_FILES = ("base_state.json", "trajectory.json")
-_STATE_MAX = 4 << 20
+_STATE_MAX = 64 << 20  # a long conversation's stats list every response
 
 NAME = "openhands"
 LABEL = "OpenHands conversation events (agent SDK, JSON array)"
@@ -90,6 +94,7 @@ def _text(v: Any) -> str:
 class _Reader:
     def __init__(self, path: str) -> None:
         self.asm = Assembler(path, NAME)
+        self.by_response: dict[str, Turn] = {}  # llm_response_id -> its turn
         self.turn: Turn | None = None
         self.response: Any = None  # llm_response_id of the current turn
         self.edits: dict[int, tuple[ToolCall, str]] = {}  # call index -> (call, FileEditor command)
@@ -98,6 +103,8 @@ class _Reader:
         if self.turn is None or response is None or response != self.response:
             self.turn = self.asm.turn(line, ts)
             self.response = response
+            if isinstance(response, str):
+                self.by_response.setdefault(response, self.turn)
         return self.turn
 
     def system(self, e: dict, line: int) -> None:
@@ -165,7 +172,26 @@ class _Reader:
         if edit is not None and not is_error:
             asm.track_call(c)  # applied only once the editor said it did it
 
-    def read(self, obj: Any) -> Run:
+    def usage(self, state: dict, name: str) -> None:
+        """Each response's tokens and latency from the conversation's stats onto its turn."""
+        n = 0
+        for usage in as_dict(as_dict(state.get("stats")).get("usage_to_metrics")).values():
+            for u in as_list(as_dict(usage).get("token_usages")):
+                t = self.by_response.get(as_dict(u).get("response_id")) if isinstance(as_dict(u).get("response_id"),
+                                                                                      str) else None
+                if t is not None:
+                    t.tokens_in, t.tokens_out = as_int(u.get("prompt_tokens")), as_int(u.get("completion_tokens"))
+                    n += 1
+            for lat in as_list(as_dict(usage).get("response_latencies")):
+                rid = as_dict(lat).get("response_id")
+                t = self.by_response.get(rid) if isinstance(rid, str) else None
+                secs = as_num(as_dict(lat).get("latency"))
+                if t is not None and secs is not None and secs >= 0:
+                    t.llm_ms = int(secs * 1000)
+        if n:
+            self.asm.note(0, f"tokens and model time of {n} response(s) from {name} beside the events")
+
+    def read(self, obj: Any, state: tuple[dict, str] | None = None) -> Run:
         asm = self.asm
         evs = _events(obj)
         if evs is None:
@@ -198,11 +224,17 @@ class _Reader:
         for c, _cmd in self.edits.values():
             if c.result is None:
                 asm.note(c.line, f"{c.name} {_cmd} has no observation: not applied")
+        if state is not None:
+            self.usage(*state)
+            model = as_str(as_dict(as_dict(state[0].get("agent")).get("llm")).get("model"))
+            if model:
+                asm.run.model = model[:200]
+                asm.note(0, f"model from {state[1]} beside the events")
         return asm.finish()
 
 
-def _model_beside(path: str) -> tuple[str, str] | None:
-    """(model, file name) from the conversation's state file beside the events file, if any."""
+def _state_beside(path: str) -> tuple[dict, str] | None:
+    """(the conversation's state, its file name) beside the events file, if any."""
     d = os.path.dirname(os.path.abspath(path))
     for name in _STATE_FILES:
         p = os.path.join(d, name)
@@ -214,16 +246,10 @@ def _model_beside(path: str) -> tuple[str, str] | None:
             continue
         if isinstance(state, dict) and isinstance(state.get("baseState"), dict):
             state = state["baseState"]
-        model = as_str(as_dict(as_dict(as_dict(state).get("agent")).get("llm")).get("model"))
-        if model:
-            return model[:200], name
+        if isinstance(state, dict) and isinstance(state.get("agent"), dict):
+            return state, name
     return None
 
 
 def load_object(obj: Any, path: str) -> Run:
-    run = _Reader(path).read(obj)
-    found = _model_beside(path) if run.model is None else None
-    if found is not None:
-        run.model = found[0]
-        run.notes.append((0, f"model from {found[1]} beside the events"))
-    return run
+    return _Reader(path).read(obj, _state_beside(path))
