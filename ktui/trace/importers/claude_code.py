@@ -139,71 +139,80 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
         return
     content = msg.get("content")
     if kind == "assistant":
-        mid = msg.get("id") if isinstance(msg.get("id"), str) else None
-        model = msg.get("model")
-        if isinstance(model, str) and model and not model.startswith("<"):
-            run.model = run.model or model
-        if mid is not None and mid == st.turn_mid and st.last_turn is not None:
-            # the same response (its lines can come around a result written out of order)
-            st.turn = st.last_turn
-            asm.touch(st.turn, no, ts)
-        elif st.turn is None or mid is None or mid != st.turn_mid:
-            st.turn = asm.turn(no, ts, "agent" if not obj.get("isSidechain") else "subagent")
-            st.turn_mid = mid
-        else:
-            asm.touch(st.turn, no, ts)
-        st.last_turn = st.turn
-        t = st.turn
-        if isinstance(msg.get("usage"), dict):
-            st.usage[t.index] = msg["usage"]
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        for b in blocks:
-            if not isinstance(b, dict):
-                continue
-            bt = b.get("type")
-            if bt == "text":
-                asm.assistant_text(t, as_str(b.get("text")), no)
-            elif bt in ("thinking", "redacted_thinking"):
-                asm.add_reasoning(t, as_str(b.get("thinking")) or "(redacted thinking)")
-            elif bt in ("tool_use", "server_tool_use"):
-                inp = b.get("input")
-                c = asm.call(t, b.get("name"), inp if isinstance(inp, dict) else {"input": inp}, no, ts, b.get("id"))
-                if c.name in _EDIT_TOOLS:
-                    st.deferred[c.id or f"#{c.index}"] = c
-                else:
-                    asm.track_call(c, st.cwd)
-                early = st.early.pop(c.id, None) if c.id else None
-                if early is not None:  # its result was written first
-                    _tool_result(st, c, *early)
-        return
-    if kind == "user":
-        st.turn = None  # the next assistant line starts a new turn
-        if isinstance(content, str):
-            asm.message(no, "user:meta" if obj.get("isMeta") else "user", content)
-            asm.ts(ts)
-            return
-        blocks = content if isinstance(content, list) else []
-        tur = obj.get("toolUseResult")
-        texts = []
-        for b in blocks:
-            if not isinstance(b, dict):
-                continue
-            if b.get("type") != "tool_result":
-                if b.get("type") == "text":
-                    texts.append(as_str(b.get("text")) or "")
-                continue
-            cid = b.get("tool_use_id")
-            c = asm.pending(cid)
-            if c is None:
-                if isinstance(cid, str) and cid and cid not in st.early and len(st.early) < 10_000:
-                    st.early[cid] = (b, tur, no, ts)  # its tool_use may come on a later line
-                else:
-                    asm.warn(no, f"tool_result for {cid!r} has no pending tool_use")
-                continue
-            _tool_result(st, c, b, tur, no, ts)
-        if texts:
-            asm.message(no, "user", "\n".join(texts))
+        _assistant(st, obj, msg, content, no, ts)
+    elif kind == "user":
+        _user(st, obj, content, no, ts)
+
+
+def _assistant(st: _State, obj: dict, msg: dict, content: Any, no: int, ts: int | None) -> None:
+    asm, run = st.asm, st.asm.run
+    mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+    model = msg.get("model")
+    if isinstance(model, str) and model and not model.startswith("<"):
+        run.model = run.model or model
+    if mid is not None and mid == st.turn_mid and st.last_turn is not None:
+        # the same response (its lines can come around a result written out of order)
+        st.turn = st.last_turn
+        asm.touch(st.turn, no, ts)
+    elif st.turn is None or mid is None or mid != st.turn_mid:
+        st.turn = asm.turn(no, ts, "agent" if not obj.get("isSidechain") else "subagent")
+        st.turn_mid = mid
+    else:
+        asm.touch(st.turn, no, ts)
+    st.last_turn = st.turn
+    t = st.turn
+    if isinstance(msg.get("usage"), dict):
+        st.usage[t.index] = msg["usage"]
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        bt = b.get("type")
+        if bt == "text":
+            asm.assistant_text(t, as_str(b.get("text")), no)
+        elif bt in ("thinking", "redacted_thinking"):
+            asm.add_reasoning(t, as_str(b.get("thinking")) or "(redacted thinking)")
+        elif bt in ("tool_use", "server_tool_use"):
+            inp = b.get("input")
+            c = asm.call(t, b.get("name"), inp if isinstance(inp, dict) else {"input": inp}, no, ts, b.get("id"))
+            if c.name in _EDIT_TOOLS:
+                st.deferred[c.id or f"#{c.index}"] = c
+            else:
+                asm.track_call(c, st.cwd)
+            early = st.early.pop(c.id, None) if c.id else None
+            if early is not None:  # its result was written first
+                _tool_result(st, c, *early)
+
+
+def _user(st: _State, obj: dict, content: Any, no: int, ts: int | None) -> None:
+    asm = st.asm
+    st.turn = None  # the next assistant line starts a new turn
+    if isinstance(content, str):
+        asm.message(no, "user:meta" if obj.get("isMeta") else "user", content)
         asm.ts(ts)
+        return
+    blocks = content if isinstance(content, list) else []
+    tur = obj.get("toolUseResult")
+    texts = []
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") != "tool_result":
+            if b.get("type") == "text":
+                texts.append(as_str(b.get("text")) or "")
+            continue
+        cid = b.get("tool_use_id")
+        c = asm.pending(cid)
+        if c is None:
+            if isinstance(cid, str) and cid and cid not in st.early and len(st.early) < 10_000:
+                st.early[cid] = (b, tur, no, ts)  # its tool_use may come on a later line
+            else:
+                asm.warn(no, f"tool_result for {cid!r} has no pending tool_use")
+            continue
+        _tool_result(st, c, b, tur, no, ts)
+    if texts:
+        asm.message(no, "user", "\n".join(texts))
+    asm.ts(ts)
 
 
 def _tool_result(st: _State, c: ToolCall, b: dict, tur: Any, no: int, ts: int | None) -> None:

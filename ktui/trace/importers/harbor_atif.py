@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ktui.trace.importers.common import Assembler, JSONError, as_int, as_num, as_str, iso_ms, text_of
-from ktui.trace.model import OK, Actor, Run
+from ktui.trace.model import OK, Actor, Run, ToolCall, Turn
 from ktui.trace.notes import loads
 
 NAME = "harbor-atif"
@@ -111,97 +111,9 @@ def load_object(obj: Any, path: str) -> Run:
                             params={k: v for k, v in agent.items() if k not in ("model_name", "name")}))
     asm.note(0, f"{as_str(obj.get('schema_version')) or 'ATIF'} · session {as_str(obj.get('session_id')) or '?'} · "
                 f"{run.persona or '?'} {as_str(agent.get('version')) or ''}")
-    turns = []
+    turns: list[Turn] = []
     for i, s in enumerate(obj["steps"]):
-        line, where = i + 1, f"$.steps[{i}]"
-        if not isinstance(s, dict):
-            asm.warn(line, f"step {i} is a JSON {type(s).__name__}, not an object", where)
-            continue
-        ts = iso_ms(s.get("timestamp"))
-        src = s.get("source")
-        asm.event(line, 0, 0, f"step:{src}", ts, src if isinstance(src, str) else None,
-                  len(run.turns) if src == "agent" else None)
-        msg = s.get("message")
-        text = msg if isinstance(msg, str) else text_of(msg)
-        if src != "agent":
-            if src == "system":
-                run.messages.append((line, "system", None, text))
-            else:
-                asm.message(line, "user", text)
-            asm.ts(ts)
-            continue
-        t = asm.turn(line, ts)
-        turns.append(t)
-        if isinstance(s.get("model_name"), str) and not run.model:
-            run.model = s["model_name"]
-        asm.add_reasoning(t, as_str(s.get("reasoning_content")))
-        asm.assistant_text(t, text, line)
-        m = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
-        t.tokens_in = as_int(m.get("prompt_tokens"))
-        t.tokens_out = as_int(m.get("completion_tokens"))
-        if as_num(m.get("cost_usd")) is not None:
-            t.usd = as_num(m["cost_usd"])
-        calls = []
-        tcs = s.get("tool_calls")
-        if tcs is not None and not isinstance(tcs, list):
-            asm.warn(line, f"'tool_calls' is a JSON {type(tcs).__name__}, not a list", where + ".tool_calls")
-            tcs = []
-        for j, tc in enumerate(tcs or []):
-            if not isinstance(tc, dict):
-                asm.warn(line, f"tool call {j} is not an object", f"{where}.tool_calls[{j}]")
-                continue
-            c = asm.call(t, tc.get("function_name") or tc.get("name"), tc.get("arguments"), line, ts,
-                         tc.get("tool_call_id") or tc.get("id"))
-            calls.append(c)
-        obs = s.get("observation") if isinstance(s.get("observation"), dict) else {}
-        results = obs.get("results") if isinstance(obs.get("results"), list) else []
-        step_extra = s.get("extra") if isinstance(s.get("extra"), dict) else {}
-        if not tcs and isinstance(step_extra.get("tool_use_name"), str) and step_extra["tool_use_name"]:
-            # a converter that kept the call only in the step's extra (tool_use_name, raw_arguments)
-            raw = step_extra.get("raw_arguments")
-            if isinstance(raw, str):
-                try:
-                    raw = loads(raw)
-                except JSONError:
-                    raw = {"input": raw}
-            meta = step_extra.get("tool_result_metadata") if isinstance(step_extra.get("tool_result_metadata"), dict) else {}
-            rawr = meta.get("raw_tool_result") if isinstance(meta.get("raw_tool_result"), dict) else {}
-            cid = rawr.get("tool_use_id") if isinstance(rawr.get("tool_use_id"), str) else f"step{s.get('step_id')}"
-            calls.append(asm.call(t, step_extra["tool_use_name"], raw if isinstance(raw, dict) else {}, line, ts, cid))
-            if not results and isinstance(meta.get("content"), (str, list)):
-                results = [{"source_call_id": cid, "content": meta["content"]}]
-            elif len(results) == 1 and isinstance(results[0], dict) and not results[0].get("source_call_id"):
-                results = [dict(results[0], source_call_id=cid)]
-        failed = _failed_ids(step_extra, results, calls)
-        for c in calls:  # a write or edit the tool refused changed nothing
-            _observe(asm, step_extra, results, c)
-            if not (c.id in failed and _writes(c)):
-                asm.track_call(c)
-        unpaired = []
-        for r in results:
-            if not isinstance(r, dict):
-                continue
-            content = r.get("content")
-            c = asm.pending(r.get("source_call_id"))
-            if c is None:
-                unpaired.append(content)
-                continue
-            err = c.id in failed
-            asm.result(c, content, line, None, is_error=err)
-        left = [c for c in calls if c.result is None]
-        if unpaired and left:
-            combined = "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired)
-            last = left[-1]
-            if len(left) > 1:
-                for c in left[:-1]:
-                    asm.result(c, f"(Harbor returns one combined terminal output for the {len(left)} calls of "
-                                  f"step {s.get('step_id')}: it is shown under call #{last.index})", line, None,
-                               status=OK)
-                asm.note(line, f"step {s.get('step_id')}: one combined observation for {len(left)} calls, "
-                               f"attached to call #{last.index}")
-            asm.result(last, combined, line, None)
-        elif unpaired and not calls:
-            asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))
+        _step(asm, s, i, turns)
     # each step is timestamped once: a turn lasts until the next step starts
     timed = [t for t in turns if t.start_ms is not None]
     for a, b in zip(timed, timed[1:], strict=False):
@@ -222,3 +134,110 @@ def load_object(obj: Any, path: str) -> Run:
             asm.outcome("passed" if r > 0 else "failed", r, f"reward {r:g}", len(obj["steps"]), "score")
             break
     return asm.finish()
+
+
+def _step(asm: Assembler, s: Any, i: int, turns: list[Turn]) -> None:
+    """One step: a user or system message, or an agent turn with its calls and their results."""
+    run = asm.run
+    line, where = i + 1, f"$.steps[{i}]"
+    if not isinstance(s, dict):
+        asm.warn(line, f"step {i} is a JSON {type(s).__name__}, not an object", where)
+        return
+    ts = iso_ms(s.get("timestamp"))
+    src = s.get("source")
+    asm.event(line, 0, 0, f"step:{src}", ts, src if isinstance(src, str) else None,
+              len(run.turns) if src == "agent" else None)
+    msg = s.get("message")
+    text = msg if isinstance(msg, str) else text_of(msg)
+    if src != "agent":
+        if src == "system":
+            run.messages.append((line, "system", None, text))
+        else:
+            asm.message(line, "user", text)
+        asm.ts(ts)
+        return
+    t = asm.turn(line, ts)
+    turns.append(t)
+    if isinstance(s.get("model_name"), str) and not run.model:
+        run.model = s["model_name"]
+    asm.add_reasoning(t, as_str(s.get("reasoning_content")))
+    asm.assistant_text(t, text, line)
+    m = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
+    t.tokens_in = as_int(m.get("prompt_tokens"))
+    t.tokens_out = as_int(m.get("completion_tokens"))
+    if as_num(m.get("cost_usd")) is not None:
+        t.usd = as_num(m["cost_usd"])
+    calls = []
+    tcs = s.get("tool_calls")
+    if tcs is not None and not isinstance(tcs, list):
+        asm.warn(line, f"'tool_calls' is a JSON {type(tcs).__name__}, not a list", where + ".tool_calls")
+        tcs = []
+    for j, tc in enumerate(tcs or []):
+        if not isinstance(tc, dict):
+            asm.warn(line, f"tool call {j} is not an object", f"{where}.tool_calls[{j}]")
+            continue
+        c = asm.call(t, tc.get("function_name") or tc.get("name"), tc.get("arguments"), line, ts,
+                     tc.get("tool_call_id") or tc.get("id"))
+        calls.append(c)
+    obs = s.get("observation") if isinstance(s.get("observation"), dict) else {}
+    results = obs.get("results") if isinstance(obs.get("results"), list) else []
+    step_extra = s.get("extra") if isinstance(s.get("extra"), dict) else {}
+    if not tcs and isinstance(step_extra.get("tool_use_name"), str) and step_extra["tool_use_name"]:
+        results = _extra_call(asm, t, s, step_extra, results, calls, line, ts)
+    failed = _failed_ids(step_extra, results, calls)
+    for c in calls:  # a write or edit the tool refused changed nothing
+        _observe(asm, step_extra, results, c)
+        if not (c.id in failed and _writes(c)):
+            asm.track_call(c)
+    _pair_results(asm, s, line, calls, results, failed)
+
+
+def _extra_call(asm: Assembler, t: Turn, s: dict, step_extra: dict, results: list, calls: list[ToolCall],
+                line: int, ts: int | None) -> list:
+    """A converter that kept the call only in the step's extra (tool_use_name, raw_arguments): the
+    call, added to ``calls``; the step's results, paired with it."""
+    raw = step_extra.get("raw_arguments")
+    if isinstance(raw, str):
+        try:
+            raw = loads(raw)
+        except JSONError:
+            raw = {"input": raw}
+    meta = step_extra.get("tool_result_metadata") if isinstance(step_extra.get("tool_result_metadata"), dict) else {}
+    rawr = meta.get("raw_tool_result") if isinstance(meta.get("raw_tool_result"), dict) else {}
+    cid = rawr.get("tool_use_id") if isinstance(rawr.get("tool_use_id"), str) else f"step{s.get('step_id')}"
+    calls.append(asm.call(t, step_extra["tool_use_name"], raw if isinstance(raw, dict) else {}, line, ts, cid))
+    if not results and isinstance(meta.get("content"), (str, list)):
+        results = [{"source_call_id": cid, "content": meta["content"]}]
+    elif len(results) == 1 and isinstance(results[0], dict) and not results[0].get("source_call_id"):
+        results = [dict(results[0], source_call_id=cid)]
+    return results
+
+
+def _pair_results(asm: Assembler, s: dict, line: int, calls: list[ToolCall], results: list, failed: set) -> None:
+    """Each result to its call; results without one: one combined terminal output (Harbor's), or
+    an observation message."""
+    unpaired = []
+    for r in results:
+        if not isinstance(r, dict):
+            continue
+        content = r.get("content")
+        c = asm.pending(r.get("source_call_id"))
+        if c is None:
+            unpaired.append(content)
+            continue
+        err = c.id in failed
+        asm.result(c, content, line, None, is_error=err)
+    left = [c for c in calls if c.result is None]
+    if unpaired and left:
+        combined = "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired)
+        last = left[-1]
+        if len(left) > 1:
+            for c in left[:-1]:
+                asm.result(c, f"(Harbor returns one combined terminal output for the {len(left)} calls of "
+                              f"step {s.get('step_id')}: it is shown under call #{last.index})", line, None,
+                           status=OK)
+            asm.note(line, f"step {s.get('step_id')}: one combined observation for {len(left)} calls, "
+                           f"attached to call #{last.index}")
+        asm.result(last, combined, line, None)
+    elif unpaired and not calls:
+        asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))

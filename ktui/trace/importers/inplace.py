@@ -3,38 +3,25 @@ diffs (``patch`` / ``git apply`` of a heredoc, or of a diff file written earlier
 Python scripts (``python3 - <<'PY' ... PY``, ``python -c "..."``) that read a file, change it and
 write it back.
 
-Nothing here runs trace code: Python scripts are parsed (``ast``) and only a few shapes are
-understood: a path held in a string (or ``Path(...)``), the file read (``open(p).read()``,
-``Path(p).read_text()``), ``.replace(old, new[, count])`` with literal strings (chained, or through
-variables bound to literals), and the result written back (``open(p, 'w').write(s)``,
-``Path(p).write_text(s)``, ``with open(p, 'w') as f: f.write(s)``), or a literal written whole.
-sed / perl ``s/pattern/replacement/flags`` expressions are applied line by line, as the tools do.
+Nothing here runs trace code: Python scripts are parsed, and a few shapes understood, by
+:mod:`ktui.trace.importers.inplace_python`. sed / perl ``s/pattern/replacement/flags``
+expressions are applied line by line, as the tools do.
 
-Each change is an :class:`Change`: the path, and either a function that computes the new content
-from the old one (``None`` when the old content is needed but the change cannot be replayed:
-the file is "modified in place, content unknown"), or the whole new content.
+Each change is a :class:`~ktui.trace.importers.change.Change`: the path, and either a function
+that computes the new content from the old one (``None`` when the old content is needed but the
+change cannot be replayed: the file is "modified in place, content unknown"), or the whole new
+content.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from ktui.trace.importers.change import Apply, Change
+from ktui.trace.importers.inplace_python import python_changes
 from ktui.trace.importers.patches import apply_hunks
-
-Apply = Callable[[str], str]
-
-
-@dataclass(slots=True)
-class Change:
-    path: str
-    how: str  # "sed -i", "perl -pi", "python script", ...
-    apply: Apply | None = None  # old content -> new content; None: the change cannot be replayed
-    whole: str | None = None  # the new content, when the command writes it whole
-
 
 _PATCH_HEREDOC = re.compile(r"(?:^|[\s;&|(])(?:patch|git\s+apply)\b[^\n<]*<<-?\s*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z_][\w.-]*))")
 _PATCH_FILE = re.compile(r"(?:^|[\s;&|(])(?:patch\b[^\n<|;&]*<\s*|git\s+apply\s+(?:-\S+\s+)*)([^\s;&|<>]+)")
@@ -405,220 +392,3 @@ def _python_c(line: str) -> list[Change]:
         if w == "-c" and k + 1 < len(words) and k > 0 and "python" in words[k - 1].rsplit("/", 1)[-1]:
             return python_changes(words[k + 1])
     return []
-
-
-class _Unknown(Exception):
-    pass
-
-
-@dataclass(slots=True)
-class _Text:
-    """A string value: a literal, or a file's content with replacements applied in order."""
-
-    literal: str | None = None
-    source: str | None = None  # the path it was read from
-    steps: tuple[tuple[str, str, int], ...] = ()
-    known: bool = True
-
-
-_MAX_DEPTH = 120
-
-
-def _too_deep(tree: ast.AST, limit: int = _MAX_DEPTH) -> bool:
-    """Whether the script's syntax tree nests deeper than ``limit`` (walked without recursion)."""
-    stack = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        stack.extend((c, depth + 1) for c in ast.iter_child_nodes(node))
-    return False
-
-
-def python_changes(src: str) -> list[Change]:
-    """Files a Python script writes, and how."""
-    if "write" not in src or len(src) > (8 << 20):
-        return []
-    try:
-        tree = ast.parse(src)
-    except (SyntaxError, ValueError, RecursionError):
-        return []
-    if _too_deep(tree):  # decided here, not by whatever recursion limit the process has
-        return []
-    env: dict[str, object] = {}  # name -> str path / _Text / ("file", path, mode)
-    out: list[Change] = []
-
-    def value(node: ast.AST) -> object:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return _Text(literal=node.value)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # 'a' + 'b'
-            a, b = value(node.left), value(node.right)
-            if isinstance(a, _Text) and isinstance(b, _Text) and a.literal is not None and b.literal is not None:
-                return _Text(literal=a.literal + b.literal)
-            raise _Unknown
-        if isinstance(node, ast.Name):
-            v = env.get(node.id)
-            if v is None:
-                raise _Unknown
-            return v
-        if isinstance(node, ast.Call):
-            f = node.func
-            # Path('x') / pathlib.Path('x')
-            if (isinstance(f, ast.Name) and f.id == "Path") or (isinstance(f, ast.Attribute) and f.attr == "Path"):
-                if len(node.args) == 1:
-                    v = value(node.args[0])
-                    return _path_of(v)
-                raise _Unknown
-            if ((isinstance(f, ast.Attribute) and f.attr == "dedent") or (isinstance(f, ast.Name) and f.id == "dedent")) \
-                    and len(node.args) == 1:
-                v = value(node.args[0])
-                if isinstance(v, _Text) and v.literal is not None:
-                    import textwrap
-
-                    return _Text(literal=textwrap.dedent(v.literal))
-                raise _Unknown
-            if isinstance(f, ast.Attribute):
-                if f.attr == "read" and not node.args:  # open(p).read() / fh.read()
-                    base = f.value
-                    if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "open":
-                        return _Text(source=_path_of(value(base.args[0])) if base.args else _fail())
-                    v = value(base)
-                    if isinstance(v, tuple) and v[0] == "file":
-                        return _Text(source=v[1])
-                    raise _Unknown
-                if f.attr == "read_text":
-                    return _Text(source=_path_of(value(f.value)))
-                if f.attr == "replace" and 2 <= len(node.args) <= 3:
-                    base = value(f.value)
-                    if not isinstance(base, _Text):
-                        raise _Unknown
-                    old, new = value(node.args[0]), value(node.args[1])
-                    if not (isinstance(old, _Text) and isinstance(new, _Text) and old.literal is not None
-                            and new.literal is not None):
-                        raise _Unknown
-                    count = -1
-                    if len(node.args) == 3:
-                        c = node.args[2]
-                        if not (isinstance(c, ast.Constant) and isinstance(c.value, int)):
-                            raise _Unknown
-                        count = c.value
-                    if base.literal is not None:
-                        return _Text(literal=base.literal.replace(old.literal, new.literal, count))
-                    return _Text(source=base.source, steps=base.steps + ((old.literal, new.literal, count),))
-        raise _Unknown
-
-    def write(path: str | None, content_node: ast.AST | None) -> None:
-        if path is None:
-            return
-        try:
-            v = value(content_node) if content_node is not None else None
-        except _Unknown:
-            v = None
-        if isinstance(v, _Text) and v.literal is not None:
-            out.append(Change(path, "python script", whole=v.literal))
-        elif isinstance(v, _Text) and v.source is not None and _same(v.source, path):
-            out.append(Change(path, "python script", _replacer(v.steps)))
-        else:
-            out.append(Change(path, "python script"))  # written, but not replayable
-
-    def open_target(call: ast.AST) -> tuple[str | None, str]:
-        """(path, mode) of an ``open(...)`` call."""
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "open" and call.args):
-            return None, ""
-        mode = "r"
-        if len(call.args) >= 2 and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str):
-            mode = call.args[1].value
-        for kw in call.keywords:
-            if kw.arg == "mode" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-                mode = kw.value.value
-        try:
-            return _path_of(value(call.args[0])), mode
-        except _Unknown:
-            return "?", mode
-
-    def visit(stmts: list[ast.stmt]) -> None:
-        for st in stmts:
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-                try:
-                    env[st.targets[0].id] = _bind(value(st.value))
-                except _Unknown:
-                    env.pop(st.targets[0].id, None)
-                continue
-            if isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.Assign, ast.For)):
-                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-                for t in targets:  # a value ktui does not follow: forget the names it binds
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            env.pop(n.id, None)
-                if not isinstance(st, ast.For):
-                    continue
-            if isinstance(st, ast.With):
-                for item in st.items:
-                    path, mode = open_target(item.context_expr)
-                    if path is not None and isinstance(item.optional_vars, ast.Name):
-                        env[item.optional_vars.id] = ("file", path, mode)
-                visit(st.body)
-                continue
-            if isinstance(st, (ast.If, ast.For, ast.While, ast.Try)):
-                for block in (getattr(st, "body", []), getattr(st, "orelse", []), getattr(st, "finalbody", [])):
-                    visit(block)
-                for h in getattr(st, "handlers", []):
-                    visit(h.body)
-                continue
-            for node in ast.walk(st):
-                if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-                    continue
-                f = node.func
-                arg = node.args[0] if node.args else None
-                if f.attr == "write_text":
-                    try:
-                        write(_path_of(value(f.value)), arg)
-                    except _Unknown:
-                        pass
-                elif f.attr in ("write", "writelines"):
-                    path, mode = open_target(f.value)
-                    if path is None and isinstance(f.value, ast.Name):
-                        v = env.get(f.value.id)
-                        if isinstance(v, tuple) and v[0] == "file":
-                            path, mode = v[1], v[2]
-                    if path is not None and any(ch in mode for ch in "wax+"):
-                        if path == "?":
-                            continue
-                        if "a" in mode or f.attr == "writelines":
-                            out.append(Change(path, "python script"))
-                        else:
-                            write(path, arg)
-
-    try:
-        visit(tree.body)
-    except (RecursionError, _Unknown):
-        pass
-    return out
-
-
-def _fail():
-    raise _Unknown
-
-
-def _bind(v: object) -> object:
-    return v
-
-
-def _path_of(v: object) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, _Text) and v.literal is not None and v.literal and "\n" not in v.literal:
-        return v.literal
-    raise _Unknown
-
-
-def _same(a: str, b: str) -> bool:
-    return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1] and (a.startswith("/") != b.startswith("/"))
-
-
-def _replacer(steps: tuple[tuple[str, str, int], ...]) -> Apply:
-    def apply(old: str) -> str:
-        for o, n, c in steps:
-            old = old.replace(o, n, c)
-        return old
-    return apply
