@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 from conftest import needs
 
-from ktui.report.verify import render
+from ktui.report.verify import render, write_csv
 from ktui.repro.api import ReproOptions
 from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_JUDGED, NOT_REPRODUCIBLE, SAME_FAILURE
 from ktui.repro.verify import engine as E
 from ktui.repro.verify.plan import Planner, RunRow
-from ktui.repro.verify.results import build_report, csv_cell, write_csv
+from ktui.repro.verify.results import build_report
+from ktui.view.verify import csv_cell
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP = REPO / "tests" / "fixtures" / "verify" / "sweep"

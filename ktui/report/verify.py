@@ -162,7 +162,7 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
                    progress: bool | None = None, events_out: str | None = None, tasks: str | None = None) -> int:
     from ktui.repro.api import ReproError, ReproOptions
     from ktui.repro.verify.plan import Planner
-    from ktui.repro.verify.results import build_report, to_json, write_csv
+    from ktui.repro.verify.results import build_report, to_json
 
     out = out or sys.stdout
     if device and not (device in ("cpu", "cuda") or device.startswith("cuda:")):
@@ -284,3 +284,13 @@ def models_table(report: Any) -> Any:
     from ktui.report.draw import rich_table
 
     return rich_table(_view(report).models_table)
+
+
+def write_csv(report: Any, out: IO[str]) -> None:
+    """``--csv``: the view's CSV rows (:func:`ktui.view.verify.csv_rows`)."""
+    import csv
+
+    from ktui.repro.verify.results import Report
+    from ktui.view.verify import csv_rows
+
+    csv.writer(out).writerows(csv_rows(report.record() if isinstance(report, Report) else report))

@@ -12,7 +12,9 @@ trace) is cleaned here. No Rich, no Textual.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 from ktui.repro.verify.record import ModelRecord, RunRecord, SideAggregate, VerifyReport, stats_line
 from ktui.trace.aggregate import FAST_P
@@ -141,3 +143,30 @@ def verify_view(report: VerifyReport) -> VerifyView:
     if stats:
         parts += [blank(), para(stats, role=R.ASIDE, wrap=False)]
     return VerifyView(runs, models, claims, judged, nj, summary, stats, rt, mt, tuple(parts))
+
+
+# ---- the CSV (``ktui verify --csv``): one row per run, cells a spreadsheet shows as text ------------
+CSV_FIELDS = ["path", "model", "problem", "version", "final", "recorded_outcome", "recorded_speedup",
+              "reproduced_outcome", "reproduced_speedup", "kernel_us", "reference_us", "verdict", "reason",
+              "failure", "cached", "slot", "real"]
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "|", "%")
+
+
+def csv_cell(v: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: no formula (=, +, -, @ ... first), no escapes."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return v if math.isfinite(v) else ""
+    s = one_line(v, 2000)
+    if s.startswith(_FORMULA) or s[:1] in ("\ufeff",):
+        s = "'" + s
+    return s
+
+
+def csv_rows(report: VerifyReport) -> list[list[Any]]:
+    """The header and one row per run (the runs as ``--json`` writes them), every cell made safe."""
+    runs = report.to_dict().get("runs") or []
+    return [list(CSV_FIELDS)] + [[csv_cell(d.get(k)) for k in CSV_FIELDS] for d in runs if isinstance(d, dict)]

@@ -4,7 +4,8 @@ do not hold, worst first. Plain data here: :func:`build_report` makes a :class:`
 objects); :meth:`Report.record` is its typed, versioned form (:class:`VerifyReport`, schema
 :data:`~ktui.repro.results.VERIFY_SCHEMA`: what ``--json`` writes and
 :meth:`VerifyReport.from_dict` reads back, raising :class:`~ktui.repro.results.ResultError` on a
-bad shape); :func:`to_json`, :func:`write_csv`. The view (:mod:`ktui.view.verify`) is built from a
+bad shape); :func:`to_json`. The CSV (``--csv``) is drawn from the view's cells
+(:func:`ktui.view.verify.csv_rows`, sanitized there like every other output). The view (:mod:`ktui.view.verify`) is built from a
 :class:`VerifyReport`; ``ktui/report`` and ``ktui/tui`` draw it.
 
 Reproduced outcome of a run: ``passed`` when its kernel passed correctness here and no honesty
@@ -16,7 +17,6 @@ measured here. fast_p counts passed runs with a speedup above p over all runs, a
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import dataclass, field
@@ -37,7 +37,6 @@ from ktui.repro.verify.record import (  # noqa: F401  (the typed report: re-expo
 )
 from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
 from ktui.trace.model import INCOMPLETE, OUTCOME_FAILED, PASSED
-from ktui.trace.text import sanitize
 
 NOT_RUN = "not run"
 
@@ -205,11 +204,6 @@ def build_report(rows: list[RunRow], results: dict[str, dict[str, Any]], cached:
 
 
 # ---- output -------------------------------------------------------------------------------------
-def one_line(s: Any, limit: int = 200) -> str:
-    t = sanitize("" if s is None else s).replace("\n", " ").replace("\t", " ")
-    return t if len(t) <= limit else t[: limit - 1] + "…"
-
-
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.0f}%"
 
@@ -225,31 +219,3 @@ def _side(outcome: str, sp: float | None) -> str:
 def to_json(report: Report, out: IO[str]) -> None:
     json.dump(report.to_dict(), out, indent=1, default=str, allow_nan=False)
     out.write("\n")
-
-
-CSV_FIELDS = ["path", "model", "problem", "version", "final", "recorded_outcome", "recorded_speedup",
-              "reproduced_outcome", "reproduced_speedup", "kernel_us", "reference_us", "verdict", "reason",
-              "failure", "cached", "slot", "real"]
-_FORMULA = ("=", "+", "-", "@", "\t", "\r", "|", "%")
-
-
-def csv_cell(v: Any) -> Any:
-    """A CSV cell a spreadsheet shows as text: no formula (=, +, -, @ ... first), no escapes."""
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return v if math.isfinite(v) else ""
-    s = one_line(v, 2000)
-    if s.startswith(_FORMULA) or s[:1] in ("\ufeff",):
-        s = "'" + s
-    return s
-
-
-def write_csv(report: Report, out: IO[str]) -> None:
-    w = csv.writer(out)
-    w.writerow(CSV_FIELDS)
-    for v in report.rows:
-        d = v.to_dict()
-        w.writerow([csv_cell(d.get(k)) for k in CSV_FIELDS])
