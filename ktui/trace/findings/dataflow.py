@@ -1,0 +1,535 @@
+"""The Python checks that follow values (fallbacks, caches, inputs and outputs, precision).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ktui.trace.findings.analysis import (
+    _base_name,
+    _dotted,
+    _inplace,
+    _short,
+)
+from ktui.trace.findings.model import ERROR, WARNING
+from ktui.trace.findings.names import (
+    _EMPTY_METHODS,
+    _FALLBACK_OPS,
+    _HALF_DTYPES,
+    _HALF_METHODS,
+    _JOIN_TEXT,
+    _NN_COMPUTE,
+    _REF_HALF,
+    _STREAM_TEXT,
+    _VIEWISH,
+)
+from ktui.trace.findings.pybase import _PyBase
+
+
+class _PyDataflow(_PyBase):
+    """The checks that follow values through the source: fallbacks to torch, caches, counters,
+    inputs and outputs, streams, shapes, precision."""
+
+    def try_fallback(self, node: ast.Try, torch_op: str | None) -> None:
+        build = self.is_build(ast.Module(body=node.body, type_ignores=[]))
+        for h in node.handlers:
+            if any(isinstance(n, ast.Raise) for n in ast.walk(h)):
+                continue
+            own = self.handler_fallback(h)
+            if build:
+                fb = own or torch_op
+                self.add("build_fallback", ERROR if fb else WARNING,
+                         "catches a failed build of its extension and carries on"
+                         + (f": the fallback {fb} runs instead" if fb else " (the custom kernel may never run)"),
+                         h.lineno)
+                return
+            if own:
+                self.add("build_fallback", ERROR, f"catches any failure of its custom path and computes the result "
+                         f"with {own} instead", h.lineno)
+                return
+
+    def handler_fallback(self, h: ast.AST) -> str | None:
+        for n in ast.walk(h):
+            if isinstance(n, ast.Call):
+                f = self.resolve(n.func) or ""
+                if self.is_torch_op(f):
+                    return f
+        return None
+
+    # ---- torch fallbacks ------------------------------------------------------------------------------
+    def is_torch_op(self, f: str) -> bool:
+        if f.startswith("torch.nn.functional."):
+            return f.rsplit(".", 1)[-1] not in ("pad",)
+        if f.startswith("torch.ops.aten."):
+            return True
+        if f.startswith("torch.") and f.count(".") == 1 and f.split(".")[1] in _FALLBACK_OPS:
+            return True
+        if f.startswith("torch.linalg.") or f.startswith("torch.special."):
+            return True
+        return False
+
+    # ---- what a name refers to: the kernel's own extension / Triton kernels, or torch ----------------
+    @property
+    def custom_names(self) -> set[str]:
+        """Names (``ext``, ``self.ext``, ``mm``) bound to the file's own compiled code: a
+        ``load_inline`` / ``cpp_extension.load`` / Triton / CuPy build, an attribute of one, or a
+        ``@triton.jit`` function. A call through one of them is custom code whatever its name
+        (an extension function called ``mm`` is not ``torch.mm``)."""
+        names = getattr(self, "_custom_names", None)
+        if names is not None:
+            return names
+        names = {fn.name for fn in self.functions if self.is_triton_kernel(fn)}
+        assigns = [n for n in ast.walk(self.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+        for _ in range(3):  # aliases of aliases
+            for n in assigns:
+                v = n.value
+                custom = self.is_build(v) or self._raw_kernel(v) or (_dotted(v) or "") in names or \
+                    (_dotted(v) or "").split(".")[0] in names or self._self_head(_dotted(v) or "") in names
+                if not custom:
+                    continue
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    d = _dotted(t)
+                    if d:
+                        names.add(d)
+        self._custom_names = names
+        return names
+
+    @staticmethod
+    def _self_head(d: str) -> str:
+        parts = d.split(".")
+        return ".".join(parts[:2]) if parts[0] == "self" and len(parts) > 2 else ""
+
+    def _raw_kernel(self, v: ast.AST) -> bool:
+        if not isinstance(v, ast.Call):
+            return False
+        last = (self.resolve(v.func) or "").rsplit(".", 1)[-1]
+        return last in ("RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel", "get_function", "jit",
+                        "load_library", "compile_kernel")
+
+    def is_custom_call(self, n: ast.Call) -> bool:
+        """A call into the file's own compiled code (directly, not through a helper)."""
+        names = self.custom_names
+        if isinstance(n.func, ast.Subscript):  # kernel[grid](...): a Triton / Numba launch
+            base = _dotted(n.func.value) or ""
+            return base in names or (isinstance(n.func.value, ast.Name) and base in self.alias)
+        d = _dotted(n.func) or ""
+        if d in names or d.split(".")[0] in names or self._self_head(d) in names:
+            return True
+        if d.rsplit(".", 1)[0] in names:  # ext.fn where ext.fn itself is not bound
+            return True
+        full = self.resolve(n.func) or ""
+        if full.startswith("torch.ops.") and full.split(".")[2:3] not in (["aten"], ["prims"], ["quantized"]):
+            return True  # an operator the kernel registered itself (TORCH_LIBRARY)
+        return False
+
+    def calls_custom(self, fn: ast.AST, depth: int = 0) -> bool:
+        """Whether ``fn`` runs the file's own compiled code, directly or through the file's own
+        functions and methods (a few levels deep)."""
+        key = id(fn)
+        if key in self._custom_cache:
+            return self._custom_cache[key]
+        self._custom_cache[key] = False  # recursion guard
+        by_name = {f.name: f for f in self.functions}
+        out = False
+        for n in ast.walk(fn):
+            if not isinstance(n, ast.Call):
+                continue
+            if self.is_custom_call(n):
+                out = True
+                break
+            callee = None
+            if isinstance(n.func, ast.Name):
+                callee = by_name.get(n.func.id)
+            elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and \
+                    n.func.value.id in ("self", "cls"):
+                callee = by_name.get(n.func.attr)
+            elif isinstance(n.func, ast.Attribute) and n.func.attr == "apply" and isinstance(n.func.value, ast.Name):
+                cls = next((c for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef)
+                            and c.name == n.func.value.id), None)  # an autograd.Function
+                if cls is not None and depth < 4 and self.calls_custom(cls, depth + 1):
+                    out = True
+                    break
+            if callee is not None and callee is not fn and depth < 4 and self.calls_custom(callee, depth + 1):
+                out = True
+                break
+        self._custom_cache[key] = out
+        return out
+
+    def fallbacks(self) -> str | None:
+        nn_attrs: dict[str, str] = {}
+        for fn in self.functions:
+            if fn.name != "__init__":
+                continue
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+                    f = self.resolve(n.value.func) or ""
+                    if f.startswith("torch.nn.") and _NN_COMPUTE.match(f.rsplit(".", 1)[-1]):
+                        for t in n.targets:
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                                nn_attrs[t.attr] = f.rsplit(".", 1)[-1]
+        first: str | None = None
+        for fn in self.forwards:
+            for n in ast.walk(fn):
+                what = None
+                if isinstance(n, ast.Call):
+                    f = self.resolve(n.func) or ""
+                    if self.is_torch_op(f):
+                        what = f"{f}(...)"
+                    elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and \
+                            n.func.value.id == "self" and n.func.attr in nn_attrs:
+                        what = f"self.{n.func.attr} (an nn.{nn_attrs[n.func.attr]})"
+                    elif isinstance(n.func, ast.Attribute) and n.func.attr in ("matmul", "mm", "bmm", "softmax",
+                                                                               "log_softmax", "addmm", "baddbmm") \
+                            and not (self.resolve(n.func.value) or "").startswith(("self", "torch")) \
+                            and self._is_local_tensor(n.func.value):
+                        what = f"tensor.{n.func.attr}(...)"
+                elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
+                    what = "the @ operator"
+                if what:
+                    first = first or what.replace("(...)", "")
+                    if self._pending_fallback is None:
+                        self._pending_fallback = (f"forward calls {what} (falls back to torch ops on the hot path)",
+                                                  self.line(n))
+                    break
+        return first
+
+    _pending_fallback: tuple[str, int | None] | None = None
+
+    def settle_fallback(self) -> None:
+        """torch ops in a forward that also runs the file's own (working) kernels are a partial
+        port, which KernelBench allows (a custom fused epilogue after nn.Conv2d): only a forward
+        that runs no custom code, or only a marker kernel, falls back to torch."""
+        if self._pending_fallback is None:
+            return
+        marker = self.has("dummy_kernel") or self.has("library_behind_marker") or self.has("build_fallback")
+        if not marker and any(self.calls_custom(fn) for fn in self.forwards):
+            return
+        what, line = self._pending_fallback
+        self.add("torch_fallback", WARNING, what, line)
+
+    def _is_local_tensor(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Name) or node.id in self.alias:
+            return False
+        return node.id not in self.custom_names  # ext.mm(...): the extension's own function
+
+    # ---- pointer / fingerprint caches -----------------------------------------------------------------
+    def ptr_caches(self) -> None:
+        compared_attrs = {n.attr for c in ast.walk(self.tree) if isinstance(c, (ast.Compare, ast.Subscript))
+                          for n in ast.walk(c) if isinstance(n, ast.Attribute)}
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            is_ptr = (isinstance(node.func, ast.Attribute) and node.func.attr == "data_ptr") or \
+                     (isinstance(node.func, ast.Name) and node.func.id == "id" and len(node.args) == 1)
+            if not is_ptr:
+                continue
+            how = self.keyish(node, compared_attrs, depth=0)
+            if how:
+                name = "data_ptr()" if isinstance(node.func, ast.Attribute) else "id()"
+                self.add("ptr_cache", ERROR, f"keys a cache on {name} ({how}): the same buffer with new values gets "
+                         "the old result", self.line(node))
+                return
+
+    def keyish(self, node: ast.AST, compared_attrs: set[str], depth: int) -> str | None:
+        cur = node
+        for _ in range(12):
+            p = self.parent.get(cur)
+            if p is None:
+                return None
+            if isinstance(p, ast.Call):
+                if cur is p.func:
+                    return None
+                f = self.resolve(p.func) or ""
+                if f in ("int", "hash", "str", "tuple", "frozenset", "repr", "float", "hex", "id"):
+                    cur = p
+                    continue
+                if isinstance(p.func, ast.Attribute) and p.func.attr in ("get", "setdefault", "pop", "add",
+                                                                        "__contains__", "index", "count"):
+                    return f"looked up with .{p.func.attr}()"
+                return None  # passed to a function (an extension's pointer argument): not a key
+            if isinstance(p, ast.BinOp) and isinstance(p.op, (ast.Mod, ast.BitAnd, ast.FloorDiv)):
+                return None  # an alignment check (ptr % 16)
+            if isinstance(p, (ast.Tuple, ast.List, ast.Set, ast.BinOp, ast.JoinedStr, ast.FormattedValue, ast.keyword)):
+                cur = p
+                continue
+            if isinstance(p, ast.Compare):
+                others = [x for x in [p.left, *p.comparators] if x is not cur]
+                if all(isinstance(x, ast.Constant) for x in others):
+                    return None  # compared with a literal (a null or alignment check), not a stored key
+                return "compared with a stored value"
+            if isinstance(p, ast.Subscript):
+                return "used as a dictionary key" if cur is p.slice else None
+            if isinstance(p, ast.Dict):
+                return "used as a dictionary key" if cur in p.keys else None
+            if isinstance(p, (ast.Assign, ast.AnnAssign)):
+                if depth >= 2:
+                    return None
+                targets = p.targets if isinstance(p, ast.Assign) else [p.target]
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and t.attr in compared_attrs:
+                        return f"stored in {_short(t)} and compared later"
+                    if isinstance(t, ast.Name):
+                        fn = self._enclosing(p)
+                        for use in ast.walk(fn):
+                            if isinstance(use, ast.Name) and use.id == t.id and isinstance(use.ctx, ast.Load):
+                                r = self.keyish(use, compared_attrs, depth + 1)
+                                if r:
+                                    return r
+                return None
+            return None
+        return None
+
+    def _enclosing(self, node: ast.AST) -> ast.AST:
+        n = self.parent.get(node)
+        while n is not None and not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            n = self.parent.get(n)
+        return n if n is not None else self.tree
+
+    # ---- call counting, stored results ---------------------------------------------------------------
+    def call_counting(self) -> None:
+        tested: set[str] = set()
+        for n in ast.walk(self.tree):
+            if isinstance(n, (ast.If, ast.IfExp, ast.While)) or isinstance(n, ast.Compare):
+                test = n.test if isinstance(n, (ast.If, ast.IfExp, ast.While)) else n
+                for x in ast.walk(test):
+                    if isinstance(x, ast.Attribute):
+                        tested.add(x.attr)
+                    elif isinstance(x, ast.Name):
+                        tested.add(x.id)
+        for fn in self.forwards:
+            for n in ast.walk(fn):
+                if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.value, ast.Constant):
+                    t = n.target
+                    name = t.attr if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
+                        t.value.id == "self" else (t.id if isinstance(t, ast.Name) and self._is_global(fn, t.id)
+                                                   else self._module_state(fn, t))
+                    if name and name in tested:
+                        self.add("call_counting", ERROR, f"counts its calls ({_short(n)}) and branches on the count: "
+                                 "it can behave differently when timed than when checked", n.lineno)
+                        return
+
+    def _is_global(self, fn: ast.AST, name: str) -> bool:
+        return any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(fn))
+
+    def _module_state(self, fn: ast.AST, node: ast.AST) -> str | None:
+        """The module-level name behind ``_N[0]`` or ``_STATE.n`` (state kept across calls in a
+        module-level container, no ``global`` needed), when forward does not rebind that name."""
+        if not isinstance(node, (ast.Subscript, ast.Attribute)) or not isinstance(node.value, ast.Name):
+            return None
+        name = node.value.id
+        if name == "self" or name not in self._module_names():
+            return None
+        local = any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Store) for x in ast.walk(fn))
+        return None if local else name
+
+    def _module_names(self) -> set[str]:
+        names = getattr(self, "_module_names_cache", None)
+        if names is None:
+            names = set()
+            for st in getattr(self.tree, "body", []):
+                targets = st.targets if isinstance(st, ast.Assign) else \
+                    [st.target] if isinstance(st, (ast.AnnAssign, ast.AugAssign)) else []
+                for t in targets:
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Name):
+                            names.add(x.id)
+            self._module_names_cache = names
+        return names
+
+    def result_cache(self) -> None:
+        for fn in self.forwards:
+            for n in ast.walk(fn):
+                if not isinstance(n, ast.Return) or n.value is None:
+                    continue
+                v = n.value
+                stored = None
+                if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id == "self":
+                    stored = _short(v)
+                elif isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute) and \
+                        isinstance(v.value.value, ast.Name) and v.value.value.id == "self":
+                    stored = _short(v)
+                elif isinstance(v, ast.Name) and self._is_global(fn, v.id):
+                    stored = v.id
+                elif self._module_state(fn, v):
+                    stored = _short(v)
+                if stored is None:
+                    continue
+                cond = self.parent.get(n)
+                while cond is not None and cond is not fn and not isinstance(cond, ast.If):
+                    cond = self.parent.get(cond)
+                if isinstance(cond, ast.If):
+                    self.add("result_cache", ERROR, f"returns a stored result ({stored}) when {_short(cond.test, 50)}: "
+                             "later calls can get an earlier answer", n.lineno)
+                    return
+
+    # ---- inputs and outputs -----------------------------------------------------------------------------
+    def inputs_and_outputs(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        a = fn.args
+        params = [x for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in ("self", "cls")]
+        scalar = {"int", "float", "bool", "str", "Optional[int]", "Optional[float]", "tuple", "list"}
+        alias = {x.arg for x in params if not (x.annotation is not None and _short(x.annotation) in scalar)}
+        if a.vararg is not None:
+            alias.add(a.vararg.arg)
+        nodes = sorted((n for n in ast.walk(fn) if hasattr(n, "lineno")),
+                       key=lambda n: (n.lineno, n.col_offset))
+        empties: dict[str, ast.AST] = {}
+        written: set[str] = set()
+        for n in nodes:
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                name = n.targets[0].id
+                if self._aliases(n.value, alias):
+                    alias.add(name)
+                else:
+                    alias.discard(name)
+                if self._is_empty(n.value):
+                    empties[name] = n
+                    written.discard(name)
+                elif name in empties and not self._aliases(n.value, set(empties)):
+                    del empties[name]
+            elif isinstance(n, ast.AugAssign):
+                base = _base_name(n.target)
+                if base in alias:
+                    self.add("input_write", ERROR, f"writes into its input {base} in place ({_short(n)})", n.lineno)
+                if base:
+                    written.add(base)
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    for tt in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                        if isinstance(tt, (ast.Subscript, ast.Attribute)):
+                            base = _base_name(tt)
+                            if base in alias and (isinstance(tt, ast.Subscript) or tt.attr == "data"):
+                                self.add("input_write", ERROR, f"writes into its input {base} ({_short(tt)} = ...)",
+                                         n.lineno)
+                            if base:
+                                written.add(base)
+                        elif isinstance(tt, ast.Name):  # a, b = x.chunk(2): views of an input stay inputs
+                            if n.value is not None and self._aliases(n.value, alias):
+                                alias.add(tt.id)
+                            else:
+                                alias.discard(tt.id)
+            elif isinstance(n, ast.Call):
+                self._io_call(n, alias, written)
+            elif isinstance(n, ast.Return) and n.value is not None:
+                self._io_return(n.value, n.lineno, alias, empties, written)
+
+    def _io_call(self, n: ast.Call, alias: set[str], written: set[str]) -> None:
+        """A call in the judged forward: an in-place method or ``out=`` on an input; the names it
+        is given (which it may write)."""
+        if isinstance(n.func, ast.Attribute) and _inplace(n.func.attr):
+            base = _base_name(n.func.value)
+            if base in alias:
+                self.add("input_write", ERROR, f"writes into its input {base} in place ({_short(n, 50)})",
+                         n.lineno)
+            if base:
+                written.add(base)
+        for k in n.keywords:
+            if k.arg == "out":
+                base = _base_name(k.value)
+                if base in alias:
+                    self.add("input_write", ERROR, f"writes its result into its input {base} (out=)",
+                             n.lineno)
+        for arg in list(n.args) + [k.value for k in n.keywords]:
+            for x in ast.walk(arg):
+                if isinstance(x, ast.Name):
+                    written.add(x.id)
+
+    def _io_return(self, v: ast.expr, lineno: int, alias: set[str], empties: dict[str, ast.AST],
+                   written: set[str]) -> None:
+        """What the judged forward returns: an unwritten empty tensor, or its input."""
+        if self._is_empty(v):
+            self.add("empty_output", ERROR, f"returns {_short(v, 50)} that nothing writes: it holds whatever "
+                     "the allocator hands back (often the reference's freed output)", lineno)
+        for x in (v.elts if isinstance(v, (ast.Tuple, ast.List)) else [v]):
+            base = _base_name(x) if self._aliases(x, set(empties) | alias) else None
+            if base in empties and base not in written:
+                self.add("empty_output", ERROR, f"returns {base} = {_short(empties[base].value, 40)} that "
+                         "nothing writes: it holds whatever the allocator hands back (often the "
+                         "reference's freed output)", lineno)
+            elif base in alias:
+                self.add("input_passthrough", ERROR, f"returns its input {base} (or a view of it) as the "
+                         "output" + (", written in place" if base in written else ""), lineno)
+
+    def _aliases(self, v: ast.AST, alias: set[str]) -> bool:
+        for _ in range(20):
+            if isinstance(v, ast.Name):
+                return v.id in alias
+            if isinstance(v, ast.Subscript):
+                v = v.value
+            elif isinstance(v, ast.Attribute) and v.attr in _VIEWISH:
+                v = v.value
+            elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and \
+                    (v.func.attr in _VIEWISH or _inplace(v.func.attr)):
+                if v.func.attr == "to" and any(isinstance(a, ast.Attribute) or isinstance(a, ast.Constant)
+                                               for a in v.args):
+                    return False  # a dtype/device conversion copies
+                v = v.func.value
+            else:
+                return False
+        return False
+
+    def _is_empty(self, v: ast.AST) -> bool:
+        if not isinstance(v, ast.Call):
+            return False
+        f = self.resolve(v.func) or ""
+        if f in ("torch.empty", "torch.empty_like", "torch.empty_strided"):
+            return True
+        return isinstance(v.func, ast.Attribute) and v.func.attr in _EMPTY_METHODS
+
+    # ---- side streams, shapes -------------------------------------------------------------------------
+    def side_stream(self) -> None:
+        m = _STREAM_TEXT.search(self.code)
+        if m is None:
+            return
+        if any(j in self.code for j in _JOIN_TEXT):
+            return
+        self.add("side_stream", WARNING, "creates its own CUDA stream and never joins it to the caller's (work may "
+                 "be hidden from the timer)", self.code.count("\n", 0, m.start()) + 1)
+
+    def python_shapes(self) -> None:
+        consts = self.ref_consts
+        if not consts:
+            return
+        values = {v for v in consts.values() if v > 2}
+        ctors = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.randn", "torch.rand",
+                 "torch.empty_strided")
+        for fn in self.forwards:
+            for n in ast.walk(fn):
+                lits: list[int] = []
+                if isinstance(n, ast.Call):
+                    f = self.resolve(n.func) or ""
+                    meth = n.func.attr if isinstance(n.func, ast.Attribute) else ""
+                    if f in ctors or meth in ("view", "reshape", "expand", "new_empty", "new_zeros", "new_ones"):
+                        for a in n.args:
+                            for x in (a.elts if isinstance(a, (ast.Tuple, ast.List)) else [a]):
+                                if isinstance(x, ast.Constant) and type(x.value) is int:
+                                    lits.append(x.value)
+                elif isinstance(n, ast.Compare):
+                    if any(isinstance(x, ast.Attribute) and x.attr == "shape" or
+                           isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr == "size"
+                           for x in ast.walk(n)):
+                        lits = [x.value for x in ast.walk(n) if isinstance(x, ast.Constant) and type(x.value) is int]
+                hit = [v for v in lits if v in values]
+                if hit:
+                    self.add("hardcoded_shapes", WARNING, f"hard-codes the reference's size {hit[0]} "
+                             f"({_short(n, 50)}): wrong at any other size", n.lineno)
+                    return
+
+    # precision in Python
+    def precision(self) -> None:
+        if self.reference is None or _REF_HALF.search(self.reference):
+            return
+        for fn in self.forwards:
+            for n in ast.walk(fn):
+                what = None
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HALF_METHODS:
+                    what = f".{n.func.attr}()"
+                elif isinstance(n, ast.Call) and (self.resolve(n.func) or "").split(".")[-1] == "autocast":
+                    what = f"{self.resolve(n.func)} (mixed precision)"
+                elif isinstance(n, ast.Attribute) and self.resolve(n) in _HALF_DTYPES:
+                    what = self.resolve(n)
+                if what:
+                    self.add("precision_downgrade", WARNING, f"computes in reduced precision ({what}) where the "
+                             "reference is full precision", n.lineno)
+                    return
+
+

@@ -1,0 +1,142 @@
+"""The Python analysis' ground: the parsed source and the questions every check asks of it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ktui.trace.findings.analysis import _Analysis, _dotted, _is_main_test
+
+
+class _PyBase(_Analysis):
+    """The parsed source: its tree, parents, import aliases, functions, self-test spans, and the
+    questions the checks share (names resolved, a build, a Triton kernel)."""
+
+    def __init__(self, code: str, reference: str | None, tree: ast.Module):
+        super().__init__(code, reference)
+        self.tree = tree
+        self.parent: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+        self.alias: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.alias[a.asname] = a.name
+                    else:
+                        self.alias.setdefault(a.name.split(".")[0], a.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    if a.name != "*":
+                        self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
+        if "F" not in self.alias:  # the usual spelling, even where the import is missing
+            self.alias["F"] = "torch.nn.functional"
+        self.functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        self.forwards = [f for f in self.functions if f.name in ("forward", "__call__")]
+        # the judged module's own forward: ModelNew's when the file defines it (helper modules may
+        # legitimately return views of, or write into, the intermediate tensors they are given)
+        judged = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
+        self.judged_forwards = [f for c in judged for f in c.body if isinstance(f, (ast.FunctionDef,
+                                ast.AsyncFunctionDef)) and f.name in ("forward", "__call__")] or self.forwards
+        self.defines_model = bool(judged)
+        self._custom_cache: dict[int, bool] = {}
+        self.self_test_script, self.self_test_lines = self._self_test()
+
+    def _self_test(self) -> tuple[bool, tuple[tuple[int, int], ...]]:
+        """(the file is the agent's own test script, the line ranges of self-test code in it).
+
+        A test script imports ``ModelNew`` from the kernel module and does not define it; in the
+        kernel module, the ``if __name__ == "__main__":`` block and the module-level functions only
+        it calls (transitively) are self-test code: the judge imports the module, it never runs them."""
+        imports_model = any((isinstance(n, ast.ImportFrom) and any(a.name == "ModelNew" for a in n.names))
+                            or (isinstance(n, ast.Attribute) and n.attr == "ModelNew")  # sol.ModelNew()
+                            or (isinstance(n, ast.Constant) and n.value == "ModelNew")  # getattr(mod, "ModelNew")
+                            for n in ast.walk(self.tree))
+        if imports_model and not self.defines_model:
+            return True, ()
+        mains = [st for st in self.tree.body if isinstance(st, ast.If) and _is_main_test(st.test)]
+        if not mains:
+            return False, ()
+        top = {st.name: st for st in self.tree.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+        def called(nodes: list[ast.AST]) -> set[str]:
+            return {n.func.id for x in nodes for n in ast.walk(x) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Name) and n.func.id in top}
+
+        # functions the judged code can reach: from every class body and module-level statement
+        # that is not a function definition or the main block
+        live_roots = [st for st in self.tree.body if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and st not in mains]
+        live: set[str] = set()
+        todo = called(live_roots)
+        while todo:
+            name = todo.pop()
+            if name not in live:
+                live.add(name)
+                todo |= called([top[name]]) - live
+        tests: set[str] = set()
+        todo = called(mains)
+        while todo:
+            name = todo.pop()
+            if name not in tests and name not in live:
+                tests.add(name)
+                todo |= called([top[name]]) - tests
+        spans = [(m.lineno, getattr(m, "end_lineno", None) or m.lineno) for m in mains]
+        spans += [(top[t].lineno, getattr(top[t], "end_lineno", None) or top[t].lineno) for t in tests]
+        return False, tuple(spans)
+
+    def resolve(self, node: ast.AST) -> str | None:
+        d = _dotted(node)
+        if d is None:
+            return None
+        head, _, rest = d.partition(".")
+        full = self.alias.get(head)
+        if full is not None:
+            return f"{full}.{rest}" if rest else full
+        return d
+
+    def line(self, node: ast.AST) -> int | None:
+        return getattr(node, "lineno", None)
+
+    def in_forward(self, node: ast.AST) -> bool:
+        n = self.parent.get(node)
+        while n is not None:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in ("forward", "__call__"):
+                return True
+            n = self.parent.get(n)
+        return False
+
+    def is_triton_kernel(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Decorated with triton.jit (also through autotune / heuristics, or `from triton import jit`)."""
+        for d in fn.decorator_list:
+            target = d.func if isinstance(d, ast.Call) else d
+            name = self.resolve(target) or ""
+            if name in ("triton.jit", "jit") or name.endswith(".jit") and name.startswith("triton"):
+                return True
+        return False
+
+    # ---- try/except around the build --------------------------------------------------------------
+    def is_build(self, node: ast.AST) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Call):
+                f = self.resolve(n.func) or ""
+                last = f.rsplit(".", 1)[-1]
+                if last == "load_inline" or f.endswith("cpp_extension.load") or \
+                        (f.startswith("triton") and last == "compile"):
+                    return True
+                if isinstance(n.func, ast.Name) and n.func.id in self.build_helpers:
+                    return True
+        return False
+
+    @property
+    def build_helpers(self) -> set[str]:
+        if not hasattr(self, "_bh"):
+            self._bh: set[str] = set()
+            for fn in self.functions:
+                if any(isinstance(n, ast.Call) and (self.resolve(n.func) or "").rsplit(".", 1)[-1] == "load_inline"
+                       for n in ast.walk(fn)):
+                    self._bh.add(fn.name)
+        return self._bh
+
