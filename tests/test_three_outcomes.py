@@ -159,3 +159,24 @@ def test_stats_line_counts_not_judged_beside_the_rest():
 
     line = stats_line({"runs": 3, "kernels": 3, "built": 1, "timed": 1, "failed": 1, "not_judged": 1})
     assert "1 did not complete" in line and "1 run(s) not judged here" in line and " failed" not in line
+
+
+@pytest.mark.timeout(600)
+def test_a_cuda_kernel_with_no_device_asked_on_a_cpu_machine_is_not_judged_here(tmp_path, monkeypatch):
+    """`ktui repro TRACE` (no --device: cuda if available, else cpu) of an honest CUDA kernel on a
+    machine without a GPU: the kernel's build says it needs CUDA; that is "not judged here", never
+    the kernel's own failure (it was 'not reproducible': the judge took the unresolved device for
+    a GPU run and refused the worker's 'unsupported')."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without a GPU")
+    from pathlib import Path
+
+    from ktui.repro.api import ReproOptions, reproduce
+    from ktui.trace import load
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    run = load(str(Path(__file__).resolve().parents[1] / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"))
+    rep = reproduce(run, run.final_kernel, ReproOptions(device=None, trials=5, timeout=120.0, fresh=True))
+    assert rep.comparison.verdict == NOT_JUDGED, (rep.comparison.verdict, rep.comparison.reason)
+    assert "only the judge assigns" not in rep.comparison.reason
