@@ -42,9 +42,11 @@ def check_trace_path(path: str) -> Path:
     import os
     import stat
 
+    from ktui.trace.address import split
+
     p = Path(path)
     try:
-        st = os.stat(p)
+        st = os.stat(split(path).path)  # PATH#KEY: a run inside the file PATH
     except FileNotFoundError:
         fail(f"{_shown(path)}: no such file")
     except OSError as exc:

@@ -326,6 +326,9 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
     left for later (``run.findings_pending``; the app computes them after its first paint)."""
     from ktui.trace.importers.registry import load_other
 
+    keyed = _keyed(path, format)
+    if keyed is not None:
+        return keyed
     b = Builder(str(path), keep_events=keep_events)
     why = file_problem(path)
     if why is not None:
@@ -374,6 +377,10 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
     min_bytes = STAGE_MIN_BYTES if min_bytes is None else min_bytes
     from ktui.trace.results import attach, kernelbench
 
+    keyed = _keyed(path)
+    if keyed is not None:
+        yield keyed, True
+        return
     why = file_problem(path)
     if why is not None or kernelbench.is_sample(str(path)):
         yield load(path, findings=findings), True
@@ -430,6 +437,18 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
     yield run, True
 
 
+def _keyed(path, format: str | None = None) -> Run | None:
+    """One run of a file that holds many (``PATH#KEY``, :mod:`ktui.trace.address`), or None
+    when ``path`` names a file."""
+    from ktui.trace.address import split
+
+    if split(path).key is None:
+        return None
+    from ktui.trace.importers.registry import load_other
+
+    return load_other(path, format)
+
+
 def _other(path):
     from ktui.trace.importers.registry import load_other
 
@@ -439,6 +458,9 @@ def _other(path):
 def sniff(path: str | os.PathLike[str]) -> Run:
     """A quick look: the run of the first :data:`SNIFF` bytes (the whole file when it is small,
     else ``load`` when the start holds no event), enough to tell whether it is a trace at all."""
+    keyed = _keyed(path)
+    if keyed is not None:
+        return keyed
     why = file_problem(path)
     if why is not None:
         b = Builder(str(path))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from ktui.trace.address import split as split_address
 from ktui.trace.importers.contract import Importer
 from ktui.trace.importers.registry import (
     BY_NAME,
@@ -29,8 +30,10 @@ from ktui.trace.importers.registry import (
     detect,
     forced,
     load_other,
+    many_runs,
     names,
     not_a_trace,
+    runs_in_file,
 )
 from ktui.trace.importers.registry import load_as as _load_imported
 from ktui.trace.model import Run
@@ -40,6 +43,8 @@ def load(path: str | os.PathLike[str], fmt: str | None = None, *, data: bytes | 
          keep_events: bool = True) -> Run:
     """Read any trace into a Run. Never raises on bad data."""
     path = os.fspath(path)
+    if data is None and split_address(path).key is not None:  # PATH#KEY: one run of a file of many
+        return load_other(path, fmt) or not_a_trace(path, "an address inside a file")
     det = choose(path if data is None else None, data, fmt)
     return load_as(path, det, data=data, keep_events=keep_events)
 
@@ -64,4 +69,5 @@ def _streamed(name: str) -> bool:
 
 
 __all__ = ["BY_NAME", "ENV", "FORMATS", "IMPORTERS", "INTERNAL", "Detection", "Importer", "ImportFollower", "choose",
-           "describe", "detect", "forced", "load", "load_as", "load_other", "names", "not_a_trace"]
+           "describe", "detect", "forced", "load", "load_as", "load_other", "many_runs", "names", "not_a_trace",
+           "runs_in_file"]

@@ -8,7 +8,13 @@ An importer reads one trace format into a :class:`~ktui.trace.model.Run`. It has
 * single-object: ``detect_object(obj) -> bool`` says whether a parsed whole-file object is of the
   format, ``load_object(obj, path) -> Run`` reads it;
 
-and optionally ``load_zip(path, data=None) -> Run`` (an archive of the format). One line-based
+and optionally ``load_zip(path, data=None) -> Run`` (an archive of the format).
+
+A single-object format whose file holds many runs (one results file a configuration, each
+problem a run) adds ``runs_in(obj) -> list[str]``: the keys of the runs the object holds, in
+order, and ``load_run(obj, path, key) -> Run``: one of them. Each run is then addressed
+``PATH#KEY`` (:mod:`ktui.trace.address`), and every command that takes a trace takes one; the
+file as a whole is not a run (``load_object`` reads it as a short account of what it holds). One line-based
 format is the reader's own (ensemble JSONL, ``STREAMED = True``): :mod:`ktui.trace.reader` streams
 it, so its module gives no ``load`` (the reader uses the registry, and nothing the registry
 imports imports the reader). Detection looks at
@@ -63,6 +69,8 @@ class Importer:
     detect_object: Callable[[Any], bool] | None = None
     load_object: Callable[[Any, str], Run] | None = None
     load_zip: Callable[..., Run] | None = None  # load_zip(path, data=None)
+    runs_in: Callable[[Any], list[str]] | None = None  # a file of many runs: their keys
+    load_run: Callable[[Any, str, str], Run] | None = None  # load_run(obj, path, key)
     module: ModuleType | None = None
     streamed: bool = False  # the reader's own format (ensemble): read by ktui.trace.reader
 
@@ -82,9 +90,13 @@ class Importer:
             missing += [a for a in ("detect_object", "load_object") if fn(a) is None]
         if (fn("detect_object") is None) != (fn("load_object") is None):  # half a single-object shape
             missing += [a for a in ("detect_object", "load_object") if fn(a) is None and a not in missing]
+        if (fn("runs_in") is None) != (fn("load_run") is None):  # half a many-runs shape
+            missing += [a for a in ("runs_in", "load_run") if fn(a) is None]
+        if fn("runs_in") is not None and line_based:
+            missing.append("detect_object (runs in one file: a single-object format)")
         if missing:
             raise TypeError(f"importer {mname} does not fit the contract: no {', '.join(missing)}")
         return cls(name=name or module.NAME, label=module.LABEL, line_based=line_based,
                    detect_line=fn("detect_line"), load_lines=fn("load") if line_based else None,
                    detect_object=fn("detect_object"), load_object=fn("load_object"), load_zip=fn("load_zip"),
-                   module=module, streamed=streamed)
+                   runs_in=fn("runs_in"), load_run=fn("load_run"), module=module, streamed=streamed)

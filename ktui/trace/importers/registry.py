@@ -20,6 +20,9 @@ from types import ModuleType
 from typing import Any
 
 from ktui import settings
+from ktui.trace.address import Address
+from ktui.trace.address import join as join_address
+from ktui.trace.address import split as split_address
 from ktui.trace.importers import (
     chat_messages,
     claude_code,
@@ -28,6 +31,7 @@ from ktui.trace.importers import (
     harbor_atif,
     inspect_ai,
     kernelagent,
+    kernelbench_agentic,
     mini_swe_agent,
     openhands,
     swe_agent,
@@ -49,6 +53,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("swe-agent", swe_agent),
     ("openhands", openhands),
     ("kernelagent", kernelagent),
+    ("kernelbench-agentic", kernelbench_agentic),
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
 BY_NAME = dict(FORMATS)
@@ -255,15 +260,49 @@ def choose(path: str | None = None, data: bytes | None = None, fmt: str | None =
     return detect(path, data)
 
 
-def load_as(path: str, det: Detection, *, data: bytes | None = None) -> Run:
+def load_as(path: str, det: Detection, *, data: bytes | None = None, key: str | None = None) -> Run:
     """Read with the detected importer (any but the reader's own, ensemble: ``ValueError``), then
-    attach the harness's result files (ktui.trace.results)."""
+    attach the harness's result files (ktui.trace.results). ``key``: one run of a file that holds
+    many (:mod:`ktui.trace.address`)."""
     from ktui.trace.results import attach
 
-    return attach(_load_as(path, det, data=data))
+    run = _load_as(path, det, data=data, key=key)
+    if key is not None:
+        run.path = join_address(path, key)
+    return attach(run)
 
 
-def _load_as(path: str, det: Detection, *, data: bytes | None = None) -> Run:
+def many_runs(det: Detection) -> Importer | None:
+    """The importer when the detected format holds many runs a file (``runs_in``), else None."""
+    imp = next((i for i in IMPORTERS if i.name == det.name), None)
+    return imp if imp is not None and imp.runs_in is not None and imp.load_run is not None else None
+
+
+def runs_in_file(path: str, data: bytes | None = None) -> tuple[Detection, list[str]] | None:
+    """The keys of the runs a file of a many-runs format holds (the detection, with its parsed
+    object), or None for a file of one run. Never raises on bad data."""
+    try:
+        det = choose(path if data is None else None, data)
+    except OSError:
+        return None
+    imp = many_runs(det)
+    if imp is None or det.obj is None or imp.runs_in is None:
+        return None
+    try:
+        return det, list(imp.runs_in(det.obj))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError):
+        return det, []
+
+
+def _no_key(path: str, det: Detection, key: str) -> Run:
+    run = Run(path=path)
+    run.format = run.variant = det.name
+    run.problems.append(TraceProblem(0, f"no run {key[:80]!r} inside: the file is one run ({det.name}); "
+                                     "open it without '#'"))
+    return run
+
+
+def _load_as(path: str, det: Detection, *, data: bytes | None = None, key: str | None = None) -> Run:
     if det.name == "unknown":
         return not_a_trace(path, det.hint)
     imp = next((i for i in IMPORTERS if i.name == det.name), None)
@@ -273,6 +312,8 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None) -> Run:
         return run
     if imp.streamed:
         raise ValueError(f"the {det.name} format is read by ktui.trace.reader, not by the registry")
+    if key is not None and imp.load_run is None:
+        return _no_key(path, det, key)
     try:
         if imp.load_zip is not None and (det.hint == "zip" or _zip_detect(
                 path if data is None else None, data) is not None):
@@ -297,7 +338,12 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None) -> Run:
             else:
                 size = len(data) if data is not None else os.path.getsize(path)
             assert imp.load_object is not None  # the contract: not line-based, so single-object
-            run = imp.load_object(obj, path)
+            if key is not None and imp.load_run is not None:
+                run = imp.load_run(obj, path, key)
+            elif key is not None:
+                run = _no_key(path, det, key)
+            else:
+                run = imp.load_object(obj, path)
             run.size_bytes = size
     except TooBig as exc:
         run = Run(path=path)
@@ -322,11 +368,14 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None) -> Run:
 
 def load_other(path: str | os.PathLike[str], fmt: str | None = None, *, data: bytes | None = None) -> Run | None:
     """The reader's hook: a Run for any format but ensemble; None when the file is ensemble."""
-    path = os.fspath(path)
+    addr = split_address(path) if data is None else Address(os.fspath(path))
+    path, key = addr.path, addr.key
     det = choose(path if data is None else None, data, fmt)
     if det.name == "ensemble":
+        if key is not None:
+            return _no_key(path, det, key)
         return None
-    return load_as(path, det, data=data)
+    return load_as(path, det, data=data, key=key)
 
 
 class ImportFollower:
@@ -334,19 +383,23 @@ class ImportFollower:
     changes (they are small next to ensemble sweeps, and single-object formats can only be read
     whole)."""
 
-    def __init__(self, path: str, det: Detection) -> None:
+    def __init__(self, path: str, det: Detection, key: str | None = None) -> None:
         self.path = path
         self.det = det
+        self.key = key  # one run of a file that holds many
         self._sig: tuple[int, int, int] | None = None
         self.run: Run = Run(path=path)
 
     @classmethod
     def of(cls, path: str | os.PathLike[str]) -> ImportFollower | None:
-        p = os.fspath(path)
+        addr = split_address(path)
+        p = addr.path
         if not os.path.isfile(p):
             return None
         det = choose(p)
-        return None if det.name == "ensemble" else cls(p, Detection(det.name, det.hint))
+        if det.name == "ensemble" and addr.key is None:
+            return None
+        return cls(p, Detection(det.name, det.hint), addr.key)
 
     def poll(self) -> bool:
         try:
@@ -362,9 +415,13 @@ class ImportFollower:
         if sig == self._sig:
             return False
         self._sig = sig
-        self.run = load_as(self.path, self.det)
+        if self.det.name == "ensemble":  # an address inside a file of one run
+            self.run = _no_key(self.path, self.det, self.key or "")
+        else:
+            self.run = load_as(self.path, self.det, key=self.key)
         return True
 
 
 __all__ = ["BY_NAME", "ENV", "FORMATS", "IMPORTERS", "INTERNAL", "Detection", "Importer", "ImportFollower", "choose",
-           "describe", "detect", "forced", "load_as", "load_other", "names", "not_a_trace"]
+           "describe", "detect", "forced", "load_as", "load_other", "many_runs", "names", "not_a_trace",
+           "runs_in_file"]
