@@ -209,3 +209,34 @@ def test_the_address_module_never_reads_content(tmp_path):
     assert address.join("a/b.json", "L1:P2") == "a/b.json#L1:P2"
     assert str(address.Address("a.json", None)) == "a.json"
     assert address.split(os.fspath(tmp_path)).key is None
+
+
+def test_runs_lists_each_run_of_the_file_with_the_files_pass_count(sweep, tmp_path, monkeypatch):
+    from ktui.trace.index import SweepIndex
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    (sweep.parent / "summary.json").write_text(json.dumps({"overall": {"correct": 3}, "n_tasks": 30}))
+    for _ in range(2):  # cold, then from the cache
+        idx = SweepIndex(sweep.parent.parent, jobs=0)
+        rows = list(idx.summaries())
+        assert sorted(r.path.rsplit("#", 1)[1] for r in rows) == ["L1:P10", "L1:P2", "L2:P3"]
+        assert [r.outcome for r in sorted(rows, key=lambda r: r.path)] == ["failed", "passed", "incomplete"]
+        assert all(r.real.startswith(str(sweep)) and "#" in r.real for r in rows)
+        assert sum(r.passed for r in rows) == 1  # gen_results.json's final_eval, not summary.json's 3
+    assert idx.cache_hits == 2  # gen_results.json and summary.json, both from the cache
+
+
+def test_a_cached_row_of_a_file_of_many_runs_is_checked(tmp_path):
+    from ktui.trace.index.summary import RunSummary
+
+    with pytest.raises(TypeError):
+        RunSummary.from_dict({"path": "x", "parts": ["not a dict"]})
+
+
+def test_validate_and_search_take_each_run(sweep):
+    from ktui.trace.search import Matcher, search
+
+    res = CliRunner().invoke(main, ["validate", str(sweep.parent)])
+    assert "#L1:P2" in res.output and "#L2:P3" in res.output and "3 file(s)" in res.output
+    hits = list(search(str(sweep.parent), Matcher("ModelNew:  # b")))
+    assert {h.run.rsplit("#", 1)[1] for h in hits} == {"L1:P2", "L1:P10"}

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ktui.report.console import err_console, out_console
 from ktui.trace import load
+from ktui.trace.address import split as split_address
 from ktui.view.text import one_line, safe_data
 
 
@@ -71,6 +72,22 @@ def trace_files(paths: list[str], err) -> list[Path]:
             out.append(path)
     if skipped:
         err.print(Text(f"ktui: {skipped} .json / .traj / .eval file(s) under the directories are not traces; skipped"))
+    return _runs_inside(out)
+
+
+def _runs_inside(files: list[Path]) -> list[Path]:
+    """A file that holds many runs stands for each of them (``path#key``, ktui.trace.address), as
+    in ``ktui runs``; a file of none stays, to be reported."""
+    from ktui.trace.address import join
+    from ktui.trace.importers import runs_in_file
+
+    out: list[Path] = []
+    for fp in files:
+        found = runs_in_file(str(fp)) if fp.name.endswith(".json") and os.path.isfile(fp) else None
+        if found and found[1]:
+            out.extend(Path(join(str(fp), k)) for k in found[1])
+        else:
+            out.append(fp)
     return out
 
 
@@ -106,7 +123,7 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
         if as_json:
             continue
         name = (one_line(str(f)), "bold")
-        if not os.path.lexists(f):
+        if not os.path.lexists(split_address(str(f)).path):
             continue  # said on stderr by trace_files
         if why:
             console.print(Text.assemble(("✗ ", "red"), name, "  ", (one_line(why), "red")), soft_wrap=True)

@@ -294,7 +294,9 @@ def search(path: str | os.PathLike[str], matcher: Matcher, *, fields: Iterable[s
            cancelled: Callable[[], bool] | None = None) -> Iterator[Hit]:
     """Yield every hit under ``path`` (a trace or a directory), trace by trace, as found."""
     from ktui.trace import load
+    from ktui.trace.address import join as join_address
     from ktui.trace.facts import not_a_trace
+    from ktui.trace.importers import runs_in_file
     from ktui.trace.index import ScanIssue, iter_traces
     from ktui.trace.reader import sniff
 
@@ -332,32 +334,40 @@ def search(path: str | os.PathLike[str], matcher: Matcher, *, fields: Iterable[s
                 on_progress(st)
             continue
         del raw
-        if ent is None and tf.path.endswith(".json") and not_a_trace(sniff(tf.found)):
+        # a file of many runs (ktui.trace.address): each run searched, named path#key
+        many = runs_in_file(tf.found) if tf.path.endswith(".json") else None
+        keys: list[str] = many[1] if many else []
+        if keys:
+            ent = None  # the index's entry is the file's, not its runs'
+            st.files += len(keys) - 1  # counted as runs, not as one file
+            st.searched += len(keys) - 1
+        elif ent is None and tf.path.endswith(".json") and not_a_trace(sniff(tf.found)):
             continue
-        try:
-            run = load(tf.found)
-        except Exception as exc:  # noqa: BLE001 - a trace that breaks the reader is a skipped file, not a crash
-            st.skipped.append(f"{_flat(tf.path)}: cannot read: {_flat(exc)}")
-            continue
-        st.parsed += 1
-        model = ent.get("model") if ent else None
-        problem = ent.get("problem") if ent else None
-        if ent is None:
+        targets: list[str | None] = list(keys) if keys else [None]
+        for key in targets:
             try:
-                model = run.model
-                problem = run.problem.title
-            except Exception:  # noqa: BLE001
-                pass
-        hits, more = search_run(run, matcher, fields=fields, run_name=_flat(tf.path), real=tf.real,
-                                max_hits=max_per_run, model=_flat(model) if model else None,
-                                problem=_flat(problem) if problem else None)
-        del run
-        if hits:
-            st.runs_hit += 1
-            st.hits += len(hits)
-            st.more += more
-        for h in hits:
-            yield h
+                run = load(join_address(tf.found, key))
+            except Exception as exc:  # noqa: BLE001 - a trace that breaks the reader is a skipped file, not a crash
+                st.skipped.append(f"{_flat(tf.path)}: cannot read: {_flat(exc)}")
+                continue
+            st.parsed += 1
+            model = ent.get("model") if ent else None
+            problem = ent.get("problem") if ent else None
+            if ent is None:
+                try:
+                    model = run.model
+                    problem = run.problem.title
+                except Exception:  # noqa: BLE001
+                    pass
+            hits, more = search_run(run, matcher, fields=fields, run_name=_flat(join_address(tf.path, key)),
+                                    real=join_address(tf.real, key), max_hits=max_per_run,
+                                    model=_flat(model) if model else None, problem=_flat(problem) if problem else None)
+            del run
+            if hits:
+                st.runs_hit += 1
+                st.hits += len(hits)
+                st.more += more
+            yield from hits
         if on_progress:
             on_progress(st)
     st.done = True

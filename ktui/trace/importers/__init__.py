@@ -49,11 +49,12 @@ def load(path: str | os.PathLike[str], fmt: str | None = None, *, data: bytes | 
     return load_as(path, det, data=data, keep_events=keep_events)
 
 
-def load_as(path: str, det: Detection, *, data: bytes | None = None, keep_events: bool = True) -> Run:
+def load_as(path: str, det: Detection, *, data: bytes | None = None, keep_events: bool = True,
+            key: str | None = None) -> Run:
     """Read with the detected importer (ensemble: the reader), then attach the harness's result
-    files (ktui.trace.results)."""
-    if not _streamed(det.name):
-        return _load_imported(path, det, data=data)
+    files (ktui.trace.results). ``key``: one run of a file that holds many."""
+    if not _streamed(det.name) or key is not None:
+        return _load_imported(path, det, data=data, key=key)
     from ktui.trace import reader
     from ktui.trace.results import attach
 

@@ -310,10 +310,10 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None, key: str |
         run = Run(path=path)
         run.problems.append(TraceProblem(0, f"unknown format {det.name!r} (known: {', '.join(names())})"))
         return run
-    if imp.streamed:
-        raise ValueError(f"the {det.name} format is read by ktui.trace.reader, not by the registry")
     if key is not None and imp.load_run is None:
         return _no_key(path, det, key)
+    if imp.streamed:
+        raise ValueError(f"the {det.name} format is read by ktui.trace.reader, not by the registry")
     try:
         if imp.load_zip is not None and (det.hint == "zip" or _zip_detect(
                 path if data is None else None, data) is not None):

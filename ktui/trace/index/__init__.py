@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import IO, Any, cast
 
+from ktui.trace.address import join as join_address
 from ktui.trace.index.cache import SCHEMA, cache_dir, cache_path, load_cache, save_cache
 from ktui.trace.index.records import RECORD_FILES, Records, outcome_from_scores
 from ktui.trace.index.skim import CHUNK, _progress, summarize, summary_of_run
@@ -176,8 +177,24 @@ class _Scan:
             ent = self.hits.pop(i, None)
             self.fresh[tf.real] = ent if ent is not None else s.to_dict()  # a hit is stored as it was
             idx.done += 1
-            if self.admit(s, tf):
+            if s.parts:  # a file of many runs: each is a row, addressed path#key
+                for ps in self.parts_of(s, tf):
+                    if self.admit(ps, tf):
+                        yield ps
+            elif self.admit(s, tf):
                 yield s
+
+    def parts_of(self, s: RunSummary, tf: TraceFile) -> Iterator[RunSummary]:
+        recs = self.idx.records.lookup(tf)
+        for d in s.parts:
+            try:
+                ps = RunSummary.from_dict(d)
+            except TypeError:
+                continue
+            ps.path, ps.real = join_address(tf.path, ps.key), join_address(tf.real, ps.key)
+            if recs:
+                self.idx.records.apply(ps, recs)
+            yield ps
 
     def admit(self, s: RunSummary, tf: TraceFile) -> bool:
         """Whether a row is a run to list (and the issue it raises when it is not, or has problems)."""

@@ -179,6 +179,8 @@ def _imported(tf: TraceFile, whole: bytes | None = None) -> RunSummary | None:
             det = importers.choose(path, data=whole)
             if det.name == "ensemble":
                 return None
+            if importers.many_runs(det) is not None and det.obj is not None:
+                return _many(tf, det, whole)
             if det.name == "unknown" and not path.endswith(".jsonl"):
                 sidecar = is_sidecar(path)
                 s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns,
@@ -203,4 +205,34 @@ def _imported(tf: TraceFile, whole: bytes | None = None) -> RunSummary | None:
         s.content_key = cid
     else:
         s.fingerprint = cid[4:]
+    return s
+
+
+def _many(tf: TraceFile, det: Any, whole: bytes | None) -> RunSummary:
+    """A file of many runs (ktui.trace.address): one row for the file, each run's row in
+    ``parts`` (the scan lists those, addressed ``path#key``)."""
+    from ktui.trace import importers
+    from ktui.trace.address import join
+
+    imp = importers.many_runs(det)
+    assert imp is not None and imp.runs_in is not None
+    path = tf.real or tf.path
+    s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns, format=det.name)
+    try:
+        keys = list(imp.runs_in(det.obj))
+        cid = content_id(path) if whole is None else "fp1:" + fingerprint(whole[:4096], whole[-4096:], len(whole))
+    except (OSError, TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        s.problems, s.flags = [f"could not summarise ({type(exc).__name__}: {exc})"], ["unreadable"]
+        return s
+    if not keys:
+        s.not_trace = "a file of many runs that holds none"
+        return s
+    for k in keys:
+        run = importers.load_as(path, det, data=whole, key=k, keep_events=False)
+        ps = summary_of_run(run, TraceFile(path=join(tf.path, k), real=join(tf.real, k), size=tf.size,
+                                           mtime_ns=tf.mtime_ns))
+        ps.key = k
+        ps.fingerprint = hashlib.sha1((cid + "#" + k).encode("utf-8", "replace")).hexdigest()
+        s.parts.append(ps.to_dict())
+    s.fingerprint = cid[4:]
     return s

@@ -60,6 +60,8 @@ class RunSummary:
     fingerprint: str = ""  # duplicate detection: the content's hash (KernelBench samples: with their path)
     content_key: str = ""  # labels' key when it is not "fp1:" + fingerprint (KernelBench samples)
     record_sig: str = ""
+    key: str = ""  # the run's key inside its file (a file of many runs: ``path#key``, ktui.trace.address)
+    parts: list[dict[str, Any]] = field(default_factory=list)  # a file of many runs: each run's row (to_dict)
 
     @property
     def wall_ms(self) -> int | None:
@@ -76,6 +78,7 @@ class RunSummary:
         d = {name: getattr(self, name) for name in _FIELDS}
         d["scores"], d["flags"], d["problems"] = dict(self.scores), list(self.flags), list(self.problems)
         d["hacks"], d["speedups"], d["labels"] = list(self.hacks), dict(self.speedups), list(self.labels)
+        d["parts"] = list(self.parts)
         return d
 
     @property
@@ -127,6 +130,8 @@ def _type_check(name: str, annotation: str):
         return _scores
     if name in ("flags", "problems", "hacks", "labels"):
         return _str_list
+    if name == "parts":
+        return lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)
     base = annotation.replace(" | None", "")
     check = {"str": lambda v: isinstance(v, str), "int": _is_int, "float": _is_num,
              "bool": lambda v: isinstance(v, bool)}[base]
