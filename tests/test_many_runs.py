@@ -240,3 +240,17 @@ def test_validate_and_search_take_each_run(sweep):
     assert "#L1:P2" in res.output and "#L2:P3" in res.output and "3 file(s)" in res.output
     hits = list(search(str(sweep.parent), Matcher("ModelNew:  # b")))
     assert {h.run.rsplit("#", 1)[1] for h in hits} == {"L1:P2", "L1:P10"}
+
+
+def test_the_final_kernel_is_the_best_turns_not_the_last(tmp_path):
+    a, b = "class ModelNew:  # a\n    pass\n", "class ModelNew:  # b\n    pass\n"
+    obj = gen_results()
+    p = obj["levels"]["1"]["2"]
+    p["turns"] = [_turn(0, a, True), _turn(1, b, False)]
+    p.update(final_turn=0, extracted_code=a, final_eval=_eval(True))
+    f = tmp_path / "gen_results.json"
+    f.write_text(json.dumps(obj))
+    r = load(f"{f}#L1:P2")
+    assert len(r.turns) == 2  # no turn of its own
+    assert r.final_kernel is not None and r.final_kernel.code == a
+    assert r.outcome == "passed"

@@ -208,13 +208,14 @@ def load_run(obj: Any, path: str, key: str) -> Run:
         if diag.get("raw"):
             asm.message(line, "observation", f"diagnosis: {as_str(diag.get('raw')) or ''}", None)
     final_code = as_str(p.get("extracted_code"))
-    if final_code and kernel_sha1(final_code) != last_sha and p.get("turns"):
+    if final_code and kernel_sha1(final_code) != last_sha and turns:
+        # the loop keeps its best turn's kernel (final_turn), not always the last: that kernel is
+        # the final version, set at the end of the last turn (no turn of its own)
         ft = as_int(p.get("final_turn"))
-        t = asm.turn(len(turns) + 1, ts)
-        asm.event(len(turns) + 1, 0, 0, "final", ts, "agent", t.index)
-        w = asm.call(t, "write_kernel", {"file_path": "model_new.py", "content": final_code}, len(turns) + 1, ts)
-        asm.result(w, f"the final kernel (turn {ft}'s)" if ft is not None else "the final kernel", len(turns) + 1,
-                   ts, status=OK)
+        line = len(turns)
+        w = asm.call(t, "write_kernel", {"file_path": "model_new.py", "content": final_code}, line, ts)
+        asm.result(w, f"the final kernel (turn {ft}'s)" if ft is not None else "the final kernel", line, ts,
+                   status=OK)
         asm.track_call(w)
     fe = p.get("final_eval")
     src = f"{os.path.basename(path)}#{key} final_eval"
