@@ -254,3 +254,16 @@ def test_the_final_kernel_is_the_best_turns_not_the_last(tmp_path):
     assert len(r.turns) == 2  # no turn of its own
     assert r.final_kernel is not None and r.final_kernel.code == a
     assert r.outcome == "passed"
+
+
+def test_a_label_on_an_address_shows_on_its_row(sweep, tmp_path, monkeypatch):
+    from ktui.trace.index import SweepIndex
+    from ktui.trace.labels import LabelStore
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    lf = tmp_path / "labels.jsonl"
+    res = CliRunner().invoke(main, ["label", f"{sweep}#L1:P10", "wrong", "--labels", str(lf)])
+    assert res.exit_code == 0, res.output
+    rows = list(SweepIndex(sweep.parent, jobs=0, labels=LabelStore.read([str(lf)])).summaries())
+    by_key = {r.path.rsplit("#", 1)[1]: r.labels for r in rows}
+    assert by_key["L1:P10"] == ["wrong"] and by_key["L1:P2"] == []

@@ -42,7 +42,14 @@ _HEAD = 4096
 
 
 def content_id(path: str | os.PathLike[str]) -> str:
-    """The trace's content identity: ``fp1:`` + sha1(first 4 KiB | last 4 KiB | size)."""
+    """The trace's content identity: ``fp1:`` + sha1(first 4 KiB | last 4 KiB | size); for a run
+    inside a file of many (``PATH#KEY``, ktui.trace.address), :func:`part_fingerprint` of the
+    file's identity and the key."""
+    from ktui.trace.address import split
+
+    addr = split(path)
+    if addr.key is not None:
+        return "fp1:" + part_fingerprint(content_id(addr.path), addr.key)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(_HEAD)
@@ -52,6 +59,11 @@ def content_id(path: str | os.PathLike[str]) -> str:
         else:
             tail = head
     return "fp1:" + fingerprint(head, tail, size)
+
+
+def part_fingerprint(file_id: str, key: str) -> str:
+    """The fingerprint of the run ``key`` of a file of many runs whose identity is ``file_id``."""
+    return hashlib.sha1((file_id + "#" + key).encode("utf-8", "replace")).hexdigest()
 
 
 def fingerprint(head: bytes, tail: bytes, size: int) -> str:

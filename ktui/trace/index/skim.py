@@ -23,7 +23,7 @@ from typing import Any
 from ktui.trace import facts
 from ktui.trace.builder import Builder
 from ktui.trace.index.summary import RunSummary, TraceFile, problem_key
-from ktui.trace.labels import content_id, fingerprint
+from ktui.trace.labels import content_id, fingerprint, part_fingerprint
 from ktui.trace.model import OK, V2, Run
 from ktui.trace.reader import LineParser, open_regular, split_lines
 
@@ -232,7 +232,7 @@ def _many(tf: TraceFile, det: Any, whole: bytes | None) -> RunSummary:
         ps = summary_of_run(run, TraceFile(path=join(tf.path, k), real=join(tf.real, k), size=tf.size,
                                            mtime_ns=tf.mtime_ns))
         ps.key = k
-        ps.fingerprint = hashlib.sha1((cid + "#" + k).encode("utf-8", "replace")).hexdigest()
+        ps.fingerprint = part_fingerprint(cid, k)  # what ``ktui label PATH#KEY`` keys on
         s.parts.append(ps.to_dict())
     s.fingerprint = cid[4:]
     return s
