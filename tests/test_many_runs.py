@@ -267,3 +267,16 @@ def test_a_label_on_an_address_shows_on_its_row(sweep, tmp_path, monkeypatch):
     rows = list(SweepIndex(sweep.parent, jobs=0, labels=LabelStore.read([str(lf)])).summaries())
     by_key = {r.path.rsplit("#", 1)[1]: r.labels for r in rows}
     assert by_key["L1:P10"] == ["wrong"] and by_key["L1:P2"] == []
+
+
+def test_the_reference_from_a_clone_of_the_kernelbench_repository(tmp_path):
+    """A clone of KernelBench keeps its problems under KernelBench/KernelBench/level<L> (the
+    layout gen_results.json's reference_arch_path records)."""
+    lvl = tmp_path / "KernelBench" / "KernelBench" / "level1"
+    lvl.mkdir(parents=True)
+    (lvl / "2_Matmul.py").write_text("class Model:\n    pass\n")
+    runs = tmp_path / "experiments" / "runs" / "cfg"
+    runs.mkdir(parents=True)
+    (runs / "gen_results.json").write_text(json.dumps(gen_results()))
+    r = load(f"{runs / 'gen_results.json'}#L1:P2")
+    assert r.problem.reference_source == "class Model:\n    pass\n"

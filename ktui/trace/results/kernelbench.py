@@ -164,7 +164,8 @@ def find(run: Any) -> Result | None:
 
 # ---- a sample file as a run ---------------------------------------------------------------------
 def checkout_level_dir(start: str, level: int, extra: str | None = None) -> str | None:
-    """``.../KernelBench/level<L>`` (or ``level<L>`` under ``extra``) found above ``start``."""
+    """``.../KernelBench/level<L>``, ``.../level<L>`` or a clone's ``.../KernelBench/KernelBench/level<L>``
+    found above ``start`` (or under ``extra``)."""
     roots = []
     if extra:
         roots.append(extra)
@@ -176,7 +177,9 @@ def checkout_level_dir(start: str, level: int, extra: str | None = None) -> str 
             break
         d = parent
     for root in roots:
-        for cand in (os.path.join(root, "KernelBench", f"level{level}"), os.path.join(root, f"level{level}")):
+        for cand in (os.path.join(root, "KernelBench", f"level{level}"), os.path.join(root, f"level{level}"),
+                     # a clone of the KernelBench repository: its problems are under KernelBench/KernelBench
+                     os.path.join(root, "KernelBench", "KernelBench", f"level{level}")):
             if os.path.isdir(cand):
                 return cand
     return None
