@@ -280,3 +280,17 @@ def test_the_reference_from_a_clone_of_the_kernelbench_repository(tmp_path):
     (runs / "gen_results.json").write_text(json.dumps(gen_results()))
     r = load(f"{runs / 'gen_results.json'}#L1:P2")
     assert r.problem.reference_source == "class Model:\n    pass\n"
+
+
+def test_hostile_a_huge_problem_list_is_bounded_and_odd_entries_counted(tmp_path, monkeypatch):
+    monkeypatch.setattr(kba, "MAX_RUNS", 5)
+    obj = gen_results()
+    base = obj["levels"]["1"]["2"]
+    obj["levels"]["1"].update({str(i): dict(base, problem_id=i) for i in range(100, 140)})
+    obj["levels"]["1"]["x#y"] = base  # no address can hold it
+    f = tmp_path / "gen_results.json"
+    f.write_text(json.dumps(obj))
+    found = runs_in_file(str(f))
+    assert found is not None and len(found[1]) == 5
+    msg = load(str(f)).problems[0].message
+    assert "holds at least 5 runs" in msg and "1 entr(ies) are not runs" in msg

@@ -43,6 +43,7 @@ LINE_BASED = False
 
 MAX_RUNS = 20_000  # runs listed from one file
 MAX_TURNS = 200  # turns read from one run
+_MAX_SCAN = 200_000  # entries of one level looked at when counting those that are not runs
 _KEY_PART = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 _KEY = re.compile(r"^L([A-Za-z0-9_.-]{1,40}):P([A-Za-z0-9_.-]{1,40})$")
 _PROBLEM_KEYS = ("turns", "extracted_code", "raw_response", "final_eval")
@@ -88,7 +89,10 @@ def skipped(obj: Any) -> int:
     """Problem entries that are not runs (a key no address can hold, or not a problem)."""
     n = 0
     for lk, lv in as_dict(as_dict(obj).get("levels")).items():
-        for pk, p in as_dict(lv).items():
+        if not isinstance(lv, dict):
+            n += 1
+            continue
+        for pk, p in list(lv.items())[:_MAX_SCAN]:
             if not (_KEY_PART.match(str(lk)) and _KEY_PART.match(str(pk)) and _is_problem(p)):
                 n += 1
     return n
@@ -99,10 +103,14 @@ def load_object(obj: Any, path: str) -> Run:
     asm = Assembler(path, NAME)
     keys = runs_in(obj)
     shown = os.path.basename(path)
+    left = skipped(obj)
     if keys:
         more = f", … ({len(keys):,} in all)" if len(keys) > 3 else ""
-        asm.problem(0, f"holds {len(keys):,} runs, one a problem: open one as {shown}#KEY "
-                    f"(keys: {', '.join(keys[:3])}{more}); `ktui runs` on its folder lists them all")
+        odd = f"; {left:,} entr(ies) are not runs (not a problem, or a key no address can hold)" if left else ""
+        n = f"at least {len(keys):,} runs (the first {MAX_RUNS:,} listed)" if len(keys) >= MAX_RUNS else \
+            f"{len(keys):,} runs"
+        asm.problem(0, f"holds {n}, one a problem: open one as {shown}#KEY "
+                    f"(keys: {', '.join(keys[:3])}{more}); `ktui runs` on its folder lists them all{odd}")
     else:
         asm.problem(0, "a KernelBench-Agentic results file that holds no problem run")
     return asm.finish()
