@@ -72,6 +72,7 @@ def test_each_problem_a_run_with_the_files_verdict(sweep):
     assert ok.path.endswith("gen_results.json#L1:P2")
     assert ok.outcome == "passed" and ok.metrics.correct is True
     assert ok.metrics.speedup == pytest.approx(1.5)  # ref_runtime / runtime
+    assert (ok.metrics.runtime_us, ok.metrics.ref_runtime_us) == (2000.0, 3000.0)  # ms in the file
     assert (ok.problem.level, ok.problem.problem_id, ok.problem.name) == (1, 2, "2_Matmul")
     assert len(ok.turns) == 2 and len(ok.kernels) == 2  # the fenced answer is not a third version
     assert ok.model == "some/Model-7B" and ok.scenario == "cfg_a"

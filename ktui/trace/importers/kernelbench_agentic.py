@@ -248,6 +248,10 @@ def load_run(obj: Any, path: str, key: str) -> Run:
             r.values["final_status"] = fs[:60]
         run.results = [r]
         results.apply(run, r)
+        ref_ms = fe.get("ref_runtime")
+        if run.metrics is not None and isinstance(ref_ms, (int, float)) and not isinstance(ref_ms, bool) \
+                and 0 < ref_ms < 1e12:
+            run.metrics.ref_runtime_us = float(ref_ms) * 1000.0  # KernelBench times are in ms
     run._results_attached = True  # type: ignore[attr-defined]  # the file is its own result
     from ktui.trace.derive import flags as derive_flags
 
