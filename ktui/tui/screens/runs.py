@@ -51,6 +51,7 @@ from ktui.trace.labels import LabelStore, files_for
 from ktui.tui.errors import report
 from ktui.tui.keys import PAGE_KEYS, Key
 from ktui.tui.screens.base import KtuiScreen
+from ktui.tui.screens.sweep_messages import ChartsReady, RunsBatch, RunsScanned
 from ktui.tui.screens.verify_runs import VerifyCells, VerifyDone, request_verify, with_reproduced
 from ktui.tui.screens.verify_runs import on_cells as _verify_cells
 from ktui.tui.screens.verify_runs import on_done as _verify_done
@@ -205,23 +206,30 @@ class RunsScreen(KtuiScreen):
                 batch.append(s)
                 now = time.perf_counter()
                 if now - last >= FLUSH_S or self.first_row_at is None:
-                    self._post(self._on_batch, batch, idx.done, idx.cache_hits, idx.total)
+                    self.post_message(RunsBatch(batch, idx.done, idx.cache_hits, idx.total))
                     batch, last = [], now
         finally:
             gen.close()
         if batch:
-            self._post(self._on_batch, batch, idx.done, idx.cache_hits, idx.total)
+            self.post_message(RunsBatch(batch, idx.done, idx.cache_hits, idx.total))
         if not worker.is_cancelled:
-            self._post(self._on_done, list(idx.issues), idx.done, idx.cache_hits)
+            self.post_message(RunsScanned(list(idx.issues), idx.done, idx.cache_hits))
 
     def label_store(self) -> LabelStore:
         return LabelStore.read(files_for(self.root, [self.labels_file] if self.labels_file else []))
 
-    def _post(self, fn, *args) -> None:
-        try:
-            self.app.call_from_thread(fn, *args)
-        except RuntimeError:  # the app is shutting down
-            pass
+    # ---- the workers' messages (handled on the UI thread) -----------------------------------------
+    def on_runs_batch(self, message: RunsBatch) -> None:
+        message.stop()
+        self._on_batch(message.batch, message.done, message.hits, message.total)
+
+    def on_runs_scanned(self, message: RunsScanned) -> None:
+        message.stop()
+        self._on_done(message.issues, message.done, message.hits)
+
+    def on_charts_ready(self, message: ChartsReady) -> None:
+        message.stop()
+        self.query_one(SweepChartView).set_charts(message.charts, message.rows)
 
     def _on_batch(self, batch: list[RunSummary], done: int, hits: int, total: int | None) -> None:
         table = self.query_one(RunsTable)
@@ -561,7 +569,7 @@ class RunsScreen(KtuiScreen):
 
         charts = sweep_charts(rows, reproduced_results(rows))
         if not get_current_worker().is_cancelled:
-            self._post(self.query_one(SweepChartView).set_charts, charts, rows)
+            self.post_message(ChartsReady(charts, rows))
 
     def on_sweep_chart_view_cell_selected(self, event: SweepChartView.CellSelected) -> None:
         if len(event.runs) == 1:

@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 from ktui.trace.search import Hit, Matcher, PatternError, SearchStats, search
 from ktui.tui.keys import Key
 from ktui.tui.screens.base import KtuiScreen
+from ktui.tui.screens.sweep_messages import SearchFinished, SearchHits, SearchProgress
 
 MAX_ROWS = 5000  # hits shown in the app (a search past this stops and says so)
 FLUSH = 25  # hits per batch posted to the table
@@ -125,7 +126,7 @@ class SearchScreen(KtuiScreen):
         shown = 0
 
         def progress(s: SearchStats) -> None:
-            self._post(self._progress, s.searched, s.files, s.hits)
+            self.post_message(SearchProgress(matcher, s.searched, s.files, s.hits))
 
         for h in search(self.root, matcher, stats=st, on_progress=progress, cancelled=lambda: worker.is_cancelled):
             if worker.is_cancelled:
@@ -133,26 +134,24 @@ class SearchScreen(KtuiScreen):
             batch.append(h)
             shown += 1
             if len(batch) >= FLUSH:
-                self._post(self._add, matcher, batch)
+                self.post_message(SearchHits(matcher, batch))
                 batch = []
             if shown >= MAX_ROWS:
                 break
         if batch:
-            self._post(self._add, matcher, batch)
+            self.post_message(SearchHits(matcher, batch))
         if not worker.is_cancelled:
-            self._post(self._done, matcher, st, shown >= MAX_ROWS)
+            self.post_message(SearchFinished(matcher, st, shown >= MAX_ROWS))
 
-    def _post(self, fn, *args) -> None:
-        try:
-            self.app.call_from_thread(fn, *args)
-        except RuntimeError:  # the app is shutting down
-            pass
+    # ---- the worker's messages (handled on the UI thread) -----------------------------------------
+    def on_search_progress(self, message: SearchProgress) -> None:
+        message.stop()
+        if self.searching and message.matcher is self.matcher:
+            self._state(f"searching… {message.searched}/{message.files} traces · {message.hits} hits")
 
-    def _progress(self, searched: int, files: int, hits: int) -> None:
-        if self.searching:
-            self._state(f"searching… {searched}/{files} traces · {hits} hits")
-
-    def _add(self, matcher: Matcher, batch: list[Hit]) -> None:
+    def on_search_hits(self, message: SearchHits) -> None:
+        message.stop()
+        matcher, batch = message.matcher, message.batch
         if matcher is not self.matcher:
             return
         table = self.query_one(DataTable)
@@ -167,7 +166,9 @@ class SearchScreen(KtuiScreen):
             field = h.field + (f" {h.where}" if h.where else "")
             table.add_row(Text(_middle(h.run, run_w)), Text("seed" if h.turn is None else str(h.turn)), Text(field), ex)
 
-    def _done(self, matcher: Matcher, st: SearchStats, capped: bool) -> None:
+    def on_search_finished(self, message: SearchFinished) -> None:
+        message.stop()
+        matcher, st, capped = message.matcher, message.stats, message.capped
         if matcher is not self.matcher:
             return
         self.searching = False
