@@ -7,9 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 600
-STILL_OVER = {  # the files other work was changing while the architecture moved
-    "ktui/tui/widgets/docview.py",
-}
+STILL_OVER: set[str] = set()  # none left (docs/architecture.md); a new one fails
 
 
 def _lines(p: Path) -> int:

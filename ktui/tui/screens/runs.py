@@ -30,7 +30,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, ScrollableContainer, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
@@ -48,9 +48,9 @@ from ktui.report.runs import (
 from ktui.trace.aggregate import kernel_runs, model_aggregates, select
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.trace.labels import LabelStore, files_for
-from ktui.tui.errors import report
 from ktui.tui.keys import PAGE_KEYS, Key
 from ktui.tui.screens.base import KtuiScreen
+from ktui.tui.screens.opening import open_compare, open_replay
 from ktui.tui.screens.sweep_messages import ChartsReady, RunsBatch, RunsScanned
 from ktui.tui.screens.verify_runs import VerifyCells, VerifyDone, request_verify, with_reproduced
 from ktui.tui.screens.verify_runs import on_cells as _verify_cells
@@ -578,29 +578,3 @@ class RunsScreen(KtuiScreen):
         self.cell_filter = (f"{event.model} × {event.problem}", {r.real for r in event.runs})
         self.show_chart(None)
         self.refilter()
-
-
-def open_replay(screen: Screen, path: Path) -> None:
-    """Push the replay screen for ``path`` (through the app's ``open_replay`` when it has one)."""
-    app = screen.app
-    try:
-        opener = getattr(app, "open_replay", None)
-        if callable(opener):
-            opener(path)
-        else:
-            from ktui.tui.screens.replay import ReplayScreen
-
-            app.push_screen(ReplayScreen(path))
-    except Exception as exc:  # noqa: BLE001 - a bad trace must not take the app down: the one handler reports it
-        report(screen, f"cannot open {one_line(path.name)}", exc)
-
-
-def open_compare(screen: Screen, paths: list[Path]) -> None:
-    app = screen.app
-    opener = getattr(app, "open_compare", None)
-    if callable(opener):
-        opener(paths)
-    else:
-        from ktui.tui.screens.compare import CompareScreen
-
-        app.push_screen(CompareScreen(paths))
