@@ -1,23 +1,28 @@
-"""Benchmark ``ktui runs`` on a big sweep: 10,000 traces, about 1 GB.
+"""Benchmark ``ktui runs`` on a big sweep: 10,000 traces, about 1 GB, of mixed formats.
 
-    python benchmarks/bench_runs.py [--traces 10000] [--size-mb 1000] [--dir DIR] [--keep]
+    python benchmarks/bench_runs.py [--traces 10000] [--size-mb 1000] [--dir DIR] [--keep] [--json]
+    python benchmarks/bench_runs.py --reuse DIR [--json]     # measure a tree kept before
 
-Builds a sweep tree from the bundled seed trace, the compare test trace and the fixtures in
-../shared/fixtures (when present), in the layout popcornbench's run_sweep.py writes:
-``<sweep>/runs.jsonl``, ``<sweep>/<cell>/runs.jsonl``, ``<sweep>/<cell>/<uuid>/trace.jsonl`` and
-the flat ``<cell>/popcorn_single_problem.jsonl`` symlink. Most traces are the seed run with its
-turns repeated to reach the target size, with a different model, persona, problem, outcome and
-speedup each; one in ten is a fixture of another variant. Every trace is unique.
+Builds a sweep tree in the layout popcornbench's run_sweep.py writes (``<sweep>/runs.jsonl``,
+``<sweep>/<cell>/runs.jsonl``, ``<sweep>/<cell>/<uuid>/trace.jsonl`` and the flat
+``<cell>/popcorn_single_problem.jsonl`` link). Four runs in five are the bundled seed run with its
+turns repeated to reach the target size, each with another model, persona, problem, outcome and
+speedup; one in five is a copy of a real trace of another variant or format held in the repo and
+../shared (ensemble V0-V3, KTBench, Claude Code, Codex, chat messages, Inspect, SWE-agent,
+mini-SWE-agent, Harbor). Every trace is unique (the index lists equal contents once).
 
-Then it measures, each in a fresh process (so peak RSS is that process's own):
+Then it measures, each in a fresh process (peak RSS is that process's own), interleaved with the
+anchor, a bare orjson loop over every trace file of the tree:
 
-1. the index alone, no cache: time to the first summary, to all of them, peak RSS;
-2. the index again, served from the index cache (the "second open");
-3. the app: ``RunsScreen`` headless (``App.run_test``), no cache: time from process start to the
-   first row in the table and to the full table, peak RSS; then the same with the cache.
+1. cold (the index cache removed and the page cache of every file dropped first): the orjson loop;
+   the index alone (time to the first row and to all of them, CPU of all its processes); ``ktui
+   runs DIR --format json --no-cache`` as a user runs it; the app (``RunsScreen`` headless, time
+   from process start to the first row in the table and to the full table); the orjson loop again;
+2. warm page cache: the orjson loop, the index without its cache, the index and the app served
+   from the index cache.
 
-Figures are printed as a table (and as JSON with ``--json``). The page cache is warm (the tree was
-just written); a cold disk adds its read time to the full-table figure, not to the first row.
+Times are from process start, imports included. On a shared machine wall time includes waiting
+for a core: the CPU column is the work.
 """
 
 from __future__ import annotations

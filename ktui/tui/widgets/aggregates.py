@@ -22,5 +22,8 @@ def tables_width(console: Console, renderable: Any) -> int:
 def show(panel: Static, renderable: Any) -> None:
     """Show ``renderable`` in ``panel`` at least as wide as its tables: a narrow screen scrolls
     them sideways (H / L), it never squeezes their headers to "r…", "pa…"."""
-    panel.styles.min_width = tables_width(panel.app.console, renderable) + panel.styles.gutter.width or None
+    want = tables_width(panel.app.console, renderable) + panel.styles.gutter.width
+    have = panel.styles.min_width
+    if have is None or want > int(have.value):  # grows only: a style set lays the screen out again (costly
+        panel.styles.min_width = want  # at every batch of a 10,000-run scan)
     panel.update(renderable)
