@@ -295,3 +295,25 @@ def test_hostile_a_huge_problem_list_is_bounded_and_odd_entries_counted(tmp_path
     assert found is not None and len(found[1]) == 5
     msg = load(str(f)).problems[0].message
     assert "holds at least 5 runs" in msg and "1 entr(ies) are not runs" in msg
+
+
+REAL = os.path.join(os.path.dirname(__file__), "fixtures", "formats", "real", "kernelbench_agentic_no_rag_qwen",
+                    "gen_results.json")
+
+
+def test_real_file_pass_count_equals_its_own_final_eval(tmp_path, monkeypatch):
+    """pango0/KernelBench-Agentic at 031a270 (MIT, tests/fixtures/formats/real/SOURCES.md): 8
+    problem runs, 24 turns; its final_eval says 1 correct. Before: 0 runs ("not a trace")."""
+    from ktui.trace.index import SweepIndex
+
+    with open(REAL, "rb") as f:
+        obj = json.loads(f.read())
+    want = {f"L{lk}:P{pk}": p["final_eval"]["correctness"] is True for lk, lv in obj["levels"].items()
+            for pk, p in lv.items()}
+    assert len(want) == 8 and sum(want.values()) == 1
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    rows = list(SweepIndex(os.path.dirname(REAL), jobs=0).summaries())
+    got = {r.path.rsplit("#", 1)[1]: r.passed for r in rows}
+    assert got == want
+    assert sum(r.turns for r in rows) == 24
+    assert all(r.outcome in ("passed", "failed") and r.problem for r in rows)
