@@ -42,17 +42,18 @@ def _analyse(code: str, reference: str | None) -> list[SourceFinding]:
             tree = ast.parse(code)
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             tree = None  # not Python (or too deeply nested): the textual checks below
+    a: _Analysis
     if tree is not None:
-        a: _Analysis = _PyAnalysis(code, reference, tree)
+        py = a = _PyAnalysis(code, reference, tree)
         try:
-            a.run()
-            a.precision()
+            py.run()
+            py.precision()
         except RecursionError:  # a pathologically nested tree: start over with the textual checks
-            a = _TextAnalysis(code, reference)
-            a.run()
+            text = a = _TextAnalysis(code, reference)
+            text.run()
     else:
-        a = _TextAnalysis(code, reference)
-        a.run()
+        text = a = _TextAnalysis(code, reference)
+        text.run()
     out = a.out
     if not any(m in code for m in _GPU_MARKERS):
         out.insert(0, SourceFinding("no_gpu_code", ERROR, "no custom GPU code (no load_inline, __global__, <<<, "

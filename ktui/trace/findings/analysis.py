@@ -140,17 +140,17 @@ class _Analysis:
                 if lib is None:
                     lib = (m.group(1), base + text.count("\n", 0, m.start()))
             if not self.has("cuda_graph"):
-                m = _GRAPH_TEXT.search(text)
-                if m:
-                    self.add("cuda_graph", WARNING, f"the extension captures or replays a CUDA graph ({m.group(1)}): "
+                gm = _GRAPH_TEXT.search(text)
+                if gm:
+                    self.add("cuda_graph", WARNING, f"the extension captures or replays a CUDA graph ({gm.group(1)}): "
                              "a replay recomputes the captured buffers, not new inputs",
-                             base + text.count("\n", 0, m.start()))
+                             base + text.count("\n", 0, gm.start()))
             if self.reference is not None and not _REF_HALF.search(self.reference) \
                     and not self.has("precision_downgrade"):
-                m = _HALF_TEXT.search(text)
-                if m:
-                    self.add("precision_downgrade", WARNING, f"computes in reduced precision ({m.group(1)}) where "
-                             "the reference is full precision", base + text.count("\n", 0, m.start()))
+                hm = _HALF_TEXT.search(text)
+                if hm:
+                    self.add("precision_downgrade", WARNING, f"computes in reduced precision ({hm.group(1)}) where "
+                             "the reference is full precision", base + text.count("\n", 0, hm.start()))
             self._native_shapes(text, base)
             self._native_threads(text, base)
             self._native_access(text, base)

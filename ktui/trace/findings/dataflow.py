@@ -83,6 +83,8 @@ class _PyDataflow(_PyBase):
         for _ in range(3):  # aliases of aliases
             for n in assigns:
                 v = n.value
+                if v is None:  # (not in assigns: for the type checker)
+                    continue
                 custom = self.is_build(v) or self._raw_kernel(v) or (_dotted(v) or "") in names or \
                     (_dotted(v) or "").split(".")[0] in names or self._self_head(_dotted(v) or "") in names
                 if not custom:
@@ -371,8 +373,8 @@ class _PyDataflow(_PyBase):
         if a.vararg is not None:
             alias.add(a.vararg.arg)
         nodes = sorted((n for n in ast.walk(fn) if hasattr(n, "lineno")),
-                       key=lambda n: (n.lineno, n.col_offset))
-        empties: dict[str, ast.AST] = {}
+                       key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        empties: dict[str, ast.Assign] = {}
         written: set[str] = set()
         for n in nodes:
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
@@ -433,7 +435,7 @@ class _PyDataflow(_PyBase):
                 if isinstance(x, ast.Name):
                     written.add(x.id)
 
-    def _io_return(self, v: ast.expr, lineno: int, alias: set[str], empties: dict[str, ast.AST],
+    def _io_return(self, v: ast.expr, lineno: int, alias: set[str], empties: dict[str, ast.Assign],
                    written: set[str]) -> None:
         """What the judged forward returns: an unwritten empty tensor, or its input."""
         if self._is_empty(v):
@@ -511,7 +513,7 @@ class _PyDataflow(_PyBase):
                 hit = [v for v in lits if v in values]
                 if hit:
                     self.add("hardcoded_shapes", WARNING, f"hard-codes the reference's size {hit[0]} "
-                             f"({_short(n, 50)}): wrong at any other size", n.lineno)
+                             f"({_short(n, 50)}): wrong at any other size", self.line(n))
                     return
 
     # precision in Python
@@ -529,7 +531,7 @@ class _PyDataflow(_PyBase):
                     what = self.resolve(n)
                 if what:
                     self.add("precision_downgrade", WARNING, f"computes in reduced precision ({what}) where the "
-                             "reference is full precision", n.lineno)
+                             "reference is full precision", self.line(n))
                     return
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from ktui.trace.findings.analysis import _Analysis, _dotted, _is_main_test
 
@@ -61,7 +62,7 @@ class _PyBase(_Analysis):
             return False, ()
         top = {st.name: st for st in self.tree.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
-        def called(nodes: list[ast.AST]) -> set[str]:
+        def called(nodes: Sequence[ast.AST]) -> set[str]:
             return {n.func.id for x in nodes for n in ast.walk(x) if isinstance(n, ast.Call)
                     and isinstance(n.func, ast.Name) and n.func.id in top}
 

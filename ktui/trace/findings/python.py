@@ -168,7 +168,7 @@ class _PyAnalysis(_PyDataflow):
             obj = self.resolve(node.args[0])
             name = node.args[1].value if isinstance(node.args[1], ast.Constant) else "?"
             if obj:
-                self.patch(f"{obj}.{name}", node)
+                self.patch(f"{obj}.{str(name)}", node)  # (str: a bytes constant reads as b'...', as before)
             return
         what = _THREAD_CALLS.get(f)
         if what:
@@ -303,7 +303,7 @@ class _PyAnalysis(_PyDataflow):
         if f == "os.write":
             fd = node.args[0] if node.args else None
             fdv = fd.value if isinstance(fd, ast.Constant) else None
-            self.add("fake_harness_output", ERROR, f"writes straight to file descriptor {fdv if fdv is not None else '?'}"
+            self.add("fake_harness_output", ERROR, f"writes straight to file descriptor {str(fdv) if fdv is not None else '?'}"
                      " (the harness's output or protocol channel)", line)
             return
         text = " ".join(s for a in list(node.args) + [k.value for k in node.keywords] for s in _strings(a))
@@ -362,7 +362,7 @@ class _PyAnalysis(_PyDataflow):
 
         def ext_fn(n: ast.AST) -> bool:  # mod.fn (not called)
             return isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in exts \
-                and not (isinstance(self.parent.get(n), ast.Call) and self.parent[n].func is n)
+                and not (isinstance(p := self.parent.get(n), ast.Call) and p.func is n)
 
         for n in ast.walk(self.tree):
             what = None
