@@ -11,7 +11,7 @@ from typing import Any
 from ktui import settings
 from ktui.trace.notes import JSONError, loads
 
-SCHEMA = 18  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
+SCHEMA = 19  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
 # cached entries (14: Codex refused patches, exit headers, formatters; Claude Code 2.x out-of-order, repeated
 # and torn records; 15: one content fingerprint for every format, labels key on it; no_gpu_final;
 # 16: the trace's reference sha1; 17: long lines are parsed in full, as the reader does; 18: record signatures)
