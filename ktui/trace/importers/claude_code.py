@@ -81,7 +81,8 @@ def load(path: str, data: bytes | None = None) -> Run:
     st = _State(asm)
     for no, off, raw, obj in object_lines(asm, path, data):
         ts = iso_ms(obj.get("timestamp"))
-        kind = obj.get("type") if isinstance(obj.get("type"), str) else "?"
+        typ = obj.get("type")
+        kind = typ if isinstance(typ, str) else "?"
         try:
             _line(st, obj, no, ts, kind)
         except (TypeError, AttributeError, KeyError, ValueError) as exc:

@@ -96,7 +96,8 @@ def load(path: str, data: bytes | None = None) -> Run:
             asm.warn(no, f"'{typ}' line without a payload object")
             asm.event(no, off, len(raw), typ or "?", ts)
             continue
-        ptype = payload.get("type") if isinstance(payload.get("type"), str) else ""
+        pt = payload.get("type")
+        ptype = pt if isinstance(pt, str) else ""
         try:
             _item(st, typ, ptype, payload, no, ts)
         except (TypeError, AttributeError, KeyError, ValueError) as exc:
@@ -172,7 +173,8 @@ def _args(v: Any) -> dict:
 def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) -> None:
     asm, run = st.asm, st.asm.run
     if typ == "session_meta":
-        meta = p.get("meta") if isinstance(p.get("meta"), dict) else p
+        m = p.get("meta")
+        meta = m if isinstance(m, dict) else p
         st.cwd = as_str(meta.get("cwd")) or st.cwd
         ver = as_str(meta.get("cli_version"))
         asm.note(no, f"session {as_str(meta.get('id')) or '?'} · codex {ver or '?'} · "
@@ -263,18 +265,18 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
     if ptype in _OUTPUTS:
         st.open = False
         _input(st, ts)
-        c = asm.pending(p.get("call_id"))
-        if c is None:
+        pc = asm.pending(p.get("call_id"))
+        if pc is None:
             asm.warn(no, f"{ptype} for {p.get('call_id')!r} has no pending call")
             return
         out = p.get("output")
         text, status, code = _output(out)
-        deferred = st.patches.pop(c.id or f"#{c.index}", None)
+        deferred = st.patches.pop(pc.id or f"#{pc.index}", None)
         if deferred is not None:
             _apply_patch(st, *deferred, outcome=(text, code))
             if status is None and code is None and _patch_failed(text, None):
                 status = FAILED
-        asm.result(c, text, no, ts, status=status, effect={"exit_code": code} if code is not None else None)
+        asm.result(pc, text, no, ts, status=status, effect={"exit_code": code} if code is not None else None)
         return
     if ptype in ("ghost_snapshot", "web_search_call"):
         asm.ts(ts)
@@ -374,7 +376,7 @@ def _apply_patch(st: _State, c: ToolCall, body: str, cwd: str | None,
         st.asm.warn(c.line, err)
 
 
-def _op_text(op: tuple[str, str, list[str], str | None]) -> str:
+def _op_text(op: list[Any]) -> str:
     kind, path, lines, move = op
     head = {"add": "*** Add File: ", "update": "*** Update File: ", "delete": "*** Delete File: "}[kind] + path
     return "\n".join([head] + ([f"*** Move to: {move}"] if move else []) + lines)
@@ -391,6 +393,7 @@ def _track(st: _State, c: ToolCall) -> None:
     if c.name == "apply_patch" and isinstance(a.get("input"), str):
         _defer_patch(st, c, a["input"], cwd)
         return
+    script: str | None
     if isinstance(cmd, list):  # shell argv: ["bash", "-lc", "..."] or ["apply_patch", "*** Begin Patch..."]
         parts = [x for x in cmd if isinstance(x, str)]
         if parts and parts[0] == "apply_patch" and len(parts) > 1:

@@ -110,9 +110,9 @@ def evidence(text: str) -> Evidence | None:
         end = text.find("\n", m.end())
         add("speedup", text[start: end if end >= 0 else len(text)])
     new = ref = None
-    m = _NEW_REF.search(text)
-    if m:
-        new, ref = float(m.group(1)), float(m.group(2))
+    nr = _NEW_REF.search(text)
+    if nr:
+        new, ref = float(nr.group(1)), float(nr.group(2))
     def lines_of(rx: re.Pattern, n: int) -> list[str]:
         out: list[str] = []
         for mm in rx.finditer(text):

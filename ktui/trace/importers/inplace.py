@@ -194,7 +194,9 @@ def _stream_editors(line: str) -> list[Change]:
 
 
 def _sed(args: list[str]) -> list[Change]:
-    inplace, ere, scripts, files = False, False, [], []
+    inplace, ere = False, False
+    scripts: list[str] = []
+    files: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]
@@ -242,7 +244,9 @@ def _split_subst(expr: str) -> tuple[str, str, str, str] | None:
     d = expr[1]
     if d.isalnum() or d in "\\\n ":
         return None
-    parts, cur, i = [], [], 2
+    parts: list[str] = []
+    cur: list[str] = []
+    i = 2
     while i < len(expr) and len(parts) < 2:
         ch = expr[i]
         if ch == "\\" and i + 1 < len(expr):
@@ -360,7 +364,9 @@ def _sed_program(text: str, ere: bool) -> Apply | None:
 
 
 def _perl(args: list[str]) -> list[Change]:
-    inplace, looping, scripts, files = False, False, [], []
+    inplace, looping = False, False
+    scripts: list[str] = []
+    files: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]

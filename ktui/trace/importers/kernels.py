@@ -26,7 +26,9 @@ def is_kernel_code(code: str) -> bool:
 
 
 def is_kernel_path(path: str | None) -> bool:
-    return bool(path) and path.lower().endswith(KERNEL_EXTS)
+    if not path:
+        return False
+    return path.lower().endswith(KERNEL_EXTS)
 
 
 def norm_path(path: str, cwd: str | None = None) -> str:

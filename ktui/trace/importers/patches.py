@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 # ---- apply_patch -------------------------------------------------------------------------------
-def parse_patch(text: str) -> list[tuple[str, str, list[str], str | None]]:
-    """``*** Begin Patch`` ... ``*** End Patch`` into (op, path, body lines, move-to) tuples."""
-    ops: list[tuple[str, str, list[str], str | None]] = []
+def parse_patch(text: str) -> list[list[Any]]:
+    """``*** Begin Patch`` ... ``*** End Patch`` into [op, path, body lines, move-to] lists."""
+    ops: list[list[Any]] = []
     if not isinstance(text, str):
         return ops
     cur: list | None = None

@@ -80,6 +80,13 @@ def forced() -> str | None:
     return settings.current().format
 
 
+def _needed(path: str | None) -> str:
+    """The path, where no data was given (without one, a TypeError, as open(None) gave)."""
+    if path is None:
+        raise TypeError("a path or data is needed")
+    return path
+
+
 # ---- detection ------------------------------------------------------------------------------------
 def _head_lines(path: str | None, data: bytes | None) -> tuple[list[bytes], bool]:
     """The first non-empty lines (at most HEAD_LINES, from the first MiB; the first line whole,
@@ -91,7 +98,7 @@ def _head_lines(path: str | None, data: bytes | None) -> tuple[list[bytes], bool
             buf = data[: nl + 1] if nl >= 0 else data
             more = nl >= 0 and nl + 1 < len(data)
     else:
-        with open(path, "rb") as f:
+        with open(_needed(path), "rb") as f:
             buf = f.read(_HEAD_BYTES)
             more = bool(f.peek(1)) if hasattr(f, "peek") else False
             if more and not buf.lstrip(b"\xef\xbb\xbf \t\r\n").count(b"\n"):
@@ -164,7 +171,7 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
         single = objs[0]
     elif (objs and objs[0] is None) or (lines and not dicts):
         try:
-            whole = data if data is not None else read_bounded(path)
+            whole = data if data is not None else read_bounded(_needed(path))
             single = parse_json(whole)
         except (TooBig, OSError):
             single = None
@@ -187,7 +194,7 @@ def _zip_detect(path: str | None, data: bytes | None) -> Detection | None:
         if data is not None:
             magic = data[:4]
         else:
-            with open(path, "rb") as f:
+            with open(_needed(path), "rb") as f:
                 magic = f.read(4)
     except OSError:
         return None

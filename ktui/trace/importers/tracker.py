@@ -121,7 +121,7 @@ class FileTracker:
             return
         self.write(path, base + content, call, turn, line, origin)
 
-    def edit(self, path: str, old: str, new: str, call: ToolCall | None, turn: int | None, line: int,
+    def edit(self, path: str, old: str | None, new: str | None, call: ToolCall | None, turn: int | None, line: int,
              replace_all: bool = False, origin: str = "Edit") -> str | None:
         """Apply an old/new string edit; returns a problem message when it cannot be applied."""
         if not isinstance(old, str) or not isinstance(new, str) or not path:
