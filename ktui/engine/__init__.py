@@ -2,7 +2,11 @@
 # The re-execution engine, in seams:
 #
 #   defaults.py   the one set of defaults (timeouts, trials, tolerances, limits)
-#   sandbox.py    the sandbox around trace code (launcher + in-worker prologue), in words
+#   sandbox.py    the sandbox around trace code (the launcher), in words; re-exports the rest:
+#   confine.py    the in-worker prologue (own root, read-only mounts, minimal /dev, caps dropped)
+#   toolchain.py  what a worker's own root holds (of the home: a prefix's toolchain parts only)
+#   proctree.py   the worker tree seen from /proc (memory with memfds, threads, stop, kill)
+#   oslib.py      prctl / mount primitives
 #   protocol.py   judge <-> worker messages: typed, validated, size- and depth-limited
 #   shm.py        tensors between processes as sealed memfds
 #   roles.py      the reference and candidate workers (the only place trace code runs)
