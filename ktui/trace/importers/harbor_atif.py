@@ -59,8 +59,8 @@ def _failed_ids(step_extra: dict, results: list, calls: list) -> set:
         if isinstance(r, dict) and _is_err(r.get("extra")) and isinstance(r.get("source_call_id"), str):
             out.add(r["source_call_id"])
     if _is_err(step_extra):
-        meta = step_extra.get("tool_result_metadata") if isinstance(step_extra.get("tool_result_metadata"), dict) else {}
-        raw = meta.get("raw_tool_result") if isinstance(meta.get("raw_tool_result"), dict) else {}
+        meta = _dict(step_extra.get("tool_result_metadata"))
+        raw = _dict(meta.get("raw_tool_result"))
         named = raw.get("tool_use_id")
         ids = [c.id for c in calls if c.id]
         if isinstance(named, str) and named in ids:
@@ -104,7 +104,7 @@ def load_object(obj: Any, path: str) -> Run:
     if not isinstance(obj, dict) or not isinstance(obj.get("steps"), list):
         asm.problem(0, "not an ATIF trajectory: expected an object with a 'steps' list", "", "error", "$.steps")
         return asm.finish()
-    agent = obj.get("agent") if isinstance(obj.get("agent"), dict) else {}
+    agent = _dict(obj.get("agent"))
     run.model = as_str(agent.get("model_name"))
     run.persona = as_str(agent.get("name"))
     run.actors.append(Actor(id="agent", model=run.model, persona=run.persona,
@@ -115,11 +115,11 @@ def load_object(obj: Any, path: str) -> Run:
     for i, s in enumerate(obj["steps"]):
         _step(asm, s, i, turns)
     # each step is timestamped once: a turn lasts until the next step starts
-    timed = [t for t in turns if t.start_ms is not None]
-    for a, b in zip(timed, timed[1:], strict=False):
-        if b.start_ms >= a.start_ms:
-            a.wall_ms = b.start_ms - a.start_ms
-    fm = obj.get("final_metrics") if isinstance(obj.get("final_metrics"), dict) else {}
+    timed = [(t, t.start_ms) for t in turns if t.start_ms is not None]
+    for (a, sa), (_, sb) in zip(timed, timed[1:], strict=False):
+        if sb >= sa:
+            a.wall_ms = sb - sa
+    fm = _dict(obj.get("final_metrics"))
     if fm:
         asm.note(len(obj["steps"]), "final metrics: " + ", ".join(f"{k}={v}" for k, v in fm.items()
                                                                  if isinstance(v, (int, float))))
@@ -162,7 +162,7 @@ def _step(asm: Assembler, s: Any, i: int, turns: list[Turn]) -> None:
         run.model = s["model_name"]
     asm.add_reasoning(t, as_str(s.get("reasoning_content")))
     asm.assistant_text(t, text, line)
-    m = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
+    m = _dict(s.get("metrics"))
     t.tokens_in = as_int(m.get("prompt_tokens"))
     t.tokens_out = as_int(m.get("completion_tokens"))
     if as_num(m.get("cost_usd")) is not None:
@@ -179,9 +179,9 @@ def _step(asm: Assembler, s: Any, i: int, turns: list[Turn]) -> None:
         c = asm.call(t, tc.get("function_name") or tc.get("name"), tc.get("arguments"), line, ts,
                      tc.get("tool_call_id") or tc.get("id"))
         calls.append(c)
-    obs = s.get("observation") if isinstance(s.get("observation"), dict) else {}
-    results = obs.get("results") if isinstance(obs.get("results"), list) else []
-    step_extra = s.get("extra") if isinstance(s.get("extra"), dict) else {}
+    obs = _dict(s.get("observation"))
+    results = _list(obs.get("results"))
+    step_extra = _dict(s.get("extra"))
     if not tcs and isinstance(step_extra.get("tool_use_name"), str) and step_extra["tool_use_name"]:
         results = _extra_call(asm, t, s, step_extra, results, calls, line, ts)
     failed = _failed_ids(step_extra, results, calls)
@@ -202,8 +202,8 @@ def _extra_call(asm: Assembler, t: Turn, s: dict, step_extra: dict, results: lis
             raw = loads(raw)
         except JSONError:
             raw = {"input": raw}
-    meta = step_extra.get("tool_result_metadata") if isinstance(step_extra.get("tool_result_metadata"), dict) else {}
-    rawr = meta.get("raw_tool_result") if isinstance(meta.get("raw_tool_result"), dict) else {}
+    meta = _dict(step_extra.get("tool_result_metadata"))
+    rawr = _dict(meta.get("raw_tool_result"))
     cid = rawr.get("tool_use_id") if isinstance(rawr.get("tool_use_id"), str) else f"step{s.get('step_id')}"
     calls.append(asm.call(t, step_extra["tool_use_name"], raw if isinstance(raw, dict) else {}, line, ts, cid))
     if not results and isinstance(meta.get("content"), (str, list)):
@@ -241,3 +241,13 @@ def _pair_results(asm: Assembler, s: dict, line: int, calls: list[ToolCall], res
         asm.result(last, combined, line, None)
     elif unpaired and not calls:
         asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))
+
+
+def _dict(v: Any) -> dict:
+    """``v`` when it is an object, else an empty one."""
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list:
+    """``v`` when it is a list, else an empty one."""
+    return v if isinstance(v, list) else []

@@ -354,7 +354,7 @@ class FileTracker:
     def finish(self, run: Run) -> None:
         """Kernel versions into ``run.kernels`` (ordinary KernelVersion objects), call.kernel, uses,
         ``run.final_kernel_number`` and, from the last verifier output, ``run.metrics``."""
-        cands = [a.candidate for a in self.actions if a.kind == "candidate"]
+        cands = [a.candidate for a in self.actions if a.kind == "candidate" and a.candidate is not None]
         kernel_paths = {c.path for c in cands if c.path is not None and (is_kernel_code(c.code)
                                                                           or is_kernel_path(c.path))}
         n_unknown = 0
@@ -367,6 +367,8 @@ class FileTracker:
         for a in self.actions:
             if a.kind == "candidate":
                 c = a.candidate
+                if c is None:  # (never: a candidate action carries one)
+                    continue
                 if c.path is not None and c.path not in kernel_paths:
                     continue
                 if c.path is None and not is_kernel_code(c.code):
@@ -422,9 +424,9 @@ class FileTracker:
         final = latest_model
         if final is None and latest_by_path:  # no ModelNew: the file the task names, else the last whole version
             prompt = run.problem.prompt or ""
-            named = [n for p, n in latest_by_path.items() if posixpath.basename(p) and posixpath.basename(p) in prompt]
+            in_prompt = [n for p, n in latest_by_path.items() if posixpath.basename(p) and posixpath.basename(p) in prompt]
             whole = [k.number for k in run.kernels if not k.partial]
-            final = max(named) if named else (whole[-1] if whole else None)
+            final = max(in_prompt) if in_prompt else (whole[-1] if whole else None)
         run.final_kernel_number = final if final is not None else latest
         # the run's metrics are the final kernel's: another version's result is not credited to it
         fin = run.final_kernel_number
