@@ -16,7 +16,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ktui.trace.importers.common import Assembler, JSONError, as_int, as_num, as_str, iso_ms, text_of
+from ktui.trace.importers.common import (
+    Assembler,
+    JSONError,
+    as_dict,
+    as_int,
+    as_num,
+    as_str,
+    iso_ms,
+    text_of,
+)
 from ktui.trace.model import Run
 from ktui.trace.notes import loads
 
@@ -63,9 +72,9 @@ def load_object(obj: Any, path: str) -> Run:
         asm.problem(0, "not a mini-swe-agent trajectory: expected an object with a 'messages' list", "", "error",
                     "$.messages")
         return asm.finish()
-    info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
-    cfg = info.get("config") if isinstance(info.get("config"), dict) else {}
-    mcfg = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
+    info = as_dict(obj.get("info"))
+    cfg = as_dict(info.get("config"))
+    mcfg = as_dict(cfg.get("model"))
     run.model = as_str(mcfg.get("model_name"))
     run.problem.name = as_str(obj.get("instance_id"))
     asm.note(0, f"mini-swe-agent {as_str(info.get('mini_version')) or '?'} · {as_str(obj.get('trajectory_format')) or ''}")
@@ -78,8 +87,8 @@ def load_object(obj: Any, path: str) -> Run:
             continue
         role = m.get("role")
         text = text_of(m.get("content"))
-        extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
-        resp = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+        extra = as_dict(m.get("extra"))
+        resp = as_dict(extra.get("response"))
         # extra.timestamp (2.x) is when the message was recorded, on the agent's clock: the end of
         # the model call; response.created is the provider's (coarse, and on another clock)
         ts = iso_ms(extra.get("timestamp")) or iso_ms(resp.get("created")) or iso_ms(m.get("timestamp"))
@@ -114,7 +123,7 @@ def load_object(obj: Any, path: str) -> Run:
         asm.assistant_text(t, thought, line)
         if isinstance(resp.get("model"), str) and not run.model:
             run.model = resp["model"]
-        u = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+        u = as_dict(resp.get("usage"))
         t.tokens_in = as_int(u.get("prompt_tokens"))
         t.tokens_out = as_int(u.get("completion_tokens"))
         cd = u.get("completion_tokens_details")
@@ -125,7 +134,7 @@ def load_object(obj: Any, path: str) -> Run:
         tcs = [tc for tc in (m.get("tool_calls") or []) if isinstance(tc, dict)] if isinstance(m.get("tool_calls"), list) else []
         if tcs:  # 2.x: OpenAI tool calls, answered by tool messages with the call's id
             for tc in tcs:
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                fn = as_dict(tc.get("function"))
                 args = fn.get("arguments")
                 if isinstance(args, str):
                     try:
@@ -144,13 +153,13 @@ def load_object(obj: Any, path: str) -> Run:
             pending = c
         elif len(acts) > 1:
             asm.warn(line, f"{len(acts)} bash blocks in one response (mini-swe-agent runs none of them)", where)
-    turns = [t for t in run.turns if t.start_ms is not None]
-    for a, b in zip(turns, turns[1:], strict=False):
-        if b.start_ms >= a.start_ms:
-            a.wall_ms = b.start_ms - a.start_ms
+    timed = [(t, t.start_ms) for t in run.turns if t.start_ms is not None]
+    for (a, sa), (_, sb) in zip(timed, timed[1:], strict=False):
+        if sb >= sa:
+            a.wall_ms = sb - sa
     status = as_str(info.get("exit_status"))
     sub = info.get("submission")
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    stats = as_dict(info.get("model_stats"))
     n_api = as_int(stats.get("api_calls"))
     if n_api is not None and n_api != len(run.turns):
         asm.warn(0, f"info.model_stats.api_calls is {n_api} but the trajectory has {len(run.turns)} responses",
