@@ -396,8 +396,11 @@ def labels_export(directory: str, fmt: str, output: str | None, labels_file: str
               help="Task folders (Harbor tasks, a KernelBench checkout): each run's reference by its task.")
 @click.option("--events", "events_out", type=click.Path(dir_okay=False), default=None,
               help="Write the engine's timeline (builds, timings, per slot) as JSON here (benchmarks).")
+@click.option("--pipeline/--no-pipeline", default=True, show_default=True,
+              help="Two judges per GPU (or CPU slot): the next kernel's workers get ready while one is timed "
+                   "(the timing windows have the device alone).")
 def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_csv, fresh, device, timeout,
-           compile_timeout, method, trials, build_cache, cpu_slots, reference, tasks, events_out):
+           compile_timeout, method, trials, build_cache, cpu_slots, reference, tasks, events_out, pipeline):
     """Re-execute every run's kernel of a sweep (DIR or TRACE files): which recorded claims hold."""
     from ktui.report.verify import verify_command
 
@@ -409,7 +412,7 @@ def verify(paths, final, all_versions, gpus, jobs, engine, address, as_json, as_
                             address=address, fmt="json" if as_json else ("csv" if as_csv else "table"),
                             fresh=fresh, device=device, timeout=timeout, compile_timeout=compile_timeout,
                             method=method, trials=trials, build_cache=build_cache, cpu_slots=cpu_slots,
-                            reference=reference, events_out=events_out, tasks=tasks))
+                            reference=reference, events_out=events_out, tasks=tasks, pipeline=pipeline))
 
 
 @main.command()

@@ -326,12 +326,17 @@ def _job(i: int):
                reference_origin="test", label=f"v{i}", trace="t", result_key=f"rk{i}")
 
 
-def test_streaming_and_one_timing_per_gpu(tmp_path):
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_streaming_and_one_timing_per_gpu(tmp_path, pipeline):
+    """One judge per GPU at a time without the pipeline; with it, at most two (the next kernel's
+    judge gets ready while one is timed: the device lock keeps the timing alone, see
+    tests/test_verify_pipeline.py)."""
     from ktui.repro.verify.steps import BuildResult
 
     lock = threading.Lock()
     busy: dict[str, int] = {}
     overlaps = []
+    allowed = E.PIPELINE_DEPTH if pipeline else 1
 
     def build_fn(job, options, *, build_root, env_extra, cancel):
         time.sleep(0.05 + 0.1 * (int(job.key, 16) % 4))
@@ -341,7 +346,7 @@ def test_streaming_and_one_timing_per_gpu(tmp_path):
         gpu = env_extra["CUDA_VISIBLE_DEVICES"]
         with lock:
             busy[gpu] = busy.get(gpu, 0) + 1
-            if busy[gpu] > 1:
+            if busy[gpu] > allowed:
                 overlaps.append(gpu)
         time.sleep(0.05)
         with lock:
@@ -350,7 +355,8 @@ def test_streaming_and_one_timing_per_gpu(tmp_path):
 
     with CacheDir(tmp_path):
         slots = E.make_slots("cuda", ["0", "1"], 1)
-        eng = E.LocalEngine(options(device="cuda"), slots=slots, jobs=3, build_fn=build_fn, judge_fn=judge_fn)
+        eng = E.LocalEngine(options(device="cuda"), slots=slots, jobs=3, build_fn=build_fn, judge_fn=judge_fn,
+                            pipeline=pipeline)
         eng.run(iter([_job(i) for i in range(16)]))
     assert not overlaps and len(eng.results) == 16
     assert {r["env"]["CUDA_VISIBLE_DEVICES"] for r in eng.results.values()} == {"0", "1"}

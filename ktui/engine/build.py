@@ -209,9 +209,10 @@ class BuildPatch:
     name unique to the key, so two versions that reuse one extension name never load each
     other's build (within one process or across runs)."""
 
-    def __init__(self, ext_root, key):
+    def __init__(self, ext_root, key, progress=None):
         self.ext_root = ext_root
         self.key = key
+        self.progress = progress  # progress(what): "compiling NAME" before each build (a build event)
         self.built = []  # (original name, unique name, seconds)
         self.failed = []  # builds that raised: {name, error} (the kernel may catch that and fall back)
         self.modules = []  # the extension modules the kernel got back
@@ -236,6 +237,11 @@ class BuildPatch:
             _clear_stale_lock(bdir)
             ba.arguments["build_directory"] = bdir
             t0 = now()
+            if patch.progress is not None:
+                try:
+                    patch.progress(f"compiling {name} (MAX_JOBS={os.environ.get('MAX_JOBS', 'auto')})")
+                except Exception:  # noqa: BLE001 - progress never stops a build
+                    pass
             try:
                 mod = orig(*ba.args, **ba.kwargs)
                 patch.modules.append(mod)
@@ -246,7 +252,11 @@ class BuildPatch:
                 raise StageFailure("build", "compile_error", compile_error_text(text) or one_line(text),
                                    detail=text[-6000:]) from None
             finally:
-                patch.built.append({"name": name, "unique_name": uname, "seconds": round_(now() - t0, 3)})
+                rec = {"name": name, "unique_name": uname, "seconds": round_(now() - t0, 3)}
+                steps = ninja_steps(bdir, since=t0)
+                if steps:  # where the build's time went: each compile and the link, by ninja's own log
+                    rec["steps"] = steps
+                patch.built.append(rec)
 
         wrapper.__wrapped__ = orig
         wrapper.__name__ = getattr(orig, "__name__", "load")
@@ -265,6 +275,33 @@ class BuildPatch:
 
         ce.load_inline, ce.load = self._saved
         return False
+
+
+def ninja_steps(bdir, since=None):
+    """The compile and link steps ninja ran in ``bdir`` for this build (its ``.ninja_log``: start
+    and end in ms from the start of its run), those whose output file was written since ``since``
+    (a ``now()`` reading): [{"output", "seconds", "start_s"}]; [] when ninja compiled nothing (a
+    cached build) or left no log."""
+    try:
+        with open(os.path.join(bdir, ".ninja_log"), encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()[:5000]
+    except OSError:
+        return []
+    t_wall = time.time() - (now() - since) - 1.0 if since is not None else 0.0
+    latest = {}
+    for ln in lines:
+        parts = ln.split("\t")
+        if ln.startswith("#") or len(parts) < 4:
+            continue
+        try:
+            start, end = int(parts[0]), int(parts[1])
+            if os.path.getmtime(os.path.join(bdir, parts[3])) < t_wall:
+                continue  # built by an earlier run
+        except (ValueError, OSError):
+            continue
+        latest[parts[3]] = {"output": os.path.basename(parts[3])[:80], "seconds": round_((end - start) / 1000.0, 3),
+                            "start_s": round_(start / 1000.0, 3)}
+    return sorted(latest.values(), key=lambda r: r["start_s"])[:50]
 
 
 STALE_LOCK_S = 900

@@ -4,7 +4,6 @@
 # MIT license, part of ktui.
 import contextlib
 import math
-import os
 import secrets
 import time
 
@@ -26,8 +25,8 @@ from .defaults import (
     WALL_WINDOW_S,
     machine_scale,
 )
-from .errors import StageFailure, default_cache_root, now, round_, stats_us
-from .workers import Cancelled, Held, Timeout
+from .errors import StageFailure, now, round_, stats_us
+from .workers import Held, Timeout
 
 
 def agreeing_cross_check(own_us: float, wall_us: float, forwards: int, tol: float) -> dict:
@@ -217,72 +216,75 @@ class ClockStages:
         timing = {"method": method, "method_used": method_used, "trials": int(job.trials), "warmup": int(job.warmup),
                   "l2_flush_mib": 256 if method_used != "host" else 0, "target_rse": job.target_rse,
                   "time_cap_s": job.time_cap_s}
-        inputs, ref_out = self.reference_io(seed, "t")
-        v, f = inputs.send_args()
-        self.cand.call("put_inputs", {"slot": "t", "inputs": v}, f)
-        lock = None
-        gpu_before = gpu_after = None
-        if self.device_str.startswith("cuda"):
-            from .gpu import GpuLock, state
+        with self.device("shared", "timing inputs"):
+            inputs, ref_out = self.reference_io(seed, "t")
+            v, f = inputs.send_args()
+            self.cand.call("put_inputs", {"slot": "t", "inputs": v}, f)
+        self._pending_wall_check = None
+        try:
+            with self.device("alone", "timing"):
+                self._timing_alone(timing, ref_out)
+        finally:
+            if getattr(self, "_pending_wall_check", None) is not None and not timing.get("error"):
+                self._judge_wall_outputs()
+            elif getattr(self, "_pending_wall_check", None) is not None:
+                self.release(self._pending_wall_check[0])
+        return timing
 
-            lock = GpuLock(job.lock_dir or os.path.join(default_cache_root(), "locks"), self.device_str)
-            ok = lock.acquire(cancel=self.cancel, on_wait=lambda holder: self.trial(
-                None, None, f"waiting for the GPU lock (held by pid {holder or '?'})"),
-                timeout=max(1.0, self.deadline - time.monotonic()))
-            if not ok:
-                if self.cancel is not None and self.cancel.is_set():
-                    raise Cancelled()
-                raise Timeout()
-            timing["gpu_lock"] = {"path": lock.path, "waited_s": round_(lock.waited_s, 3)}
-            self.deadline += lock.waited_s
+    def _timing_alone(self, timing, ref_out):
+        """Everything of the timing stage that must have the device alone."""
+        cuda = self.device_str.startswith("cuda")
+        gpu_before = gpu_after = None
+        if self.windows is not None:
+            # the wait for this window (the last one the judge waited for; the deadline moved by it)
+            timing["gpu_lock" if cuda else "device_lock"] = {"path": self.windows.path,
+                                                             "waited_s": round_(self.windows.last_wait_s, 3)}
+        if cuda:
+            from .gpu import state
+
             gpu_before = state(self.device_str)
         try:
-            try:
-                kdata, ks = self._time_side(self.cand, "kernel")
-                with self._candidate_stopped(timing):
-                    rdata, rs = self._time_side(self.ref, "reference")
-            except StageFailure as f:
-                if f.kind != "method_unsupported":
-                    raise
-                if f.fatal or not self.cand.proc.alive():
-                    timing["error"] = f.message
-                    self.result["notes"].append(f.message)
-                    return timing
-                # the kernel's word that it cannot be captured in a CUDA graph is checked, not
-                # taken: both sides are timed anyway, with CUDA events (no kernel escapes timing)
-                self.result["notes"].append(f"{f.message}: both sides timed with CUDA events instead")
-                timing["method_used"] = "cuda_event"
-                timing["graph_unsupported"] = f.message
-                kdata, ks = self._time_side(self.cand, "kernel", method="cuda_event")
-                with self._candidate_stopped(timing):
-                    rdata, rs = self._time_side(self.ref, "reference", method="cuda_event")
-            if ks is None:  # the kernel's process sent samples that cannot be true: ktui's clock decides
-                timing["kernel_invalid_samples"] = kdata["invalid_samples"]
-                ks = [float("inf")]
-            timing["kernel"], timing["reference"] = stats_us(ks), stats_us(rs)
-            timing["kernel_samples_us"] = [round_(x, 3) for x in ks[:2000] if math.isfinite(x)]
-            timing["reference_samples_us"] = [round_(x, 3) for x in rs[:2000]]
-            timing["batches"] = {"kernel": kdata["batches"], "reference": rdata["batches"]}
-            timing["stopped"] = {"kernel": kdata["stopped"], "reference": rdata["stopped"]}
-            self._cross_check(timing, ref_out)
-            km, rm = timing["kernel"]["mean_us"], timing["reference"]["mean_us"]  # after the cross-checks
-            timing["speedup"] = round_(rm / km, 4) if km else None
-            if self._floor:
-                timing["floor"] = self._floor
-            if lock is not None:
-                gpu_after = state(self.device_str)
-                ours = set()
-                for w in self.workers:
-                    ours.update(w.proc.tree())
-                timing["gpu_state"] = {"before": gpu_before, "after": gpu_after}
-                busy = _not_idle(gpu_before, ours)
-                if busy:
-                    timing["gpu_not_idle"] = busy
-                    self.result["notes"].append(f"the GPU was not idle while timing: {busy}")
-        finally:
-            if lock is not None:
-                lock.release()
-        return timing
+            kdata, ks = self._time_side(self.cand, "kernel")
+            with self._candidate_stopped(timing):
+                rdata, rs = self._time_side(self.ref, "reference")
+        except StageFailure as f:
+            if f.kind != "method_unsupported":
+                raise
+            if f.fatal or not self.cand.proc.alive():
+                timing["error"] = f.message
+                self.result["notes"].append(f.message)
+                return
+            # the kernel's word that it cannot be captured in a CUDA graph is checked, not
+            # taken: both sides are timed anyway, with CUDA events (no kernel escapes timing)
+            self.result["notes"].append(f"{f.message}: both sides timed with CUDA events instead")
+            timing["method_used"] = "cuda_event"
+            timing["graph_unsupported"] = f.message
+            kdata, ks = self._time_side(self.cand, "kernel", method="cuda_event")
+            with self._candidate_stopped(timing):
+                rdata, rs = self._time_side(self.ref, "reference", method="cuda_event")
+        if ks is None:  # the kernel's process sent samples that cannot be true: ktui's clock decides
+            timing["kernel_invalid_samples"] = kdata["invalid_samples"]
+            ks = [float("inf")]
+        timing["kernel"], timing["reference"] = stats_us(ks), stats_us(rs)
+        timing["kernel_samples_us"] = [round_(x, 3) for x in ks[:2000] if math.isfinite(x)]
+        timing["reference_samples_us"] = [round_(x, 3) for x in rs[:2000]]
+        timing["batches"] = {"kernel": kdata["batches"], "reference": rdata["batches"]}
+        timing["stopped"] = {"kernel": kdata["stopped"], "reference": rdata["stopped"]}
+        self._cross_check(timing, ref_out)
+        km, rm = timing["kernel"]["mean_us"], timing["reference"]["mean_us"]  # after the cross-checks
+        timing["speedup"] = round_(rm / km, 4) if km else None
+        if self._floor:
+            timing["floor"] = self._floor
+        if cuda:
+            gpu_after = state(self.device_str)
+            ours = set()
+            for w in self.workers:
+                ours.update(w.proc.tree())
+            timing["gpu_state"] = {"before": gpu_before, "after": gpu_after}
+            busy = _not_idle(gpu_before, ours)
+            if busy:
+                timing["gpu_not_idle"] = busy
+                self.result["notes"].append(f"the GPU was not idle while timing: {busy}")
 
     def _cross_check(self, timing, ref_out):
         """The kernel's own timing vs the judge's clock: the same inputs as the timed loop (so
@@ -298,15 +300,6 @@ class ClockStages:
             rnoise = self._noise_us(self.ref)
         noise = {"kernel": knoise, "reference": rnoise}
         self._noise = noise
-        wrong = []
-        try:
-            for i, o in zip(keep, kouts.value, strict=True):
-                one = Held(o["outputs"], kouts.fds, owns=False)
-                cmp = self.compare_checked(ref_out, one, f"the wall-clock run's call {i + 1}")
-                if not cmp["passed"]:
-                    wrong.append(f"forward {i + 1} of {kf}: {cmp['reason']}")
-        finally:
-            self.release(kouts)
         cc = {"inputs": n, "kernel_forwards": kf, "checked_calls": [k + 1 for k in keep], "reference_forwards": rf,
               "repeats": WALL_REPEATS,
               "kernel_wall_us": [round_(x, 3) for x in kper],
@@ -321,12 +314,9 @@ class ClockStages:
                 f"the host was busy while ktui's clock ran: {100 * cc['runqueue_wait_us'] / total:.0f} % of that "
                 "time was spent waiting for a CPU and was not counted; the timer cross-check is weaker for it")
         checks = self.result["checks"]
-        if wrong:
-            checks.append({"name": "timed_outputs_correct", "ok": False,
-                           "detail": f"the output of the wall-clock run is wrong: {wrong[0]}"})
-            self.result["findings"].append({"class": "wrong_while_timed", "reason": "outputs produced while timed "
-                                            "are wrong (the kernel behaves differently when timed)",
-                                            "evidence": wrong[:3]})
+        # the outputs of the checked pass are compared once the device is given up (a comparison
+        # needs no device); what it finds goes where it would have gone, before the timer's checks
+        self._pending_wall_check = (kouts, keep, ref_out, kf, len(checks), len(self.result["findings"]))
         invalid = timing.get("kernel_invalid_samples")
         for side, per, fw in (("kernel", kper, kf), ("reference", rper, rf)):
             st = timing[side]
@@ -432,6 +422,29 @@ class ClockStages:
         timing["kernel_unchecked"] = timing["kernel"]
         timing["kernel"] = stats_us([checked])
         timing["kernel"]["source"] = "judge wall clock, the checked pass"
+
+    def _judge_wall_outputs(self):
+        """The outputs of ktui's checked wall-clock pass against the reference's (after the timing
+        window): a wrong one is ``timed_outputs_correct`` failed, ``wrong_while_timed``."""
+        pending, self._pending_wall_check = getattr(self, "_pending_wall_check", None), None
+        if pending is None:
+            return
+        kouts, keep, ref_out, kf, at_check, at_finding = pending
+        wrong = []
+        try:
+            for i, o in zip(keep, kouts.value, strict=True):
+                one = Held(o["outputs"], kouts.fds, owns=False)
+                cmp = self.compare_checked(ref_out, one, f"the wall-clock run's call {i + 1}")
+                if not cmp["passed"]:
+                    wrong.append(f"forward {i + 1} of {kf}: {cmp['reason']}")
+        finally:
+            self.release(kouts)
+        if wrong:
+            self.result["checks"].insert(at_check, {"name": "timed_outputs_correct", "ok": False,
+                                                    "detail": f"the output of the wall-clock run is wrong: {wrong[0]}"})
+            self.result["findings"].insert(at_finding, {
+                "class": "wrong_while_timed", "reason": "outputs produced while timed are wrong (the kernel behaves "
+                "differently when timed)", "evidence": wrong[:3]})
 
     def _noise_us(self, w):
         """The slowest of 3 empty round trips to ``w`` now (μs): what waking up and answering

@@ -19,12 +19,13 @@ class CorrectnessStages:
         before = dict(self.result["stages"].get("build") or {})
         self.stage("build")
         t0 = now()
-        inputs, _ref_out = self.reference_io(held_out_seed(seed ^ 0x9E3779B1, []), "jit")
-        try:
-            out, _meta = self.candidate_forward(inputs, "jit")
-            out.close()
-        finally:
-            inputs.close()
+        with self.device("shared", "JIT warm-up"):
+            inputs, _ref_out = self.reference_io(held_out_seed(seed ^ 0x9E3779B1, []), "jit")
+            try:
+                out, _meta = self.candidate_forward(inputs, "jit")
+                out.close()
+            finally:
+                inputs.close()
         jit = round_(now() - t0, 3)
         self.end_stage()
         self.result["stages"]["build"] = {"state": "done",
@@ -64,8 +65,9 @@ class CorrectnessStages:
 
         def one(i, s, label):
             self.trial(i, n, label)
-            inputs, ref_out = self.reference_io(s, f"c{i}")
-            out, meta = self.candidate_forward(inputs, f"c{i}")
+            with self.device("shared", f"correctness {label} {i}"):  # the comparison below needs no device
+                inputs, ref_out = self.reference_io(s, f"c{i}")
+                out, meta = self.candidate_forward(inputs, f"c{i}")
             self.types_seen.append({k: v for k, v in meta.items() if k not in ("outputs", "inputs_after")})
             self.input_dtype = input_precision(inputs.decoded())
             try:
@@ -147,4 +149,10 @@ class CorrectnessStages:
             input_dtype = getattr(self, "input_dtype", None)
         if cosine is None and not explicit:
             cosine = getattr(self, "cosine", None)
-        return compare_outputs(ref, out, atol=atol, rtol=rtol, input_dtype=input_dtype, cosine=cosine)
+        t0 = time.time()
+        try:
+            return compare_outputs(ref, out, atol=atol, rtol=rtol, input_dtype=input_dtype, cosine=cosine)
+        finally:
+            spans = getattr(self, "compare_spans", None)
+            if spans is not None and len(spans) < 5000:
+                spans.append((t0, time.time()))

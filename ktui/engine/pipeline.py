@@ -11,6 +11,7 @@
 #   judge(job, build=None) -> result dict   everything (builds too when `build` is None)
 #
 # Both never raise for anything trace code does. MIT license, part of ktui.
+import contextlib
 import os
 import secrets
 import shutil
@@ -29,6 +30,7 @@ from .defaults import (
     WORKER_START_TIMEOUT_S,
     machine_scale,
 )
+from .devicelock import ALONE, NONE, SHARED, DeviceWindows
 from .errors import (
     StageFailure,
     default_cache_root,
@@ -75,6 +77,9 @@ class Judge(CorrectnessStages, ClockStages):
         self.masks = sandbox.default_masks([cache_root, default_cache_root()] + list(self.job.masks or []))
         self.workers = []
         self.held = []
+        self.windows = None  # DeviceWindows, once the device is known (devicelock.py)
+        self._outer = contextlib.ExitStack()  # on the CPU: the device held shared for the whole run
+        self.compare_spans = []  # (start, end) time.time() of the judge's comparisons (tests, benchmarks)
         # every input the kernel is judged on (correctness trials, the held-out trial, timing, the
         # probes) is drawn from this seed, which only the judge and the reference worker know: the
         # candidate gets `seed` (its weights must match the reference's), and inputs derived from
@@ -182,7 +187,47 @@ class Judge(CorrectnessStages, ClockStages):
             if w.role == "candidate":
                 self.result["stderr_tail"] = w.proc.tail()
 
+    def open_windows(self, device_str):
+        """The device's lock (devicelock.py), from the moment the device is known. On the CPU the
+        CPU is the device: the judge holds it shared for the whole run (its own host work would
+        slow another judge's timing), alone while it times."""
+        if self.windows is not None:
+            return
+        self.windows = DeviceWindows(self.job.lock_dir or os.path.join(default_cache_root(), "locks"), device_str,
+                                     cancel=self.cancel, max_wait_s=self._max_device_wait(),
+                                     on_wait=lambda kind: self.trial(None, None, f"waiting for the device ({kind})"))
+        if not str(device_str).startswith("cuda"):
+            self._outer.enter_context(self.windows.window(SHARED, "the CPU is the device"))
+            self.deadline += self.windows.waited_s  # waiting for another judge is not this kernel's time
+
+    def _max_device_wait(self):
+        """How long a judge waits for the device before it gives up (a timeout): another judge holds
+        it at most for its whole run (every stage to its limit). The wait is not this kernel's time:
+        it never counts against a stage's limit (the stage's deadline moves by it)."""
+        return float(self.job.compile_timeout) + 12 * float(self.job.run_timeout) + 60.0
+
+    def device(self, kind, what):
+        """A window on the device (devicelock.py): "alone" for timing-sensitive work, "shared" for
+        other device work, "none" for host work; the time waited for it is added to the stage's
+        deadline (waiting for another kernel's timing is not this kernel's time)."""
+        if self.windows is None or kind == NONE:
+            return contextlib.nullcontext()
+        return self._timed_window(kind, what)
+
+    @contextlib.contextmanager
+    def _timed_window(self, kind, what):
+        before = self.windows.waited_s
+        with self.windows.window(kind, what):
+            self.deadline += self.windows.waited_s - before
+            yield
+
     def close(self):
+        self._outer.close()
+        if self.windows is not None:
+            self.result["device_windows"] = self.windows.records[:2000]
+            self.windows.close()
+        if self.compare_spans:  # when the judge compared (host work): never inside an "alone" window
+            self.result["compare_spans"] = [[round_(a, 4), round_(b, 4)] for a, b in self.compare_spans[:500]]
         for w in self.workers:
             w.close(polite=self.result.get("status") == "completed")
         for h in self.held:
@@ -274,8 +319,11 @@ class Judge(CorrectnessStages, ClockStages):
         # both workers start together (each imports torch before it answers)
         cw = self.spawn_candidate()
         rw_ = self.spawn("reference") if job.reference_source else None
+        if self.device_kind == "cpu":
+            self.open_windows("cpu")
         cand = self.start("candidate", w=cw)
         self._setup(cand)
+        self.open_windows(self.device_str)
         ref = None
         if rw_ is not None:
             ref = self.start("reference", w=rw_)
@@ -299,11 +347,13 @@ class Judge(CorrectnessStages, ClockStages):
         if ref is None:
             raise StageFailure("reference", "no_reference", "the trace has no reference source; pass --reference FILE")
         if self.device_kind == "cuda" and self.device_str.startswith("cuda"):
-            fl, _ = ref.call("floor")  # the timer's floor, measured before any trace code loads here
+            with self.device(ALONE, "timer floor"):
+                fl, _ = ref.call("floor")  # the timer's floor, measured before any trace code loads here
             self._floor = dict(fl)
         else:
             self._floor = None
-        ref.call("load_reference", {"source": job.reference_source})
+        with self.device(SHARED, "load reference"):
+            ref.call("load_reference", {"source": job.reference_source})
         self.result["reference"] = {"origin": job.reference_origin, "sha1": self.result["reference_sha1"]}
         self.cosine = cosine_rule(job.reference_source)
         if self.cosine is not None:
@@ -316,10 +366,11 @@ class Judge(CorrectnessStages, ClockStages):
         # correctness -------------------------------------------------------------------------
         self.stage("correctness")
         seed = int(job.seed)
-        init_v, init_f = ref.call("init", {"seed": seed})
-        self.init_inputs = self.hold(init_v["init_inputs"], init_f)
-        v, f = self.init_inputs.send_args()
-        cand.call("init", {"seed": seed, "init_inputs": v}, f)
+        with self.device(SHARED, "init"):
+            init_v, init_f = ref.call("init", {"seed": seed})
+            self.init_inputs = self.hold(init_v["init_inputs"], init_f)
+            v, f = self.init_inputs.send_args()
+            cand.call("init", {"seed": seed, "init_inputs": v}, f)
         if _TRITON.search(job.kernel_code):
             self._jit_warmup(seed)
         corr = self._correctness(self.input_seed)
@@ -338,10 +389,11 @@ class Judge(CorrectnessStages, ClockStages):
         self.result["timing"] = self._timing(self.input_seed)
         # memory, launches (CUDA) ------------------------------------------------------------
         def both(op):  # one measurement of the timed inputs, in each worker
-            self.trial(1, 1, "kernel")
-            k, _ = cand.call(op, {"slot": "t"})
-            self.trial(1, 1, "reference")
-            r, _ = ref.call(op, {"slot": "t"})
+            with self.device(SHARED, op):
+                self.trial(1, 1, "kernel")
+                k, _ = cand.call(op, {"slot": "t"})
+                self.trial(1, 1, "reference")
+                r, _ = ref.call(op, {"slot": "t"})
             return k, r
 
         if self.device_str.startswith("cuda") and job.measure_memory:

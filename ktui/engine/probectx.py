@@ -17,6 +17,10 @@ class ProbeContext:
         self.compare = judge.judged_compare  # the judge's rule (tolerance by input precision, cosine)
         self.input_seed = judge.input_seed  # probes draw their inputs from it (never from job.seed)
 
+    def alone(self, what):
+        """A window with the device alone (devicelock.py) around calls whose time a probe measures."""
+        return self.judge.device("alone", f"probe {what}")
+
     def trial(self, i, n, what):
         self.judge.trial(i, n, what)
 

@@ -292,7 +292,9 @@ REPLY_SCHEMAS = {
     "setup": ("dict", {"environment": ("map", "any"), "device": str, "import_torch_s": NUM, "device_init_s": NUM}),
     "load_reference": ("dict", {"sha1": str}),
     "build": ("dict", {"key": str, "dir": str, "seconds": NUM, "cached": bool,
-                       "extensions": ("list", ("dict", {"name": str, "unique_name": str, "seconds": NUM})),
+                       "extensions": ("list", ("dict", {"name": str, "unique_name": str, "seconds": NUM,
+                                                        "steps": ("opt", ("list", ("dict", {
+                                                            "output": str, "seconds": NUM, "start_s": NUM})))})),
                        "arch_list": ("opt", str), "has_model": bool,
                        "failed_builds": ("list", ("dict", {"name": str, "error": str}))}),
     "init": ("dict", {"init_inputs": "value"}),

@@ -290,15 +290,17 @@ class Server:
                 os.chmod(ref_path, 0o444)
             except OSError:
                 pass
-        with BuildPatch(ext_root, key) as patch:
+        with BuildPatch(ext_root, key, progress=self.progress) as patch:
             mod = guarded("build", load_source, f"ktui_kernel_{sha[:12]}", code,
                           os.path.join(os.getcwd(), f"kernel_{sha[:12]}.py"), self.shims)
         self.module = mod
         self.ext_modules = [m for m in patch.modules if m is not None]
         self.build_info = {"key": key, "dir": ext_root, "seconds": round_(now() - t0, 3),
                            "cached": bool(cached_before and patch.built),
-                           "extensions": [{"name": str(b["name"]), "unique_name": str(b["unique_name"]),
-                                           "seconds": float(b["seconds"] or 0.0)} for b in patch.built],
+                           "extensions": [dict({"name": str(b["name"]), "unique_name": str(b["unique_name"]),
+                                                "seconds": float(b["seconds"] or 0.0)},
+                                               **({"steps": b["steps"]} if b.get("steps") else {}))
+                                          for b in patch.built],
                            "arch_list": arch or None, "has_model": getattr(mod, "ModelNew", None) is not None,
                            "failed_builds": [{"name": str(b["name"]), "error": str(b["error"])[:300]}
                                              for b in patch.failed][:16]}

@@ -14,6 +14,7 @@ import time
 from typing import IO, Any
 
 from ktui.repro.verify.engine import (
+    BUILD_PROGRESS,
     BUILT,
     CANCELLED,
     FAILED,
@@ -89,6 +90,11 @@ class ProgressDisplay:
             if self._progress is not None:
                 self._progress.update(self._task, completed=done, total=max(self.total(), done) or None,
                                       counts=self.counts())
+            elif k == BUILD_PROGRESS and ev.detail:
+                from ktui.repro.verify.results import one_line
+
+                print(f"verify: building {one_line(ev.label, 20)} {ev.job[:10]}: {one_line(ev.detail, 80)}",
+                      file=self.stream, flush=True)
             elif k in (TIMED, FAILED):
                 status = "ok" if k == TIMED else ((ev.result or {}).get("failure") or {}).get("kind", "failed")
                 secs = f" {ev.seconds:.1f}s" if isinstance(ev.seconds, (int, float)) else ""
@@ -143,7 +149,8 @@ def parse_gpus(text: str | None) -> list[str] | None:
 
 
 def make_engine(name: str, options: Any, *, slots: list[Any], jobs: int, build_root: str | None, on_event: Any,
-                address: str | None = None, gpus: list[str] | None = None, cpu_slots: int = 1) -> Any:
+                address: str | None = None, gpus: list[str] | None = None, cpu_slots: int = 1,
+                pipeline: bool = True) -> Any:
     if name == "ray":
         from ktui.repro.verify.ray_engine import RayEngine
 
@@ -151,7 +158,7 @@ def make_engine(name: str, options: Any, *, slots: list[Any], jobs: int, build_r
                          gpus=gpus, cpu_slots=cpu_slots, shared_build_root=build_root is not None)
     from ktui.repro.verify.engine import LocalEngine
 
-    return LocalEngine(options, slots=slots, jobs=jobs, build_root=build_root, on_event=on_event)
+    return LocalEngine(options, slots=slots, jobs=jobs, build_root=build_root, on_event=on_event, pipeline=pipeline)
 
 
 def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | None = None, jobs: int | None = None,
@@ -159,7 +166,8 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
                    device: str | None = None, timeout: float = 600.0, compile_timeout: float | None = None,
                    method: str = "cuda_event", trials: int = 100, build_cache: str | None = None,
                    cpu_slots: int = 1, reference: str | None = None, out: IO[str] | None = None,
-                   progress: bool | None = None, events_out: str | None = None, tasks: str | None = None) -> int:
+                   progress: bool | None = None, events_out: str | None = None, tasks: str | None = None,
+                   pipeline: bool = True) -> int:
     from ktui.repro.api import ReproError, ReproOptions
     from ktui.repro.verify.plan import Planner
     from ktui.repro.verify.results import build_report, to_json
@@ -203,7 +211,7 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
         # Ray without --jobs: the cluster's CPUs (less one per timing slot), not this machine's
         eng = make_engine(engine, options, slots=slots, jobs=njobs if engine == "local" else jobs,
                           build_root=build_cache, on_event=display,
-                          address=address, gpus=gpu_ids, cpu_slots=cpu_slots)
+                          address=address, gpus=gpu_ids, cpu_slots=cpu_slots, pipeline=pipeline)
     except (ImportError, RuntimeError, ValueError) as exc:
         _err(str(exc))
         return 2
@@ -227,12 +235,14 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
              "cached": len(planner.cached), "built": c.get(BUILT, 0), "timed": c.get(TIMED, 0),
              "failed": c.get(FAILED, 0), "cancelled": c.get(CANCELLED, 0), "wall_s": round(wall, 3),
              "engine": engine, "slots": getattr(eng, "slot_count", len(slots)),
+             "pipeline_depth": getattr(eng, "depth", 1),
              "jobs": getattr(eng, "max_builds", njobs),
              "interrupted": interrupted}
     if events_out:
         import json
 
         timings = {k: {"verify": r.get("verify"), "stages": r.get("stages"), "status": r.get("status"),
+                       "probes": r.get("probes"), "device_windows": r.get("device_windows"),
                        "kernel_us": ((r.get("timing") or {}).get("kernel") or {}).get("mean_us")}
                    for k, r in eng.results.items()}
         with open(events_out, "w", encoding="utf-8") as fh:

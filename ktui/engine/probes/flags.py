@@ -46,7 +46,7 @@ def precision_flags_worker(wctx, args, fds, out_fds):
     return {"findings": [], "data": {"known": bool(before), "changed": changed}}
 
 
-@judge_probe("precision_flags")
+@judge_probe("precision_flags", device="none", new_inputs=False)  # asks the worker, runs nothing
 def precision_flags_probe(ctx):
     data, _fds = ctx.candidate.call("probe", {"name": "precision_flags", "args": {}})
     d = data.get("data") or {}

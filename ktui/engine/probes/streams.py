@@ -103,7 +103,7 @@ def late_inputs(wctx, args, fds, out_fds):
     return {"findings": [], "data": {"outputs": outputs, "runs": runs}}
 
 
-@judge_probe("stream_order", order=80)  # after the others: it may leave the worker in a racy state
+@judge_probe("stream_order", order=80, device="alone")  # after the others: it may leave the worker in a racy state
 def stream_order(ctx):
     from .. import shm
 
@@ -117,8 +117,9 @@ def stream_order(ctx):
         return
     # what the inputs hold until they are ready: other inputs (and the reference's answer on them)
     _stale_in, stale_ref = ctx.candidate_inputs(int(ctx.input_seed) + STREAM_SEED + 1, "p-stream-stale")
-    data, ofd = ctx.candidate.call("probe", {"name": "late_inputs",
-                                             "args": {"slot": "p-stream", "stale": "p-stream-stale"}})
+    with ctx.alone("stream_order"):  # it times how late forward returns: the device alone
+        data, ofd = ctx.candidate.call("probe", {"name": "late_inputs",
+                                                 "args": {"slot": "p-stream", "stale": "p-stream-stale"}})
     reply = data.get("data") or {}
     runs, outs = reply.get("runs"), reply.get("outputs")
     held = ctx.hold(outs, ofd)

@@ -15,6 +15,11 @@
   timeout) or a CUDA error ends that process only, the kernel's result says what happened, and
   the slot goes on with a new process.
 - on the CPU (``--device cpu``) the slots are ``cpu_slots`` CPU timing workers.
+- the pipeline (``pipeline=True``, the default): each slot runs two judges at once, so kernel
+  k+1's workers start, load their build and receive their inputs while kernel k is timed. They
+  share the device through its lock file (``ktui.engine.devicelock``): the timing windows have it
+  alone, other device work shares it, host work (comparisons, findings, cache writes) holds
+  nothing. ``pipeline=False``: one judge per slot at a time (as before).
 
 Results go to the result cache (the parent writes it, never a worker) as each one finishes, so an
 interrupted sweep resumes where it stopped. Nothing here imports torch.
@@ -40,6 +45,7 @@ from ktui.repro.verify.plan import Job, store_timeout_memo
 
 # event kinds
 BUILD_START, BUILT, BUILD_FAILED = "build_start", "built", "build_failed"
+BUILD_PROGRESS = "build_progress"  # the build worker says what it compiles (detail)
 TIME_START, TIMED, FAILED, CACHED, CANCELLED = "time_start", "timed", "failed", "cached", "cancelled"
 QUEUED = "queued"
 
@@ -53,6 +59,7 @@ class Event:
     seconds: float | None = None
     label: str = ""
     result: dict[str, Any] | None = field(default=None, repr=False)
+    detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -98,7 +105,8 @@ def make_slots(device: str | None, gpus: list[str] | None, cpu_slots: int = 1) -
 
 
 def default_jobs() -> int:
-    return max(1, (os.cpu_count() or 2) - 1)
+    """Build processes: one per core but one (the timing's), no more than the memory holds."""
+    return max(1, min((os.cpu_count() or 2) - 1, steps.compilers_budget()))
 
 
 def cache_entry(job: Job, options: ReproOptions, result: dict[str, Any]) -> dict[str, Any]:
@@ -125,8 +133,8 @@ class Recorder:
         self.callback_errors: list[str] = []
 
     def emit(self, kind: str, job: Job, *, slot: str | None = None, seconds: float | None = None,
-             result: dict[str, Any] | None = None, t: float | None = None) -> None:
-        ev = Event(kind, job.key, time.time() if t is None else t, slot, seconds, job.label, result)
+             result: dict[str, Any] | None = None, t: float | None = None, detail: str = "") -> None:
+        ev = Event(kind, job.key, time.time() if t is None else t, slot, seconds, job.label, result, detail[:120])
         with self.lock:
             self.events.append(ev)
             if kind in self.counts:
@@ -155,6 +163,7 @@ class Recorder:
 
 
 _DONE = object()
+PIPELINE_DEPTH = 2  # judges in flight per slot with the pipeline on (one timed, the next getting ready)
 STOP_GRACE_S = 30.0  # after a stop, how long the threads get to kill their workers and clean up
 
 
@@ -236,7 +245,7 @@ class LocalEngine(EngineBase):
                  build_root: str | None = None, on_event: Callable[[Event], None] | None = None,
                  build_fn: Callable[..., steps.BuildResult] = steps.build,
                  judge_fn: Callable[..., dict[str, Any]] = steps.judge,
-                 skip_trivial: bool = True):
+                 skip_trivial: bool = True, pipeline: bool = True):
         if not slots:
             raise ValueError("no timing slots")
         self.options = options
@@ -247,11 +256,14 @@ class LocalEngine(EngineBase):
         self.build_fn = build_fn
         self.judge_fn = judge_fn
         self.skip_trivial = skip_trivial
+        self.depth = PIPELINE_DEPTH if pipeline else 1  # judges in flight per slot
         self.cancel = threading.Event()
         self._build_q: queue.Queue[Any] = queue.Queue()
         self._ready_q: queue.Queue[Any] = queue.Queue()
         self._builders_left = 0
         self._lock = threading.Lock()
+        self._building = 0  # builds in flight (their MAX_JOBS share the compilers budget)
+        self._budget = steps.compilers_budget()
         self.errors: list[str] = []  # engine bugs (each also made its kernel's result)
 
     def _build_env(self, i: int) -> dict[str, str]:
@@ -283,18 +295,32 @@ class LocalEngine(EngineBase):
                 job = self._build_q.get()
                 if job is _DONE or self.cancel.is_set():
                     break
+                with self._lock:
+                    self._building += 1
+                    max_jobs = steps.max_jobs_for(self._budget, self._building)
+                benv = dict(env)
+                if not os.environ.get("MAX_JOBS"):
+                    benv["MAX_JOBS"] = str(max_jobs)
+                self.rec.builds[job.key] = {"max_jobs": int(benv.get("MAX_JOBS") or 1), "in_flight": self._building}
                 self.rec.emit(BUILD_START, job)
+                # what the build worker compiles, as it starts each extension (the default build step)
+                kw = {"on_progress": self._build_progress(job)} if self.build_fn is steps.build else {}
                 try:
-                    br = self.build_fn(job, self.options, build_root=self.build_root, env_extra=env,
-                                       cancel=self.cancel)
+                    br = self.build_fn(job, self.options, build_root=self.build_root, env_extra=benv,
+                                       cancel=self.cancel, **kw)
                 except Exception:
                     tb = traceback.format_exc()
                     self.errors.append(tb)
                     br = steps.BuildResult(False, _failure_result("harness_error", "ktui verify: build step "
                                                                   f"failed: {tb.splitlines()[-1]}", "build", None),
                                            0.0, time.time(), time.time())
-                self.rec.builds[job.key] = {"seconds": br.seconds, "started": br.started, "ended": br.ended,
-                                            "cached": bool((br.build or {}).get("cached")), "ok": br.ok}
+                finally:
+                    with self._lock:
+                        self._building -= 1
+                exts = (br.build or {}).get("extensions") or []
+                self.rec.builds[job.key].update(
+                    seconds=br.seconds, started=br.started, ended=br.ended, cached=bool((br.build or {}).get("cached")),
+                    ok=br.ok, extensions=[{k: e.get(k) for k in ("name", "seconds", "steps")} for e in exts][:8])
                 if br.ok:
                     self.rec.emit(BUILT, job, seconds=br.seconds)
                     self._ready_q.put((job, br))
@@ -306,10 +332,19 @@ class LocalEngine(EngineBase):
                 self._builders_left -= 1
                 last = self._builders_left == 0
             if last:
-                for _ in self.slots:
+                for _ in range(len(self.slots) * self.depth):
                     self._ready_q.put(_DONE)
 
-    def _timer(self, slot: Slot) -> None:
+    def _build_progress(self, job: Job) -> Callable[[Any], None]:
+        t0 = time.monotonic()
+
+        def on_progress(p: Any) -> None:
+            what = getattr(p, "what", None) or ""
+            if getattr(p, "stage", None) == "build" and what.startswith("compiling"):
+                self.rec.emit(BUILD_PROGRESS, job, seconds=round(time.monotonic() - t0, 3), detail=what)
+        return on_progress
+
+    def _timer(self, slot: Slot, lane: int = 0) -> None:
         while True:
             item = self._ready_q.get()
             if item is _DONE or self.cancel.is_set():
@@ -325,7 +360,7 @@ class LocalEngine(EngineBase):
                 self.errors.append(tb)
                 res = _failure_result("harness_error", f"ktui verify: judge step failed: {tb.splitlines()[-1]}",
                                       "startup", None)
-            res.setdefault("verify", {}).update(slot=slot.name, started=t0, ended=time.time())
+            res.setdefault("verify", {}).update(slot=slot.name, lane=lane, started=t0, ended=time.time())
             self.rec.finish(job, res, slot=slot.name, stopping=self.cancel.is_set())
 
     # ---- run ----------------------------------------------------------------------------------------
@@ -333,6 +368,6 @@ class LocalEngine(EngineBase):
         self._builders_left = self.jobs
         targets: list[tuple[str, Callable[..., None], tuple[Any, ...]]] = [("verify-plan", self._feed, (jobs,))]
         targets += [(f"verify-build{i}", self._builder, (i,)) for i in range(self.jobs)]
-        targets += [(f"verify-{s.name}", self._timer, (s,)) for s in self.slots]
+        targets += [(f"verify-{s.name}-{lane}", self._timer, (s, lane)) for s in self.slots for lane in range(self.depth)]
         run_threads(targets, self.cancel)
         return self.results

@@ -38,9 +38,40 @@ def needs_build(code: str) -> bool:
     return any(h in code for h in _BUILD_HINTS)
 
 
-def build_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment additions of a build worker: one compiler (unless MAX_JOBS is set), niced."""
-    env = {} if os.environ.get("MAX_JOBS") else {"MAX_JOBS": "1"}
+PER_COMPILER_BYTES = 2 << 30  # one nvcc/c++ on an extension with torch's headers: about 1-2 GiB at its peak
+
+
+def mem_available() -> int | None:
+    """Bytes of memory available now (/proc/meminfo MemAvailable), None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for ln in fh:
+                if ln.startswith("MemAvailable:"):
+                    return int(ln.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def compilers_budget(cores: int | None = None, mem: int | None = None) -> int:
+    """How many compilers may run at once here: one per core, no more than the memory holds
+    (``PER_COMPILER_BYTES`` each); at least 1."""
+    cores = cores or os.cpu_count() or 1
+    mem = mem_available() if mem is None else mem
+    by_mem = cores if mem is None else max(1, mem // PER_COMPILER_BYTES)
+    return max(1, min(cores, by_mem))
+
+
+def max_jobs_for(budget: int, in_flight: int) -> int:
+    """ninja's parallelism (MAX_JOBS) for a build that starts while ``in_flight`` builds (itself
+    included) run: the compilers budget shared among them (the last builds of a sweep, alone,
+    compile their sources in parallel)."""
+    return max(1, budget // max(1, in_flight))
+
+
+def build_env(extra: dict[str, str] | None = None, max_jobs: int = 1) -> dict[str, str]:
+    """The environment additions of a build worker: ``max_jobs`` compilers (unless MAX_JOBS is set), niced."""
+    env = {} if os.environ.get("MAX_JOBS") else {"MAX_JOBS": str(max(1, int(max_jobs)))}
     env["KTUI_WORKER_NICE"] = BUILD_NICE
     env.update(extra or {})
     return env
@@ -81,12 +112,13 @@ def interpret_build(job: Job, res: dict[str, Any], started: float) -> BuildResul
 
 
 def build(job: Job, options: ReproOptions, *, build_root: str, env_extra: dict[str, str] | None = None,
-          cancel: threading.Event | None = None) -> BuildResult:
+          cancel: threading.Event | None = None, on_progress: Any = None) -> BuildResult:
     """Compile ``job`` into ``build_root`` in a fresh worker process (never raises for the kernel)."""
     started = time.time()
     ctimeout, rtimeout = _timeouts(options)
     req = job.request(options, build_root, with_reference=False)
-    res = runner.run_request(req, cancel=cancel, compile_timeout=ctimeout, run_timeout=rtimeout, env_extra=env_extra)
+    res = runner.run_request(req, cancel=cancel, compile_timeout=ctimeout, run_timeout=rtimeout, env_extra=env_extra,
+                             on_progress=on_progress)
     return interpret_build(job, res, started)
 
 
