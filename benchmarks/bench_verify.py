@@ -19,6 +19,19 @@ with its own empty cache directory (cold: no build, no result):
    GPU's results must match a single ``ktui repro`` within noise;
 5. ``--engine ray`` (a local Ray instance on this machine): the same figures as step 2.
 
+``--pipeline-compare`` (issue 23) instead verifies one sweep twice, cold each time, with the pipeline
+on (two judges per device; the timing windows alone on it) and off (``--no-pipeline``), and prints
+for each: wall time, per-stage time (sum over kernels), the time in timing windows ("alone" device
+windows) over the wall (device-busy fraction), kernels per minute, every probe's total cost, the
+builds' MAX_JOBS, and whether the verdicts are identical. On the CPU with the hack corpus::
+
+    python benchmarks/bench_verify.py --pipeline-compare --out OUT --sweep tests/fixtures/hacks \
+        --device cpu --trials 5 --timeout 120 [--pick 12]
+
+On the H200 (a cold sweep of CUDA and Triton kernels: ``make_cuda_sweep.py``, or a real sweep)::
+
+    python benchmarks/bench_verify.py --pipeline-compare --out OUT --honest 30 --trials 100 --timeout 120
+
 A phase that would pass its deadline is interrupted (SIGINT: verify prints its partial report and
 timeline) and the report says so. Writes OUTDIR/bench_verify.json, OUTDIR/bench_verify.md and
 OUTDIR/timeline_<engine>.txt.
@@ -153,6 +166,122 @@ def chart(title: str, fig: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def union(spans: list[tuple[float, float]]) -> float:
+    return union_length(spans)
+
+
+def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> dict[str, Any]:
+    """What --pipeline-compare reports for one verify run (its JSON report and --events file)."""
+    timings = ev.get("timings") or {}
+    stages: dict[str, float] = {}
+    probes: dict[str, float] = {}
+    alone: list[tuple[float, float]] = []
+    judged = 0
+    for t in timings.values():
+        for name, st in (t.get("stages") or {}).items():
+            stages[name] = stages.get(name, 0.0) + float((st or {}).get("seconds") or 0.0)
+        for name, pr in (t.get("probes") or {}).items():
+            probes[name] = probes.get(name, 0.0) + float((pr or {}).get("seconds") or 0.0)
+        alone += [(w["start"], w["end"]) for w in t.get("device_windows") or [] if w.get("kind") == "alone"]
+        judged += 1
+    builds = ev.get("builds") or {}
+    return {
+        "wall_s": round(wall, 2), "kernels_judged": judged,
+        "kernels_per_min": round(60 * judged / wall, 2) if wall else None,
+        "stage_seconds": {k: round(v, 2) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])},
+        "probe_seconds": {k: round(v, 2) for k, v in sorted(probes.items(), key=lambda kv: -kv[1])},
+        "timing_windows_s": round(union(alone), 2),
+        "device_busy_fraction": round(union(alone) / wall, 3) if wall else None,
+        "max_jobs": sorted({b.get("max_jobs") for b in builds.values() if b.get("max_jobs")}),
+        "pipeline_depth": (ev.get("stats") or {}).get("pipeline_depth"),
+        "verdicts": {f"{x['path']} {x['version']}": x["verdict"] for x in rep.get("runs") or []},
+    }
+
+
+def pipeline_compare(a: argparse.Namespace) -> int:
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="ktui-bench-pipeline-"))
+    if a.sweep:
+        src = Path(a.sweep).resolve()
+        sweep = tmp / "sweep"
+        sweep.mkdir()
+        files = sorted(p for p in src.iterdir() if p.suffix == ".jsonl")
+        manifest = src / "manifest.json"
+        if manifest.exists() and a.device == "cpu":  # the hack corpus: its CPU traces only
+            cpu = {e["file"] for e in json.loads(manifest.read_text())["traces"] if "cpu" in e["devices"]}
+            files = [p for p in files if p.name in cpu]
+        if a.pick:
+            honest = [p for p in files if p.name.startswith("honest")]
+            others = [p for p in files if not p.name.startswith("honest")]
+            files = sorted(honest[: max(1, a.pick // 3)] + others[: a.pick - min(len(honest), max(1, a.pick // 3))])
+        for p in files:
+            (sweep / p.name).symlink_to(p)
+    else:
+        sweep = tmp / "sweep"
+        subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_cuda_sweep.py"), str(sweep), "--honest",
+                        str(a.honest)], check=True, capture_output=True, cwd=REPO)
+    extra = (["--device", a.device] if a.device else []) + (["--timeout", str(a.timeout)] if a.timeout else [])
+    if a.gpus:
+        extra += ["--gpus", a.gpus]
+    log: list[dict[str, Any]] = []
+    result: dict[str, Any] = {"sweep": str(sweep), "kernels": sorted(p.name for p in sweep.iterdir()),
+                              "cpu_count": os.cpu_count(), "commands": log, "modes": {}}
+    for mode in (a.first, "off" if a.first == "on" else "on"):
+        cache = tmp / f"cache_{mode}"
+        evf = tmp / f"events_{mode}.json"
+        cmd = [sys.executable, "-m", "ktui", "verify", str(sweep), "--json", "--trials", str(a.trials), *extra,
+               "--events", str(evf), "--pipeline" if mode == "on" else "--no-pipeline"]
+        r = run(cmd, env_for(cache), a.budget / 2, log)
+        try:
+            rep = json.loads(r["stdout"])
+            ev = json.loads(evf.read_text())
+        except (OSError, ValueError):
+            result["modes"][mode] = {"error": r["stderr_tail"][-800:]}
+            continue
+        fig = pipeline_figures(rep, ev, float((ev.get("stats") or {}).get("wall_s") or r["wall_s"]))
+        fig["interrupted"] = r["interrupted"]
+        result["modes"][mode] = fig
+    on, off = result["modes"].get("on") or {}, result["modes"].get("off") or {}
+    if on.get("verdicts") and off.get("verdicts"):
+        diff = sorted(k for k in set(on["verdicts"]) | set(off["verdicts"])
+                      if on["verdicts"].get(k) != off["verdicts"].get(k))
+        result["verdicts_identical"] = not diff
+        result["verdicts_differ"] = {k: [off["verdicts"].get(k), on["verdicts"].get(k)] for k in diff}
+    if on.get("wall_s") and off.get("wall_s"):
+        result["speedup_on_over_off"] = round(off["wall_s"] / on["wall_s"], 3)
+    for rec in log:
+        rec.pop("stdout", None)
+    (out / "pipeline_compare.json").write_text(json.dumps(result, indent=1, default=str))
+    md = pipeline_md(result)
+    (out / "pipeline_compare.md").write_text(md)
+    print(md)
+    return 0
+
+
+def pipeline_md(r: dict[str, Any]) -> str:
+    lines = ["# ktui verify: the pipeline on and off", "", f"{len(r['kernels'])} traces, {r['cpu_count']} cores", ""]
+    for mode, f in r["modes"].items():
+        lines.append(f"## pipeline {mode}")
+        if f.get("error"):
+            lines += [f"- error: {f['error']}", ""]
+            continue
+        lines.append(f"- wall {f['wall_s']} s, {f['kernels_judged']} kernels judged, {f['kernels_per_min']} kernels/min"
+                     + (" (INTERRUPTED)" if f.get("interrupted") else ""))
+        lines.append(f"- timing windows (device alone) {f['timing_windows_s']} s = {f['device_busy_fraction']} of the wall")
+        lines.append(f"- per stage (s, summed over kernels): {f['stage_seconds']}")
+        lines.append(f"- per probe (s, summed): {f['probe_seconds']}")
+        lines.append(f"- pipeline depth {f['pipeline_depth']}; builds' MAX_JOBS {f['max_jobs']}")
+        lines.append("")
+    if "verdicts_identical" in r:
+        lines.append(f"verdicts identical on and off: {r['verdicts_identical']}"
+                     + (f" (differ: {r['verdicts_differ']})" if r.get("verdicts_differ") else ""))
+    if "speedup_on_over_off" in r:
+        lines.append(f"wall off / on: {r['speedup_on_over_off']}")
+    lines += ["", "## commands"] + [f"- `{c['cmd']}` -> rc {c['rc']}, {c['wall_s']} s" for c in r["commands"]]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -167,7 +296,12 @@ def main() -> int:
                     "--sweep tests/fixtures/verify/sweep --device cpu --timeout 5)")
     ap.add_argument("--device", default=None)
     ap.add_argument("--timeout", type=float, default=None, help="verify / repro --timeout")
+    ap.add_argument("--pipeline-compare", action="store_true", help="verify the sweep with the pipeline on and off")
+    ap.add_argument("--pick", type=int, default=0, help="--pipeline-compare --sweep DIR: this many traces of it")
+    ap.add_argument("--first", choices=["on", "off"], default="off", help="--pipeline-compare: which mode runs first")
     a = ap.parse_args()
+    if a.pipeline_compare:
+        return pipeline_compare(a)
     t_start = time.monotonic()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -240,3 +240,81 @@ def test_real_judge_windows_probe_costs_and_failing_kernels(tmp_path, monkeypatc
     assert bad["correctness"]["passed"] is False and bad["timing"] is None
     assert set(bad["probes"]) == set(ON_FAILURE) and {e["name"] for e in bad_ev} == set(ON_FAILURE)
     assert "timing" not in bad["stages"]
+
+
+def test_reference_cache_entry_is_used_only_for_the_same_inputs(tmp_path):
+    torch = pytest.importorskip("torch")
+    from ktui.engine.refcache import ReferenceCache
+
+    rc = ReferenceCache(str(tmp_path), "REF", 123, 42, "cpu|here")
+    rc.put(7, "digest-a", [torch.ones(3)])
+    assert rc.get(7, "digest-b") is None and rc.rejected == 1  # other inputs under the same seed: run again
+    assert torch.equal(rc.get(7, "digest-a")[0], torch.ones(3)) and rc.hits == 1
+    assert rc.get(8, "digest-a") is None and rc.misses == 1
+    other = ReferenceCache(str(tmp_path), "REF", 124, 42, "cpu|here")  # another seed: another entry
+    assert other.dir != rc.dir and other.get(7, "digest-a") is None
+
+
+HOSTILE = textwrap.dedent("""
+    import os, glob, torch, torch.nn as nn
+    TARGET = {target!r}
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            # what a kernel would do to make a later kernel's reference answer its own: overwrite the
+            # reference cache's entries, or plant new ones, then change its inputs in place
+            for p in glob.glob(os.path.join(TARGET, "**", "*.pt"), recursive=True):
+                try:
+                    torch.save({{"digest": "x", "outputs": [torch.zeros(64, 64)]}}, p)
+                except Exception:
+                    pass
+            try:
+                os.makedirs(TARGET, exist_ok=True)
+                open(os.path.join(TARGET, "planted.pt"), "wb").write(b"x")
+            except Exception:
+                pass
+            y = torch.relu(x) * 3.0
+            x.zero_()
+            return y
+""")
+
+
+@torch_missing
+@pytest.mark.timeout(900)
+def test_reference_outputs_shared_and_out_of_a_candidates_reach(tmp_path, monkeypatch):
+    """Kernels of one problem judged on one secret input seed get the reference's outputs from the
+    reference cache after the first; a hostile kernel that tries to overwrite or plant entries
+    changes nothing (the cache's directory is masked from every worker), is judged wrong itself,
+    and the next honest kernel is judged against the reference's true outputs."""
+    import hashlib
+
+    from ktui.engine.pipeline import judge
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    refcache = str(tmp_path / "cache" / "refcache")
+
+    def one(code):
+        return judge({"kernel_code": code, "reference_source": REF, "device": "cpu", "trials": 3,
+                      "run_timeout": 300, "compile_timeout": 300, "lock_dir": str(tmp_path / "locks"),
+                      "build_root": str(tmp_path / "cache" / "build"), "checks": False,
+                      "input_seed": 987654, "ref_cache": refcache})
+
+    def snapshot():
+        out = {}
+        for p in sorted((tmp_path / "cache" / "refcache").rglob("*")):
+            if p.is_file():
+                out[str(p)] = hashlib.sha1(p.read_bytes()).hexdigest()
+        return out
+
+    first = one(RIGHT)
+    assert first["correctness"]["passed"], first.get("failure")
+    assert first["reference_cache"]["stored"] >= 7 and first["reference_cache"]["hits"] == 0
+    before = snapshot()
+    assert before
+    bad = one(HOSTILE.format(target=refcache))
+    assert bad["correctness"]["passed"] is False  # 3x relu: wrong against the cached reference outputs
+    assert bad["reference_cache"]["hits"] >= 1
+    assert snapshot() == before  # nothing overwritten, nothing planted
+    again = one(RIGHT)
+    assert again["correctness"]["passed"], again.get("failure")
+    assert again["reference_cache"]["hits"] >= 7 and again["reference_cache"]["rejected"] == 0
+    assert again["correctness"]["seeds"] == first["correctness"]["seeds"]

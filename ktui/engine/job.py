@@ -29,6 +29,7 @@ class Job:
         "target_rse": TARGET_RSE, "time_cap_s": TIME_CAP_S, "adaptive": True,
         "worker_argv": None, "python_path": None, "prefix": None, "masks": None, "lock_dir": None,
         "tmp_root": None, "memory_limit": None, "output_cap": None, "judge_memory": None,
+        "ref_cache": None,  # the reference cache's root (refcache.py; with a given input_seed only)
     }
 
     def __init__(self, **kw):

@@ -42,6 +42,7 @@ from .errors import (
 )
 from .job import Job, default_build_key, default_python_path  # noqa: F401 - re-exported
 from .probectx import ProbeContext
+from .refcache import ReferenceCache
 from .workers import (  # noqa: F401 - re-exported
     _IMPORTS_REFERENCE,
     _REFERENCE_ON_CUDA,
@@ -74,7 +75,9 @@ class Judge(CorrectnessStages, ClockStages):
         self.tmp_root = tempfile.mkdtemp(prefix="ktui-repro-", dir=self.job.tmp_root)
         cache_root = os.path.dirname(os.path.abspath(self.job.build_root))
         os.makedirs(self.job.build_root, exist_ok=True)
-        self.masks = sandbox.default_masks([cache_root, default_cache_root()] + list(self.job.masks or []))
+        self.masks = sandbox.default_masks([cache_root, default_cache_root()] + list(self.job.masks or [])
+                                           + ([self.job.ref_cache] if self.job.ref_cache else []))
+        self.refcache = None  # the reference's outputs kept for the next kernel of the problem (refcache.py)
         self.workers = []
         self.held = []
         self.windows = None  # DeviceWindows, once the device is known (devicelock.py)
@@ -226,6 +229,8 @@ class Judge(CorrectnessStages, ClockStages):
         if self.windows is not None:
             self.result["device_windows"] = self.windows.records[:2000]
             self.windows.close()
+        if self.refcache is not None:
+            self.result["reference_cache"] = self.refcache.summary()
         if self.compare_spans:  # when the judge compared (host work): never inside an "alone" window
             self.result["compare_spans"] = [[round_(a, 4), round_(b, 4)] for a, b in self.compare_spans[:500]]
         for w in self.workers:
@@ -359,6 +364,17 @@ class Judge(CorrectnessStages, ClockStages):
         if self.cosine is not None:
             self.result["reference"]["metric"] = (f"cosine similarity >= {self.cosine[0]:g} and relative L1 <= "
                                                   f"{self.cosine[1]:g} (the harness's metric for this task)")
+        if job.ref_cache and job.input_seed:  # a sweep's shared secret seed: the reference's outputs are kept
+            import json
+            import platform
+
+            where = json.dumps([self.device_str, platform.node(), self.result.get("environment")], sort_keys=True,
+                               default=str)
+            if self.device_str.startswith("cuda"):
+                from .gpu import physical_index
+
+                where += "|gpu" + physical_index(self.device_str)
+            self.refcache = ReferenceCache(job.ref_cache, job.reference_source, self.input_seed, job.seed, where)
         if FP32_DIRECTIVE in (job.reference_source or ""):
             self.result["reference"]["ground_truth"] = "fp32: the reference runs on float32 copies of the inputs"
         self.ref, self.cand = ref, cand

@@ -245,7 +245,7 @@ class LocalEngine(EngineBase):
                  build_root: str | None = None, on_event: Callable[[Event], None] | None = None,
                  build_fn: Callable[..., steps.BuildResult] = steps.build,
                  judge_fn: Callable[..., dict[str, Any]] = steps.judge,
-                 skip_trivial: bool = True, pipeline: bool = True):
+                 skip_trivial: bool = True, pipeline: bool = True, share_reference: bool = True):
         if not slots:
             raise ValueError("no timing slots")
         self.options = options
@@ -257,6 +257,8 @@ class LocalEngine(EngineBase):
         self.judge_fn = judge_fn
         self.skip_trivial = skip_trivial
         self.depth = PIPELINE_DEPTH if pipeline else 1  # judges in flight per slot
+        self.share_reference = share_reference  # one secret input seed per problem, the reference's outputs kept
+        self._seeds: dict[str, int] = {}
         self.cancel = threading.Event()
         self._build_q: queue.Queue[Any] = queue.Queue()
         self._ready_q: queue.Queue[Any] = queue.Queue()
@@ -335,6 +337,16 @@ class LocalEngine(EngineBase):
                 for _ in range(len(self.slots) * self.depth):
                     self._ready_q.put(_DONE)
 
+    def _problem_seed(self, reference_sha1: str) -> int:
+        """The sweep's secret input seed for one problem (a new one per sweep; never in a candidate's
+        reach: the judge hands candidates inputs, never seeds)."""
+        import secrets
+
+        with self._lock:
+            if reference_sha1 not in self._seeds:
+                self._seeds[reference_sha1] = 1 + secrets.randbelow(2**31 - 2)
+            return self._seeds[reference_sha1]
+
     def _build_progress(self, job: Job) -> Callable[[Any], None]:
         t0 = time.monotonic()
 
@@ -350,6 +362,9 @@ class LocalEngine(EngineBase):
             if item is _DONE or self.cancel.is_set():
                 break
             job, _br = item
+            if self.share_reference and job.reference_sha1:
+                job.input_seed = self._problem_seed(job.reference_sha1)
+                job.ref_cache = str(cache.cache_root() / "refcache")
             self.rec.emit(TIME_START, job, slot=slot.name)
             t0 = time.time()
             try:

@@ -46,6 +46,10 @@ class Job:
     trace: str  # the first run that has it (for the cache entry)
     result_key: str
     runs: int = 1  # how many rows use it
+    # set by the engine (judge side): the sweep's secret input seed for this problem and the reference
+    # cache's root, so the reference's outputs are computed once per problem (ktui.engine.refcache)
+    input_seed: int | None = field(default=None, repr=False)
+    ref_cache: str | None = field(default=None, repr=False)
 
     def request(self, options: ReproOptions, build_root: str, *, with_reference: bool = True) -> dict[str, Any]:
         """The worker request (the same fields as :func:`ktui.repro.api.make_request`)."""
@@ -60,6 +64,8 @@ class Job:
             "trials": options.trials,
             "correctness_trials": options.correctness_trials,
             "build_root": build_root,
+            **({"input_seed": self.input_seed, "ref_cache": self.ref_cache}
+               if with_reference and self.input_seed and self.ref_cache and options.input_seed is None else {}),
         }
 
     def to_wire(self) -> dict[str, Any]:
