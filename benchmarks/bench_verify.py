@@ -177,12 +177,15 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
     probes: dict[str, float] = {}
     alone: list[tuple[float, float]] = []
     judged = 0
+    refc: dict[str, int] = {}
     for t in timings.values():
         for name, st in (t.get("stages") or {}).items():
             stages[name] = stages.get(name, 0.0) + float((st or {}).get("seconds") or 0.0)
         for name, pr in (t.get("probes") or {}).items():
             probes[name] = probes.get(name, 0.0) + float((pr or {}).get("seconds") or 0.0)
         alone += [(w["start"], w["end"]) for w in t.get("device_windows") or [] if w.get("kind") == "alone"]
+        for k, v in (t.get("reference_cache") or {}).items():
+            refc[k] = refc.get(k, 0) + int(v or 0)
         judged += 1
     builds = ev.get("builds") or {}
     return {
@@ -194,6 +197,7 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
         "device_busy_fraction": round(union(alone) / wall, 3) if wall else None,
         "max_jobs": sorted({b.get("max_jobs") for b in builds.values() if b.get("max_jobs")}),
         "pipeline_depth": (ev.get("stats") or {}).get("pipeline_depth"),
+        "reference_cache": refc,
         "verdicts": {f"{x['path']} {x['version']}": x["verdict"] for x in rep.get("runs") or []},
     }
 
@@ -227,12 +231,18 @@ def pipeline_compare(a: argparse.Namespace) -> int:
     log: list[dict[str, Any]] = []
     result: dict[str, Any] = {"sweep": str(sweep), "kernels": sorted(p.name for p in sweep.iterdir()),
                               "cpu_count": os.cpu_count(), "commands": log, "modes": {}}
-    for mode in (a.first, "off" if a.first == "on" else "on"):
+    modes = [a.first, "off" if a.first == "on" else "on"] + (["on-unshared"] if a.unshared else [])
+    for mode in modes:
         cache = tmp / f"cache_{mode}"
         evf = tmp / f"events_{mode}.json"
         cmd = [sys.executable, "-m", "ktui", "verify", str(sweep), "--json", "--trials", str(a.trials), *extra,
-               "--events", str(evf), "--pipeline" if mode == "on" else "--no-pipeline"]
-        r = run(cmd, env_for(cache), a.budget / 2, log)
+               "--events", str(evf), "--pipeline" if mode.startswith("on") else "--no-pipeline"]
+        env = env_for(cache)
+        if mode == "on-unshared":  # every kernel its own input seed: no reference output reused
+            env["KTUI_VERIFY_SHARE_REFERENCE"] = "0"
+        r = run(cmd, env, a.budget / len(modes), log)
+        if mode == "on-unshared":
+            r["cmd"] = "KTUI_VERIFY_SHARE_REFERENCE=0 " + r["cmd"]
         try:
             rep = json.loads(r["stdout"])
             ev = json.loads(evf.read_text())
@@ -271,7 +281,8 @@ def pipeline_md(r: dict[str, Any]) -> str:
         lines.append(f"- timing windows (device alone) {f['timing_windows_s']} s = {f['device_busy_fraction']} of the wall")
         lines.append(f"- per stage (s, summed over kernels): {f['stage_seconds']}")
         lines.append(f"- per probe (s, summed): {f['probe_seconds']}")
-        lines.append(f"- pipeline depth {f['pipeline_depth']}; builds' MAX_JOBS {f['max_jobs']}")
+        lines.append(f"- pipeline depth {f['pipeline_depth']}; builds' MAX_JOBS {f['max_jobs']}; reference outputs "
+                     f"from the cache: {f.get('reference_cache')}")
         lines.append("")
     if "verdicts_identical" in r:
         lines.append(f"verdicts identical on and off: {r['verdicts_identical']}"
@@ -299,6 +310,8 @@ def main() -> int:
     ap.add_argument("--pipeline-compare", action="store_true", help="verify the sweep with the pipeline on and off")
     ap.add_argument("--pick", type=int, default=0, help="--pipeline-compare --sweep DIR: this many traces of it")
     ap.add_argument("--first", choices=["on", "off"], default="off", help="--pipeline-compare: which mode runs first")
+    ap.add_argument("--unshared", action="store_true", help="--pipeline-compare: a third run, the pipeline on and "
+                    "every kernel on its own input seed (no reference output reused: the reference cache's saving)")
     a = ap.parse_args()
     if a.pipeline_compare:
         return pipeline_compare(a)

@@ -245,7 +245,7 @@ class LocalEngine(EngineBase):
                  build_root: str | None = None, on_event: Callable[[Event], None] | None = None,
                  build_fn: Callable[..., steps.BuildResult] = steps.build,
                  judge_fn: Callable[..., dict[str, Any]] = steps.judge,
-                 skip_trivial: bool = True, pipeline: bool = True, share_reference: bool = True):
+                 skip_trivial: bool = True, pipeline: bool = True, share_reference: bool | None = None):
         if not slots:
             raise ValueError("no timing slots")
         self.options = options
@@ -257,6 +257,8 @@ class LocalEngine(EngineBase):
         self.judge_fn = judge_fn
         self.skip_trivial = skip_trivial
         self.depth = PIPELINE_DEPTH if pipeline else 1  # judges in flight per slot
+        if share_reference is None:  # KTUI_VERIFY_SHARE_REFERENCE=0: every kernel its own seed (benchmarks)
+            share_reference = os.environ.get("KTUI_VERIFY_SHARE_REFERENCE", "1") != "0"
         self.share_reference = share_reference  # one secret input seed per problem, the reference's outputs kept
         self._seeds: dict[str, int] = {}
         self.cancel = threading.Event()
