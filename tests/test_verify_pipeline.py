@@ -67,7 +67,8 @@ class FakeJudges:
             t0 = time.monotonic()
             time.sleep(0.005)  # the judge's comparison of the checked outputs: after the window
             self._span(job.key, "compare", "none", t0)
-            return {"status": "completed", "stages": {}, "device_windows": w.records}
+            return {"status": "completed", "stages": {"timing": {"state": "done", "seconds": 0.5}},
+                    "probes": {"fake_probe": {"device": "shared", "seconds": 0.25}}, "device_windows": w.records}
         finally:
             w.close()
 
@@ -99,6 +100,13 @@ def test_next_kernel_starts_while_one_is_timed_and_timing_is_alone(tmp_path, mon
     eng = _engine(tmp_path, fake, True, monkeypatch)
     eng.run(FakeJob(i) for i in range(4))
     assert eng.errors == [] and len(eng.results) == 4
+    from ktui.repro.verify.engine import PROBE, STAGE
+
+    # each stage's and each probe's cost is an event (``ktui verify --events``)
+    probes = [e for e in eng.events if e.kind == PROBE]
+    assert sorted(e.job for e in probes) == [f"job{i}" for i in range(4)]
+    assert all(e.detail == "fake_probe" and e.seconds == 0.25 for e in probes)
+    assert len([e for e in eng.events if e.kind == STAGE and e.detail == "timing"]) == 4
     assert fake.overlapped == 3  # kernels 1..3 each started while the one before was timed
     spans = fake.spans
     alone = [s for s in spans if s[2] == ALONE]

@@ -48,6 +48,7 @@ BUILD_START, BUILT, BUILD_FAILED = "build_start", "built", "build_failed"
 BUILD_PROGRESS = "build_progress"  # the build worker says what it compiles (detail)
 TIME_START, TIMED, FAILED, CACHED, CANCELLED = "time_start", "timed", "failed", "cached", "cancelled"
 QUEUED = "queued"
+STAGE, PROBE = "stage", "probe"  # one per stage and per probe of a judged kernel, with its seconds (detail: name)
 
 
 @dataclass
@@ -349,12 +350,21 @@ class LocalEngine(EngineBase):
                 self._seeds[reference_sha1] = 1 + secrets.randbelow(2**31 - 2)
             return self._seeds[reference_sha1]
 
+    def _cost_events(self, job: Job, slot: Slot, res: dict[str, Any]) -> None:
+        """What each stage and each probe of a judged kernel cost, as events (``--events``)."""
+        for kind, table in ((STAGE, res.get("stages")), (PROBE, res.get("probes"))):
+            for name, rec in (table or {}).items() if isinstance(table, dict) else ():
+                secs = rec.get("seconds") if isinstance(rec, dict) else None
+                if isinstance(secs, (int, float)):
+                    self.rec.emit(kind, job, slot=slot.name, seconds=float(secs), detail=str(name))
+
     def _build_progress(self, job: Job) -> Callable[[Any], None]:
         t0 = time.monotonic()
 
         def on_progress(p: Any) -> None:
             what = getattr(p, "what", None) or ""
-            if getattr(p, "stage", None) == "build" and what.startswith("compiling"):
+            if getattr(p, "stage", None) == "build" and getattr(p, "state", None) == "trial" and what.startswith(
+                    "compiling"):
                 self.rec.emit(BUILD_PROGRESS, job, seconds=round(time.monotonic() - t0, 3), detail=what)
         return on_progress
 
@@ -378,6 +388,7 @@ class LocalEngine(EngineBase):
                 res = _failure_result("harness_error", f"ktui verify: judge step failed: {tb.splitlines()[-1]}",
                                       "startup", None)
             res.setdefault("verify", {}).update(slot=slot.name, lane=lane, started=t0, ended=time.time())
+            self._cost_events(job, slot, res)
             self.rec.finish(job, res, slot=slot.name, stopping=self.cancel.is_set())
 
     # ---- run ----------------------------------------------------------------------------------------

@@ -1,0 +1,93 @@
+# ---- ktui repro harness: the one set of defaults -------------------------------------------
+# Every number the harness, the judge, the runner, the CLI and the app use lives here.
+# Stdlib only. MIT license, part of ktui.
+
+# 7: own root per worker, judge-assigned failure kinds, checked samples, random wall outputs;
+# 6: the kernel stopped while the reference is timed; 5: stream order; 4: secret input seeds
+HARNESS_VERSION = 7
+
+STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
+COMPILE_STAGES = ("startup", "build")
+
+# timeouts (seconds)
+STAGE_TIMEOUT_S = 600.0  # per run stage (reference, correctness, timing, ...)
+COMPILE_TIMEOUT_S = 600.0  # startup + build
+WORKER_START_TIMEOUT_S = 120.0  # a worker must say hello within this (importing torch), times machine_scale()
+
+
+def machine_scale():
+    """How much slower than a quiet 8-core machine this one will likely run ktui's own work
+    (importing torch, building): 1.0 to 4.0, from the core count and the load. ktui's own budgets
+    are multiplied by it (a build on a loaded 2-core machine takes 90 s), and running out of them
+    is never a verdict on the kernel."""
+    import os
+
+    try:
+        n = os.cpu_count() or 1
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return 1.0
+    busy = max(1.0, load / n)
+    small = max(1.0, (8.0 / n) ** 0.5)
+    return min(4.0, busy * small)
+
+# correctness
+SEED = 42
+CORRECTNESS_TRIALS = 5
+FP32_TOL = 1e-4
+HALF_TOL = 1e-2
+# fp8 outputs: one unit in the last place at relative scale (e4m3: 3 mantissa bits, 2**-3; e5m2: 2**-2);
+# KernelBench has no fp8 rule. The tolerance rule as a whole: compare.tolerance_for / effective_tolerance.
+FP8_E4M3_TOL = 0.125
+FP8_E5M2_TOL = 0.25
+
+# timing
+METHODS = ("cuda_event", "do_bench", "cuda_graph", "host")
+METHOD = "cuda_event"
+TRIALS = 100  # timed trials of the first batch (more batches follow until the median is stable)
+WARMUP = 3
+L2_FLUSH_MIB = 256
+TARGET_RSE = 0.005  # stop repeating when the relative standard error of the median is below 0.5 %
+TIME_CAP_S = 5.0  # ...or when one side has been timed this long
+MAX_SAMPLES = 20000
+WALL_WINDOW_S = 0.05  # the judge's own wall-clock measurement: forwards for about this long
+WALL_REPEATS = 5  # ...this many times; the fastest counts (scheduling noise only adds time)
+WALL_MAX_FORWARDS = 100000  # ...at most this many forwards in one pass
+WALL_CHECKED = 3  # outputs of this many calls, picked at random, checked after one more pass
+WALL_BUSY_FRACTION = 0.5  # more of the judge's clock than this spent waiting for a CPU: the result says so
+WALL_TOLERANCE = 2.0  # the kernel's own timing may sit this far below the judge's clock (3x: shared hosts are noisy)
+# on the CPU the kernel's threads share cores with everything else on the host: 5x there
+WALL_TOLERANCE_CPU = 4.0
+# ...and below ktui's clock by more than this (but within the above) on the CPU, ktui's clock is reported
+WALL_REPORT_TOLERANCE_CPU = 0.5
+# identical calls this much faster (kernel) or slower (reference) than interleaved ones: a finding
+INTERLEAVED_RATIO = 4.0
+WALL_CONFIRM = 2  # a disagreement is re-measured this many times before it counts
+WALL_SLACK_US = 50.0  # ...plus this many microseconds per forward (pipe and Python overhead)
+HOST_BOUND_FRACTION = 0.5  # device busy less than this share of the event time: host-bound
+
+# sandbox limits
+MEMORY_LIMIT_BYTES = 16 << 30  # RSS of the whole worker tree (capped at half the host's memory)
+FILE_SIZE_LIMIT_BYTES = 2 << 30  # RLIMIT_FSIZE: no single file beyond this
+NPROC_LIMIT = 4096  # RLIMIT_NPROC (not enforced for root) and the watchdog's process count
+CPU_LIMIT_S = 7200  # RLIMIT_CPU
+OPEN_FILES_LIMIT = 4096
+OUTPUT_CAP_BYTES = 16 << 20  # stdout + stderr of one worker; more ends it
+OUTPUT_TAIL_BYTES = 16 << 10  # what is kept of it
+WATCHDOG_PERIOD_S = 0.2
+
+# protocol
+MAX_MESSAGE_BYTES = 256 << 10  # one protocol message (tensors travel as sealed memfds, not here)
+MAX_DEPTH = 24
+MAX_FDS = 64  # file descriptors attached to one message
+MAX_STRING = 1 << 20
+MAX_LIST = 200000
+MAX_TENSOR_BYTES = 64 << 30
+
+# a line the judged reference carries when the task judges outputs against Model run on float32
+# copies of the inputs (an "fp32 ground truth"; ktui.trace.results.reference writes it)
+FP32_DIRECTIVE = "# ktui: ground truth fp32 (the reference runs on float32 copies of floating inputs)"
+# a line the judged reference carries when the task judges by cosine similarity, with the harness's
+# thresholds (Harbor's kb_verifier.py: cosine >= 0.99 and relative L1 <= 0.05, for quantized or
+# top-k-selected outputs): "# ktui: metric cosine 0.99 0.05"
+COSINE_DIRECTIVE = "# ktui: metric cosine"

@@ -1,0 +1,110 @@
+"""Three outcomes, never two: a result is *judged* (the kernel passed or failed, with evidence),
+*not judged here* (this machine could not judge it: no GPU, no reference, no toolchain, ktui's
+own time budget ran out) or a *harness error* (the judge's side broke). Only judged results count
+in pass rates, charts and "claims that do not hold"; the others are counted beside them and say
+how to get the kernel judged.
+
+:func:`unjudged` is the one place that decides it, for the verdict (:mod:`.judges`), the verify
+report, the runs charts (:mod:`ktui.repro.reproduced`) and the cache (a result that says nothing
+about the kernel is never cached as its failure). No torch, no Rich.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ktui.repro.judging.model import CANCELLED, HARNESS_ERROR, JUDGE_SIDE, NOT_JUDGED
+
+#: why a result was not judged, in words, and how to get it judged
+NO_GPU, NO_REFERENCE, NO_TOOLCHAIN, BUDGET, NO_CODE = "no GPU", "no reference", "no toolchain", "budget", "no code"
+
+_HOW = {
+    NO_GPU: "run it on a machine with a CUDA GPU (ktui repro TRACE --device cuda, or ktui verify there)",
+    NO_REFERENCE: "give the problem's reference: --reference FILE or --tasks DIR",
+    NO_TOOLCHAIN: "install the toolchain it needs (nvcc / CUDA_HOME, a C++ compiler, triton) or run it where it exists",
+    BUDGET: "run it again with a larger --timeout / --compile-timeout, or on a less loaded machine",
+    NO_CODE: "the trace does not hold this version's code: nothing to run",
+}
+#: a failure message that says the machine lacks a GPU or a GPU toolchain (not that the kernel is wrong)
+_NEEDS_GPU = re.compile(
+    r"(?i)no CUDA (?:GPU|device|devices)|CUDA_HOME|\bnvcc\b.*(?:not found|No such file)|No such file.*\bnvcc\b|"
+    r"Torch not compiled with CUDA|Found no NVIDIA driver|no NVIDIA driver|CUDA driver (?:version|initialization)|"
+    r"cudaGetDeviceCount|CUDA-capable device|0 active drivers|no active (?:GPU|driver)|"
+    r"torch\.cuda\.is_available\(\) is False|device=['\"]?cuda|\.cuda\(\)|expected device cuda|"
+    r"(?:cuda|gpu|triton|hip)\b.*\bnot available|libcuda\.so|libcudart|cuda\.h: No such file|"
+    r"cannot find -lcuda|CUDA error: no kernel image")
+_NO_CUDA_TOOLKIT = re.compile(r"(?i)CUDA_HOME|\bnvcc\b.*(?:not found|No such file)|No such file.*\bnvcc\b|"
+                              r"cuda\.h: No such file|cannot find -lcud")
+_NO_COMPILER = re.compile(r"(?i)(?:\bc\+\+|\bg\+\+|\bgcc|\bclang|ninja)\b.*(?:not found|No such file)|"
+                          r"Ninja is required|command not found")
+
+
+@dataclass(frozen=True, slots=True)
+class Unjudged:
+    verdict: str  # NOT_JUDGED | HARNESS_ERROR | CANCELLED
+    why: str  # NO_GPU | NO_REFERENCE | NO_TOOLCHAIN | BUDGET | NO_CODE | "judge" | "cancelled"
+    message: str  # what happened, one line
+    how: str  # how to get it judged
+
+    @property
+    def reason(self) -> str:
+        if self.verdict == HARNESS_ERROR:
+            return f"harness error (the judge's side broke, not the kernel): {self.message}"
+        if self.verdict == CANCELLED:
+            return self.message or "cancelled"
+        return f"not judged here ({self.why}): {self.message}" + (f"; to judge it, {self.how}" if self.how else "")
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def has_gpu(result: dict[str, Any]) -> bool | None:
+    """Whether the machine that produced ``result`` had a GPU (None: the result does not say)."""
+    env = _dict(result.get("environment"))
+    if not env:
+        return None
+    if env.get("gpu"):
+        return True
+    dev = str(env.get("device") or "")
+    if not dev:
+        return None
+    return dev.startswith(("cuda", "hip"))
+
+
+def unjudged(result: Any) -> Unjudged | None:
+    """Why ``result`` says nothing about the kernel, or None when it is a judgement (completed,
+    or failed because of the kernel itself)."""
+    if not isinstance(result, dict):
+        return None
+    status = result.get("status")
+    f = _dict(result.get("failure"))
+    kind = str(f.get("kind") or "")
+    msg = " ".join(str(f.get("message") or "").split())[:300]
+    stage = str(f.get("stage") or "")
+    if status == "cancelled" or kind == "cancelled":
+        return Unjudged(CANCELLED, "cancelled", msg or "cancelled", "")
+    if status == "completed" or not f:
+        return None
+    if kind in JUDGE_SIDE:
+        return Unjudged(HARNESS_ERROR, "judge", msg or kind, "run it again (--fresh); if it repeats, report it")
+    if kind == "no_reference":
+        return Unjudged(NOT_JUDGED, NO_REFERENCE, msg or "no reference for this problem", _HOW[NO_REFERENCE])
+    if kind == "no_code":
+        return Unjudged(NOT_JUDGED, NO_CODE, msg or "no code", _HOW[NO_CODE])
+    if kind == "timeout":
+        where = f" during {stage}" if stage else ""
+        return Unjudged(NOT_JUDGED, BUDGET, f"ktui's time budget ran out{where} ({msg})" if msg else
+                        f"ktui's time budget ran out{where}", _HOW[BUDGET])
+    if kind in ("environment", "unsupported"):
+        why = NO_GPU if (_NEEDS_GPU.search(msg) or "cuda" in msg.lower() or "gpu" in msg.lower()) else NO_TOOLCHAIN
+        return Unjudged(NOT_JUDGED, why, msg or kind, _HOW[why])
+    # a build or run that failed because this machine has no GPU (a CUDA / Triton kernel on the CPU)
+    gpu = has_gpu(result)
+    if gpu is not True and _NEEDS_GPU.search(msg):
+        return Unjudged(NOT_JUDGED, NO_GPU, msg, _HOW[NO_GPU])
+    if stage in ("startup", "build") and (_NO_COMPILER.search(msg) or _NO_CUDA_TOOLKIT.search(msg)):
+        return Unjudged(NOT_JUDGED, NO_TOOLCHAIN, msg, _HOW[NO_TOOLCHAIN])
+    return None

@@ -1,0 +1,338 @@
+"""The local engine: build processes compile ahead while one timing slot per GPU judges.
+
+::
+
+    planner ──jobs──▶ build queue ──▶ N build threads ─(one fresh worker process per build)─┐
+                                                                                            ▼
+    results ◀── slot threads (one per GPU, CUDA_VISIBLE_DEVICES pinned) ◀── ready queue (built)
+
+- ``jobs`` build threads each run one build at a time in a fresh worker process (``MAX_JOBS=1``:
+  one compiler each), so ``jobs`` compilers keep the cores busy; builds go into the shared build
+  cache and a built kernel is queued for timing at once (no batches, no barrier).
+- one slot thread per GPU takes the next built kernel as soon as its GPU is free: never two
+  kernels on one GPU. Each kernel runs in a fresh judge and fresh worker processes pinned to
+  that GPU; a crash, a hang (killed at the
+  timeout) or a CUDA error ends that process only, the kernel's result says what happened, and
+  the slot goes on with a new process.
+- on the CPU (``--device cpu``) the slots are ``cpu_slots`` CPU timing workers.
+
+Results go to the result cache (the parent writes it, never a worker) as each one finishes, so an
+interrupted sweep resumes where it stopped. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ktui.repro import cache
+from ktui.repro.api import ReproOptions
+from ktui.repro.runner import _failure_result
+from ktui.repro.verify import steps
+from ktui.repro.verify.plan import Job, store_timeout_memo
+
+# event kinds
+BUILD_START, BUILT, BUILD_FAILED = "build_start", "built", "build_failed"
+TIME_START, TIMED, FAILED, CACHED, CANCELLED = "time_start", "timed", "failed", "cached", "cancelled"
+QUEUED = "queued"
+
+
+@dataclass
+class Event:
+    kind: str
+    job: str  # Job.key
+    t: float  # time.time()
+    slot: str | None = None
+    seconds: float | None = None
+    label: str = ""
+    result: dict[str, Any] | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("result", None)
+        return d
+
+
+@dataclass
+class Slot:
+    """Where timings run: one GPU (``env`` pins it) or one CPU timing worker."""
+
+    name: str
+    env: dict[str, str] = field(default_factory=dict)
+    gpu: str | None = None
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (no torch import):
+    ``$CUDA_VISIBLE_DEVICES`` when set, else every GPU ``nvidia-smi`` lists."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if out.returncode != 0:
+        return []
+    return [ln.strip() for ln in out.stdout.splitlines() if ln.strip().isdigit()]
+
+
+def make_slots(device: str | None, gpus: list[str] | None, cpu_slots: int = 1) -> list[Slot]:
+    """One slot per GPU (``gpus``: ids to use; None: every visible one), or ``cpu_slots`` CPU slots
+    when the device is the CPU or no GPU is visible."""
+    if device != "cpu":
+        ids = visible_gpus() if gpus is None else list(gpus)
+        if ids:
+            return [Slot(f"gpu{g}", {"CUDA_VISIBLE_DEVICES": g}, gpu=g) for g in ids]
+        if device is not None and device.startswith("cuda"):
+            return []  # asked for CUDA, none here: the command says so
+    return [Slot(f"cpu{i}", {}) for i in range(max(1, cpu_slots))]
+
+
+def default_jobs() -> int:
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+def cache_entry(job: Job, options: ReproOptions, result: dict[str, Any]) -> dict[str, Any]:
+    """The result-cache entry, in the shape :func:`ktui.repro.api.reproduce` writes."""
+    req = job.request(options, str(cache.build_root()))
+    public = {k: v for k, v in req.items() if k not in ("kernel_code", "reference_source")}
+    return {"kernel_sha1": job.kernel_sha1, "key": job.result_key, "trace": job.trace, "version": job.label,
+            "request": public, "options": asdict(options), "result": result,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "via": "verify"}
+
+
+class Recorder:
+    """Shared by the engines: collects results and events, writes the cache, counts."""
+
+    def __init__(self, options: ReproOptions, on_event: Callable[[Event], None] | None = None):
+        self.options = options
+        self.on_event = on_event
+        self.results: dict[str, dict[str, Any]] = {}
+        self.events: list[Event] = []
+        self.counts = {BUILD_START: 0, BUILT: 0, BUILD_FAILED: 0, TIME_START: 0, TIMED: 0, FAILED: 0,
+                       CANCELLED: 0, QUEUED: 0}
+        self.builds: dict[str, dict[str, Any]] = {}  # job key -> build record (seconds, cached...)
+        self.lock = threading.Lock()
+        self.callback_errors: list[str] = []
+
+    def emit(self, kind: str, job: Job, *, slot: str | None = None, seconds: float | None = None,
+             result: dict[str, Any] | None = None, t: float | None = None) -> None:
+        ev = Event(kind, job.key, time.time() if t is None else t, slot, seconds, job.label, result)
+        with self.lock:
+            self.events.append(ev)
+            if kind in self.counts:
+                self.counts[kind] += 1
+        if self.on_event is not None:
+            try:
+                self.on_event(ev)
+            except Exception:  # a broken display must not stop the sweep; say so at the end
+                self.callback_errors.append(traceback.format_exc(limit=3))
+
+    def finish(self, job: Job, result: dict[str, Any], *, slot: str | None, stopping: bool) -> None:
+        """One kernel's final result: cache it (when it says something about the kernel) and count it."""
+        if result.get("status") == "cancelled" or (stopping and (result.get("failure") or {}).get("kind")
+                                                     in ("cancelled", "timeout")):
+            self.emit(CANCELLED, job, slot=slot)
+            return
+        kind = (result.get("failure") or {}).get("kind")
+        if cache.cacheable(result):
+            cache.store(cache_entry(job, self.options, result))
+        elif kind == "timeout":
+            store_timeout_memo(job.result_key, result, self.options)
+        with self.lock:
+            self.results[job.key] = result
+        ok = result.get("status") == "completed"
+        self.emit(TIMED if ok else FAILED, job, slot=slot, seconds=result.get("wall_seconds"), result=result)
+
+
+_DONE = object()
+STOP_GRACE_S = 30.0  # after a stop, how long the threads get to kill their workers and clean up
+
+
+def run_threads(targets: list[tuple[str, Callable[..., None], tuple[Any, ...]]], cancel: threading.Event,
+                grace: float = STOP_GRACE_S) -> None:
+    """Run each ``(name, fn, args)`` in a thread and wait for all of them. On KeyboardInterrupt
+    (Ctrl-C, or SIGTERM/SIGHUP turned into one by the command), set ``cancel``, give the threads
+    ``grace`` seconds to end their workers and remove their temp dirs, then re-raise.
+
+    Completion is waited for on events the threads set as they end, never with
+    ``Thread.join``: a join interrupted by KeyboardInterrupt can leave that thread marked as
+    finished on CPython < 3.13, so a second join returns at once and the process exits while
+    the thread is still killing its workers (their temp dirs were left behind)."""
+    done = [threading.Event() for _ in targets]
+
+    def body(fn: Callable[..., None], args: tuple[Any, ...], ev: threading.Event) -> None:
+        try:
+            fn(*args)
+        finally:
+            ev.set()
+
+    for (name, fn, args), ev in zip(targets, done, strict=True):
+        threading.Thread(target=body, args=(fn, args, ev), name=name, daemon=True).start()
+    try:
+        for ev in done:
+            while not ev.wait(0.2):
+                pass
+    except KeyboardInterrupt:
+        cancel.set()
+        deadline = time.monotonic() + grace
+        for ev in done:
+            ev.wait(max(0.0, deadline - time.monotonic()))
+        raise
+
+
+class EngineBase:
+    """What both engines share: a :class:`Recorder` (``rec``), a ``cancel`` event, the engine-bug list
+    (``errors``) and the planning loop that queues jobs."""
+
+    rec: Recorder
+    cancel: threading.Event
+    errors: list[str]
+
+    @property
+    def results(self) -> dict[str, dict[str, Any]]:
+        return self.rec.results
+
+    @property
+    def events(self) -> list[Event]:
+        return self.rec.events
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.rec.counts
+
+    def stop(self) -> None:
+        self.cancel.set()
+
+    def _queue_jobs(self, jobs: Iterable[Job], put: Callable[[Job], None]) -> None:
+        """Record each planned job as queued and hand it to ``put``, until cancelled; a planning
+        error is an engine bug and cancels the run."""
+        try:
+            for job in jobs:
+                if self.cancel.is_set():
+                    break
+                self.rec.emit(QUEUED, job)
+                put(job)
+        except Exception:
+            self.errors.append("planning failed:\n" + traceback.format_exc())
+            self.cancel.set()
+
+
+class LocalEngine(EngineBase):
+    """Run jobs on this machine. :meth:`run` blocks; :meth:`stop` (any thread) cancels the rest."""
+
+    name = "local"
+
+    def __init__(self, options: ReproOptions, *, slots: list[Slot], jobs: int | None = None,
+                 build_root: str | None = None, on_event: Callable[[Event], None] | None = None,
+                 build_fn: Callable[..., steps.BuildResult] = steps.build,
+                 judge_fn: Callable[..., dict[str, Any]] = steps.judge,
+                 skip_trivial: bool = True):
+        if not slots:
+            raise ValueError("no timing slots")
+        self.options = options
+        self.slots = slots
+        self.jobs = max(1, jobs or default_jobs())
+        self.build_root = build_root or str(cache.build_root())
+        self.rec = Recorder(options, on_event)
+        self.build_fn = build_fn
+        self.judge_fn = judge_fn
+        self.skip_trivial = skip_trivial
+        self.cancel = threading.Event()
+        self._build_q: queue.Queue[Any] = queue.Queue()
+        self._ready_q: queue.Queue[Any] = queue.Queue()
+        self._builders_left = 0
+        self._lock = threading.Lock()
+        self.errors: list[str] = []  # engine bugs (each also made its kernel's result)
+
+    def _build_env(self, i: int) -> dict[str, str]:
+        env = steps.build_env()
+        gpu_slots = [s for s in self.slots if s.gpu is not None]
+        if gpu_slots:  # the build key names the GPU's arch: builders see one GPU each, spread over them
+            env["CUDA_VISIBLE_DEVICES"] = gpu_slots[i % len(gpu_slots)].gpu or ""
+        return env
+
+    # ---- threads ------------------------------------------------------------------------------------
+    def _route(self, job: Job) -> None:
+        if self.skip_trivial and not steps.needs_build(job.kernel_code):
+            self.rec.builds[job.key] = {"seconds": 0.0, "skipped": True, "ok": True}
+            self._ready_q.put((job, None))  # nothing to compile: straight to a timing slot
+        else:
+            self._build_q.put(job)
+
+    def _feed(self, jobs: Iterable[Job]) -> None:
+        try:
+            self._queue_jobs(jobs, self._route)
+        finally:
+            for _ in range(self.jobs):
+                self._build_q.put(_DONE)
+
+    def _builder(self, i: int) -> None:
+        env = self._build_env(i)
+        try:
+            while True:
+                job = self._build_q.get()
+                if job is _DONE or self.cancel.is_set():
+                    break
+                self.rec.emit(BUILD_START, job)
+                try:
+                    br = self.build_fn(job, self.options, build_root=self.build_root, env_extra=env,
+                                       cancel=self.cancel)
+                except Exception:
+                    tb = traceback.format_exc()
+                    self.errors.append(tb)
+                    br = steps.BuildResult(False, _failure_result("harness_error", "ktui verify: build step "
+                                                                  f"failed: {tb.splitlines()[-1]}", "build", None),
+                                           0.0, time.time(), time.time())
+                self.rec.builds[job.key] = {"seconds": br.seconds, "started": br.started, "ended": br.ended,
+                                            "cached": bool((br.build or {}).get("cached")), "ok": br.ok}
+                if br.ok:
+                    self.rec.emit(BUILT, job, seconds=br.seconds)
+                    self._ready_q.put((job, br))
+                else:
+                    self.rec.emit(BUILD_FAILED, job, seconds=br.seconds, result=br.result)
+                    self.rec.finish(job, br.result, slot=None, stopping=self.cancel.is_set())
+        finally:
+            with self._lock:
+                self._builders_left -= 1
+                last = self._builders_left == 0
+            if last:
+                for _ in self.slots:
+                    self._ready_q.put(_DONE)
+
+    def _timer(self, slot: Slot) -> None:
+        while True:
+            item = self._ready_q.get()
+            if item is _DONE or self.cancel.is_set():
+                break
+            job, _br = item
+            self.rec.emit(TIME_START, job, slot=slot.name)
+            t0 = time.time()
+            try:
+                res = self.judge_fn(job, self.options, build_root=self.build_root, env_extra=slot.env,
+                                    cancel=self.cancel)
+            except Exception:
+                tb = traceback.format_exc()
+                self.errors.append(tb)
+                res = _failure_result("harness_error", f"ktui verify: judge step failed: {tb.splitlines()[-1]}",
+                                      "startup", None)
+            res.setdefault("verify", {}).update(slot=slot.name, started=t0, ended=time.time())
+            self.rec.finish(job, res, slot=slot.name, stopping=self.cancel.is_set())
+
+    # ---- run ----------------------------------------------------------------------------------------
+    def run(self, jobs: Iterable[Job]) -> dict[str, dict[str, Any]]:
+        self._builders_left = self.jobs
+        targets: list[tuple[str, Callable[..., None], tuple[Any, ...]]] = [("verify-plan", self._feed, (jobs,))]
+        targets += [(f"verify-build{i}", self._builder, (i,)) for i in range(self.jobs)]
+        targets += [(f"verify-{s.name}", self._timer, (s,)) for s in self.slots]
+        run_threads(targets, self.cancel)
+        return self.results

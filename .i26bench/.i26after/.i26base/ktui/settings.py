@@ -1,0 +1,133 @@
+"""ktui's settings: every ``KTUI_*`` variable and every path ktui writes to, read in one place.
+
+:func:`current` returns a frozen :class:`Settings`, read from the environment once and read again
+only when one of the variables below changes (a test or a command that sets one). Nothing else in
+ktui reads a ``KTUI_*`` variable, except the engine (``ktui/engine``, the judge side that runs in
+sandboxed processes): it may import nothing else of ktui, so it reads its own few variables itself
+(:data:`ENGINE_VARIABLES`), and a test checks that its cache root is the one given here.
+
+Paths:
+
+* ``cache_dir``: ``$KTUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/ktui``, else ``~/.cache/ktui``: the
+  sweep index (``runs-index-*.json``) and the app's log (``ktui.log``).
+* ``repro_cache_dir``: ``$KTUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/ktui/repro``, else
+  ``~/.cache/ktui/repro``: re-execution results, builds, GPU locks, verify timeouts.
+  (With ``$KTUI_CACHE_DIR`` set both are that directory, as they have always been.)
+* ``data_dir``: ``$XDG_DATA_HOME/ktui``, else ``~/.local/share/ktui``: data the user wrote
+  (``labels_file``, ``labels.jsonl``), kept apart from the cache, which may be deleted.
+
+This module imports nothing of ktui (an import contract), so every layer may read it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# name -> what it does; every KTUI_* variable ktui reads (a test greps the source for others)
+VARIABLES: dict[str, str] = {
+    "KTUI_CACHE_DIR": "the cache directory (sweep index, log, re-execution results and builds)",
+    "KTUI_BUILD_DIR": "the kernel build cache (default: build/ in the re-execution cache; tests share one)",
+    "KTUI_FORMAT": "read every trace with this importer (a --format name) instead of detecting it",
+    "KTUI_JOBS": "helper processes for a cold scan of a sweep (default: CPUs - 1, at most 7)",
+    "KTUI_NCU": "the ncu executable for ktui profile (looked for before PATH and the CUDA folders)",
+    "KTUI_PROFILE_KEEP": "ktui profile keeps each side's raw ncu page and log in this directory",
+    "KTUI_MAX_LINE_MB": "a trace line longer than this many MiB is not read (default 64; may be a fraction)",
+}
+# read by the engine in its own (sandboxed) processes, set by ktui or by tests
+ENGINE_VARIABLES: dict[str, str] = {
+    "KTUI_SANDBOX_SPEC": "internal: the sandbox a worker applies to itself (set by the parent)",
+    "KTUI_SANDBOX_HOST_DEV": "1: workers keep the host's /dev (a weaker fallback)",
+    "KTUI_TEST_SANDBOX_LEVEL": "none: no namespaces (tests on machines without unshare)",
+    "KTUI_WORKER_NICE": "internal: the nice level of a build worker (set by ktui verify)",
+}
+_READ = ("KTUI_CACHE_DIR", "XDG_CACHE_HOME", "XDG_DATA_HOME", "HOME", *VARIABLES)
+LABELS_FILE = "labels.jsonl"
+LOG_FILE = "ktui.log"
+
+
+def _home_dir(env: Mapping[str, str], var: str, *fallback: str) -> Path:
+    v = env.get(var)
+    if v:
+        return Path(v)
+    home = env.get("HOME") or os.path.expanduser("~")
+    return Path(home, *fallback)
+
+
+def _positive(v: str | None) -> float | None:
+    """A positive finite number, else None (the default): ``inf`` or ``nan`` would not be a limit."""
+    try:
+        x = float((v or "").strip())
+    except ValueError:
+        return None
+    return x if math.isfinite(x) and x > 0 else None
+
+
+def _given_dir(env: Mapping[str, str], v: str) -> Path:
+    if v == "~" or v.startswith("~/"):  # expanduser, with this environment's HOME
+        v = (env.get("HOME") or os.path.expanduser("~")) + v[1:]
+    return Path(os.path.abspath(os.path.expanduser(v)))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    cache_dir: Path
+    repro_cache_dir: Path
+    data_dir: Path
+    format: str | None = None  # KTUI_FORMAT
+    jobs: int | None = None  # KTUI_JOBS (None: decided from the CPUs)
+    ncu: str | None = None  # KTUI_NCU
+    profile_keep: Path | None = None  # KTUI_PROFILE_KEEP
+    max_line_mb: float | None = None  # KTUI_MAX_LINE_MB (None: the reader's default)
+    build_dir: Path | None = None  # KTUI_BUILD_DIR (None: repro_cache_dir / "build")
+
+    @property
+    def labels_file(self) -> Path:
+        return self.data_dir / LABELS_FILE
+
+    @property
+    def log_file(self) -> Path:
+        return self.cache_dir / LOG_FILE
+
+    @property
+    def index_dir(self) -> Path:
+        return self.cache_dir
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        given = env.get("KTUI_CACHE_DIR") or ""
+        xdg_cache = _home_dir(env, "XDG_CACHE_HOME", ".cache")
+        cache = _given_dir(env, given) if given else xdg_cache / "ktui"
+        repro = _given_dir(env, given) if given else xdg_cache / "ktui" / "repro"
+        data = _home_dir(env, "XDG_DATA_HOME", ".local", "share") / "ktui"
+        jobs_s = (env.get("KTUI_JOBS") or "").strip()
+        jobs = int(jobs_s) if jobs_s.isdigit() else None  # anything else: the default (as before)
+        keep = (env.get("KTUI_PROFILE_KEEP") or "").strip()
+        build = (env.get("KTUI_BUILD_DIR") or "").strip()
+        return cls(cache_dir=cache, repro_cache_dir=repro, data_dir=data,
+                   format=(env.get("KTUI_FORMAT") or "").strip() or None, jobs=jobs,
+                   ncu=env.get("KTUI_NCU") or None, profile_keep=Path(keep) if keep else None,
+                   max_line_mb=_positive(env.get("KTUI_MAX_LINE_MB")),
+                   build_dir=_given_dir(env, build) if build else None)
+
+
+_lock = threading.Lock()
+_cached: tuple[tuple[str | None, ...], Settings] | None = None
+
+
+def current() -> Settings:
+    """The settings of this process's environment (read once; again only if a variable changed)."""
+    global _cached
+    key = tuple(os.environ.get(k) for k in _READ)
+    got = _cached
+    if got is not None and got[0] == key:
+        return got[1]
+    with _lock:
+        s = Settings.from_env(os.environ)
+        _cached = (key, s)
+        return s

@@ -1,0 +1,224 @@
+"""Harbor ATIF trajectories (``trajectory.json``, schema ``ATIF-v1.x``; terminus-2 and others).
+
+A single object ``{schema_version, session_id, agent: {name, version, model_name}, steps[],
+final_metrics}``. A ``user`` (or ``system``) step is a prompt; an ``agent`` step is one turn: its
+``message`` (the model's analysis and plan), ``reasoning_content``, ``tool_calls``
+(``{tool_call_id, function_name, arguments}``; terminus sends ``keystrokes``, where kernels travel
+in ``cat > solution.py << 'EOF'`` heredocs), ``observation.results`` and ``metrics``
+(prompt / completion / cached tokens, cost). A result pairs by ``source_call_id``; a step with
+several calls returns one combined terminal output with no id: it is attached to the step's last
+call, and the other calls say so. A result is an error where the converter says so:
+``extra.tool_result_is_error`` on the step (Harbor's Claude Code converter) or on the result, or
+``tool_result_metadata.is_error``; a write or edit with an error result is not applied. "Lines"
+are step ordinals; problems carry a JSON path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ktui.trace.importers.common import Assembler, JSONError, as_int, as_num, as_str, iso_ms, text_of
+from ktui.trace.model import OK, Actor, Run
+from ktui.trace.notes import loads
+
+NAME = "harbor-atif"
+LABEL = "Harbor ATIF trajectory (JSON)"
+LINE_BASED = False
+
+
+def detect_object(obj: Any) -> bool:
+    if not isinstance(obj, dict) or not isinstance(obj.get("steps"), list):
+        return False
+    sv = obj.get("schema_version")
+    if isinstance(sv, str) and sv.upper().startswith("ATIF"):
+        return True
+    st = obj["steps"][:1]
+    return isinstance(obj.get("agent"), dict) and bool(st) and isinstance(st[0], dict) and \
+        "step_id" in st[0] and "source" in st[0]
+
+
+def _is_err(d: Any) -> bool:
+    """An ``extra`` that says the tool reported an error: ``tool_result_is_error`` (Harbor's
+    Claude Code converter), ``is_error``, or ``tool_result_metadata.is_error`` /
+    ``tool_result_metadata.raw_tool_result.is_error``."""
+    if not isinstance(d, dict):
+        return False
+    if d.get("tool_result_is_error") is True or d.get("is_error") is True:
+        return True
+    meta = d.get("tool_result_metadata")
+    if isinstance(meta, dict):
+        raw = meta.get("raw_tool_result")
+        return meta.get("is_error") is True or (isinstance(raw, dict) and raw.get("is_error") is True)
+    return False
+
+
+def _failed_ids(step_extra: dict, results: list, calls: list) -> set:
+    """Ids of the step's calls whose result is an error."""
+    out: set = set()
+    for r in results:
+        if isinstance(r, dict) and _is_err(r.get("extra")) and isinstance(r.get("source_call_id"), str):
+            out.add(r["source_call_id"])
+    if _is_err(step_extra):
+        meta = step_extra.get("tool_result_metadata") if isinstance(step_extra.get("tool_result_metadata"), dict) else {}
+        raw = meta.get("raw_tool_result") if isinstance(meta.get("raw_tool_result"), dict) else {}
+        named = raw.get("tool_use_id")
+        ids = [c.id for c in calls if c.id]
+        if isinstance(named, str) and named in ids:
+            out.add(named)
+        elif len(ids) == 1:  # the step's one call
+            out.add(ids[0])
+    return out
+
+
+def _writes(c) -> bool:
+    a = c.args
+    return any(isinstance(a.get(k), str) for k in ("content", "new_string", "file_text")) or \
+        isinstance(a.get("edits"), list)
+
+
+def _observe(asm: Assembler, step_extra: dict, results: list, c) -> None:
+    """File content the converter kept from Claude Code's ``toolUseResult``
+    (``tool_result_metadata.tool_use_result``): an edit's ``originalFile`` (the file just before
+    it), a whole-file ``Read``'s ``file.content``."""
+    for d in [step_extra] + [r.get("extra") for r in results if isinstance(r, dict) and r.get("source_call_id") == c.id]:
+        meta = d.get("tool_result_metadata") if isinstance(d, dict) else None
+        tur = meta.get("tool_use_result") if isinstance(meta, dict) else None
+        if not isinstance(tur, dict):
+            continue
+        from ktui.trace.importers.kernels import norm_path
+
+        if isinstance(tur.get("originalFile"), str):
+            fp = tur.get("filePath") or c.args.get("file_path")
+            if isinstance(fp, str) and fp:
+                asm.files.observe(norm_path(fp), tur["originalFile"])
+        f = tur.get("file")
+        if isinstance(f, dict) and isinstance(f.get("content"), str) and isinstance(f.get("filePath"), str):
+            start, n, total = f.get("startLine"), f.get("numLines"), f.get("totalLines")
+            if start in (None, 1) and (not isinstance(n, int) or not isinstance(total, int) or n >= total):
+                asm.files.observe(norm_path(f["filePath"]), f["content"])  # a whole-file Read
+
+
+def load_object(obj: Any, path: str) -> Run:
+    asm = Assembler(path, NAME)
+    run = asm.run
+    if not isinstance(obj, dict) or not isinstance(obj.get("steps"), list):
+        asm.problem(0, "not an ATIF trajectory: expected an object with a 'steps' list", "", "error", "$.steps")
+        return asm.finish()
+    agent = obj.get("agent") if isinstance(obj.get("agent"), dict) else {}
+    run.model = as_str(agent.get("model_name"))
+    run.persona = as_str(agent.get("name"))
+    run.actors.append(Actor(id="agent", model=run.model, persona=run.persona,
+                            params={k: v for k, v in agent.items() if k not in ("model_name", "name")}))
+    asm.note(0, f"{as_str(obj.get('schema_version')) or 'ATIF'} · session {as_str(obj.get('session_id')) or '?'} · "
+                f"{run.persona or '?'} {as_str(agent.get('version')) or ''}")
+    turns = []
+    for i, s in enumerate(obj["steps"]):
+        line, where = i + 1, f"$.steps[{i}]"
+        if not isinstance(s, dict):
+            asm.warn(line, f"step {i} is a JSON {type(s).__name__}, not an object", where)
+            continue
+        ts = iso_ms(s.get("timestamp"))
+        src = s.get("source")
+        asm.event(line, 0, 0, f"step:{src}", ts, src if isinstance(src, str) else None,
+                  len(run.turns) if src == "agent" else None)
+        msg = s.get("message")
+        text = msg if isinstance(msg, str) else text_of(msg)
+        if src != "agent":
+            if src == "system":
+                run.messages.append((line, "system", None, text))
+            else:
+                asm.message(line, "user", text)
+            asm.ts(ts)
+            continue
+        t = asm.turn(line, ts)
+        turns.append(t)
+        if isinstance(s.get("model_name"), str) and not run.model:
+            run.model = s["model_name"]
+        asm.add_reasoning(t, as_str(s.get("reasoning_content")))
+        asm.assistant_text(t, text, line)
+        m = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
+        t.tokens_in = as_int(m.get("prompt_tokens"))
+        t.tokens_out = as_int(m.get("completion_tokens"))
+        if as_num(m.get("cost_usd")) is not None:
+            t.usd = as_num(m["cost_usd"])
+        calls = []
+        tcs = s.get("tool_calls")
+        if tcs is not None and not isinstance(tcs, list):
+            asm.warn(line, f"'tool_calls' is a JSON {type(tcs).__name__}, not a list", where + ".tool_calls")
+            tcs = []
+        for j, tc in enumerate(tcs or []):
+            if not isinstance(tc, dict):
+                asm.warn(line, f"tool call {j} is not an object", f"{where}.tool_calls[{j}]")
+                continue
+            c = asm.call(t, tc.get("function_name") or tc.get("name"), tc.get("arguments"), line, ts,
+                         tc.get("tool_call_id") or tc.get("id"))
+            calls.append(c)
+        obs = s.get("observation") if isinstance(s.get("observation"), dict) else {}
+        results = obs.get("results") if isinstance(obs.get("results"), list) else []
+        step_extra = s.get("extra") if isinstance(s.get("extra"), dict) else {}
+        if not tcs and isinstance(step_extra.get("tool_use_name"), str) and step_extra["tool_use_name"]:
+            # a converter that kept the call only in the step's extra (tool_use_name, raw_arguments)
+            raw = step_extra.get("raw_arguments")
+            if isinstance(raw, str):
+                try:
+                    raw = loads(raw)
+                except JSONError:
+                    raw = {"input": raw}
+            meta = step_extra.get("tool_result_metadata") if isinstance(step_extra.get("tool_result_metadata"), dict) else {}
+            rawr = meta.get("raw_tool_result") if isinstance(meta.get("raw_tool_result"), dict) else {}
+            cid = rawr.get("tool_use_id") if isinstance(rawr.get("tool_use_id"), str) else f"step{s.get('step_id')}"
+            calls.append(asm.call(t, step_extra["tool_use_name"], raw if isinstance(raw, dict) else {}, line, ts, cid))
+            if not results and isinstance(meta.get("content"), (str, list)):
+                results = [{"source_call_id": cid, "content": meta["content"]}]
+            elif len(results) == 1 and isinstance(results[0], dict) and not results[0].get("source_call_id"):
+                results = [dict(results[0], source_call_id=cid)]
+        failed = _failed_ids(step_extra, results, calls)
+        for c in calls:  # a write or edit the tool refused changed nothing
+            _observe(asm, step_extra, results, c)
+            if not (c.id in failed and _writes(c)):
+                asm.track_call(c)
+        unpaired = []
+        for r in results:
+            if not isinstance(r, dict):
+                continue
+            content = r.get("content")
+            c = asm.pending(r.get("source_call_id"))
+            if c is None:
+                unpaired.append(content)
+                continue
+            err = c.id in failed
+            asm.result(c, content, line, None, is_error=err)
+        left = [c for c in calls if c.result is None]
+        if unpaired and left:
+            combined = "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired)
+            last = left[-1]
+            if len(left) > 1:
+                for c in left[:-1]:
+                    asm.result(c, f"(Harbor returns one combined terminal output for the {len(left)} calls of "
+                                  f"step {s.get('step_id')}: it is shown under call #{last.index})", line, None,
+                               status=OK)
+                asm.note(line, f"step {s.get('step_id')}: one combined observation for {len(left)} calls, "
+                               f"attached to call #{last.index}")
+            asm.result(last, combined, line, None)
+        elif unpaired and not calls:
+            asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))
+    # each step is timestamped once: a turn lasts until the next step starts
+    timed = [t for t in turns if t.start_ms is not None]
+    for a, b in zip(timed, timed[1:], strict=False):
+        if b.start_ms >= a.start_ms:
+            a.wall_ms = b.start_ms - a.start_ms
+    fm = obj.get("final_metrics") if isinstance(obj.get("final_metrics"), dict) else {}
+    if fm:
+        asm.note(len(obj["steps"]), "final metrics: " + ", ".join(f"{k}={v}" for k, v in fm.items()
+                                                                 if isinstance(v, (int, float))))
+        cost = as_num(fm.get("total_cost_usd"))
+        if cost is not None:
+            run.tokens_by_actor["agent"] = {"usd": cost}
+    for key in ("reward", "rewards", "verifier_result"):
+        v = obj.get(key) if key in obj else (obj.get("extra") or {}).get(key) if isinstance(obj.get("extra"), dict) else None
+        r = as_num(v) if not isinstance(v, dict) else as_num(v.get("reward"))
+        if r is not None:
+            run.scores["reward"] = r
+            asm.outcome("passed" if r > 0 else "failed", r, f"reward {r:g}", len(obj["steps"]), "score")
+            break
+    return asm.finish()

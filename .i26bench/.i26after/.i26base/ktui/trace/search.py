@@ -1,0 +1,381 @@
+"""Search every transcript, tool call, tool result and kernel of a trace or a whole sweep.
+
+``ktui search PATH PATTERN`` and the runs screen's search key use :func:`search`: it walks
+``PATH`` like ``ktui runs`` (:func:`ktui.trace.index.iter_traces`: the same layouts, links and
+duplicate rules) and yields :class:`Hit` rows as it goes, one trace at a time. A sweep is not
+reloaded in full for every search:
+
+1. the index cache (what ``ktui runs`` wrote for this directory, when it is still valid for a
+   file: same size and mtime) says which ``.json`` files are not traces and names each run's
+   model and problem, so those are never opened;
+2. every other file is read as raw bytes and tested first: a literal pattern's longest piece
+   that JSON never escapes must occur in the bytes (``bytes.find``, or an ASCII case-insensitive
+   regex), then the pattern must match the file's text with JSON's string escapes undone
+   (``\\n``, ``\\"``, ``\\uXXXX`` ...). Text a trace holds in a string field is a substring of
+   that unescaped text, so a file that fails either test holds no hit and is never parsed;
+3. only a file that passes is parsed (:func:`ktui.trace.load`, every format ktui reads) and its
+   turns searched field by field, so a hit has its run, turn and field.
+
+Fields (``--in``): ``reasoning`` and ``text`` (the agent's reasoning and message of a turn),
+``calls`` (a tool call's name and arguments, the kernel code argument excepted), ``results``
+(a tool result's text and its structured effect / meta strings) and ``kernels`` (each kernel
+version's code, at the turn that first wrote it). Matching is smart-case, like ripgrep's: case
+is ignored unless the pattern has an upper-case letter (``case_sensitive`` overrides).
+
+Excerpts are trace text: every part of a hit is sanitized here (control characters and escape
+sequences made visible, one line), so a hit can be printed as it is. No Textual, no Rich.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktui.trace.text import sanitize
+
+FIELDS = ("reasoning", "text", "calls", "results", "kernels")
+EXCERPT = 160  # characters of context shown around a hit (the whole line when shorter)
+MAX_PER_RUN = 50  # hits kept per run by default (the rest are counted)
+MAX_FILE = 1 << 30  # bytes: bigger files are skipped (and said so)
+_MAX_DEPTH = 16  # nesting walked in a call's arguments / a result's effect
+
+# JSON writers may escape these inside strings (\" \\ \/ and Go's \u003c \u003e \u0026); a
+# literal's longest run of other printable ASCII is what the raw bytes must contain
+_UNSAFE = set('"\\/<>&')
+_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})(?:\\u([dD][c-fC-F][0-9a-fA-F]{2}))?|(["\\/bfnrt]))')
+_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+# patterns that depend on where a field starts or ends cannot be tested on the whole file
+_ANCHORS = re.compile(r"(?<!\\)(?:\\\\)*(?:\^|\$|\\[AZBb]|\(\?<[=!])")
+
+
+def _unescape_match(m: re.Match[str]) -> str:
+    if m.group(3):
+        return _SIMPLE[m.group(3)]
+    hi = int(m.group(1), 16)
+    if m.group(2) and 0xD800 <= hi <= 0xDBFF:
+        lo = int(m.group(2), 16)
+        return chr(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+    return chr(hi)
+
+
+def json_unescaped(raw: bytes) -> str:
+    """The file's text with JSON's string escapes undone (structure characters stay)."""
+    text = raw.decode("utf-8", "replace")
+    return _ESCAPE.sub(_unescape_match, text) if "\\" in text else text
+
+
+class PatternError(ValueError):
+    """A pattern that does not compile (one line for the user)."""
+
+
+class Matcher:
+    """A compiled search: what it looks for, and the cheap tests a file must pass first."""
+
+    def __init__(self, pattern: str, *, regex: bool = False, case_sensitive: bool | None = None) -> None:
+        if not pattern:
+            raise PatternError("empty pattern")
+        self.pattern = pattern
+        self.regex = regex
+        if case_sensitive is None:  # smart case
+            case_sensitive = any(ch.isupper() for ch in pattern)
+        self.case_sensitive = case_sensitive
+        flags = re.MULTILINE if case_sensitive else re.MULTILINE | re.IGNORECASE  # ^ $: a line, as in grep
+        try:
+            self.rx = re.compile(pattern if regex else re.escape(pattern), flags)
+        except re.error as exc:
+            raise PatternError(f"bad regular expression: {exc}") from None
+        except RecursionError:
+            raise PatternError("bad regular expression: nested too deeply") from None
+        if self.rx.search("") is not None:
+            raise PatternError("the pattern matches the empty string (it would match everything)")
+        # the byte prefilter: a literal's longest piece JSON writes as it is
+        self.needle: bytes | None = None
+        self.needle_rx: re.Pattern[bytes] | None = None
+        if not regex:
+            piece = max(_safe_pieces(pattern), key=len, default="")
+            if len(piece) >= 2:
+                self.needle = piece.encode("ascii")
+                if not case_sensitive:
+                    self.needle_rx = re.compile(re.escape(self.needle), re.IGNORECASE)
+        # the text prefilter: only sound when a hit does not depend on where a field starts or ends
+        self.whole_file = not (regex and _ANCHORS.search(pattern))
+
+    def may_match(self, raw: bytes) -> bool:
+        """False only when no field of this file can hold a hit."""
+        if self.needle is not None:
+            found = self.needle_rx.search(raw) is not None if self.needle_rx is not None else self.needle in raw
+            if not found:
+                return False
+        if not self.whole_file:
+            return True
+        return self.rx.search(json_unescaped(raw)) is not None
+
+    def finditer(self, text: str) -> Iterator[tuple[int, int]]:
+        for m in self.rx.finditer(text):
+            if m.end() > m.start():
+                yield m.start(), m.end()
+
+
+def _safe_pieces(pattern: str) -> Iterator[str]:
+    cur: list[str] = []
+    for ch in pattern:
+        if 0x20 <= ord(ch) < 0x7F and ch not in _UNSAFE:
+            cur.append(ch)
+        else:
+            if cur:
+                yield "".join(cur)
+            cur = []
+    if cur:
+        yield "".join(cur)
+
+
+@dataclass
+class Hit:
+    """One match: where (run, turn, field) and the line around it, sanitized."""
+
+    run: str  # the trace as found under the searched path
+    real: str  # its real path (what replay opens)
+    turn: int | None  # 0-based, None: before the first turn (a seeded call) or not in a turn
+    field: str  # one of FIELDS
+    before: str
+    match: str
+    after: str
+    where: str = ""  # which call / version ("compile_kernel", "v3")
+    line: int | None = None  # the trace file's line number of the event, when known
+    model: str | None = None
+    problem: str | None = None
+
+    @property
+    def excerpt(self) -> str:
+        return self.before + self.match + self.after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "path": self.real, "turn": self.turn, "field": self.field, "where": self.where,
+                "line": self.line, "model": self.model, "problem": self.problem, "excerpt": self.excerpt,
+                "match": [len(self.before), len(self.before) + len(self.match)]}
+
+
+def _flat(s: object) -> str:
+    s = sanitize(s)
+    if "\n" in s or "\t" in s:
+        s = s.replace("\r", "").replace("\n", " ").replace("\t", " ")
+    return s
+
+
+def excerpt(text: str, start: int, end: int, width: int = EXCERPT) -> tuple[str, str, str]:
+    """The line of ``text`` around ``[start, end)``, cut to about ``width`` characters, as
+    (before, match, after), each sanitized and on one line."""
+    ls = text.rfind("\n", 0, start) + 1
+    le = text.find("\n", end)
+    le = len(text) if le < 0 else le
+    if end - start > width:
+        end = start + width
+    room = max(0, width - (end - start))
+    left = max(0, min(start - ls, max(room // 3, room - (le - end))))
+    right = max(0, min(le - end, room - left))
+    a, b = start - left, min(le, end + right)
+    before = ("…" if a > ls else "") + text[a:start].lstrip()
+    after = text[end:b].rstrip() + ("…" if b < le else "")
+    return _flat(before), _flat(text[start:end]), _flat(after)
+
+
+def _strings(obj: Any, depth: int = 0) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif depth < _MAX_DEPTH and isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v, depth + 1)
+    elif depth < _MAX_DEPTH and isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _strings(v, depth + 1)
+
+
+def _texts(run: Any, fields: Iterable[str]) -> Iterator[tuple[int | None, str, str, int | None, str]]:
+    """(turn, field, where, line, text) for every searchable text of a loaded run, in turn order."""
+    want = set(fields)
+    turns = list(getattr(run, "turns", None) or [])
+    seeded = [c for c in getattr(run, "calls", None) or [] if getattr(c, "turn", None) is None]
+    kernels_at: dict[int | None, list[Any]] = {}
+    if "kernels" in want:
+        for kv in getattr(run, "kernels", None) or []:
+            kernels_at.setdefault(kv.first_turn, []).append(kv)
+
+    def calls(cs: Iterable[Any], turn: int | None) -> Iterator[tuple[int | None, str, str, int | None, str]]:
+        for c in cs:
+            name = str(getattr(c, "name", "") or "")
+            if "calls" in want:
+                yield turn, "calls", name, c.line, name
+                args = c.args if isinstance(c.args, dict) else {}
+                for k, v in args.items():
+                    if k == "kernel_code" and getattr(c, "kernel", None) is not None:
+                        continue  # the kernel's code: the "kernels" field
+                    for s in _strings(v):
+                        yield turn, "calls", name, c.line, s
+            res = getattr(c, "result", None)
+            if res is not None and "results" in want:
+                seen = {res.summary}
+                yield turn, "results", name, res.line, res.summary or ""
+                for s in _strings([res.effect or {}, res.meta or {}]):
+                    if s not in seen:
+                        seen.add(s)
+                        yield turn, "results", name, res.line, s
+
+    yield from calls(seeded, None)
+    for kv in kernels_at.pop(None, []):
+        yield None, "kernels", kv.label, kv.first_line, kv.code or ""
+    for t in turns:
+        line = getattr(t, "first_line", None)
+        if "reasoning" in want and t.reasoning:
+            yield t.index, "reasoning", "", line, t.reasoning
+        if "text" in want and t.text:
+            yield t.index, "text", "", line, t.text
+        yield from calls(t.calls, t.index)
+        for kv in kernels_at.pop(t.index, []):
+            yield t.index, "kernels", kv.label, kv.first_line, kv.code or ""
+    for kvs in kernels_at.values():  # versions whose first turn is past the last (should not happen)
+        for kv in kvs:
+            yield kv.first_turn, "kernels", kv.label, kv.first_line, kv.code or ""
+
+
+def search_run(run: Any, matcher: Matcher, *, fields: Iterable[str] = FIELDS, run_name: str = "", real: str = "",
+               max_hits: int = MAX_PER_RUN, model: str | None = None, problem: str | None = None,
+               ) -> tuple[list[Hit], int]:
+    """The hits of one loaded run (at most ``max_hits``) and how many more there were."""
+    hits: list[Hit] = []
+    more = 0
+    for turn, fld, where, line, text in _texts(run, fields):
+        if not text:
+            continue
+        line_seen = -2
+        for s, e in matcher.finditer(text):
+            ls = text.rfind("\n", 0, s)
+            if ls == line_seen:  # one hit a line: its first match
+                continue
+            line_seen = ls
+            if len(hits) >= max_hits:
+                more += 1
+                continue
+            b, m, a = excerpt(text, s, e)
+            hits.append(Hit(run=run_name, real=real, turn=turn, field=fld, before=b, match=m, after=a,
+                            where=_flat(where)[:60], line=line, model=model, problem=problem))
+    return hits, more
+
+
+@dataclass
+class SearchStats:
+    """What a search did (for its progress line and its last line)."""
+
+    files: int = 0  # trace files found
+    searched: int = 0  # of them, looked at so far
+    parsed: int = 0  # passed the byte / text tests and were loaded
+    runs_hit: int = 0
+    hits: int = 0
+    more: int = 0  # hits past the per-run limit (counted, not shown)
+    skipped: list[str] = field(default_factory=list)  # "path: why"
+    done: bool = False
+
+
+def _index_entries(root: str) -> dict[str, dict[str, Any]]:
+    """The index cache of ``ktui runs root`` (empty when there is none)."""
+    from ktui.trace.index import _load_cache, cache_path
+
+    try:
+        return _load_cache(cache_path(root))
+    except Exception:  # noqa: BLE001 - a cache is a hint: without it every file is tested
+        return {}
+
+
+def search(path: str | os.PathLike[str], matcher: Matcher, *, fields: Iterable[str] = FIELDS,
+           max_per_run: int = MAX_PER_RUN, use_index: bool = True, stats: SearchStats | None = None,
+           on_progress: Callable[[SearchStats], None] | None = None,
+           cancelled: Callable[[], bool] | None = None) -> Iterator[Hit]:
+    """Yield every hit under ``path`` (a trace or a directory), trace by trace, as found."""
+    from ktui.trace import load
+    from ktui.trace.facts import not_a_trace
+    from ktui.trace.index import ScanIssue, iter_traces
+    from ktui.trace.reader import sniff
+
+    fields = tuple(f for f in FIELDS if f in set(fields))
+    st = stats if stats is not None else SearchStats()
+    root = os.fspath(path)
+    issues: list[ScanIssue] = []
+    files = list(iter_traces(root, issues))
+    st.files = len(files)
+    st.skipped.extend(f"{_flat(i.path)}: {_flat(i.message)}" for i in issues if i.severity != "info")
+    cached = _index_entries(root) if use_index and os.path.isdir(root) else {}
+    for tf in files:
+        if cancelled is not None and cancelled():
+            return
+        st.searched += 1
+        ent = cached.get(tf.real)
+        if ent is not None and not (ent.get("size") == tf.size and ent.get("mtime_ns") == tf.mtime_ns):
+            ent = None
+        if ent is not None and ent.get("not_trace"):
+            if on_progress:
+                on_progress(st)
+            continue
+        if tf.size > MAX_FILE:
+            st.skipped.append(f"{_flat(tf.path)}: {tf.size} bytes, over the search limit")
+            continue
+        try:
+            with open(tf.found, "rb") as fh:
+                raw = fh.read(MAX_FILE + 1)
+        except OSError as exc:
+            st.skipped.append(f"{_flat(tf.path)}: cannot read: {exc.strerror or exc}")
+            continue
+        if not matcher.may_match(raw):
+            del raw
+            if on_progress:
+                on_progress(st)
+            continue
+        del raw
+        if ent is None and tf.path.endswith(".json") and not_a_trace(sniff(tf.found)):
+            continue
+        try:
+            run = load(tf.found)
+        except Exception as exc:  # noqa: BLE001 - a trace that breaks the reader is a skipped file, not a crash
+            st.skipped.append(f"{_flat(tf.path)}: cannot read: {_flat(exc)}")
+            continue
+        st.parsed += 1
+        model = ent.get("model") if ent else None
+        problem = ent.get("problem") if ent else None
+        if ent is None:
+            try:
+                model = run.model
+                problem = run.problem.title
+            except Exception:  # noqa: BLE001
+                pass
+        hits, more = search_run(run, matcher, fields=fields, run_name=_flat(tf.path), real=tf.real,
+                                max_hits=max_per_run, model=_flat(model) if model else None,
+                                problem=_flat(problem) if problem else None)
+        del run
+        if hits:
+            st.runs_hit += 1
+            st.hits += len(hits)
+            st.more += more
+        for h in hits:
+            yield h
+        if on_progress:
+            on_progress(st)
+    st.done = True
+    if on_progress:
+        on_progress(st)
+
+
+def parse_fields(spec: str | None) -> tuple[str, ...]:
+    """``--in reasoning,text``: the fields named (all when None or empty); ValueError names a bad one."""
+    if not spec:
+        return FIELDS
+    names = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    alias = {"result": "results", "call": "calls", "kernel": "kernels", "code": "kernels", "message": "text",
+             "messages": "text", "thinking": "reasoning"}
+    out = []
+    for n in names:
+        n = alias.get(n, n)
+        if n not in FIELDS:
+            raise ValueError(f"--in {n!r}: not a field (one of {', '.join(FIELDS)})")
+        out.append(n)
+    return tuple(f for f in FIELDS if f in out)

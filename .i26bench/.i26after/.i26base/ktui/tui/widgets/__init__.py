@@ -1,0 +1,1 @@
+"""Widgets of the replay app: they render, they do no I/O."""

@@ -1,0 +1,513 @@
+"""Builds a :class:`Run` from validated events, incrementally.
+
+``add()`` handles one event: variant evidence, run-level facts from notes, turn segmentation
+(format doc, section 5), result-to-call pairing (by id, else the first pending call of that
+name, else the first pending call), state diffs, costs. ``finish()`` derives what depends on
+the whole run (timing, kernel versions, metrics, outcome, terminal state, flags); it can be
+called again after more events arrive (follow mode).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ktui.trace import derive
+from ktui.trace.lazy import LineSource, Ref, call_args, lazy_min, result_fields
+from ktui.trace.model import (
+    OK,
+    UNKNOWN,
+    V0,
+    V1,
+    V2,
+    V3,
+    Actor,
+    Event,
+    Run,
+    Terminal,
+    ToolCall,
+    ToolResult,
+    TraceProblem,
+    Turn,
+)
+from ktui.trace.notes import fenced_code, parse_note, split_think
+from ktui.trace.text import redact
+
+TOKEN_UNITS = {"tokens_in", "tokens_out", "tokens_reasoning", "usd"}
+MAX_PROBLEMS = 1000
+
+
+class Builder:
+    def __init__(self, path: str, keep_events: bool = True, source: LineSource | None = None) -> None:
+        """``source``: the file the events are read from; an event whose line is at least
+        :func:`~ktui.trace.lazy.lazy_min` bytes long keeps only where it is, and its arguments or
+        result are read back from there on demand (:mod:`ktui.trace.lazy`)."""
+        self.run = Run(path=path)
+        self.keep_events = keep_events
+        self._src = source if keep_events else None  # read back by offset: needs the events
+        self._lazy_min = lazy_min()
+        self.n_events = 0  # counted whether or not the events are kept
+        self._actors_seen: set[str | None] = set()
+        self._evidence: set[str] = set()  # variants whose markers were seen
+        self._current: dict[str | None, Turn | None] = {}  # open turn per actor
+        self._pending: dict[int, ToolCall] = {}  # calls still waiting for a result, by call index
+        self._pending_by_id: dict[str, ToolCall] = {}
+        self._pending_by_name: dict[str, dict[int, ToolCall]] = {}
+        self._final_turn: Turn | None = None
+        self._last_kind: str | None = None
+        self._last_token_actor: str | None = None
+        self._prev_ts: int | None = None  # ts of the event before the current one
+        self._turn_prev_ts: dict[int, int | None] = {}  # turn index -> ts before its first event
+        self._msgs: dict[int, list[str]] = {}  # turn index -> agent_message texts (V1)
+        self._has_token_costs = False
+        self._intern: dict[str, str] = {}
+        self._names: dict[str, str] = {}  # short names (kinds, actors, tools), one object each
+        self._last_call_by_actor: dict[str | None, ToolCall] = {}
+        self._orphan_diffs: list[dict[str, Any]] = []
+        self._final_answers: list[tuple[int, int | None, str]] = []  # (line, turn, code)
+        self._n_problems = 0
+        self._dispatch = {name[4:]: getattr(self, name) for name in dir(self) if name.startswith("_on_")}
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def problem(self, line: int, message: str, excerpt: str = "", severity: str = "error") -> None:
+        self._n_problems += 1
+        if self._n_problems <= MAX_PROBLEMS:
+            self.run.problems.append(TraceProblem(line, message, excerpt, severity))
+        elif self._n_problems == MAX_PROBLEMS + 1:
+            self.run.problems.append(TraceProblem(line, "too many problems; the rest are not listed",
+                                                  "", "error"))
+
+    def _s(self, s: str) -> str:
+        """Intern long strings so replicated content is stored once."""
+        if len(s) < 64:
+            return s
+        return self._intern.setdefault(s, s)
+
+    def _evid(self, variant: str) -> None:
+        self._evidence.add(variant)
+
+    def _new_turn(self, ev: Event, actor: str | None) -> Turn:
+        t = Turn(index=len(self.run.turns), actor=actor, first_line=ev.line, last_line=ev.line,
+                 start_ms=ev.ts_ms, end_ms=ev.ts_ms)
+        self.run.turns.append(t)
+        self._current[actor] = t
+        self._turn_prev_ts[t.index] = self._prev_ts
+        return t
+
+    def _touch(self, t: Turn, ev: Event) -> None:
+        t.last_line = max(t.last_line, ev.line)
+        if ev.ts_ms is not None:
+            t.end_ms = ev.ts_ms if t.end_ms is None else max(t.end_ms, ev.ts_ms)
+            if t.start_ms is None:
+                t.start_ms = ev.ts_ms
+        ev.turn = t.index
+
+    def _close_turns(self) -> None:
+        for k in self._current:
+            self._current[k] = None
+
+    # ---- the event dispatcher --------------------------------------------------------------
+    def add(self, ev: Event, payload: dict[str, Any], envelope: dict[str, Any]) -> None:
+        run = self.run
+        names = self._names  # kinds and actors: one string each, shared by every message, call and turn
+        ev.kind = names.setdefault(ev.kind, ev.kind)
+        if ev.actor is not None:
+            ev.actor = names.setdefault(ev.actor, ev.actor)
+        ts = ev.ts_ms
+        if ts is not None:
+            if run.started_ms is None or ts < run.started_ms:
+                run.started_ms = ts
+            if run.ended_ms is None or ts > run.ended_ms:
+                run.ended_ms = ts
+        # variant evidence from parsed fields only
+        mid = envelope.get("message_id")
+        if mid is not None and type(mid) is str and mid.startswith("msg-"):
+            self._evidence.add(V1)
+        if "costs" in envelope:
+            self._evidence.add(V0)
+        try:
+            self._dispatch.get(ev.kind, self._on_unknown)(ev, payload, envelope)
+        except Exception as exc:  # noqa: BLE001 - never raise on data
+            self.problem(ev.line, f"could not interpret '{ev.kind}' event ({type(exc).__name__}: {exc})")
+        self.n_events += 1
+        self._actors_seen.add(ev.actor)
+        if self.keep_events:
+            run.events.append(ev)  # after the handler: it sets ev.turn
+        self._last_kind = ev.kind
+        if ev.ts_ms is not None:
+            self._prev_ts = ev.ts_ms
+
+    def _on_unknown(self, ev: Event, payload: dict[str, Any], envelope=None) -> None:
+        t = self._current.get(ev.actor)
+        if t is not None:
+            self._touch(t, ev)
+
+    # -- system notes
+    def _on_system(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        note = p.get("note")
+        if not isinstance(note, str):
+            self.problem(ev.line, "system event without a string 'note'", "", "warning")
+            return
+        run = self.run
+        info = parse_note(note)
+        form = info["form"]
+        shown = redact(note) if form in ("text", "backend", "backend_error", "halt") else note
+        if form == "json":
+            kind = info.get("kind")
+            if kind == "problem_prompt":
+                txt = info.get("text")
+                if isinstance(txt, str):
+                    run.problem.prompt = self._s(txt)
+                    derive.problem_from_prompt(run.problem, txt)
+                shown = "problem_prompt: " + (f"{len(txt):,} chars" if isinstance(txt, str) else "?")
+            elif kind in ("agent_spawned", "user_spawned"):
+                self._spawn(info, "agent" if kind == "agent_spawned" else "user")
+                shown = f"{kind}: {info.get('actor_id')} model={info.get('model')}"
+            elif kind == "scenario":
+                self._evid(V3)
+                if isinstance(info.get("id"), str):
+                    run.scenario = info["id"]
+                    if not run.problem.name:
+                        run.problem.name = info["id"]
+                if isinstance(info.get("model"), str):
+                    run.model = run.model or info["model"]
+            elif kind == "score":
+                self._evid(V3)
+                val = info.get("value")
+                val = float(val) if isinstance(val, (int, float)) else None
+                run.terminal.append(Terminal("score", str(info.get("explanation", "")), ev.line, val))
+                run.final_score = val
+                self._close_turns()
+        elif form == "grader":
+            run.scores.update(info["scores"])
+            if info.get("scenario"):
+                run.scenario = str(info["scenario"])
+            run.terminal.append(Terminal("grader", shown[len("grader: "):], ev.line))
+            self._close_turns()
+        elif form == "agent_spawn":
+            self._spawn(info, "agent")
+            shown = f"agent_spawn: id={info['actor_id']} persona={info['persona']} model={info['model']}"
+        elif form == "problem_prompt":
+            run.problem.prompt = self._s(info["text"])
+            derive.problem_from_prompt(run.problem, info["text"])
+            shown = f"problem_prompt: {len(info['text']):,} chars"
+        elif form == "final_score":
+            self._evid(V2)
+            run.final_score = info.get("final")
+            run.terminal.append(Terminal("final_score", info["explanation"], ev.line, info.get("final")))
+            self._close_turns()
+        elif form == "header":
+            self._evid(V2)
+            run.model = run.model or info["model"]
+            derive.problem_from_slug(run.problem, info["problem"])
+        elif form == "backend_error":
+            run.terminal.append(Terminal("backend_error", redact(note), ev.line))
+            self._close_turns()
+        elif form == "backend":
+            run.backend = info["backend"]
+        elif form == "halt":
+            run.terminal.append(Terminal("halt", info["reason"], ev.line))
+            if info.get("turn_limit") and run.max_turns is None:
+                run.max_turns = info["turn_limit"]
+            self._close_turns()
+        run.notes.append((ev.line, self._s(shown)))
+
+    def _spawn(self, info: dict[str, Any], role: str) -> None:
+        aid = info.get("actor_id")
+        if not isinstance(aid, str):
+            return
+        params = info.get("params")
+        params = params if isinstance(params, dict) else {}
+        persona = info.get("persona") or params.get("persona")
+        tools = info.get("tools") if isinstance(info.get("tools"), list) else None
+        sp = info.get("system_prompt")
+        actor = Actor(id=aid, model=info.get("model") if isinstance(info.get("model"), str) else None,
+                      role=role, persona=persona if isinstance(persona, str) else None, tools=tools,
+                      system_prompt=self._s(sp) if isinstance(sp, str) else None, params=params)
+        self.run.actors.append(actor)
+        if role == "agent":
+            if self.run.model is None and actor.model:
+                self.run.model = actor.model
+            if self.run.persona is None and actor.persona:
+                self.run.persona = actor.persona
+            mt = params.get("max_turns")
+            if isinstance(mt, int) and not isinstance(mt, bool):
+                self.run.max_turns = mt
+            if isinstance(sp, str) and "\n\n---\n\n" in sp and not self.run.problem.prompt:
+                prompt = sp.split("\n\n---\n\n", 1)[1]
+                self.run.problem.prompt = self._s(prompt)
+                derive.problem_from_prompt(self.run.problem, prompt)
+
+    # -- messages
+    def _on_user_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        text = p.get("text")
+        if not isinstance(text, str):
+            self.problem(ev.line, "user_message without a string 'text'", "", "warning")
+            return
+        if ev.actor == "harness" and not self.run.problem.prompt and len(text) > 200:
+            self.run.problem.prompt = self._s(text)
+            derive.problem_from_prompt(self.run.problem, text)
+        self.run.messages.append((ev.line, ev.kind, ev.actor, self._s(text)))
+
+    def _message(self, ev: Event, text: str, reasoning: str | None = None) -> None:
+        t = self._current.get(ev.actor)
+        if t is None or t.calls or (self._last_kind in ("tool_result", "state_diff") and not self._has_token_costs):
+            if t is None or t.calls:
+                t = self._new_turn(ev, ev.actor)
+        self._touch(t, ev)
+        if ev.kind == "agent_message":
+            self._msgs.setdefault(t.index, []).append(self._s(text))
+        else:
+            if reasoning:
+                t.reasoning = self._s(reasoning) if not t.reasoning else t.reasoning + "\n\n" + reasoning
+            if text:
+                t.text = self._s(text) if not t.text else t.text + "\n\n" + text
+            code = fenced_code(text) if text else None
+            if code:
+                self._final_answers.append((ev.line, t.index, code))
+        self.run.messages.append((ev.line, ev.kind, ev.actor, self._s(text)))
+
+    def _on_agent_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        text = p.get("text")
+        if not isinstance(text, str):
+            self.problem(ev.line, "agent_message without a string 'text'", "", "warning")
+            return
+        self._message(ev, text)
+
+    def _on_assistant_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._evid(V2)
+        text = p.get("text")
+        if not isinstance(text, str):
+            self.problem(ev.line, "assistant_message without a string 'text'", "", "warning")
+            return
+        self._message(ev, text)
+
+    def _on_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._evid(V3)
+        content = p.get("content")
+        if isinstance(content, list):  # structured content parts
+            content = "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c) for c in content)
+        if not isinstance(content, str):
+            self.problem(ev.line, "message without a string 'content'", "", "warning")
+            return
+        if p.get("role", "assistant") != "assistant":
+            self.run.messages.append((ev.line, f"message:{p.get('role')}", ev.actor, self._s(content)))
+            return
+        reasoning, visible = split_think(content)
+        self._message(ev, visible, reasoning)
+
+    # -- costs
+    def _on_cost(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._evid(V1)
+        unit, amount = p.get("unit"), p.get("amount")
+        if not isinstance(unit, str) or not isinstance(amount, (int, float)) or isinstance(amount, bool):
+            self.problem(ev.line, "cost event without a string 'unit' and a numeric 'amount'", "", "warning")
+            return
+        by = self.run.tokens_by_actor.setdefault(ev.actor or "-", {})
+        by[unit] = by.get(unit, 0) + amount
+        if unit in TOKEN_UNITS and ev.actor is not None:
+            self._has_token_costs = True
+            t = self._current.get(ev.actor)
+            starts = not (self._last_kind == "cost" and self._last_token_actor == ev.actor)
+            if t is None or starts:
+                t = self._new_turn(ev, ev.actor)
+            self._touch(t, ev)
+            self._last_token_actor = ev.actor
+            if unit == "tokens_in":
+                t.tokens_in = (t.tokens_in or 0) + int(amount)
+            elif unit == "tokens_out":
+                t.tokens_out = (t.tokens_out or 0) + int(amount)
+            elif unit == "tokens_reasoning":
+                t.tokens_reasoning = (t.tokens_reasoning or 0) + int(amount)
+            else:
+                t.usd = (t.usd or 0.0) + float(amount)
+            return
+        self._last_token_actor = None
+        t = self._current.get(ev.actor)
+        if t is not None:
+            self._touch(t, ev)
+            if unit == "gpu_seconds":
+                t.gpu_seconds = (t.gpu_seconds or 0.0) + float(amount)
+
+    # -- tools
+    def _on_tool_call(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        name = p.get("name")
+        if not isinstance(name, str):
+            self.problem(ev.line, "tool_call without a string 'name'")
+            return
+        args = p.get("args", {})
+        if not isinstance(args, dict):
+            self.problem(ev.line, f"tool_call '{name}': 'args' is {type(args).__name__}, expected an object",
+                         "", "warning")
+        args = call_args(p)
+        if "seed" in p:
+            self._evid(V1)
+        code = args.get("kernel_code")
+        code = code if isinstance(code, str) else None
+        if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
+            args = Ref(self._src, ev.offset, ev.length, ev.line, ev.kind)
+        elif code is not None:
+            args = dict(args, kernel_code=self._s(code))
+        cid = p.get("id") if isinstance(p.get("id"), str) else None
+        seed = p.get("seed") is True
+        name = self._names.setdefault(name, name)
+        call = ToolCall(index=len(self.run.calls), name=name, args=args, line=ev.line, ts_ms=ev.ts_ms,
+                        id=cid, actor=ev.actor, seed=seed)
+        call.know_kernel(code)
+        self.run.calls.append(call)
+        self._pending[call.index] = call
+        self._pending_by_name.setdefault(name, {})[call.index] = call
+        if cid:
+            self._pending_by_id.setdefault(cid, call)
+        self._last_call_by_actor[ev.actor] = call
+        if self._orphan_diffs:
+            _add_diffs(call, self._orphan_diffs)
+            self._orphan_diffs = []
+        if seed:
+            return
+        t = self._current.get(ev.actor)
+        if t is None or (self._last_kind in ("tool_result", "state_diff") and not self._has_token_costs):
+            t = self._new_turn(ev, ev.actor)
+        self._touch(t, ev)
+        call.turn = t.index
+        t.calls.append(call)
+        if name == "submit_kernel":
+            if self._final_turn is not None:
+                self._final_turn.is_final = False
+            t.is_final = True
+            self._final_turn = t
+
+    def _pair(self, ev: Event, cid: str | None, name: str | None) -> ToolCall | None:
+        """By id; else the first pending call of that name; else (no name) the first pending."""
+        if cid and cid in self._pending_by_id:
+            return self._pending_by_id[cid]
+        if name is not None:
+            same = self._pending_by_name.get(name)
+            return next(iter(same.values())) if same else None  # insertion order = call order
+        return next(iter(self._pending.values()), None)
+
+    def _on_tool_result(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        name = p.get("name") if isinstance(p.get("name"), str) else None
+        cid = p.get("id") if isinstance(p.get("id"), str) else None
+        if "seed" in p:
+            self._evid(V1)
+        if "text" in p and "result" not in p:
+            if cid is None:
+                self._evid(V2)
+        call = self._pair(ev, cid, name)
+        if call is None:
+            self.problem(ev.line, f"tool_result for '{name}' has no pending call", "", "warning")
+            return
+        del self._pending[call.index]
+        del self._pending_by_name[call.name][call.index]
+        if call.id and self._pending_by_id.get(call.id) is call:
+            del self._pending_by_id[call.id]
+        if cid is None and call.name != name and name is not None:
+            self.problem(ev.line, f"tool_result '{name}' paired with call '{call.name}'", "", "warning")
+        call.result, effect = self._result(ev, p, call)
+        if call.turn is not None:
+            self._touch(self.run.turns[call.turn], ev)
+        if effect and (call.seed and call.name == "fetch_problem"
+                       or call.name in ("fetch_problem", "fetch_translation_problem")):
+            derive.problem_from_fetch(self.run.problem, effect, ev.line)
+
+    def _result(self, ev: Event, p: dict[str, Any], call: ToolCall) -> tuple[ToolResult, dict[str, Any] | None]:
+        """The call's result, and its effect object (kept in the result, or read back later)."""
+        is_error = p.get("is_error") is True
+        summary, effect, meta, costs = result_fields(call.name, p)
+        if costs is not None:
+            self._evid(V0)
+            gs = costs.get("gpu_seconds")
+            t = self.run.turns[call.turn] if call.turn is not None else None
+            if t is not None and isinstance(gs, (int, float)):
+                t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
+        status = derive.result_status(call.name, effect, summary, meta, is_error)
+        if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
+            kept = ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=summary, effect=effect,
+                              meta=meta, is_error=is_error)
+            res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error,
+                                       Ref(self._src, ev.offset, ev.length, ev.line, ev.kind), call.name)
+            if call.kernel_info is not None:  # what the kernel versions list says of it
+                res._brief = kept.brief
+            if call.name == "run_correctness" and status != OK:  # what the harness flags read
+                res._case_errors = kept.case_errors
+            return res, effect
+        if effect is not None:
+            for k, v in effect.items():  # share long strings (summaries, sources) with the model
+                if type(v) is str and len(v) >= 64:
+                    effect[k] = self._s(v)
+        return ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=self._s(summary),
+                          effect=effect, meta=meta, is_error=is_error), effect
+
+    def _on_state_diff(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        diff = p.get("diff")
+        items: list[Any] = diff if isinstance(diff, list) else [diff]
+        items = [d for d in items if isinstance(d, dict)]
+        if not items:
+            self.problem(ev.line, "state_diff without a diff object", "", "warning")
+            return
+        call = self._last_call_by_actor.get(ev.actor)
+        if call is not None:
+            _add_diffs(call, items)
+            if call.turn is not None:
+                self._touch(self.run.turns[call.turn], ev)
+        else:
+            self._orphan_diffs.extend(items)
+
+    def _on_progress(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._on_unknown(ev, p)
+
+    def _on_tool_timeout(self, ev: Event, p: dict[str, Any], envelope) -> None:
+        self._on_unknown(ev, p)
+
+    # ---- the derived run ---------------------------------------------------------------------
+    def finish(self, final: bool = True, *, findings: bool = True) -> Run:
+        """The run with everything derived; ``findings=False``: without the static findings of
+        its kernel versions (``run.findings_pending``; :func:`ktui.trace.flags.compute_flags`
+        adds them)."""
+        run = self.run
+        ev = self._evidence
+        if V3 in ev:
+            run.variant = V3
+        elif V0 in ev and V1 not in ev:
+            run.variant = V0
+        elif V1 in ev:
+            run.variant = V1
+        elif V2 in ev:
+            run.variant = V2
+        elif "assistant" in self._actors_seen and self._actors_seen <= {None, "assistant", "harness"}:
+            run.variant = V2
+        else:
+            run.variant = V1 if self._has_token_costs else UNKNOWN
+        # reasoning vs visible text in V1 agent_messages
+        for idx, msgs in self._msgs.items():
+            t = run.turns[idx]
+            if len(msgs) >= 2:
+                t.reasoning, t.text = msgs[0], "\n\n".join(msgs[1:])
+            elif msgs:
+                m = msgs[0]
+                if t.calls or m.lstrip().startswith("**"):
+                    t.reasoning, t.text = m, None
+                else:
+                    t.reasoning, t.text = None, m
+        derive.turn_timing(run, self._turn_prev_ts)
+        derive.kernel_versions(run, self._final_answers)
+        derive.metrics_and_outcome(run)
+        derive.terminal_state(run, final)
+        derive.flags(run, findings=findings)
+        run.n_events = self.n_events
+        run.revision += 1  # what views cached about the run (Run.lookup) is stale now
+        if final and not self.n_events and not run.problems:
+            if run.incomplete:  # one line, no newline yet, not JSON yet
+                run.problems.append(TraceProblem(0, "incomplete: the only line is still being written", "",
+                                                 "error"))
+            else:
+                run.problems.append(TraceProblem(0, "empty file: no events", "", "error"))
+        return run
+
+
+def _add_diffs(call: ToolCall, items: list[dict[str, Any]]) -> None:
+    """Append to the call's diffs (an empty tuple until it has some: most calls have none)."""
+    if isinstance(call.diffs, list):
+        call.diffs.extend(items)
+    else:
+        call.diffs = list(items)

@@ -1,0 +1,331 @@
+"""Chat-message logs: a conversation as a list of ``{role, content}`` messages.
+
+The shapes read (by structure):
+
+- one object per line with a ``messages`` list (an RL rollout: Wafer's KernelBench loop adds
+  ``completions``, ``rewards``, ``metadata.sample_data``); the first line with messages is the
+  run, later ones are reported; its "lines" are message ordinals, as for a single object;
+- one message per line (``{role, content, ...}``);
+- a single (pretty-printed) object with ``messages``, or a JSON array of messages.
+
+Assistant content may be a string, or blocks: ``text``, ``thinking`` / ``reasoning``,
+``toolCall`` (Wafer: ``{id, name, arguments}``), ``tool_use`` (Anthropic), plus OpenAI's top-level
+``tool_calls`` (``function.arguments`` a JSON string). Results are ``role: tool`` messages paired
+by ``tool_call_id`` (or Anthropic ``tool_result`` blocks by ``tool_use_id``), else the oldest
+pending call. ``completions[]`` (one chat.completion per model call) give per-turn tokens, the
+model and the ``created`` time. A reward gives the outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ktui.trace.importers.common import (
+    Assembler,
+    JSONError,
+    as_int,
+    as_list,
+    as_num,
+    as_str,
+    bad_json_line,
+    iso_ms,
+    iter_lines,
+    kernelbench_problem,
+    parse_json,
+    read_bounded,
+    text_of,
+)
+from ktui.trace.model import OUTCOME_FAILED, PASSED, Run, Turn
+from ktui.trace.notes import loads, split_think
+
+NAME = "chat-messages"
+LABEL = "chat-message log (messages list; Wafer rollouts)"
+LINE_BASED = True
+ROLES = {"system", "user", "assistant", "tool", "developer", "function", "ipython"}
+
+
+def _is_message(m: Any) -> bool:
+    return isinstance(m, dict) and m.get("role") in ROLES and ("content" in m or "tool_calls" in m)
+
+
+def detect_line(obj: Any) -> bool:
+    msgs = obj.get("messages")
+    if isinstance(msgs, list) and msgs and all(_is_message(m) for m in msgs[:4]):
+        return True
+    return _is_message(obj) and not ("payload" in obj or "uuid" in obj)
+
+
+def detect_object(obj: Any) -> bool:
+    if isinstance(obj, list):
+        return bool(obj) and all(_is_message(m) for m in obj[:4])
+    return isinstance(obj, dict) and detect_line(obj)
+
+
+# ---- loading -------------------------------------------------------------------------------------
+def load(path: str, data: bytes | None = None) -> Run:
+    asm = Assembler(path, NAME)
+    rollout: dict | None = None
+    rollout_line = 0
+    loose: list[tuple[int, dict]] = []  # one message per line
+    extra = 0
+    size = 0
+    first_bad = False
+    for no, off, raw, term in iter_lines(path, data):
+        size = off + len(raw) + (1 if term else 0)
+        if not raw.strip():
+            continue
+        try:
+            obj = parse_json(raw)
+        except JSONError as exc:
+            if no == 1:
+                first_bad = True
+                asm.run.incomplete = not term  # one unterminated line: still being written (or cut)
+                break
+            bad_json_line(asm, no, raw, term, exc)
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("messages"), list):
+            asm.event(no, off, len(raw), "rollout")
+            if rollout is None:
+                rollout, rollout_line = obj, no
+            else:
+                extra += 1
+        elif _is_message(obj):
+            asm.event(no, off, len(raw), f"message:{obj.get('role')}")
+            loose.append((no, obj))
+        else:
+            asm.warn(no, f"line is a JSON {type(obj).__name__} that is neither a message nor a rollout")
+    if first_bad:  # a pretty-printed single object
+        try:
+            whole = data if data is not None else read_bounded(path)
+            obj = parse_json(whole)
+        except JSONError as exc:
+            if not asm.run.incomplete:
+                asm.problem(1, f"not valid JSON ({str(exc)[:80]})")
+            return asm.finish()
+        run = load_object(obj, path)
+        run.size_bytes = len(whole)
+        return run
+    if rollout is not None:
+        # a whole conversation on one line: its messages are numbered like a single object's
+        # (message i is "line" i + 1), so each turn has its own span and the messages between
+        # turns lead into the right one; problems name the line and the message
+        _rollout(asm, rollout, lambda i: i + 1, lambda i: f"line {rollout_line}: $.messages[{i}]")
+        if extra:
+            asm.warn(rollout_line, f"{extra} more rollout line(s) in this file; ktui shows the first")
+        if loose:
+            asm.warn(loose[0][0], "messages on their own lines after a rollout line are ignored")
+    elif loose:
+        line_of = [no for no, _ in loose]
+        _conversation(asm, [m for _, m in loose], lambda i: line_of[i] if i < len(line_of) else 0, lambda i: "")
+    asm.run.size_bytes = size
+    return asm.finish()
+
+
+def load_object(obj: Any, path: str) -> Run:
+    asm = Assembler(path, NAME)
+    asm.event(1, 0, 0, "rollout")
+    if isinstance(obj, list):
+        _conversation(asm, obj, lambda i: i + 1, lambda i: f"$[{i}]")
+    elif isinstance(obj, dict):
+        _rollout(asm, obj, lambda i: i + 1, lambda i: f"$.messages[{i}]")
+    else:
+        asm.problem(0, f"expected an object or an array of messages, got a JSON {type(obj).__name__}")
+    return asm.finish()
+
+
+def _rollout(asm: Assembler, obj: dict, line_of, where_of) -> None:
+    run = asm.run
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    sd = meta.get("sample_data") if isinstance(meta.get("sample_data"), dict) else meta
+    if isinstance(sd, dict) and any(k in sd for k in ("ref_arch_src", "level", "problem_id", "problem_path")):
+        kernelbench_problem(run.problem, sd.get("level"), sd.get("name"), sd.get("problem_id"),
+                            sd.get("problem_path"), sd.get("ref_arch_src"),
+                            "metadata.sample_data.ref_arch_src")
+    comps = obj.get("completions") if isinstance(obj.get("completions"), list) else []
+    for k in ("model", "model_name"):
+        if isinstance(obj.get(k), str) and obj[k]:
+            run.model = obj[k]
+    turns = _conversation(asm, as_list(obj.get("messages")), line_of, where_of)
+    _completions(asm, turns, comps, where_of)
+    reward = obj.get("rewards", obj.get("reward"))
+    if isinstance(reward, list):
+        nums = [as_num(r) for r in reward if as_num(r) is not None]
+        reward = nums[0] if len(nums) == 1 else (sum(nums) / len(nums) if nums else None)
+    r = as_num(reward)
+    if r is not None:
+        run.scores["reward"] = r
+        for k in ("advantages", "advantage"):
+            a = as_num(obj.get(k))
+            if a is not None:
+                run.scores[k] = a
+        asm.outcome(PASSED if r > 0 else OUTCOME_FAILED, r, f"reward {r:g}", line_of(0), "score")
+
+
+def _completions(asm: Assembler, turns: list[Turn], comps: list, where_of) -> None:
+    """Per-turn tokens, model and time from chat.completion objects, matched to turns by the
+    tool-call ids they contain, else by order."""
+    run = asm.run
+    by_call: dict[str, Turn] = {}
+    for t in turns:
+        for c in t.calls:
+            if c.id:
+                by_call[c.id] = t
+    used: set[int] = set()
+    order = iter(turns)
+    for i, comp in enumerate(comps):
+        if not isinstance(comp, dict):
+            asm.warn(0, f"completion {i} is not an object", f"$.completions[{i}]")
+            continue
+        t = None
+        ids = []
+        for ch in as_list(comp.get("choices")):
+            msg = ch.get("message") if isinstance(ch, dict) else None
+            if isinstance(msg, dict):
+                ids += [b.get("id") for b in as_list(msg.get("content")) if isinstance(b, dict)]
+                ids += [tc.get("id") for tc in as_list(msg.get("tool_calls")) if isinstance(tc, dict)]
+        for cid in (x for x in ids if isinstance(x, str)):
+            if cid in by_call and by_call[cid].index not in used:
+                t = by_call[cid]
+                break
+        if t is None:
+            t = next((x for x in order if x.index not in used), None)
+        if t is None:
+            asm.warn(0, f"completion {i} has no assistant turn to belong to", f"$.completions[{i}]")
+            continue
+        used.add(t.index)
+        u = comp.get("usage") if isinstance(comp.get("usage"), dict) else {}
+        tin = as_int(u.get("input_tokens", u.get("prompt_tokens")))
+        tout = as_int(u.get("output_tokens", u.get("completion_tokens")))
+        tr = as_int(u.get("reasoning_tokens"))
+        if tr is None and isinstance(u.get("completion_tokens_details"), dict):
+            tr = as_int(u["completion_tokens_details"].get("reasoning_tokens"))
+        if tin is not None:
+            t.tokens_in = tin + (as_int(u.get("cache_read_tokens")) or 0) + (as_int(u.get("cache_write_tokens")) or 0)
+        if tout is not None:
+            t.tokens_out = tout
+        if tr is not None:
+            t.tokens_reasoning = tr
+        cost = u.get("cost")
+        if isinstance(cost, dict):
+            total = sum(v for v in (as_num(x) for x in cost.values()) if v is not None)
+            t.usd = total
+        elif as_num(cost) is not None:
+            t.usd = as_num(cost)
+        ts = iso_ms(comp.get("created"))
+        if ts is not None and t.start_ms is None:
+            t.start_ms = t.end_ms = ts
+            asm.ts(ts)
+        if isinstance(comp.get("model"), str) and not run.model:
+            run.model = comp["model"]
+    # only the start of each model call is known: a turn lasts until the next call starts
+    timed = [t for t in turns if t.start_ms is not None]
+    for a, b in zip(timed, timed[1:], strict=False):
+        if a.end_ms == a.start_ms and b.start_ms >= a.start_ms:
+            a.wall_ms = b.start_ms - a.start_ms
+
+
+def _args(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            parsed = loads(v)
+        except JSONError:
+            return {"arguments": v}
+        return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+    return v
+
+
+def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Turn]:
+    """Messages into turns, calls and results. Returns the assistant turns."""
+    run = asm.run
+    turns: list[Turn] = []
+    pending: list = []
+    for i, m in enumerate(messages):
+        line, where = line_of(i), where_of(i)
+        if not isinstance(m, dict):
+            asm.warn(line, f"message {i} is a JSON {type(m).__name__}, not an object", where)
+            continue
+        role = m.get("role")
+        ts = iso_ms(m.get("timestamp"))
+        content = m.get("content")
+        if isinstance(m.get("model"), str) and m["model"] and not run.model:
+            run.model = m["model"]
+        if role in ("system", "developer"):
+            run.messages.append((line, "system", None, text_of(content)))
+            continue
+        if role == "user":
+            blocks = content if isinstance(content, list) else []
+            results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+            for b in results:
+                c = asm.pending(b.get("tool_use_id")) or (pending[0] if pending else None)
+                if c is None:
+                    asm.warn(line, "tool_result with no pending call", where)
+                    continue
+                if c in pending:
+                    pending.remove(c)
+                asm.result(c, b.get("content"), line, ts, is_error=b.get("is_error") is True)
+            text = text_of(content)
+            if text or not results:
+                asm.message(line, "user", text)
+            continue
+        if role in ("tool", "function", "ipython"):
+            cid = m.get("tool_call_id")
+            c = asm.pending(cid)
+            if c is None and pending:
+                name = m.get("name") or m.get("function")
+                c = next((p for p in pending if p.name == name), pending[0]) if name else pending[0]
+            if c is None:
+                asm.warn(line, f"tool message (id {cid!r}) with no pending call", where)
+                continue
+            if c in pending:
+                pending.remove(c)
+            err = m.get("is_error") is True or (isinstance(m.get("error"), (str, dict)) and bool(m.get("error")))
+            body = content if content not in (None, "", []) else m.get("error")
+            if isinstance(body, dict):
+                body = as_str(body.get("message")) or str(body)
+            asm.result(c, body, line, ts, is_error=err)
+            continue
+        if role != "assistant":
+            asm.warn(line, f"message {i} has an unknown role {role!r}; kept as a message", where)
+            run.messages.append((line, f"message:{role}", None, text_of(content)))
+            continue
+        t = asm.turn(line, ts)
+        turns.append(t)
+        for k in ("reasoning_content", "reasoning", "thinking"):
+            if isinstance(m.get(k), str):
+                asm.add_reasoning(t, m[k])
+        blocks = content if isinstance(content, list) else ([content] if isinstance(content, str) else [])
+        for b in blocks:
+            if isinstance(b, str):
+                reasoning, visible = split_think(b)
+                asm.add_reasoning(t, reasoning)
+                asm.assistant_text(t, visible, line)
+                continue
+            if not isinstance(b, dict):
+                continue
+            bt = b.get("type")
+            if bt in ("text", "output_text"):
+                reasoning, visible = split_think(as_str(b.get("text")) or "")
+                asm.add_reasoning(t, reasoning)
+                asm.assistant_text(t, visible, line)
+            elif bt in ("thinking", "reasoning", "redacted_thinking"):
+                asm.add_reasoning(t, as_str(b.get("thinking")) or as_str(b.get("reasoning")) or as_str(b.get("text"))
+                                  or ("(redacted)" if bt == "redacted_thinking" or b.get("redacted") else None))
+            elif bt in ("toolCall", "tool_use", "tool_call", "function_call"):
+                args = _args(b.get("arguments", b.get("input", b.get("args"))))
+                c = asm.call(t, b.get("name"), args, line, ts, b.get("id") or b.get("call_id"))
+                asm.track_call(c)
+                pending.append(c)
+        for tc in as_list(m.get("tool_calls")):
+            if not isinstance(tc, dict):
+                continue
+            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            name = fn.get("name") or tc.get("name") or (tc.get("function") if isinstance(tc.get("function"), str)
+                                                         else None)
+            args = _args(fn.get("arguments", tc.get("arguments")))
+            c = asm.call(t, name, args, line, ts, tc.get("id"))
+            asm.track_call(c)
+            pending.append(c)
+    for c in pending:
+        if c.result is None:
+            asm.warn(c.line, f"call #{c.index} ({c.name}) has no result in the log")
+    return turns

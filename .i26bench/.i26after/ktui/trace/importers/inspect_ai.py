@@ -1,0 +1,362 @@
+"""Inspect AI eval logs: the JSON form (``logs/*.json``) and the zipped ``.eval`` form.
+
+An ``.eval`` file is a zip: ``header.json`` (the log without its samples; absent while the eval
+runs, when ``_journal/start.json`` gives the eval and plan), one ``samples/<id>_epoch_<n>.json``
+per sample, ``summaries.json`` and ``reductions.json``. It is read into the same object as the
+JSON form (bounded: entry count, sizes and compression ratio are checked before reading).
+
+A single object: ``version``, ``status``, ``eval`` (task, model, created...), ``plan``,
+``results`` (scorers and metrics), ``stats`` (run start / end, token totals) and ``samples``.
+Each sample's ``messages`` (OpenAI-like roles, ``tool_calls`` with dict arguments, ``tool``
+messages with ``tool_call_id``) become turns, one per assistant message, sample after sample;
+its ``events`` give per-call tokens and times (``model`` events in order, ``tool`` events by id);
+its ``scores`` give the outcome. ``attachment://<hash>`` references are resolved from the
+sample's ``attachments``. "Lines" of an Inspect run are the messages' ordinals (1, 2, ... over
+all samples); problems carry a JSON path.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from typing import Any
+
+from ktui.trace.importers import chat_messages
+from ktui.trace.importers.common import (
+    MAX_OBJECT_BYTES,
+    Assembler,
+    JSONError,
+    TooBig,
+    as_int,
+    as_num,
+    as_str,
+    iso_ms,
+    parse_json,
+)
+from ktui.trace.model import OUTCOME_FAILED, PASSED, Run, ToolCall
+
+NAME = "inspect"
+LABEL = "Inspect AI eval log (JSON)"
+LINE_BASED = False
+_SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+
+
+def detect_object(obj: Any) -> bool:
+    ev = obj.get("eval") if isinstance(obj, dict) else None
+    return isinstance(ev, dict) and ("task" in ev or "model" in ev) and \
+        any(k in obj for k in ("samples", "results", "stats", "plan"))
+
+
+ZIP_MAGIC = b"PK\x03\x04"
+_MAX_ENTRIES = 200_000
+_MAX_RATIO = 200  # a member that inflates more than this is not read (a zip bomb)
+_SAMPLE = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
+
+
+def is_eval_zip(names: list[str]) -> bool:
+    return "header.json" in names or "_journal/start.json" in names
+
+
+def zip_names(path: str | None = None, data: bytes | None = None) -> list[str] | None:
+    """The member names of a zip file (None when it is not a readable zip)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as z:
+            return z.namelist()[:_MAX_ENTRIES]
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return None
+
+
+def _natural(v: str) -> tuple:
+    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"(\d+)", v))
+
+
+def read_eval_zip(path: str | None = None, data: bytes | None = None) -> tuple[dict, list[str]]:
+    """An ``.eval`` zip as the JSON log's object, and the problems met reading it."""
+    problems: list[str] = []
+    obj: dict[str, Any] = {}
+    total = 0
+    with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as z:
+        infos = {i.filename: i for i in z.infolist()[:_MAX_ENTRIES]}
+
+        def member(name: str) -> Any:
+            nonlocal total
+            info = infos.get(name)
+            if info is None:
+                return None
+            if info.file_size > MAX_OBJECT_BYTES or (info.compress_size and info.file_size / info.compress_size > _MAX_RATIO
+                                                     and info.file_size > (64 << 20)):
+                problems.append(f"{name}: {info.file_size:,} bytes uncompressed; not read")
+                return None
+            total += info.file_size
+            if total > MAX_OBJECT_BYTES:
+                raise TooBig(f"larger than {MAX_OBJECT_BYTES >> 20} MiB uncompressed: too big to read")
+            try:
+                return parse_json(z.read(info))
+            except JSONError as exc:
+                problems.append(f"{name}: not valid JSON ({str(exc)[:80]})")
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+                problems.append(f"{name}: cannot be read from the zip ({str(exc)[:80]})")
+            return None
+
+        head = member("header.json")
+        if not isinstance(head, dict):
+            start = member("_journal/start.json")
+            head = dict(start) if isinstance(start, dict) else {}
+            head.setdefault("status", "started")
+            problems.append("no header.json (the eval had not finished when this was written): eval and plan "
+                            "from _journal/start.json")
+        obj.update(head)
+        names = sorted((n for n in infos if _SAMPLE.match(n)),
+                       key=lambda n: (_natural(_SAMPLE.match(n).group(1)), int(_SAMPLE.match(n).group(2))))
+        samples = []
+        for n in names:
+            sm = member(n)
+            if isinstance(sm, dict):
+                samples.append(sm)
+        obj["samples"] = samples
+        red = member("reductions.json")
+        if red is not None and "reductions" not in obj:
+            obj["reductions"] = red
+    return obj, problems
+
+
+def load_zip(path: str, data: bytes | None = None) -> Run:
+    """Read an ``.eval`` zip."""
+    try:
+        obj, problems = read_eval_zip(None if data is not None else path, data)
+    except TooBig as exc:
+        run = Run(path=path)
+        run.format = run.variant = NAME
+        from ktui.trace.model import TraceProblem
+
+        run.problems.append(TraceProblem(0, str(exc)))
+        return run
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+        run = Run(path=path)
+        run.format = run.variant = NAME
+        from ktui.trace.model import TraceProblem
+
+        run.problems.append(TraceProblem(0, f"not a readable .eval zip ({str(exc)[:80]})"))
+        return run
+    if not isinstance(obj.get("eval"), dict):
+        obj["eval"] = {}
+    run = load_object(obj, path)
+    from ktui.trace.model import TraceProblem
+
+    for msg in problems:
+        sev = "warning" if msg.startswith("no header.json") else "error"
+        run.problems.append(TraceProblem(0, msg, "", sev))
+    return run
+
+
+def _input_tokens(u: dict, openai_inclusive: bool) -> int | None:
+    """A call's whole input: ``input_tokens`` plus the cache reads and writes where they are
+    counted apart. Inspect before 0.3.184 recorded OpenAI-style ``input_tokens`` with the cached
+    tokens inside (its changelog: "input tokens now excludes cached tokens whereas previously it
+    included them for some providers"); ``total_tokens`` tells the two apart where it is given."""
+    tin = as_int(u.get("input_tokens"))
+    if tin is None:
+        return None
+    read = as_int(u.get("input_tokens_cache_read")) or 0
+    write = as_int(u.get("input_tokens_cache_write")) or 0
+    if not (read or write):
+        return tin
+    out = as_int(u.get("output_tokens")) or 0
+    total = as_int(u.get("total_tokens"))
+    if total is not None:
+        if total == tin + out or (total == tin + out + (as_int(u.get("reasoning_tokens")) or 0) and total != tin + read + write + out):
+            return tin  # the cached tokens are inside input_tokens
+        if total == tin + read + write + out:
+            return tin + read + write
+    return tin if openai_inclusive else tin + read + write
+
+
+def _inclusive_cache(ev: dict) -> bool:
+    """Whether this log's OpenAI-style usage counts cached tokens inside input_tokens."""
+    pk = ev.get("packages") if isinstance(ev.get("packages"), dict) else {}
+    ver = as_str(pk.get("inspect_ai")) or ""
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", ver)
+    if not m or tuple(int(x) for x in m.groups()) >= (0, 3, 184):
+        return False
+    model = (as_str(ev.get("model")) or "").lower()
+    return model.split("/", 1)[0] in ("openai", "azureai", "openai-api", "grok", "together", "groq", "fireworks",
+                                      "openrouter", "vllm", "sglang", "llama-cpp-python", "perplexity", "deepseek")
+
+
+def _resolve(v: Any, att: dict, depth: int = 0) -> Any:
+    if depth > 40:
+        return v
+    if isinstance(v, str):
+        if v.startswith("attachment://"):
+            got = att.get(v[len("attachment://"):])
+            return got if isinstance(got, str) else v
+        return v
+    if isinstance(v, list):
+        return [_resolve(x, att, depth + 1) for x in v]
+    if isinstance(v, dict):
+        return {k: _resolve(x, att, depth + 1) for k, x in v.items()}
+    return v
+
+
+def score_value(v: Any) -> float | None:
+    if isinstance(v, str):
+        return _SCORE_VALUES.get(v.strip().upper())
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    n = as_num(v)
+    if n is not None:
+        return n
+    if isinstance(v, dict):  # several values: their mean
+        vals = [score_value(x) for x in v.values()]
+        vals = [x for x in vals if x is not None]
+        return sum(vals) / len(vals) if vals else None
+    return None
+
+
+def load_object(obj: Any, path: str) -> Run:
+    asm = Assembler(path, NAME)
+    run = asm.run
+    if not isinstance(obj, dict) or not isinstance(obj.get("eval"), dict):
+        asm.problem(0, "not an Inspect log: expected an object with an 'eval' object", "", "error", "$.eval")
+        return asm.finish()
+    ev = obj["eval"]
+    run.model = as_str(ev.get("model"))
+    task = as_str(ev.get("task"))
+    run.problem.name = task
+    run.scenario = task
+    stats = obj.get("stats") if isinstance(obj.get("stats"), dict) else {}
+    asm.ts(iso_ms(stats.get("started_at")) or iso_ms(ev.get("created")))
+    pk = ev.get("packages") if isinstance(ev.get("packages"), dict) else {}
+    asm.note(0, f"inspect_ai {as_str(pk.get('inspect_ai')) or '?'} · task {task or '?'} · status "
+                f"{as_str(obj.get('status')) or '?'}")
+    if obj.get("status") not in (None, "success"):
+        err = obj.get("error")
+        msg = as_str(err.get("message")) if isinstance(err, dict) else as_str(err)
+        asm.outcome("incomplete", None, f"eval status {obj.get('status')}: {msg or ''}".strip(), 0, "backend_error")
+    samples = obj.get("samples")
+    if samples is None:
+        samples = []
+        asm.warn(0, "the log has no samples (written with log_samples off, or a header-only log)", "$.samples")
+    if not isinstance(samples, list):
+        asm.problem(0, f"'samples' is a JSON {type(samples).__name__}, not a list", "$.samples")
+        samples = []
+    base = 0
+    per_scorer: dict[str, list[float]] = {}
+    for k, s in enumerate(samples):
+        where = f"$.samples[{k}]"
+        if not isinstance(s, dict):
+            asm.warn(0, f"sample {k} is a JSON {type(s).__name__}", where)
+            continue
+        msgs = s.get("messages")
+        if not isinstance(msgs, list):
+            asm.warn(base, "sample without a messages list", where + ".messages")
+            continue
+        att = s.get("attachments") if isinstance(s.get("attachments"), dict) else {}
+        if att:
+            msgs = _resolve(msgs, att)
+        first = base + 1
+        asm.event(first, 0, 0, "sample", None)
+        run.messages.append((first, "sample", None, f"sample {s.get('id')} (epoch {s.get('epoch')})"))
+        n_turns = len(run.turns)
+        b0 = base
+        turns = chat_messages._conversation(asm, msgs, lambda i, b0=b0: b0 + i + 1,
+                                            lambda i, k=k: f"$.samples[{k}].messages[{i}]")
+        for i in range(len(msgs)):
+            asm.event(base + i + 1, 0, 0, "message", None, None, None)
+        base += len(msgs)
+        _events(asm, s, turns, where, _inclusive_cache(ev))
+        for t in run.turns[n_turns:]:
+            t.actor = f"sample {s.get('id')}" if len(samples) > 1 else "agent"
+        scores = s.get("scores") if isinstance(s.get("scores"), dict) else {}
+        if not scores and isinstance(s.get("score"), dict):
+            scores = {"score": s["score"]}
+        for name, sc in scores.items():
+            val = score_value(sc.get("value") if isinstance(sc, dict) else sc)
+            if val is None:
+                continue
+            per_scorer.setdefault(str(name), []).append(val)
+            expl = as_str(sc.get("explanation")) if isinstance(sc, dict) else None
+            ans = as_str(sc.get("answer")) if isinstance(sc, dict) else None
+            run.terminal.append(_term(f"sample {s.get('id')}: {name} = {sc.get('value') if isinstance(sc, dict) else sc}"
+                                      + (f" (answer {ans!r})" if ans else "") + (f": {expl}" if expl else ""),
+                                      base, val))
+        if isinstance(s.get("error"), (dict, str)) and s.get("error"):
+            e = s["error"]
+            asm.problem(base, f"sample {s.get('id')} failed: {as_str(e.get('message')) if isinstance(e, dict) else e}",
+                        "", "warning", where + ".error")
+    for name, vals in per_scorer.items():
+        run.scores[name] = sum(vals) / len(vals)
+    res = obj.get("results") if isinstance(obj.get("results"), dict) else {}
+    for sc in res.get("scores") or []:
+        if isinstance(sc, dict) and isinstance(sc.get("metrics"), dict):
+            for mname, m in sc["metrics"].items():
+                v = as_num(m.get("value")) if isinstance(m, dict) else as_num(m)
+                if v is not None:
+                    run.scores[f"{sc.get('name')}.{mname}"] = v
+    if per_scorer:
+        first_name = next(iter(per_scorer))
+        vals = per_scorer[first_name]
+        mean = sum(vals) / len(vals)
+        asm.outcome(PASSED if all(v >= 1 for v in vals) else OUTCOME_FAILED, mean,
+                    f"{first_name}: mean {mean:g} over {len(vals)} sample(s)", base, "score")
+    end = iso_ms(stats.get("completed_at"))
+    if end is not None:
+        asm.ts(end)
+    return asm.finish()
+
+
+def _term(text: str, line: int, value: float):
+    from ktui.trace.model import Terminal
+
+    return Terminal("grader", text, line, value)
+
+
+def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = False) -> None:
+    """Per-call tokens and times: model events in order onto the sample's turns, tool events by id."""
+    events = s.get("events")
+    if not isinstance(events, list):
+        return
+    calls: dict[str, ToolCall] = {c.id: c for t in turns for c in t.calls if c.id}
+    model_events = [e for e in events if isinstance(e, dict) and e.get("event") == "model"]
+    for t, e in zip(turns, model_events, strict=False):
+        out = e.get("output") if isinstance(e.get("output"), dict) else {}
+        u = out.get("usage") if isinstance(out.get("usage"), dict) else {}
+        tin = _input_tokens(u, inclusive)
+        if tin is not None:
+            t.tokens_in = tin
+        t.tokens_out = as_int(u.get("output_tokens"))
+        tr = as_int(u.get("reasoning_tokens"))
+        if tr:
+            t.tokens_reasoning = tr
+        start, end = iso_ms(e.get("timestamp")), iso_ms(e.get("completed"))
+        if start is not None:
+            t.start_ms = start
+            t.end_ms = end if end is not None else start
+            asm.ts(start)
+        if end is not None:
+            t.llm_ms = max(0, end - start) if start is not None else None
+            asm.ts(end)
+        elif as_num(out.get("time")) is not None:
+            t.llm_ms = int(as_num(out["time"]) * 1000)
+    if len(model_events) != len(turns):
+        asm.warn(turns[0].first_line if turns else 0,
+                 f"{len(model_events)} model event(s) for {len(turns)} assistant message(s); tokens matched in order",
+                 where + ".events")
+    for e in events:
+        if not isinstance(e, dict) or e.get("event") != "tool":
+            continue
+        c = calls.get(e.get("id")) if isinstance(e.get("id"), str) else None
+        if c is None:
+            continue
+        start, end = iso_ms(e.get("timestamp")), iso_ms(e.get("completed"))
+        c.ts_ms = start
+        if c.result is not None and end is not None:
+            c.result.ts_ms = end
+        if c.turn is not None and end is not None:
+            t = asm.run.turns[c.turn]
+            t.end_ms = max(t.end_ms or end, end)
+            t.tool_ms = (t.tool_ms or 0) + max(0, end - (start or end))
+    for t in turns:  # samples run concurrently: a turn's time is its own span, not since the previous event
+        if t.start_ms is not None and t.end_ms is not None:
+            t.wall_ms = max(0, t.end_ms - t.start_ms)

@@ -1,0 +1,100 @@
+"""Format detection by parsed structure (never file names), forcing a format, unknown JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ktui.trace import load
+from ktui.trace.importers import detect, names
+
+FORMATS = Path(__file__).resolve().parent.parent.parent / "shared" / "formats"
+SAMPLES = {
+    "chat-messages/wafer_glm47_kernelbench_l1_tall_skinny_matmul_hip.jsonl": "chat-messages",
+    "claude-code/vsla_cuda_toolchain_check_bash_todowrite.jsonl": "claude-code",
+    "codex-cli/code_butler_docstring_fix_shell_command_apply_patch_v0.63.jsonl": "codex-cli",
+    "inspect/vitals_arithmetic_with_tool_claude35_v0.3.77.json": "inspect",
+    "swe-agent/harbor_atif_terminus2_opus48_fused_silu_fp8_triton.trajectory.json": "harbor-atif",
+    "swe-agent/mini_swe_agent_v1.15_gemini3pro_django16255.traj.json": "mini-swe-agent",
+}
+SEED = Path(__file__).resolve().parent.parent / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
+
+needs_samples = pytest.mark.skipif(not FORMATS.is_dir(), reason="../shared/formats not present")
+
+
+@needs_samples
+@pytest.mark.parametrize("rel,fmt", sorted(SAMPLES.items()))
+def test_each_sample_is_detected_and_read(rel, fmt):
+    path = FORMATS / rel
+    assert detect(str(path)).name == fmt
+    run = load(path)
+    assert run.format == fmt
+    assert run.turns and run.events
+    assert not [p for p in run.problems if p.severity == "error"], run.problems
+
+
+@needs_samples
+@pytest.mark.parametrize("rel,fmt", sorted(SAMPLES.items()))
+def test_detection_ignores_the_file_name(rel, fmt, tmp_path):
+    """The same bytes under a misleading name (and extension) are read as the same format."""
+    other = tmp_path / "trace_from_ensemble.txt"
+    shutil.copyfile(FORMATS / rel, other)
+    assert detect(str(other)).name == fmt
+    assert load(other).format == fmt
+
+
+def test_ensemble_stays_ensemble():
+    assert detect(str(SEED)).name == "ensemble"
+    run = load(SEED)
+    assert run.format == "ensemble" and run.variant == "V1"
+
+
+def test_unknown_json_is_not_a_trace_with_a_hint(tmp_path):
+    p = tmp_path / "package.json"
+    p.write_text(json.dumps({"name": "x", "version": "1.0.0", "dependencies": {}}, indent=2))
+    run = load(p)
+    assert not run.events and not run.turns
+    assert [str(x) for x in run.problems] == ["not a trace (looks like an npm package.json)"]
+    q = tmp_path / "rows.jsonl"
+    q.write_text('{"alpha": 1, "beta": 2}\n{"alpha": 3, "beta": 4}\n')
+    assert [str(x) for x in load(q).problems] == ["not a trace (looks like a JSON object with keys alpha, beta)"]
+    r = tmp_path / "list.json"
+    r.write_text("[1, 2, 3]")
+    assert [str(x) for x in load(r).problems] == ["not a trace (looks like a JSON array of 3 item(s) (int))"]
+
+
+def test_forced_format_overrides_detection(monkeypatch):
+    monkeypatch.setenv("KTUI_FORMAT", "claude-code")
+    run = load(SEED)
+    assert run.format == "claude-code"
+    assert not run.turns  # ensemble lines are not Claude Code lines
+    monkeypatch.setenv("KTUI_FORMAT", "nope")
+    run = load(SEED)
+    assert run.problems and "unknown format 'nope'" in run.problems[0].message
+
+
+def test_registry_lists_ensemble_first():
+    assert names()[0] == "ensemble"
+    assert set(SAMPLES.values()) <= set(names())
+
+
+def test_follow_mode_re_imports_a_growing_file(tmp_path):
+    from ktui.trace.reader import Follower
+
+    src = FORMATS / "claude-code" / "vsla_cuda_toolchain_check_bash_todowrite.jsonl"
+    if not src.is_file():
+        pytest.skip("../shared/formats not present")
+    lines = src.read_bytes().splitlines(keepends=True)
+    p = tmp_path / "live.jsonl"
+    p.write_bytes(b"".join(lines[:20]))
+    f = Follower(p)
+    first = len(f.run.turns)
+    assert f.run.format == "claude-code" and 0 < first
+    assert f.poll() is False  # nothing changed
+    with open(p, "ab") as fh:
+        fh.write(b"".join(lines[20:]))
+    assert f.poll() is True
+    assert len(f.run.turns) == 19 > first

@@ -1,0 +1,206 @@
+"""ktui search: hits with run, turn and field over a trace or a sweep; the byte prefilter is
+sound (escaped text is found) and rules files out without parsing them; excerpts are sanitized."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ktui.cli import main
+from ktui.trace import search as S
+from tests.conftest import SEED_TRACE, fixture_path
+
+AGENT_LINE = 29  # 0-based line of the seed trace's agent message of turn 3 ("Error because generator device...")
+
+
+def _with_text(dst: Path, text: str, *, ensure_ascii: bool = True) -> Path:
+    lines = SEED_TRACE.read_text(encoding="utf-8").splitlines()
+    ev = json.loads(lines[AGENT_LINE])
+    assert ev["payload"]["kind"] == "agent_message"
+    ev["payload"]["text"] = text
+    lines[AGENT_LINE] = json.dumps(ev, ensure_ascii=ensure_ascii)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dst
+
+
+def _hits(path, pattern, **kw):
+    fields = kw.pop("fields", S.FIELDS)
+    return list(S.search(path, S.Matcher(pattern, **kw), fields=fields))
+
+
+def test_seed_trace_hit_has_run_turn_and_field():
+    hits = _hits(SEED_TRACE, "generator device")
+    assert [(h.turn, h.field) for h in hits] == [(3, "reasoning")]
+    assert "generator device" in hits[0].excerpt and hits[0].match == "generator device"
+    assert hits[0].run.endswith("popcorn_l1_p27_grok-4.3.jsonl")
+
+
+def test_known_error_text_in_a_fixture_sweep():
+    root = fixture_path("ktbench").parent
+    hits = _hits(root, "illegal memory access")
+    assert hits, "the KTBench fixture records an illegal memory access"
+    runs = {h.run for h in hits}
+    assert runs == {"ktbench/v2_eval_chzr6_marker_kernel.jsonl"}
+    first = hits[0]
+    assert (first.turn, first.field, first.where) == (2, "results", "run_correctness")
+    assert first.model and "gpt-5.5" in first.model
+
+
+def test_escaped_text_is_found(tmp_path):
+    """Quotes, a newline, a slash and non-ASCII are escaped in the file: the prefilter must not rule it out."""
+    p = _with_text(tmp_path / "t.jsonl", 'the kernel said "out of bounds" at a/b\nthen café ☕ failed')
+    assert [h.turn for h in _hits(p, 'said "out of bounds" at a/b')] == [3]
+    assert [h.turn for h in _hits(p, "café ☕")] == [3]
+    assert [h.turn for h in _hits(p, r"at a/b$", regex=True)] == [3]  # ^ and $ are a line's, as in grep
+    assert [h.turn for h in _hits(p, r"^then café", regex=True)] == [3]
+    assert [h.turn for h in _hits(p, r"failed$", regex=True)] == [3]
+    assert _hits(p, "café ☕ failed", fields=("results",)) == []
+
+
+def test_fields_restrict_the_search():
+    assert {h.field for h in _hits(SEED_TRACE, "torch")} >= {"kernels", "calls", "results"} - {"calls"}
+    ks = _hits(SEED_TRACE, "load_inline", fields=("kernels",))
+    assert ks and {h.field for h in ks} == {"kernels"} and all(h.where.startswith("v") for h in ks)
+    assert _hits(SEED_TRACE, "generator device", fields=("kernels", "results")) == []
+
+
+def test_smart_case():
+    assert _hits(SEED_TRACE, "error because generator")  # lower case: ignores case
+    assert not _hits(SEED_TRACE, "ERROR because generator")  # upper case: matches case
+    assert _hits(SEED_TRACE, "ERROR because generator", case_sensitive=False)
+
+
+def test_prefilter_rules_files_out_without_parsing(tmp_path, monkeypatch):
+    for i in range(5):
+        _with_text(tmp_path / f"r{i}.jsonl", f"plain words {i}")
+    _with_text(tmp_path / "hit.jsonl", "a RARE_marker_text here")
+    loaded = []
+    import ktui.trace as T
+
+    real = T.load
+    monkeypatch.setattr(T, "load", lambda p, **kw: loaded.append(str(p)) or real(p, **kw))
+    st = S.SearchStats()
+    hits = list(S.search(tmp_path, S.Matcher("RARE_marker_text"), stats=st))
+    assert [Path(h.real).name for h in hits] == ["hit.jsonl"]
+    assert [Path(p).name for p in loaded] == ["hit.jsonl"]
+    assert (st.files, st.parsed, st.runs_hit) == (6, 1, 1)
+    loaded.clear()
+    assert len(list(S.search(tmp_path, S.Matcher(r"RARE_\w+", regex=True)))) == 1
+    assert [Path(p).name for p in loaded] == ["hit.jsonl"]
+
+
+def test_excerpts_are_sanitized(tmp_path):
+    p = _with_text(tmp_path / "t.jsonl", "before \x1b]52;c;ZXZpbA==\x07 \x1b[31mBOOM\x1b[0m after \u202e")
+    (h,) = _hits(p, "BOOM")
+    for part in (h.before, h.match, h.after, h.excerpt):
+        assert "\x1b" not in part and "\x07" not in part and "\u202e" not in part
+    assert h.match == "BOOM"
+
+
+def test_long_lines_are_cut_around_the_match(tmp_path):
+    p = _with_text(tmp_path / "t.jsonl", "x" * 5000 + " NEEDLE " + "y" * 5000)
+    (h,) = _hits(p, "NEEDLE")
+    assert len(h.excerpt) <= S.EXCERPT + 2 and h.match == "NEEDLE"
+    assert h.before.startswith("…") and h.after.endswith("…")
+
+
+def test_one_hit_a_line_and_a_limit_per_run(tmp_path):
+    p = _with_text(tmp_path / "t.jsonl", "\n".join(["aa bb aa"] * 10))
+    hits, more = S.search_run(__import__("ktui.trace", fromlist=["load"]).load(str(p)), S.Matcher("aa"),
+                              fields=("reasoning",), max_hits=4)
+    assert len(hits) == 4 and more == 6
+
+
+def test_bad_patterns():
+    with pytest.raises(S.PatternError):
+        S.Matcher("(", regex=True)
+    with pytest.raises(S.PatternError):
+        S.Matcher("x*", regex=True)  # matches everywhere
+    with pytest.raises(ValueError):
+        S.parse_fields("reasoning,bogus")
+    assert S.parse_fields("kernel, result") == ("results", "kernels")
+
+
+def test_cli_streams_lines_and_json(tmp_path):
+    d = tmp_path / "sweep"
+    shutil.copy(SEED_TRACE, d / "a.jsonl") if d.exists() else None
+    _with_text(d / "sub" / "b.jsonl", "hit: illegal memory access was encountered")
+    _with_text(d / "c.jsonl", "nothing here")
+    r = CliRunner().invoke(main, ["search", str(d), "illegal memory access"])
+    assert r.exit_code == 0, r.output
+    out = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    assert out == ["sub/b.jsonl  turn 3  reasoning  hit: illegal memory access was encountered"]
+    assert "1 hits in 1 of 2 runs" in r.stderr
+    r = CliRunner().invoke(main, ["search", str(d), "illegal.*encountered", "--regex", "--json"])
+    rows = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert [(x["run"], x["turn"], x["field"]) for x in rows] == [("sub/b.jsonl", 3, "reasoning")]
+    s, e = rows[0]["match"]
+    assert rows[0]["excerpt"][s:e] == "illegal memory access was encountered"
+    r = CliRunner().invoke(main, ["search", str(d), "no such words anywhere"])
+    assert r.exit_code == 1
+    r = CliRunner().invoke(main, ["search", str(d), "(", "--regex"])
+    assert r.exit_code == 2 and "bad regular expression" in r.stderr
+    r = CliRunner().invoke(main, ["search", str(d), "x", "--in", "nope"])
+    assert r.exit_code == 2 and "not a field" in r.stderr
+
+
+def test_not_traces_are_skipped(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"note": "illegal memory access"}))
+    _with_text(tmp_path / "t.jsonl", "an illegal memory access")
+    hits = _hits(tmp_path, "illegal memory access")
+    assert [Path(h.real).name for h in hits] == ["t.jsonl"]
+
+
+# ---- the app: F in ktui runs ---------------------------------------------------------------------
+def test_runs_screen_search_opens_the_replay_at_the_hit(tmp_path):
+    import asyncio
+
+    from ktui.tui.app import KtuiApp
+    from ktui.tui.screens.runs import RunsScreen
+
+    _with_text(tmp_path / "a" / "trace.jsonl", "plain words")
+    _with_text(tmp_path / "b" / "trace.jsonl", "then CUDA error: an illegal memory access was encountered")
+
+    async def flow():
+        app = KtuiApp(lambda: RunsScreen(tmp_path, use_cache=False))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(0.2)
+            runs = app.screen
+            await pilot.press("F")
+            await pilot.pause()
+            scr = app.screen
+            assert type(scr).__name__ == "SearchScreen"
+            await pilot.press(*"illegal memory", "enter")
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if scr.stats is not None:
+                    break
+            assert scr.query_one("#search-pattern").value == "illegal memory", (scr.focused, scr.query_one("#search-state").render())
+            assert [(Path(h.real).parent.name, h.turn, h.field) for h in scr.hits] == [("b", 3, "reasoning")]
+            assert "1 hits in 1 runs" in str(scr.query_one("#search-state").render())
+            await pilot.press("enter")
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if getattr(app.screen, "ready", False):
+                    break
+            rep = app.screen
+            assert type(rep).__name__ == "ReplayScreen" and rep.path.parent.name == "b"
+            assert rep.turn_index == 3
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if rep._search_turns:
+                    break
+            assert rep._search_turns == [3]
+            await pilot.press("escape", "escape")
+            await pilot.pause()
+            assert app.screen is scr
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is runs
+
+    asyncio.run(flow())

@@ -1,0 +1,242 @@
+"""The pipeline per device (issue 23): while kernel k is timed, kernel k+1's judge starts; only the
+timing windows have the device alone; host work (comparisons) never runs inside them; probes run in
+the windows they declare and report their cost.
+
+The engine tests use fake judges whose stages take the real device lock (ktui.engine.devicelock):
+deterministic (events, not sleeps, decide the order). One test runs the real judge on the CPU."""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+import time
+
+import pytest
+from conftest import needs
+
+from ktui.engine.devicelock import ALONE, SHARED, DeviceWindows, busy_seconds
+
+torch_missing = needs("torch")
+
+
+def _overlap(a, b):
+    return a[0] < b[1] and b[0] < a[1]
+
+
+class FakeJudges:
+    """A judge_fn for LocalEngine: startup (no device), correctness (shared), timing (alone), a
+    comparison (host work, no device); every window and span recorded with its job."""
+
+    def __init__(self, lock_dir, n, wait_for_next=True):
+        self.lock_dir = str(lock_dir)
+        self.n = n
+        self.lock = threading.Lock()
+        self.spans = []  # (job, what, kind, start, end)
+        self.timing = threading.Event()  # set while some job is in its timing window
+        self.next_started = threading.Event()  # a startup ran during the current timing window
+        self.overlapped = 0
+        self.wait_for_next = wait_for_next
+
+    def _span(self, job, what, kind, t0):
+        with self.lock:
+            self.spans.append((job, what, kind, t0, time.monotonic()))
+
+    def __call__(self, job, options, *, build_root, env_extra=None, cancel=None):
+        i = int(job.key[3:])
+        w = DeviceWindows(self.lock_dir, "cuda:0")
+        try:
+            t0 = time.monotonic()
+            if self.wait_for_next and i > 0:
+                assert self.timing.wait(20), "no kernel was being timed while this one started"
+                self.overlapped += 1
+                t0 = time.monotonic()  # the startup itself: inside the other kernel's timing window
+                self.next_started.set()
+            self._span(job.key, "startup", "none", t0)
+            with w.window(SHARED, "correctness"):
+                t0 = time.monotonic()
+                time.sleep(0.01)
+                self._span(job.key, "correctness", SHARED, t0)
+            with w.window(ALONE, "timing"):
+                t0 = time.monotonic()
+                self.next_started.clear()
+                self.timing.set()
+                if self.wait_for_next and i < self.n - 1:
+                    assert self.next_started.wait(20), "the next kernel did not start while this one was timed"
+                self.timing.clear()
+                self._span(job.key, "timing", ALONE, t0)
+            t0 = time.monotonic()
+            time.sleep(0.005)  # the judge's comparison of the checked outputs: after the window
+            self._span(job.key, "compare", "none", t0)
+            return {"status": "completed", "stages": {}, "device_windows": w.records}
+        finally:
+            w.close()
+
+
+class FakeJob:
+    def __init__(self, i):
+        self.key = f"job{i}"
+        self.label = f"v{i}"
+        self.kernel_code = "class ModelNew: pass"
+        self.kernel_sha1 = f"{i:040d}"
+        self.result_key = f"rk{i}"
+        self.trace = "t"
+        self.reference_sha1 = None
+
+
+def _engine(tmp_path, fake, pipeline, monkeypatch):
+    from ktui.repro.api import ReproOptions
+    from ktui.repro.verify import engine as eng_mod
+
+    monkeypatch.setattr(eng_mod.Recorder, "finish", lambda self, job, result, slot, stopping:
+                        self.results.__setitem__(job.key, result))
+    eng = eng_mod.LocalEngine(ReproOptions(device="cpu"), slots=[eng_mod.Slot("gpu0", {}, gpu="0")], jobs=1,
+                              build_root=str(tmp_path / "b"), judge_fn=fake, skip_trivial=True, pipeline=pipeline)
+    return eng
+
+
+def test_next_kernel_starts_while_one_is_timed_and_timing_is_alone(tmp_path, monkeypatch):
+    fake = FakeJudges(tmp_path / "locks", 4)
+    eng = _engine(tmp_path, fake, True, monkeypatch)
+    eng.run(FakeJob(i) for i in range(4))
+    assert eng.errors == [] and len(eng.results) == 4
+    assert fake.overlapped == 3  # kernels 1..3 each started while the one before was timed
+    spans = fake.spans
+    alone = [s for s in spans if s[2] == ALONE]
+    assert len(alone) == 4
+    # overlap: some job's startup fell inside another job's timing window (the pipeline at work)
+    starts = [s for s in spans if s[1] == "startup"]
+    assert any(s[0] != a[0] and a[3] <= s[3] <= a[4] for s in starts for a in alone)
+    for a in alone:
+        for s in spans:
+            if s is a:
+                continue
+            if s[2] in (SHARED, ALONE):  # no other device work while one has the device alone
+                assert not _overlap((a[3], a[4]), (s[3], s[4])), (a, s)
+            if s[1] == "compare":  # and no host work of any judge inside a timing window
+                assert not _overlap((a[3], a[4]), (s[3], s[4])) or s[0] != a[0], (a, s)
+    # the judge's own comparisons never inside its own timing windows
+    for a in alone:
+        own = [s for s in spans if s[0] == a[0] and s[1] == "compare"]
+        assert own and all(s[3] >= a[4] for s in own)
+
+
+def test_pipeline_off_runs_one_judge_per_slot(tmp_path, monkeypatch):
+    fake = FakeJudges(tmp_path / "locks", 3, wait_for_next=False)
+    eng = _engine(tmp_path, fake, False, monkeypatch)
+    eng.run(FakeJob(i) for i in range(3))
+    assert eng.errors == []
+    by_job = {}
+    for job, _what, _kind, a, b in fake.spans:
+        lo, hi = by_job.get(job, (a, b))
+        by_job[job] = (min(lo, a), max(hi, b))
+    spans = sorted(by_job.values())
+    assert len(spans) == 3
+    assert all(not _overlap(spans[i], spans[i + 1]) for i in range(len(spans) - 1))
+
+
+def test_a_judge_waiting_to_be_alone_is_not_starved_by_shared_windows(tmp_path):
+    """Writer first: once a judge waits to time, no new shared window starts (else two judges that
+    hold the device shared in turn would keep the timing waiting for ever)."""
+    lock_dir = str(tmp_path)
+    a, b, c = (DeviceWindows(lock_dir, "cpu") for _ in range(3))
+    order = []
+    b_waiting = threading.Event()
+    b.on_wait = lambda kind: b_waiting.set()
+    a_ctx = a.window(SHARED, "a")
+    a_ctx.__enter__()
+
+    def run_b():
+        with b.window(ALONE, "b"):
+            order.append("b")
+
+    def run_c():
+        with c.window(SHARED, "c"):
+            order.append("c")
+
+    tb = threading.Thread(target=run_b)
+    tb.start()
+    assert b_waiting.wait(20)
+    tc = threading.Thread(target=run_c)
+    tc.start()
+    a_ctx.__exit__(None, None, None)
+    tb.join(20)
+    tc.join(20)
+    assert order == ["b", "c"]
+    for w in (a, b, c):
+        w.close()
+
+
+def test_windows_upgrade_and_record(tmp_path):
+    w = DeviceWindows(str(tmp_path), "cpu")
+    with w.window(SHARED, "outer"):
+        with w.window(ALONE, "inner"):
+            assert w.mode == ALONE
+        assert w.mode == SHARED
+    assert [r["kind"] for r in w.records] == [ALONE, SHARED]
+    assert busy_seconds(w.records) >= 0.0 and busy_seconds([]) == 0.0
+    w.close()
+
+
+WRONG = textwrap.dedent("""
+    import torch, torch.nn as nn
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 3.0
+""")
+RIGHT = textwrap.dedent("""
+    import torch, torch.nn as nn
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+""")
+REF = textwrap.dedent("""
+    import torch, torch.nn as nn
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+    def get_inputs():
+        return [torch.randn(64, 64)]
+    def get_init_inputs():
+        return []
+""")
+
+
+@torch_missing
+@pytest.mark.timeout(900)
+def test_real_judge_windows_probe_costs_and_failing_kernels(tmp_path, monkeypatch):
+    """The real judge on the CPU: the timing stage and the timed probes have the device alone and no
+    comparison of the judge's runs inside those windows; every probe's cost is in the result and an
+    event; a kernel that fails correctness gets its failing evidence (the on_failure probes) only."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ktui.engine.pipeline import judge
+    from ktui.engine.probes import NEEDS, ON_FAILURE, load_all
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    load_all()
+
+    def one(code):
+        events = []
+        res = judge({"kernel_code": code, "reference_source": REF, "device": "cpu", "trials": 3,
+                     "run_timeout": 300, "compile_timeout": 300, "lock_dir": str(tmp_path / "locks"),
+                     "build_root": str(tmp_path / "cache" / "build")}, emit=events.append)
+        return res, [e for e in events if e.get("event") == "probe"]
+
+    with ThreadPoolExecutor(2) as pool:
+        (good, good_ev), (bad, bad_ev) = pool.map(one, [RIGHT, WRONG])
+    assert good["status"] == "completed" and good["correctness"]["passed"], good.get("failure")
+    alone = [(w["start"], w["end"]) for w in good["device_windows"] if w["kind"] == ALONE]
+    assert any(w["what"] == "timing" for w in good["device_windows"] if w["kind"] == ALONE)
+    compares = good.get("compare_spans") or []
+    assert compares  # the judge compared (correctness, the checked wall-clock pass, probes)
+    assert not [c for c in compares for a in alone if _overlap(c, a)]
+    assert set(good["probes"]) == {n for n in NEEDS} and all(
+        isinstance(p["seconds"], float) and p["device"] in ("none", "shared", "alone") for p in good["probes"].values())
+    assert {e["name"] for e in good_ev} == set(good["probes"]) and all("seconds" in e for e in good_ev)
+    # the two judges' timing windows never overlapped each other's device work
+    bad_dev = [(w["start"], w["end"]) for w in bad.get("device_windows") or [] if w["kind"] == ALONE]
+    assert not [1 for a in alone for b in bad_dev if _overlap(a, b)]
+    # the failing kernel: its evidence, nothing more (no timing, no other probe)
+    assert bad["correctness"]["passed"] is False and bad["timing"] is None
+    assert set(bad["probes"]) == set(ON_FAILURE) and {e["name"] for e in bad_ev} == set(ON_FAILURE)
+    assert "timing" not in bad["stages"]

@@ -1,0 +1,363 @@
+"""``ktui verify`` against a serial loop of ``ktui repro`` on a cold sweep of CUDA kernels.
+
+    python benchmarks/bench_verify.py --out OUTDIR [--honest 12] [--budget 450] [--engines local,ray]
+                                      [--gpus 0,1] [--serial-budget 70]
+
+Needs CUDA torch, ninja and nvcc (the H200 machine: ``scripts/gpu/verify.sh`` runs it). Steps, each
+with its own empty cache directory (cold: no build, no result):
+
+1. the sweep: ``benchmarks/make_cuda_sweep.py`` (honest CUDA kernels of varied ops and shapes, the
+   seed run's four versions, the hack corpus's CUDA traces), verified with ``--all-versions``;
+2. ``ktui verify SWEEP --all-versions --json --events ...`` (local engine): wall time, the physical
+   floor of a cold sweep (total build time / cores: each build is one compiler, ``MAX_JOBS=1``),
+   builds in flight over time, each GPU's busy fraction (time its slot had a kernel in flight, and
+   time spent in the GPU stages, over the wall time once the first build landed), timings/minute;
+3. the serial baseline: ``ktui repro TRACE --version vK --json`` for the same kernels one after the
+   other, as long as ``--serial-budget`` allows; its total is measured for the kernels it reached
+   and extrapolated (mean per kernel x kernels) beyond, and the report says which;
+4. the same kernels' timings from ``ktui repro --fresh`` (builds cached) next to verify's: each
+   GPU's results must match a single ``ktui repro`` within noise;
+5. ``--engine ray`` (a local Ray instance on this machine): the same figures as step 2.
+
+A phase that would pass its deadline is interrupted (SIGINT: verify prints its partial report and
+timeline) and the report says so. Writes OUTDIR/bench_verify.json, OUTDIR/bench_verify.md and
+OUTDIR/timeline_<engine>.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+GPU_STAGES = ("reference", "correctness", "timing", "memory", "launches", "checks")
+
+
+def run(cmd: list[str], env: dict[str, str], deadline_s: float, log: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run ``cmd``; at the deadline send SIGINT (verify then prints what it has), then SIGKILL."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
+                         start_new_session=True)
+    interrupted = False
+    try:
+        out, err = p.communicate(timeout=max(1.0, deadline_s))
+    except subprocess.TimeoutExpired:
+        interrupted = True
+        os.killpg(p.pid, signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=45)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+    rec = {"cmd": " ".join(cmd), "rc": p.returncode, "wall_s": round(time.monotonic() - t0, 3),
+           "interrupted": interrupted, "stderr_tail": (err or "")[-2000:]}
+    log.append(rec)
+    rec["stdout"] = out or ""
+    return rec
+
+
+def env_for(cache: Path) -> dict[str, str]:
+    env = dict(os.environ)  # NCCL_* / TORCH_SYMM_MEM_* as the machine sets them
+    env["KTUI_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def union_length(spans: list[tuple[float, float]]) -> float:
+    total, end = 0.0, None
+    start = None
+    for a, b in sorted(spans):
+        if end is None or a > end:
+            if end is not None:
+                total += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    if end is not None:
+        total += end - start
+    return total
+
+
+def timeline_figures(ev: dict[str, Any]) -> dict[str, Any]:
+    """Builds in flight, GPU busy fractions and rates from a ``--events`` file."""
+    builds = [b for b in ev.get("builds", {}).values() if b.get("started") and b.get("ended")]
+    timings = [t for t in ev.get("timings", {}).values() if (t.get("verify") or {}).get("started")]
+    events = ev.get("events", [])
+    if not events:
+        return {}
+    t0 = min(e["t"] for e in events)
+    t_end = max([e["t"] for e in events] + [t["verify"]["ended"] for t in timings])
+    compiled = [b for b in builds if b.get("ok") and not b.get("cached")]
+    build_total = sum(b["ended"] - b["started"] for b in builds)
+    cores = ev.get("cpu_count") or os.cpu_count() or 1
+    # the GPU can work from the moment a first kernel is ready: built, or with nothing to build
+    first_built = min((e["t"] for e in events if e["kind"] in ("built", "time_start")), default=None)
+    by_slot: dict[str, list[tuple[float, float]]] = {}
+    gpu_stage: dict[str, float] = {}
+    for t in timings:
+        v = t["verify"]
+        by_slot.setdefault(v.get("slot") or "?", []).append((v["started"], v["ended"]))
+        st = t.get("stages") or {}
+        gpu_stage[v.get("slot") or "?"] = gpu_stage.get(v.get("slot") or "?", 0.0) + sum(
+            (st.get(s) or {}).get("seconds") or 0.0 for s in GPU_STAGES)
+    window = (t_end - first_built) if first_built else None
+    slots = {}
+    for s, spans in sorted(by_slot.items()):
+        busy = union_length(spans)
+        slots[s] = {"timings": len(spans), "busy_s": round(busy, 2),
+                    "busy_fraction": round(busy / window, 3) if window else None,
+                    "gpu_stage_s": round(gpu_stage.get(s, 0.0), 2),
+                    "gpu_stage_fraction": round(gpu_stage.get(s, 0.0) / window, 3) if window else None}
+    step = max(1.0, (t_end - t0) / 120)
+    series = []
+    x = t0
+    while x <= t_end + 1e-9:
+        inflight = sum(1 for b in builds if b["started"] <= x < b["ended"])
+        timing = sum(1 for t in timings if t["verify"]["started"] <= x < t["verify"]["ended"])
+        series.append((round(x - t0, 1), inflight, timing))
+        x += step
+    last_build = max((b["ended"] for b in builds), default=t0)
+    ahead = [t for t in timings if t["verify"]["started"] >= last_build]
+    return {
+        "wall_s": round(t_end - t0, 2), "builds": len(builds), "compiled": len(compiled),
+        "build_seconds_total": round(build_total, 1), "cores": cores,
+        "floor_s": round(build_total / cores, 2),
+        "wall_over_floor": round((t_end - t0) / (build_total / cores), 3) if build_total else None,
+        "first_build_landed_s": round(first_built - t0, 2) if first_built else None,
+        "slots": slots,
+        "timings_per_min": round(60 * len(timings) / window, 2) if window else None,
+        "timings_after_last_build": len(ahead),
+        "max_builds_in_flight": max((s[1] for s in series), default=0),
+        "series_step_s": round(step, 2), "series": series,
+    }
+
+
+def chart(title: str, fig: dict[str, Any]) -> str:
+    if not fig:
+        return f"{title}: no timeline\n"
+    rows = [f"{title}: builds in flight (#) and kernels timing (T) every {fig['series_step_s']} s"]
+    top = max(1, fig["max_builds_in_flight"])
+    for t, b, g in fig["series"]:
+        bar = "#" * round(40 * b / top)
+        rows.append(f"{t:7.1f}s {b:3d} {bar:<40} {'T' * g}")
+    return "\n".join(rows) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--honest", type=int, default=12)
+    ap.add_argument("--budget", type=float, default=450.0, help="seconds for everything")
+    ap.add_argument("--serial-budget", type=float, default=70.0)
+    ap.add_argument("--identity", type=int, default=4, help="kernels re-run with ktui repro --fresh")
+    ap.add_argument("--engines", default="local,ray")
+    ap.add_argument("--gpus", default=None)
+    ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--sweep", default=None, help="verify this sweep instead of generating one (a smoke test: "
+                    "--sweep tests/fixtures/verify/sweep --device cpu --timeout 5)")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--timeout", type=float, default=None, help="verify / repro --timeout")
+    a = ap.parse_args()
+    t_start = time.monotonic()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="ktui-bench-verify-"))
+    if a.sweep:
+        sweep = Path(a.sweep).resolve()
+    else:
+        sweep = tmp / "sweep"
+        subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_cuda_sweep.py"), str(sweep), "--honest",
+                        str(a.honest)], check=True, capture_output=True, cwd=REPO)
+    extra = (["--device", a.device] if a.device else []) + (["--timeout", str(a.timeout)] if a.timeout else [])
+    log: list[dict[str, Any]] = []
+    result: dict[str, Any] = {"sweep": str(sweep), "honest_kernels": a.honest, "commands": log, "engines": {}}
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        result["gpus"] = [ln.strip() for ln in smi.stdout.splitlines() if ln.strip()]
+    except (OSError, subprocess.SubprocessError) as exc:
+        result["gpus"] = [f"nvidia-smi failed: {exc}"]
+    result["cpu_count"] = os.cpu_count()
+    base = [sys.executable, "-m", "ktui", "verify", str(sweep), "--all-versions", "--json", "--trials", str(a.trials),
+            *extra]
+    if a.gpus:
+        base += ["--gpus", a.gpus]
+    engines = [e for e in a.engines.split(",") if e]
+    if "ray" in engines and subprocess.run([sys.executable, "-c", "import ray"], capture_output=True).returncode:
+        engines.remove("ray")
+        result["engines"]["ray"] = {"skipped": "Ray is not installed on this machine (pip install 'ktui[ray]')"}
+
+    def left() -> float:
+        return a.budget - (time.monotonic() - t_start)
+
+    def verify_phase(engine: str, deadline: float) -> dict[str, Any] | None:
+        cache = tmp / f"cache_{engine}"
+        evf = tmp / f"events_{engine}.json"
+        r = run(base + ["--engine", engine, "--events", str(evf)], env_for(cache), deadline, log)
+        entry: dict[str, Any] = {"rc": r["rc"], "process_wall_s": r["wall_s"], "interrupted": r["interrupted"]}
+        try:
+            rep = json.loads(r["stdout"])
+        except ValueError:
+            entry["error"] = "no JSON report: " + r["stderr_tail"][-600:]
+            result["engines"][engine] = entry
+            return None
+        try:
+            ev = json.loads(evf.read_text())
+        except (OSError, ValueError):
+            ev = {}
+        entry["stats"] = rep.get("stats")
+        entry["timeline"] = timeline_figures(ev)
+        entry["verdicts"] = {f"{x['path']} {x['version']}": x["verdict"] for x in rep["runs"]}
+        entry["kernel_us"] = {x["job"]: x["kernel_us"] for x in rep["runs"] if x.get("job")}
+        entry["models"] = rep.get("models")
+        entry["claims_not_holding"] = len(rep.get("claims_not_holding") or [])
+        result["engines"][engine] = entry
+        (out / f"timeline_{engine}.txt").write_text(chart(f"ktui verify --engine {engine}", entry["timeline"]))
+        rep["_cache"] = str(cache)
+        return rep
+
+    reports: dict[str, Any] = {}
+    if "local" in engines:
+        later = a.serial_budget + 40 + (130 if "ray" in engines else 0)  # local first: it is the measurement
+        reports["local"] = verify_phase("local", max(60.0, left() - later))
+    # the serial baseline: the same jobs, one `ktui repro` after the other, cold
+    jobs: list[tuple[str, str, str]] = []
+    first = reports.get("local")
+    if first:
+        seen = set()
+        for x in first["runs"]:
+            if x.get("job") and x["job"] not in seen:
+                seen.add(x["job"])
+                jobs.append((x["job"], x["real"] or x["path"], x["version"]))
+    serial: list[dict[str, Any]] = []
+    scache = tmp / "cache_serial"
+    t_serial = time.monotonic()
+    for job, trace, version in jobs:
+        remaining = a.serial_budget - (time.monotonic() - t_serial)
+        if remaining < 5:
+            break
+        r = run([sys.executable, "-m", "ktui", "repro", trace, "--version", version, "--json", "--trials",
+                 str(a.trials), *extra], env_for(scache), remaining, log)
+        k_us = None
+        try:
+            d = json.loads(r["stdout"])
+            k_us = ((d.get("result") or {}).get("timing") or {}).get("kernel", {}).get("mean_us")
+        except (ValueError, AttributeError):
+            pass
+        serial.append({"job": job, "trace": trace, "version": version, "wall_s": r["wall_s"],
+                       "interrupted": r["interrupted"], "kernel_us": k_us})
+    done = [s for s in serial if not s["interrupted"]]
+    if jobs:
+        mean = statistics.mean(s["wall_s"] for s in done) if done else None
+        result["serial"] = {
+            "kernels": len(jobs), "measured": len(done), "measured_wall_s": round(sum(s["wall_s"] for s in done), 2),
+            "mean_per_kernel_s": round(mean, 2) if mean else None,
+            "total_s": round(mean * len(jobs), 1) if mean else None,
+            "total_is": "measured" if len(done) == len(jobs) else f"extrapolated from {len(done)} of {len(jobs)}",
+            "runs": serial,
+        }
+        lw = (result["engines"].get("local") or {}).get("stats", {}).get("wall_s")
+        if lw and mean:
+            result["serial"]["speedup_of_verify_local"] = round(mean * len(jobs) / lw, 2)
+    # timing identity: verify's kernel times vs a single `ktui repro --fresh` (builds cached)
+    ident = []
+    if first:
+        lus = result["engines"]["local"]["kernel_us"]
+        for s in serial:
+            if s.get("kernel_us") and lus.get(s["job"]):
+                ident.append({"job": s["job"], "version": s["version"], "verify_us": lus[s["job"]],
+                              "repro_us": s["kernel_us"], "ratio": round(lus[s["job"]] / s["kernel_us"], 4),
+                              "repro": "cold serial"})
+        cands = [(j, t, v) for j, t, v in jobs if lus.get(j) and j not in {x["job"] for x in ident}]
+        for job, trace, version in cands[: a.identity]:
+            if left() < 60 * len(engines[1:]) + 30:
+                break
+            r = run([sys.executable, "-m", "ktui", "repro", trace, "--version", version, "--json", "--fresh",
+                     "--trials", str(a.trials), *extra], env_for(Path(first["_cache"])), 40, log)
+            try:
+                d = json.loads(r["stdout"])
+                k = d["result"]["timing"]["kernel"]["mean_us"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            ident.append({"job": job, "version": version, "verify_us": lus[job], "repro_us": k,
+                          "ratio": round(lus[job] / k, 4), "repro": "--fresh, build cached"})
+    result["identity"] = ident
+    for engine in engines:
+        if engine == "local":
+            continue
+        dl = left() - 10
+        if dl < 40:
+            result["engines"][engine] = {"skipped": f"only {dl:.0f} s left in the budget"}
+            continue
+        reports[engine] = verify_phase(engine, dl)
+    if "local" in reports and "ray" in reports and reports["local"] and reports["ray"]:
+        lv = result["engines"]["local"]["verdicts"]
+        rv = result["engines"]["ray"]["verdicts"]
+        result["verdicts_equal_local_ray"] = sorted(k for k in lv if lv.get(k) != rv.get(k)) or "all equal"
+    result["bench_wall_s"] = round(time.monotonic() - t_start, 1)
+    for rec in log:
+        rec.pop("stdout", None)
+    (out / "bench_verify.json").write_text(json.dumps(result, indent=1, default=str))
+    (out / "bench_verify.md").write_text(summary_md(result))
+    print(summary_md(result))
+    return 0
+
+
+def summary_md(r: dict[str, Any]) -> str:
+    lines = ["# ktui verify on a cold CUDA sweep", "",
+             f"GPUs: {', '.join(r.get('gpus') or [])}; CPU cores: {r.get('cpu_count')}", ""]
+    for name, e in r.get("engines", {}).items():
+        lines.append(f"## --engine {name}")
+        if e.get("skipped") or e.get("error"):
+            lines.append(f"- {e.get('skipped') or e.get('error')}")
+            lines.append("")
+            continue
+        s, t = e.get("stats") or {}, e.get("timeline") or {}
+        lines.append(f"- {s.get('runs')} rows, {s.get('kernels')} distinct kernels ({s.get('duplicates')} duplicates), "
+                     f"{t.get('compiled')} compiled; built {s.get('built')}, timed {s.get('timed')}, "
+                     f"failed {s.get('failed')}" + (" — INTERRUPTED at the deadline" if e.get("interrupted") else ""))
+        lines.append(f"- wall {s.get('wall_s')} s (process {e.get('process_wall_s')} s); physical floor "
+                     f"(total build time {t.get('build_seconds_total')} s / {t.get('cores')} cores) = "
+                     f"{t.get('floor_s')} s; wall / floor = {t.get('wall_over_floor')} (target <= 1.2)")
+        lines.append(f"- first kernel ready (built, or nothing to build) at {t.get('first_build_landed_s')} s; max builds in flight "
+                     f"{t.get('max_builds_in_flight')}; {t.get('timings_per_min')} timings/min")
+        for slot, f in (t.get("slots") or {}).items():
+            lines.append(f"- {slot}: {f['timings']} timings, busy {f['busy_fraction']} of the wall once the first "
+                         f"kernel was ready (target >= 0.8); in GPU stages {f['gpu_stage_fraction']}")
+        lines.append(f"- claims that do not hold: {e.get('claims_not_holding')}")
+        lines.append("")
+    s = r.get("serial")
+    if s:
+        lines.append("## serial loop of `ktui repro` (cold)")
+        lines.append(f"- {s['measured']} of {s['kernels']} kernels in {s['measured_wall_s']} s, "
+                     f"{s['mean_per_kernel_s']} s each; total {s['total_s']} s ({s['total_is']})")
+        if s.get("speedup_of_verify_local"):
+            lines.append(f"- verify (local) is {s['speedup_of_verify_local']}x faster")
+        lines.append("")
+    if r.get("identity"):
+        lines.append("## each kernel's time: verify vs a single `ktui repro`")
+        for x in r["identity"]:
+            lines.append(f"- {x['version']} {x['job'][:10]}: verify {x['verify_us']:.2f} us, repro {x['repro_us']:.2f} us "
+                         f"({x['repro']}), ratio {x['ratio']}")
+        lines.append("")
+    if "verdicts_equal_local_ray" in r:
+        lines.append(f"verdicts local vs ray: {r['verdicts_equal_local_ray']}")
+    lines.append("")
+    lines.append("## commands")
+    for c in r.get("commands", []):
+        lines.append(f"- `{c['cmd']}` -> rc {c['rc']}, {c['wall_s']} s" + (" (interrupted)" if c.get("interrupted") else ""))
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

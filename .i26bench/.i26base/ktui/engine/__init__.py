@@ -1,0 +1,25 @@
+# ---- ktui repro harness ---------------------------------------------------------------------
+# The re-execution engine, in seams:
+#
+#   defaults.py   the one set of defaults (timeouts, trials, tolerances, limits)
+#   sandbox.py    the sandbox around trace code (launcher + in-worker prologue), in words
+#   protocol.py   judge <-> worker messages: typed, validated, size- and depth-limited
+#   shm.py        tensors between processes as sealed memfds
+#   roles.py      the reference and candidate workers (the only place trace code runs)
+#   build.py      harness shims, device, environment, keyed load_inline builds (in the worker)
+#   compare.py    inputs (seeding) and the judge's comparison
+#   timing.py     the one timed loop, with primitives bound before trace code loads
+#   profiling.py  memory peak and launches (CUDA, in the worker)
+#   gpu.py        per-GPU lock and GPU state (judge side, nvidia-smi)
+#   job.py        one kernel to judge (plain data)
+#   workers.py    the judge's handle on a sandboxed worker; held values (memfds)
+#   pipeline.py   the judge: build(job), judge(job, build)
+#   correctness.py, clockcheck.py   the judge's correctness and timing stages (ktui's own clock)
+#   probectx.py   what a judge-side probe sees
+#   report.py     a plain-text summary of a result (exported scripts)
+#
+# Self-contained (stdlib + torch, torch imported lazily, relative imports only): `ktui export`
+# embeds this package (and ktui/engine/probes) in a standalone script. MIT license, part of ktui.
+from .build import _clear_stale_lock  # noqa: F401
+from .defaults import HARNESS_VERSION, STAGES  # noqa: F401
+from .errors import StageFailure, default_cache_root, sha1_text, stats_us  # noqa: F401

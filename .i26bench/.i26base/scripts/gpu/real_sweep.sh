@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# ktui verify on a real Harbor Triton sweep (issue 21): lilian-muyaoli/kernelbench-harbor's
+# results/jobs (3 models x 2 samples x 10 tasks, terminus-2, Triton kernels, reward.json per trial).
+# The sweep has no licence, so it is not in the repository: copy its results/jobs to $SWEEP (default
+# .i21data/jobs, an ignored folder carried to the machine). The recorded-correct runs (reward.json
+# "correct": true) are verified first, then the others with the time left. Run from the repository root:
+#
+#     OUT=/some/dir bash scripts/gpu/real_sweep.sh
+#
+# Writes under $OUT: environment.txt, verify_correct.json/.log/.txt (the recorded-correct runs),
+# verify_rest.json/.log (the others). References come from each run's task prompt (no --reference).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+: "${OUT:?set OUT to the results directory}"
+SWEEP="${SWEEP:-.i21data/jobs}"
+BUDGET="${BUDGET:-420}"  # seconds for both verify calls together
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export KTUI_CACHE_DIR="${KTUI_CACHE_DIR:-/tmp/ktui-real-sweep-cache}"
+{
+    echo "date: $(date -u +%FT%TZ)"
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1
+    echo "cpu cores: $(nproc)"
+    python3 -c "import sys, torch, triton; print('python', sys.version.split()[0], '| torch', torch.__version__, '| triton', triton.__version__, '| cuda available', torch.cuda.is_available())" 2>&1
+} > "$OUT/environment.txt"
+cat "$OUT/environment.txt"
+python3 - "$SWEEP" > /tmp/real_sweep_lists.txt <<'PY'
+import glob, json, os, sys
+root = sys.argv[1]
+good, rest = [], []
+for r in sorted(glob.glob(os.path.join(root, "*", "*", "*", "reward.json"))):
+    t = os.path.join(os.path.dirname(r), "trajectory.json")
+    (good if json.load(open(r)).get("correct") is True else rest).append(t)
+print(" ".join(good))
+print(" ".join(rest))
+PY
+GOOD=$(sed -n 1p /tmp/real_sweep_lists.txt)
+REST=$(sed -n 2p /tmp/real_sweep_lists.txt)
+echo "recorded correct: $(echo $GOOD | wc -w) runs; others: $(echo $REST | wc -w)"
+T0=$(date +%s)
+OPTS="--trials 30 --timeout 90 --compile-timeout 240"
+# shellcheck disable=SC2086
+timeout $((BUDGET * 2 / 3)) python3 -m ktui verify $GOOD $OPTS --json > "$OUT/verify_correct.json" 2> "$OUT/verify_correct.log"
+echo "verify (recorded correct) rc=$? in $(( $(date +%s) - T0 )) s"
+# shellcheck disable=SC2086
+timeout 60 python3 -m ktui verify $GOOD $OPTS > "$OUT/verify_correct.txt" 2>&1  # the table, from the cache
+LEFT=$(( BUDGET - ($(date +%s) - T0) ))
+if [ "$LEFT" -gt 30 ]; then
+    # shellcheck disable=SC2086
+    timeout "$LEFT" python3 -m ktui verify $REST $OPTS --json > "$OUT/verify_rest.json" 2> "$OUT/verify_rest.log"
+    echo "verify (others) rc=$? in $(( $(date +%s) - T0 )) s total"
+fi

@@ -1,0 +1,246 @@
+"""The verification report: one row per run (recorded vs reproduced), per-model aggregates of
+both sides (the same :func:`ktui.trace.aggregate.aggregate` as ``ktui runs``), and the claims that
+do not hold, worst first. Plain data here; :func:`render` prints it with Rich (trace text as
+``Text`` after :func:`~ktui.trace.text.sanitize`, never markup), :func:`to_json`, :func:`write_csv`.
+
+Reproduced outcome of a run: ``passed`` when its kernel passed correctness here and no honesty
+check failed, ``failed`` when it ran and did not (or could not be built or run: compile error,
+crash, hang), ``incomplete`` when it could not be tested here (no reference, no kernel, a CUDA
+kernel on the CPU). The reproduced speedup is the reference's mean time over the kernel's, both
+measured here. fast_p counts passed runs with a speedup above p over all runs, as KernelBench.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ktui.repro.judging.outcome import unjudged
+from ktui.repro.results import VERIFY_SCHEMA
+from ktui.repro.verdict import CANNOT_TEST, GOOD, NOT_JUDGED, SEVERITY, UNJUDGED, Comparison, compare
+from ktui.repro.verify.plan import RunRow
+from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
+from ktui.trace.model import INCOMPLETE, OUTCOME_FAILED, PASSED
+from ktui.trace.text import sanitize
+
+NOT_RUN = "not run"
+
+
+@dataclass
+class Verified:
+    row: RunRow
+    result: dict[str, Any] | None = field(default=None, repr=False)
+    comparison: Comparison | None = field(default=None, repr=False)
+    cached: bool = False
+
+    @property
+    def verdict(self) -> str:
+        if self.comparison is not None:
+            return self.comparison.verdict
+        return NOT_JUDGED if self.row.note else NOT_RUN
+
+    @property
+    def reason(self) -> str:
+        if self.comparison is not None:
+            return self.comparison.reason
+        return f"not judged here: {self.row.note}" if self.row.note else "not run (interrupted?)"
+
+    @property
+    def judged(self) -> bool:
+        """The kernel was judged here (passed or failed because of itself)."""
+        return self.outcome != INCOMPLETE
+
+    @property
+    def good(self) -> bool:
+        return self.verdict in GOOD
+
+    # the reproduced side, in RunSummary's terms (for aggregate())
+    @property
+    def model(self) -> str | None:
+        return self.row.model
+
+    @property
+    def outcome(self) -> str:
+        r = self.result
+        if not r:
+            return INCOMPLETE
+        f = r.get("failure") or {}
+        if r.get("status") != "completed":
+            # could not be tested here (no GPU, no reference...): unknown; the kernel's own failure
+            # (compile error, crash, hang, runtime error): failed
+            if f.get("kind") in CANNOT_TEST or unjudged(r) is not None:
+                return INCOMPLETE
+            return OUTCOME_FAILED
+        corr = r.get("correctness") or {}
+        if not corr.get("passed"):
+            return OUTCOME_FAILED
+        if any(c.get("ok") is False for c in (r.get("checks") or []) if isinstance(c, dict)):
+            return OUTCOME_FAILED
+        return PASSED
+
+    @property
+    def speedup(self) -> float | None:
+        t = (self.result or {}).get("timing") or {}
+        sp = t.get("speedup")
+        return float(sp) if isinstance(sp, (int, float)) and not isinstance(sp, bool) and math.isfinite(sp) else None
+
+    tokens = None
+    wall_ms = None
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result or {}
+        t = r.get("timing") or {}
+        f = r.get("failure") or {}
+        return {
+            "path": self.row.path, "real": self.row.real, "model": self.row.model, "problem": self.row.problem,
+            "version": self.row.version, "final": self.row.final,
+            "recorded_outcome": self.row.recorded_outcome, "recorded_speedup": self.row.recorded_speedup,
+            "reproduced_outcome": self.outcome, "reproduced_speedup": self.speedup,
+            "kernel_us": (t.get("kernel") or {}).get("mean_us"), "reference_us": (t.get("reference") or {}).get("mean_us"),
+            "verdict": self.verdict, "reason": self.reason, "cached": self.cached,
+            "classes": self.comparison.classes if self.comparison is not None else [],
+            "failure": f.get("kind"), "job": self.row.job,
+            "slot": (r.get("verify") or {}).get("slot"),
+        }
+
+
+class _Recorded:
+    """The recorded side of a row, in RunSummary's terms."""
+
+    __slots__ = ("model", "outcome", "speedup", "tokens", "wall_ms")
+
+    def __init__(self, row: RunRow):
+        self.model = row.model
+        self.outcome = row.recorded_outcome
+        self.speedup = row.recorded_speedup
+        self.tokens = None
+        self.wall_ms = None
+
+
+@dataclass
+class Report:
+    rows: list[Verified]
+    recorded: list[ModelAggregate]
+    reproduced: list[ModelAggregate]
+    claims: list[Verified]  # rows whose recorded claim does not hold, worst first
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def models(self) -> list[dict[str, Any]]:
+        out = []
+        by = {a.model: a for a in self.reproduced}
+        for a in self.recorded:
+            b = by.get(a.model)
+            out.append({"model": a.model, "runs": a.runs, "recorded": _agg(a), "reproduced": _agg(b)})
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": VERIFY_SCHEMA, "runs": [v.to_dict() for v in self.rows], "models": self.models(),
+                "claims_not_holding": [v.to_dict() for v in self.claims], "stats": self.stats}
+
+
+def _agg(a: ModelAggregate | None) -> dict[str, Any]:
+    if a is None:
+        return {}
+    d = {"pass_rate": a.pass_rate, "passed": a.passed, "geomean_speedup": a.geomean_speedup,
+         "judged": a.passed + a.failed, "not_judged": a.incomplete}
+    for p in FAST_P:
+        d[f"fast_{p:g}"] = a.fast_p(p)
+    return d
+
+
+def claim_order(v: Verified) -> tuple:
+    """Worst first: the verdict's severity, then runs that claimed a pass, then the bigger claim."""
+    sp = v.row.recorded_speedup if isinstance(v.row.recorded_speedup, (int, float)) else 0.0
+    return (-SEVERITY.get(v.verdict, 7 if v.verdict == NOT_RUN else 0), v.row.recorded_outcome != PASSED, -sp,
+            v.row.path)
+
+
+def build_report(rows: list[RunRow], results: dict[str, dict[str, Any]], cached: set[str] | None = None,
+                 stats: dict[str, Any] | None = None) -> Report:
+    cached = cached or set()
+    out: list[Verified] = []
+    for row in rows:
+        res = results.get(row.job) if row.job else None
+        comp = compare(row.recorded, res) if (res is not None and row.recorded is not None) else None
+        out.append(Verified(row, res, comp, cached=bool(row.job and row.job in cached)))
+    finals = [v for v in out if v.row.final]
+    rec = aggregate([_Recorded(v.row) for v in finals])
+    rep = aggregate(finals, judged_only=True)
+    # claims that do not hold: judged runs only (a kernel this machine could not run, or whose
+    # judge broke, is counted beside them as not judged, never as a claim that fails)
+    claims = sorted((v for v in out if not v.good and v.verdict not in UNJUDGED and v.verdict != NOT_RUN),
+                    key=claim_order)
+    st = dict(stats or {})
+    st["not_judged"] = sum(1 for v in out if not v.judged)
+    st["judged"] = len(out) - st["not_judged"]
+    return Report(out, rec, rep, claims, st)
+
+
+# ---- output -------------------------------------------------------------------------------------
+def one_line(s: Any, limit: int = 200) -> str:
+    t = sanitize("" if s is None else s).replace("\n", " ").replace("\t", " ")
+    return t if len(t) <= limit else t[: limit - 1] + "…"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f}%"
+
+
+def _x(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}x"
+
+
+def _side(outcome: str, sp: float | None) -> str:
+    return outcome + (f" {sp:.2f}x" if sp is not None else "")
+
+
+def stats_line(s: dict[str, Any]) -> str:
+    parts = [f"{s.get('runs', 0)} run(s)", f"{s.get('kernels', 0)} distinct kernel(s)"]
+    if s.get("duplicates"):
+        parts.append(f"{s['duplicates']} duplicate(s) shared")
+    parts.append(f"{s.get('cached', 0)} from the cache")
+    parts.append(f"{s.get('built', 0)} built, {s.get('timed', 0)} timed, {s.get('failed', 0)} did not complete")
+    if s.get("not_judged"):
+        parts.append(f"{s['not_judged']} run(s) not judged here")
+    if s.get("cancelled"):
+        parts.append(f"{s['cancelled']} cancelled")
+    if s.get("wall_s") is not None:
+        parts.append(f"{s['wall_s']:.1f} s on {s.get('engine', '?')} ({s.get('slots', '?')} slot(s), "
+                     f"{s.get('jobs', '?')} build job(s))")
+    return " · ".join(parts)
+
+
+def to_json(report: Report, out: IO[str]) -> None:
+    json.dump(report.to_dict(), out, indent=1, default=str, allow_nan=False)
+    out.write("\n")
+
+
+CSV_FIELDS = ["path", "model", "problem", "version", "final", "recorded_outcome", "recorded_speedup",
+              "reproduced_outcome", "reproduced_speedup", "kernel_us", "reference_us", "verdict", "reason",
+              "failure", "cached", "slot", "real"]
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "|", "%")
+
+
+def csv_cell(v: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: no formula (=, +, -, @ ... first), no escapes."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return v if math.isfinite(v) else ""
+    s = one_line(v, 2000)
+    if s.startswith(_FORMULA) or s[:1] in ("\ufeff",):
+        s = "'" + s
+    return s
+
+
+def write_csv(report: Report, out: IO[str]) -> None:
+    w = csv.writer(out)
+    w.writerow(CSV_FIELDS)
+    for v in report.rows:
+        d = v.to_dict()
+        w.writerow([csv_cell(d.get(k)) for k in CSV_FIELDS])

@@ -1,0 +1,243 @@
+"""Claude Code session JSONL (``~/.claude/projects/<dir>/<session>.jsonl``).
+
+One object per line: ``summary`` lines (``{type, summary, leafUuid}``), then ``user`` and
+``assistant`` lines with an envelope (``uuid``, ``parentUuid``, ``sessionId``, ``timestamp``...)
+and an Anthropic Messages ``message``. One API response is split over several lines (one per
+content block) sharing ``message.id``: they are one turn, and their repeated ``usage`` is counted
+once (the last line's, which has the final output count). Tool results are user lines with
+``tool_result`` blocks, paired by ``tool_use_id``; the structured ``toolUseResult`` beside them
+gives the file content a ``Read`` saw and an ``Edit`` / ``Write``'s ``originalFile`` (the file as it
+was just before the call: the base the edit is applied to, whenever it is there). A write or edit
+whose ``tool_result`` has ``is_error: true`` changed nothing and is not applied. Claude Code 2.x
+also writes bookkeeping lines with no message (``queue-operation``, ``file-history-snapshot``,
+``custom-title``, ``last-prompt``, ``progress``, ``attachment`` ...): they are not problems. It
+also writes lines out of order at times (a ``tool_result`` before the ``tool_use`` it answers:
+paired when the call comes) and, with two writers, a record twice (the same ``uuid``: read once).
+A subagent's transcript (its lines on the side chain, with an ``agentId``) is a run whose persona
+is ``subagent <agentId>``.
+Streaming: the file is read line by line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ktui.trace.importers.common import (
+    ERROR,
+    FAILED,
+    Assembler,
+    as_int,
+    as_str,
+    excerpt,
+    iso_ms,
+    object_lines,
+    text_of,
+)
+from ktui.trace.importers.kernels import norm_path
+from ktui.trace.model import Run, ToolCall, Turn
+
+NAME = "claude-code"
+LABEL = "Claude Code session JSONL"
+LINE_BASED = True
+_EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit"}
+# line types Claude Code writes besides messages: bookkeeping, not part of the conversation
+BOOKKEEPING = {"queue-operation", "file-history-snapshot", "custom-title", "ai-title", "last-prompt", "progress",
+               "attachment", "agent-name", "tag", "pr-link", "mode", "worktree-state", "permission-mode",
+               "content-replacement", "marble-origami-commit", "marble-origami-snapshot", "agent-setting"}
+
+
+def detect_line(obj: Any) -> bool:
+    t = obj.get("type")
+    if t == "summary" and "leafUuid" in obj:
+        return True
+    if t == "queue-operation" and "operation" in obj and "sessionId" in obj:
+        return True
+    if t == "file-history-snapshot" and "messageId" in obj and isinstance(obj.get("snapshot"), dict):
+        return True
+    if t in ("user", "assistant", "system") and "uuid" in obj and "sessionId" in obj:
+        return isinstance(obj.get("message"), dict) or t == "system"
+    return False
+
+
+class _State:
+    def __init__(self, asm: Assembler) -> None:
+        self.asm = asm
+        self.turn: Turn | None = None
+        self.turn_mid: str | None = None
+        self.last_turn: Turn | None = None  # the turn of the last assistant line
+        self.usage: dict[int, dict] = {}  # turn index -> last usage of its message id
+        self.deferred: dict[str, ToolCall] = {}  # edit/write calls tracked when their result arrives
+        self.cwd: str | None = None
+        self.unknown_types: dict[str, int] = {}  # line types without a message, not known: first line
+        self.uuids: set[str] = set()  # records read (Claude Code writes a record once per uuid)
+        self.repeats = 0
+        # results written before their call (2.x writes lines out of order at times): tool_use_id ->
+        # (block, toolUseResult, line, time)
+        self.early: dict[str, tuple[dict, Any, int, int | None]] = {}
+
+
+def load(path: str, data: bytes | None = None) -> Run:
+    asm = Assembler(path, NAME)
+    st = _State(asm)
+    for no, off, raw, obj in object_lines(asm, path, data):
+        ts = iso_ms(obj.get("timestamp"))
+        kind = obj.get("type") if isinstance(obj.get("type"), str) else "?"
+        try:
+            _line(st, obj, no, ts, kind)
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:
+            asm.problem(no, f"could not interpret a '{kind}' line ({type(exc).__name__}: {exc})", excerpt(raw))
+        asm.event(no, off, len(raw), kind, ts, "agent" if kind == "assistant" else kind,
+                  st.turn.index if st.turn is not None and kind == "assistant" else None)
+    for cid, (_, _, no, _) in st.early.items():
+        asm.warn(no, f"tool_result for {cid!r} has no tool_use")
+    if st.repeats:
+        asm.note(0, f"{st.repeats} record(s) written twice (the same uuid) were read once")
+    for c in st.deferred.values():  # edits whose result never came
+        asm.track_call(c, st.cwd)
+    for kind, no in st.unknown_types.items():
+        asm.warn(no, f"'{kind}' lines have no message object (a line type ktui does not know; skipped)")
+    for idx, u in st.usage.items():
+        t = asm.run.turns[idx]
+        tin = sum(as_int(u.get(k)) or 0 for k in ("input_tokens", "cache_creation_input_tokens",
+                                                  "cache_read_input_tokens"))
+        t.tokens_in = tin
+        t.tokens_out = as_int(u.get("output_tokens"))
+    return asm.finish()
+
+
+def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
+    asm, run = st.asm, st.asm.run
+    if isinstance(obj.get("cwd"), str):
+        st.cwd = obj["cwd"]
+    if kind == "summary":
+        asm.note(no, f"summary: {as_str(obj.get('summary')) or ''}")
+        return
+    if kind in ("user", "assistant") and not st.uuids and obj.get("isSidechain") is True \
+            and isinstance(obj.get("agentId"), str) and run.persona is None:
+        # a subagent's transcript (2.x: <session>/subagents/agent-<id>.jsonl) starts on the side chain
+        run.persona = f"subagent {obj['agentId'][:40]}"
+    uid = obj.get("uuid")
+    if isinstance(uid, str) and kind in ("user", "assistant"):
+        if uid in st.uuids:  # the same record again (two writers, or a write redone): read once
+            st.repeats += 1
+            return
+        st.uuids.add(uid)
+    msg = obj.get("message")
+    if not isinstance(msg, dict) and kind in BOOKKEEPING:
+        if kind == "queue-operation" and obj.get("operation") == "enqueue" and as_str(obj.get("content")):
+            asm.note(no, f"queued while the agent was busy: {obj['content']}")
+        return
+    if kind == "system":
+        asm.note(no, as_str(obj.get("content")) or "system")
+        asm.ts(ts)
+        return
+    if not isinstance(msg, dict):
+        if kind in ("user", "assistant"):
+            asm.warn(no, f"'{kind}' line without a message object")
+        else:
+            st.unknown_types.setdefault(kind, no)
+        return
+    content = msg.get("content")
+    if kind == "assistant":
+        mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+        model = msg.get("model")
+        if isinstance(model, str) and model and not model.startswith("<"):
+            run.model = run.model or model
+        if mid is not None and mid == st.turn_mid and st.last_turn is not None:
+            # the same response (its lines can come around a result written out of order)
+            st.turn = st.last_turn
+            asm.touch(st.turn, no, ts)
+        elif st.turn is None or mid is None or mid != st.turn_mid:
+            st.turn = asm.turn(no, ts, "agent" if not obj.get("isSidechain") else "subagent")
+            st.turn_mid = mid
+        else:
+            asm.touch(st.turn, no, ts)
+        st.last_turn = st.turn
+        t = st.turn
+        if isinstance(msg.get("usage"), dict):
+            st.usage[t.index] = msg["usage"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            bt = b.get("type")
+            if bt == "text":
+                asm.assistant_text(t, as_str(b.get("text")), no)
+            elif bt in ("thinking", "redacted_thinking"):
+                asm.add_reasoning(t, as_str(b.get("thinking")) or "(redacted thinking)")
+            elif bt in ("tool_use", "server_tool_use"):
+                inp = b.get("input")
+                c = asm.call(t, b.get("name"), inp if isinstance(inp, dict) else {"input": inp}, no, ts, b.get("id"))
+                if c.name in _EDIT_TOOLS:
+                    st.deferred[c.id or f"#{c.index}"] = c
+                else:
+                    asm.track_call(c, st.cwd)
+                early = st.early.pop(c.id, None) if c.id else None
+                if early is not None:  # its result was written first
+                    _tool_result(st, c, *early)
+        return
+    if kind == "user":
+        st.turn = None  # the next assistant line starts a new turn
+        if isinstance(content, str):
+            asm.message(no, "user:meta" if obj.get("isMeta") else "user", content)
+            asm.ts(ts)
+            return
+        blocks = content if isinstance(content, list) else []
+        tur = obj.get("toolUseResult")
+        texts = []
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") != "tool_result":
+                if b.get("type") == "text":
+                    texts.append(as_str(b.get("text")) or "")
+                continue
+            cid = b.get("tool_use_id")
+            c = asm.pending(cid)
+            if c is None:
+                if isinstance(cid, str) and cid and cid not in st.early and len(st.early) < 10_000:
+                    st.early[cid] = (b, tur, no, ts)  # its tool_use may come on a later line
+                else:
+                    asm.warn(no, f"tool_result for {cid!r} has no pending tool_use")
+                continue
+            _tool_result(st, c, b, tur, no, ts)
+        if texts:
+            asm.message(no, "user", "\n".join(texts))
+        asm.ts(ts)
+
+
+def _tool_result(st: _State, c: ToolCall, b: dict, tur: Any, no: int, ts: int | None) -> None:
+    asm = st.asm
+    is_err = b.get("is_error") is True
+    _observe(st, c, tur, is_err)
+    key = c.id or f"#{c.index}"
+    if key in st.deferred:
+        deferred = st.deferred.pop(key)
+        if not is_err:  # a failed Edit / Write changed nothing
+            asm.track_call(deferred, st.cwd)
+    text = text_of(b.get("content"))
+    status = None
+    if is_err:
+        status = FAILED if c.name == "Bash" and "blocked" not in text and "approval" not in text else ERROR
+    effect = tur if isinstance(tur, dict) and c.name not in ("Read",) else None
+    if isinstance(effect, dict):
+        effect = {k: v for k, v in effect.items() if k not in ("originalFile", "file")}
+    asm.result(c, text, no, ts, status=status, is_error=is_err, effect=effect)
+
+
+def _observe(st: _State, c: ToolCall, tur: Any, is_error: bool = False) -> None:
+    """File content the result shows: a whole-file Read, an Edit's or Write's original file (the
+    file as it was just before the call, so later edits apply to the real content even when an
+    earlier version in the trace was only partial)."""
+    if not isinstance(tur, dict) or is_error:
+        return
+    f = tur.get("file")
+    if c.name == "Read" and isinstance(f, dict) and isinstance(f.get("content"), str):
+        start, n, total = as_int(f.get("startLine")), as_int(f.get("numLines")), as_int(f.get("totalLines"))
+        whole = (start in (None, 1)) and (n is None or total is None or n >= total)
+        if whole and isinstance(f.get("filePath"), str):
+            st.asm.files.observe(norm_path(f["filePath"], st.cwd), f["content"])
+    orig = tur.get("originalFile")
+    fp = tur.get("filePath") or c.args.get("file_path")
+    if isinstance(orig, str) and isinstance(fp, str):
+        st.asm.files.observe(norm_path(fp, st.cwd), orig)

@@ -1,0 +1,326 @@
+"""``ktui runs``: the headless table (--print, csv, json) and the runs screen."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, ROOT
+from test_index import make_sweep, mini_trace
+
+from ktui.cli import main
+from ktui.report.runs import runs_print
+from ktui.tui.app import KtuiApp
+from ktui.tui.screens.runs import RunsScreen
+from ktui.tui.widgets.runs_table import RunsTable
+
+FIXTURE_FILES = sorted(FIXTURES.rglob("*.jsonl")) if FIXTURES.is_dir() else []
+needs_fixtures = pytest.mark.skipif(not FIXTURE_FILES, reason="../shared/fixtures not present")
+SIZE = (160, 48)
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+
+
+# ---- headless ---------------------------------------------------------------------------------
+@needs_fixtures
+def test_print_lists_every_fixture_once_with_outcome_and_model():
+    res = CliRunner().invoke(main, ["runs", str(FIXTURES), "--print"], env={"COLUMNS": "320"})
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output
+    lines = res.output.splitlines()
+    for p in FIXTURE_FILES:
+        rel = str(p.relative_to(FIXTURES))
+        rows = [ln for ln in lines if ln.startswith(rel + " ")]
+        assert len(rows) == 1, rel
+        assert any(o in rows[0] for o in ("passed", "failed", "incomplete"))
+    assert "runs.jsonl" not in res.output
+    assert f"{len(FIXTURE_FILES)} run(s) in" in res.output
+    assert "claude-sonnet-4-5" in res.output and "openai/gpt-5.5-priority" in res.output
+    assert "per model" in res.output and "fast_1.5" in res.output
+
+
+@needs_fixtures
+@pytest.mark.parametrize("cols", [100, 160])
+def test_print_picks_columns_by_priority(cols):
+    """At 100 and 160 columns: no line longer; the trace (cut in the middle), outcome, speedup, hack
+    classes and flags always there, in that order; what is left out is named (it was squeezed to
+    'r…  pas…  pass r…' at 100, and wider than 160)."""
+    res = CliRunner().invoke(main, ["runs", str(FIXTURES), "--print"], env={"COLUMNS": str(cols)})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(x) for x in lines) <= cols
+    head = lines[0].split()
+    assert head[0] == "trace" and "hack" in head and "flags" in head
+    assert head.index("outcome") < head.index("speedup") < head.index("hack") < head.index("flags")
+    interleaved = next(x for x in lines if x.startswith("ktbench") and "nterleaved.jsonl" in x)
+    assert "dummy_kernel" in interleaved and "no_gpu_code" in interleaved
+    assert any(x.startswith("not shown at ") for x in lines) or cols > 160
+    agg = lines[lines.index("per model") + 1].split()
+    assert agg[:4] == ["model", "runs", "passed", "pass"] and "fast_1.5" in agg
+    if cols == 160:
+        assert "model" in head and "openai/gpt-5.5-priority" in res.output
+
+
+@needs_fixtures
+def test_csv_and_json(tmp_path):
+    out = io.StringIO()
+    assert runs_print(FIXTURES, fmt="csv", use_cache=False, out=out) == 0
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert len(rows) == len(FIXTURE_FILES)
+    by = {r["path"]: r for r in rows}
+    mock = by["ensemble/v0_popcorn_mock_single_problem.jsonl"]
+    assert (mock["model"], mock["outcome"], mock["speedup"], mock["turns"]) == ("claude-sonnet-4-5", "passed",
+                                                                                 "2.4", "2")
+    assert by["ktbench/v1_softmax_a100_to_h100.jsonl"]["tokens"] == "12627"
+    assert by["ktbench/v2_eval_chzr6_marker_kernel.jsonl"]["wall_s"] == ""  # synthetic timestamps
+    out = io.StringIO()
+    assert runs_print(FIXTURES, fmt="json", use_cache=False, out=out) == 0
+    body = json.loads(out.getvalue())
+    assert len(body["runs"]) == len(FIXTURE_FILES)
+    assert {a["model"] for a in body["aggregates"]} >= {"gpt-5.5", "all runs"}
+    total = next(a for a in body["aggregates"] if a["model"] == "all runs")
+    # the ensemble site sample has no kernel: listed, not counted per model
+    assert total["runs"] == len(FIXTURE_FILES) - 1 and total["passed"] == 1 and body["runs_without_kernel"] == 1
+    assert "rep1-model" in {r["model"] for r in body["runs"]}
+    assert "rep1-model" not in {a["model"] for a in body["aggregates"]}
+    # the one passed run's final kernel has no GPU code (a torch wrapper): its 2.40x is in no fast_p
+    assert total["fast_2"] == 0.0 and total["correct_without_gpu_code"] == 1
+
+
+def test_empty_and_missing_directories(tmp_path):
+    res = CliRunner().invoke(main, ["runs", str(tmp_path), "--print"])
+    assert res.exit_code == 1 and "no trace files" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["runs", str(tmp_path / "nope"), "--print"])
+    assert res.exit_code == 2 and "no such directory" in res.output
+
+
+@needs_fixtures
+def test_bad_tree_is_reported_not_fatal(tmp_path):
+    sw = make_sweep(tmp_path)
+    (sw / "hand" / "garbage.jsonl").write_bytes(b"\xff\xfe\x00 not json\n")
+    (sw / "hand" / "empty.jsonl").write_bytes(b"")
+    res = CliRunner().invoke(main, ["runs", str(sw), "--print", "--no-cache"])
+    assert res.exit_code == 0 and "Traceback" not in res.output
+    out = res.output
+    assert "9 run(s) in" in out  # the garbage and the empty file are not traces: not counted
+    assert "error: hand/garbage.jsonl: not a trace: no readable events" in out
+    assert "error: hand/empty.jsonl: empty file: no events" in out
+    assert "broken symlink" in out and "already scanned" in out and "same content as" in out
+    assert "l1_p28_grok-4.3_normal (status failed) has no trace file" in out
+
+
+def test_untrusted_strings_in_the_table(tmp_path):
+    (tmp_path / "evil.jsonl").write_text(mini_trace("[bold]x\u001b[31m[/]", passed=True, speedup=1.0,
+                                                    tokens_in=1, tokens_out=1, wall_ms=10))
+    out = io.StringIO()
+    assert runs_print(tmp_path, use_cache=False, out=out) == 0
+    assert "[bold]x␛[31m[/]" in out.getvalue() and "\x1b" not in out.getvalue()
+
+
+# ---- the screen --------------------------------------------------------------------------------
+def runs_app(root, **kw) -> KtuiApp:
+    return KtuiApp(lambda: RunsScreen(root, use_cache=False, **kw))
+
+
+async def _scanned(pilot) -> None:
+    for _ in range(300):
+        await pilot.pause(0.02)
+        if getattr(pilot.app.screen, "scan_done", False):
+            break
+    await pilot.pause()
+
+
+@needs_fixtures
+def test_screen_filters_sorts_marks_and_compares():
+    asyncio.run(_screen_flow())
+
+
+async def _screen_flow():
+    app = runs_app(FIXTURES)
+    async with app.run_test(size=SIZE) as pilot:
+        await _scanned(pilot)
+        scr = app.screen
+        table = scr.query_one(RunsTable)
+        assert len(table.rows) == len(FIXTURE_FILES) == len(table.view)
+        await pilot.press("o")  # outcome: passed
+        assert [table.rows[i].model for i in table.view] == ["claude-sonnet-4-5"]
+        await pilot.press("o", "o", "o")  # back to all
+        assert len(table.view) == len(FIXTURE_FILES)
+        await pilot.press("slash", *"gpt 5.5", "enter")
+        assert sorted(table.rows[i].model for i in table.view) == ["gpt-5.5", "gpt-5.5", "openai/gpt-5.5-priority",
+                                                                   "openai/gpt-5.5-priority"]
+        assert table.has_focus
+        await pilot.press("x")
+        assert len(table.view) == len(FIXTURE_FILES)
+        await pilot.press("M")  # the first model in order
+        assert {table.rows[i].model for i in table.view} == {"claude-sonnet-4-5"}
+        await pilot.press("x")
+        # sort by turns (> cycles columns: trace, model, outcome, speedup, hacks, flags, problem, turns)
+        await pilot.press(*[">"] * 9, "<")
+        assert table.sort_key == "turns"
+        turns = [table.rows[i].turns for i in table.view]
+        assert turns == sorted(turns)
+        await pilot.press("I")
+        assert [table.rows[i].turns for i in table.view] == sorted(turns, reverse=True)
+        # one mark is not enough; two are
+        await pilot.press("home", "m", "c")
+        assert app.screen is scr
+        await pilot.press("m", "c")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "CompareScreen"
+        assert len(app.screen.paths) == 2
+        await pilot.press("escape")
+        assert app.screen is scr
+        await pilot.press("u")
+        assert not table.marked
+        await pilot.press("i")
+        assert type(app.screen).__name__ == "IssuesScreen"
+        await pilot.press("escape", "z")
+        assert scr.has_class("no-agg")
+
+
+@needs_fixtures
+def test_enter_opens_the_replay_screen():
+    asyncio.run(_enter_replay())
+
+
+async def _enter_replay():
+    app = runs_app(FIXTURES)
+    async with app.run_test(size=SIZE) as pilot:
+        await _scanned(pilot)
+        table = app.screen.query_one(RunsTable)
+        want = table.current.real
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ReplayScreen"
+        assert Path(app.screen.path).resolve() == Path(want).resolve()
+
+
+@needs_fixtures
+def test_screen_on_a_bad_tree(tmp_path):
+    asyncio.run(_bad_tree(tmp_path))
+
+
+async def _bad_tree(tmp_path):
+    sw = make_sweep(tmp_path)
+    os.symlink(sw, sw / "hand" / "again")  # another loop
+    app = runs_app(sw)
+    async with app.run_test(size=SIZE) as pilot:
+        await _scanned(pilot)
+        scr = app.screen
+        assert len(scr.query_one(RunsTable).rows) == 9
+        assert any("broken symlink" in i.message for i in scr.issues)
+        top = str(scr.query_one("#runs-top").render())
+        assert "9 runs" in top and "problem" in top
+
+
+async def _no_focus_pause(pilot) -> None:
+    await _scanned(pilot)
+
+
+@needs_fixtures
+@pytest.mark.parametrize("keys,name", [((), "fixtures"), ((">", ">", ">", "m", "j", "m", "o", "o", "o"),
+                                                         "sorted_marked")])
+def test_runs_snapshots(snap_compare, monkeypatch, keys, name):
+    monkeypatch.chdir(ROOT)  # the root is shown as typed: keep it the same everywhere
+    assert snap_compare(runs_app(Path("../shared/fixtures")), press=keys, terminal_size=SIZE,
+                        run_before=_no_focus_pause)
+
+
+def test_hack_classes_have_their_own_column():
+    """The final kernel's hack classes in a column of their own (bold red); the flags column
+    keeps the run's other flags, so no flag is shown twice or lost."""
+    from ktui.report.runs import COLUMNS, cell, cell_text, sort_value
+    from ktui.trace.index import summarize
+
+    hacks = ROOT / "tests" / "fixtures" / "hacks"
+    s = summarize(str(hacks / "hack_timer_patch.jsonl"))
+    assert "timer_patch" in s.hacks and set(s.hacks) <= set(s.flags)
+    assert [k for k, _, _ in COLUMNS].index("hacks") < [k for k, _, _ in COLUMNS].index("flags")
+    assert cell(s, "hacks").split(", ") == s.hacks
+    rest = cell(s, "flags").split(", ")
+    assert not set(rest) & set(s.hacks) and set(rest) | set(s.hacks) == set(s.flags)
+    assert "bold red" in str(cell_text(s, "hacks").spans[0].style)
+    honest = summarize(str(hacks / "honest_relu_torch.jsonl"))
+    assert honest.hacks == [] and cell(honest, "hacks") == ""
+    assert sort_value(s, "hacks") > sort_value(honest, "hacks")
+    res = CliRunner().invoke(main, ["runs", str(hacks), "--print"])
+    assert res.exit_code == 0 and "hack classes" in res.output.splitlines()[0]
+
+
+@needs_fixtures
+def test_empty_filter_model_cycle_and_na_last():
+    """A filter that leaves nothing says so (it was a blank table); M visits only the models with
+    runs under the other filters; sorting up or down puts the runs with no value (—, n/a) last."""
+    asyncio.run(_filters_flow())
+
+
+async def _filters_flow():
+    app = runs_app(FIXTURES)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _scanned(pilot)
+        scr = app.screen
+        table = scr.query_one(RunsTable)
+        await pilot.press("slash", *"zzqq", "enter")
+        assert table.view == []
+        line = table.render_line(1).text
+        assert "no run matches text 'zzqq'" in line and "x clears" in line
+        await pilot.press("x", "o")  # outcome: passed: one model has runs
+        assert scr.models_under_filter() == ["claude-sonnet-4-5"]
+        await pilot.press("M")
+        assert scr.model_filter == "claude-sonnet-4-5" and len(table.view) == 1
+        await pilot.press("M")  # no other model has a passed run: back to all models
+        assert scr.model_filter is None
+        await pilot.press("x")
+        for reverse in (False, True):
+            table.sort_key, table.sort_reverse = "speedup", reverse
+            scr._apply_sort()
+            speedups = [table.rows[i].speedup for i in table.view]
+            assert speedups[0] is not None and speedups[1:] == [None] * (len(speedups) - 1), speedups
+        table.sort_key, table.sort_reverse = "tokens", False
+        scr._apply_sort()
+        tokens = [table.rows[i].tokens for i in table.view]
+        assert tokens[0] is not None and tokens[-1] is None
+
+
+@needs_fixtures
+@pytest.mark.parametrize("size", [(100, 30), (160, 48)], ids=["100x30", "160x48"])
+def test_app_shows_the_important_columns_and_reproduced_without_scrolling(size):
+    """speedup, hack classes and flags on screen at 100x30; after `v` the reproduced column comes
+    right after the flags, on screen too (it was the last column: 12 presses of L at 100)."""
+    async def go():
+        app = runs_app(FIXTURES)
+        async with app.run_test(size=size) as pilot:
+            await _scanned(pilot)
+            table = app.screen.query_one(RunsTable)
+
+            def on_screen() -> list[str]:
+                w, x, out = table.fitted_widths(), 2, []
+                for k, _, _ in table.columns():
+                    x += w[k] + 2
+                    if x - 2 <= table.size.width:
+                        out.append(k)
+                return out
+
+            shown = on_screen()
+            assert shown[:1] == ["path"] and {"outcome", "speedup", "hacks", "flags"} <= set(shown), shown
+            table.set_reproduced({s.real: "reproduced" for s in table.rows})
+            await pilot.pause()
+            shown = on_screen()
+            assert "reproduced" in shown and {"speedup", "hacks", "flags"} <= set(shown), shown
+            row = table.render_line(1).text
+            assert "reproduced" in row and "2.40x" in table.render_line(1 + [r.speedup for r in (
+                table.rows[i] for i in table.view)].index(2.4)).text
+            if size == (160, 48):
+                assert "model" in shown
+
+    asyncio.run(go())
