@@ -199,6 +199,8 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
         "pipeline_depth": (ev.get("stats") or {}).get("pipeline_depth"),
         "reference_cache": refc,
         "verdicts": {f"{x['path']} {x['version']}": x["verdict"] for x in rep.get("runs") or []},
+        "reasons": {f"{x['path']} {x['version']}": str(x.get("reason") or "")[:400] for x in rep.get("runs") or []},
+        "failed": {k[:12]: t.get("status") for k, t in timings.items() if t.get("status") != "completed"},
     }
 
 
@@ -257,7 +259,8 @@ def pipeline_compare(a: argparse.Namespace) -> int:
         diff = sorted(k for k in set(on["verdicts"]) | set(off["verdicts"])
                       if on["verdicts"].get(k) != off["verdicts"].get(k))
         result["verdicts_identical"] = not diff
-        result["verdicts_differ"] = {k: [off["verdicts"].get(k), on["verdicts"].get(k)] for k in diff}
+        result["verdicts_differ"] = {k: {"off": [off["verdicts"].get(k), off["reasons"].get(k)],
+                                         "on": [on["verdicts"].get(k), on["reasons"].get(k)]} for k in diff}
     if on.get("wall_s") and off.get("wall_s"):
         result["speedup_on_over_off"] = round(off["wall_s"] / on["wall_s"], 3)
     for rec in log:
