@@ -23,6 +23,7 @@ from typing import Any
 from ktui.trace.importers.common import (
     Assembler,
     JSONError,
+    as_dict,
     as_int,
     as_list,
     as_num,
@@ -135,13 +136,13 @@ def load_object(obj: Any, path: str) -> Run:
 
 def _rollout(asm: Assembler, obj: dict, line_of, where_of) -> None:
     run = asm.run
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = as_dict(obj.get("metadata"))
     sd = meta.get("sample_data") if isinstance(meta.get("sample_data"), dict) else meta
     if isinstance(sd, dict) and any(k in sd for k in ("ref_arch_src", "level", "problem_id", "problem_path")):
         kernelbench_problem(run.problem, sd.get("level"), sd.get("name"), sd.get("problem_id"),
                             sd.get("problem_path"), sd.get("ref_arch_src"),
                             "metadata.sample_data.ref_arch_src")
-    comps = obj.get("completions") if isinstance(obj.get("completions"), list) else []
+    comps = as_list(obj.get("completions"))
     for k in ("model", "model_name"):
         if isinstance(obj.get(k), str) and obj[k]:
             run.model = obj[k]
@@ -149,7 +150,7 @@ def _rollout(asm: Assembler, obj: dict, line_of, where_of) -> None:
     _completions(asm, turns, comps, where_of)
     reward = obj.get("rewards", obj.get("reward"))
     if isinstance(reward, list):
-        nums = [as_num(r) for r in reward if as_num(r) is not None]
+        nums = [n for n in (as_num(r) for r in reward) if n is not None]
         reward = nums[0] if len(nums) == 1 else (sum(nums) / len(nums) if nums else None)
     r = as_num(reward)
     if r is not None:
@@ -166,17 +167,17 @@ def _completions(asm: Assembler, turns: list[Turn], comps: list, where_of) -> No
     tool-call ids they contain, else by order."""
     run = asm.run
     by_call: dict[str, Turn] = {}
-    for t in turns:
-        for c in t.calls:
+    for tt in turns:
+        for c in tt.calls:
             if c.id:
-                by_call[c.id] = t
+                by_call[c.id] = tt
     used: set[int] = set()
     order = iter(turns)
     for i, comp in enumerate(comps):
         if not isinstance(comp, dict):
             asm.warn(0, f"completion {i} is not an object", f"$.completions[{i}]")
             continue
-        t = None
+        t: Turn | None = None
         ids = []
         for ch in as_list(comp.get("choices")):
             msg = ch.get("message") if isinstance(ch, dict) else None
@@ -193,7 +194,7 @@ def _completions(asm: Assembler, turns: list[Turn], comps: list, where_of) -> No
             asm.warn(0, f"completion {i} has no assistant turn to belong to", f"$.completions[{i}]")
             continue
         used.add(t.index)
-        u = comp.get("usage") if isinstance(comp.get("usage"), dict) else {}
+        u = as_dict(comp.get("usage"))
         tin = as_int(u.get("input_tokens", u.get("prompt_tokens")))
         tout = as_int(u.get("output_tokens", u.get("completion_tokens")))
         tr = as_int(u.get("reasoning_tokens"))
@@ -218,10 +219,10 @@ def _completions(asm: Assembler, turns: list[Turn], comps: list, where_of) -> No
         if isinstance(comp.get("model"), str) and not run.model:
             run.model = comp["model"]
     # only the start of each model call is known: a turn lasts until the next call starts
-    timed = [t for t in turns if t.start_ms is not None]
-    for a, b in zip(timed, timed[1:], strict=False):
-        if a.end_ms == a.start_ms and b.start_ms >= a.start_ms:
-            a.wall_ms = b.start_ms - a.start_ms
+    timed = [(tt, tt.start_ms) for tt in turns if tt.start_ms is not None]
+    for (a, sa), (_, sb) in zip(timed, timed[1:], strict=False):
+        if a.end_ms == sa and sb >= sa:
+            a.wall_ms = sb - sa
 
 
 def _args(v: Any) -> Any:
@@ -318,7 +319,7 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
         for tc in as_list(m.get("tool_calls")):
             if not isinstance(tc, dict):
                 continue
-            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            fn = as_dict(tc.get("function"))
             name = fn.get("name") or tc.get("name") or (tc.get("function") if isinstance(tc.get("function"), str)
                                                          else None)
             args = _args(fn.get("arguments", tc.get("arguments")))
