@@ -28,6 +28,7 @@ from ktui.trace.importers.common import (
     Assembler,
     JSONError,
     TooBig,
+    as_dict,
     as_int,
     as_num,
     as_str,
@@ -61,7 +62,7 @@ def is_eval_zip(names: list[str]) -> bool:
 def zip_names(path: str | None = None, data: bytes | None = None) -> list[str] | None:
     """The member names of a zip file (None when it is not a readable zip)."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as z:
+        with zipfile.ZipFile(io.BytesIO(data) if data is not None else _needed(path)) as z:
             return z.namelist()[:_MAX_ENTRIES]
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         return None
@@ -76,7 +77,7 @@ def read_eval_zip(path: str | None = None, data: bytes | None = None) -> tuple[d
     problems: list[str] = []
     obj: dict[str, Any] = {}
     total = 0
-    with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as z:
+    with zipfile.ZipFile(io.BytesIO(data) if data is not None else _needed(path)) as z:
         infos = {i.filename: i for i in z.infolist()[:_MAX_ENTRIES]}
 
         def member(name: str) -> Any:
@@ -107,8 +108,8 @@ def read_eval_zip(path: str | None = None, data: bytes | None = None) -> tuple[d
             problems.append("no header.json (the eval had not finished when this was written): eval and plan "
                             "from _journal/start.json")
         obj.update(head)
-        names = sorted((n for n in infos if _SAMPLE.match(n)),
-                       key=lambda n: (_natural(_SAMPLE.match(n).group(1)), int(_SAMPLE.match(n).group(2))))
+        matched = [(n, m) for n in infos if (m := _SAMPLE.match(n))]
+        names = [n for n, _ in sorted(matched, key=lambda nm: (_natural(nm[1].group(1)), int(nm[1].group(2))))]
         samples = []
         for n in names:
             sm = member(n)
@@ -174,7 +175,7 @@ def _input_tokens(u: dict, openai_inclusive: bool) -> int | None:
 
 def _inclusive_cache(ev: dict) -> bool:
     """Whether this log's OpenAI-style usage counts cached tokens inside input_tokens."""
-    pk = ev.get("packages") if isinstance(ev.get("packages"), dict) else {}
+    pk = as_dict(ev.get("packages"))
     ver = as_str(pk.get("inspect_ai")) or ""
     m = re.match(r"^(\d+)\.(\d+)\.(\d+)", ver)
     if not m or tuple(int(x) for x in m.groups()) >= (0, 3, 184):
@@ -208,8 +209,7 @@ def score_value(v: Any) -> float | None:
     if n is not None:
         return n
     if isinstance(v, dict):  # several values: their mean
-        vals = [score_value(x) for x in v.values()]
-        vals = [x for x in vals if x is not None]
+        vals = [x for x in (score_value(y) for y in v.values()) if x is not None]
         return sum(vals) / len(vals) if vals else None
     return None
 
@@ -225,9 +225,9 @@ def load_object(obj: Any, path: str) -> Run:
     task = as_str(ev.get("task"))
     run.problem.name = task
     run.scenario = task
-    stats = obj.get("stats") if isinstance(obj.get("stats"), dict) else {}
+    stats = as_dict(obj.get("stats"))
     asm.ts(iso_ms(stats.get("started_at")) or iso_ms(ev.get("created")))
-    pk = ev.get("packages") if isinstance(ev.get("packages"), dict) else {}
+    pk = as_dict(ev.get("packages"))
     asm.note(0, f"inspect_ai {as_str(pk.get('inspect_ai')) or '?'} · task {task or '?'} · status "
                 f"{as_str(obj.get('status')) or '?'}")
     if obj.get("status") not in (None, "success"):
@@ -252,7 +252,7 @@ def load_object(obj: Any, path: str) -> Run:
         if not isinstance(msgs, list):
             asm.warn(base, "sample without a messages list", where + ".messages")
             continue
-        att = s.get("attachments") if isinstance(s.get("attachments"), dict) else {}
+        att = as_dict(s.get("attachments"))
         if att:
             msgs = _resolve(msgs, att)
         first = base + 1
@@ -268,7 +268,7 @@ def load_object(obj: Any, path: str) -> Run:
         _events(asm, s, turns, where, _inclusive_cache(ev))
         for t in run.turns[n_turns:]:
             t.actor = f"sample {s.get('id')}" if len(samples) > 1 else "agent"
-        scores = s.get("scores") if isinstance(s.get("scores"), dict) else {}
+        scores = as_dict(s.get("scores"))
         if not scores and isinstance(s.get("score"), dict):
             scores = {"score": s["score"]}
         for name, sc in scores.items():
@@ -287,7 +287,7 @@ def load_object(obj: Any, path: str) -> Run:
                         "", "warning", where + ".error")
     for name, vals in per_scorer.items():
         run.scores[name] = sum(vals) / len(vals)
-    res = obj.get("results") if isinstance(obj.get("results"), dict) else {}
+    res = as_dict(obj.get("results"))
     for sc in res.get("scores") or []:
         if isinstance(sc, dict) and isinstance(sc.get("metrics"), dict):
             for mname, m in sc["metrics"].items():
@@ -320,8 +320,8 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
     calls: dict[str, ToolCall] = {c.id: c for t in turns for c in t.calls if c.id}
     model_events = [e for e in events if isinstance(e, dict) and e.get("event") == "model"]
     for t, e in zip(turns, model_events, strict=False):
-        out = e.get("output") if isinstance(e.get("output"), dict) else {}
-        u = out.get("usage") if isinstance(out.get("usage"), dict) else {}
+        out = as_dict(e.get("output"))
+        u = as_dict(out.get("usage"))
         tin = _input_tokens(u, inclusive)
         if tin is not None:
             t.tokens_in = tin
@@ -337,8 +337,8 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
         if end is not None:
             t.llm_ms = max(0, end - start) if start is not None else None
             asm.ts(end)
-        elif as_num(out.get("time")) is not None:
-            t.llm_ms = int(as_num(out["time"]) * 1000)
+        elif (secs := as_num(out.get("time"))) is not None:
+            t.llm_ms = int(secs * 1000)
     if len(model_events) != len(turns):
         asm.warn(turns[0].first_line if turns else 0,
                  f"{len(model_events)} model event(s) for {len(turns)} assistant message(s); tokens matched in order",
@@ -346,7 +346,8 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
     for e in events:
         if not isinstance(e, dict) or e.get("event") != "tool":
             continue
-        c = calls.get(e.get("id")) if isinstance(e.get("id"), str) else None
+        eid = e.get("id")
+        c = calls.get(eid) if isinstance(eid, str) else None
         if c is None:
             continue
         start, end = iso_ms(e.get("timestamp")), iso_ms(e.get("completed"))
@@ -360,3 +361,10 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
     for t in turns:  # samples run concurrently: a turn's time is its own span, not since the previous event
         if t.start_ms is not None and t.end_ms is not None:
             t.wall_ms = max(0, t.end_ms - t.start_ms)
+
+
+def _needed(path: str | None) -> str:
+    """The path, where no data was given (without one, a TypeError)."""
+    if path is None:
+        raise TypeError("a path or data is needed")
+    return path
