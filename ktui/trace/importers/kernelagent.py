@@ -42,6 +42,8 @@ LABEL = "KernelAgent session result (result.json)"
 LINE_BASED = False
 
 _MAX_FILE = 4 << 20
+# what reading a side file may raise: it is then left alone (JSONError is itself a tuple)
+_READ_ERRORS: tuple[type[BaseException], ...] = (OSError, TooBig, *JSONError)
 _MAX_ROUNDS = 500
 _ROUND = re.compile(r"^round_(\d+)\.json$")
 _PROBLEM_FILES = ("problem.txt", "original.py", "original_pytorch.py")
@@ -57,7 +59,7 @@ def detect_object(obj: Any) -> bool:
 def _read(path: str) -> Any:
     try:
         return parse_json(read_bounded(path, _MAX_FILE))
-    except (OSError, TooBig, *JSONError):
+    except _READ_ERRORS:
         return None
 
 

@@ -54,6 +54,8 @@ from ktui.trace.notes import JSONError, loads
 
 _STATE_FILES = ("base_state.json", "trajectory.json")
 _STATE_MAX = 64 << 20  # a long conversation's stats list every response
+# what reading a side file may raise: it is then left alone (JSONError is itself a tuple)
+_READ_ERRORS: tuple[type[BaseException], ...] = (OSError, TooBig, *JSONError)
 
 NAME = "openhands"
 LABEL = "OpenHands conversation events (agent SDK, JSON array)"
@@ -177,8 +179,8 @@ class _Reader:
         n = 0
         for usage in as_dict(as_dict(state.get("stats")).get("usage_to_metrics")).values():
             for u in as_list(as_dict(usage).get("token_usages")):
-                t = self.by_response.get(as_dict(u).get("response_id")) if isinstance(as_dict(u).get("response_id"),
-                                                                                      str) else None
+                rid = as_dict(u).get("response_id")
+                t = self.by_response.get(rid) if isinstance(rid, str) else None
                 if t is not None:
                     t.tokens_in, t.tokens_out = as_int(u.get("prompt_tokens")), as_int(u.get("completion_tokens"))
                     n += 1
@@ -242,7 +244,7 @@ def _state_beside(path: str) -> tuple[dict, str] | None:
             continue
         try:
             state = parse_json(read_bounded(p, _STATE_MAX))
-        except (OSError, TooBig, *JSONError):
+        except _READ_ERRORS:
             continue
         if isinstance(state, dict) and isinstance(state.get("baseState"), dict):
             state = state["baseState"]
