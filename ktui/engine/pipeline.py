@@ -225,6 +225,8 @@ class Judge(CorrectnessStages, ClockStages):
             yield
 
     def close(self):
+        for w in self.workers:  # the workers end before the device is given up (on the CPU: their exit is work)
+            w.close(polite=self.result.get("status") == "completed")
         self._outer.close()
         if self.windows is not None:
             self.result["device_windows"] = self.windows.records[:2000]
@@ -233,8 +235,6 @@ class Judge(CorrectnessStages, ClockStages):
             self.result["reference_cache"] = self.refcache.summary()
         if self.compare_spans:  # when the judge compared (host work): never inside an "alone" window
             self.result["compare_spans"] = [[round_(a, 4), round_(b, 4)] for a, b in self.compare_spans[:500]]
-        for w in self.workers:
-            w.close(polite=self.result.get("status") == "completed")
         for h in self.held:
             h.close()
         self.held = []
@@ -321,11 +321,11 @@ class Judge(CorrectnessStages, ClockStages):
         if not (job.kernel_code or "").strip():
             self.stage("build")
             raise StageFailure("build", "no_code", "the snapshot has no kernel code (attachment stub?)")
+        if self.device_kind == "cpu":  # before the workers start: their torch import is work on the CPU
+            self.open_windows("cpu")
         # both workers start together (each imports torch before it answers)
         cw = self.spawn_candidate()
         rw_ = self.spawn("reference") if job.reference_source else None
-        if self.device_kind == "cpu":
-            self.open_windows("cpu")
         cand = self.start("candidate", w=cw)
         self._setup(cand)
         self.open_windows(self.device_str)

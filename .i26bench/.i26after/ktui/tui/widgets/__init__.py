@@ -1,1 +1,0 @@
-"""Widgets of the replay app: they render, they do no I/O."""
