@@ -39,6 +39,8 @@ VARIABLES: dict[str, str] = {
     "KTUI_MAX_LINE_MB": "a trace line longer than this many MiB is not read (default 64; may be a fraction)",
     "KTUI_LAZY_MIN": "tool arguments and results of trace lines at least this many bytes long are read back from "
                      "the file when shown, not kept in memory (default 256; 0: every line)",
+    "KTUI_VERIFY_SHARE_REFERENCE": "0: ktui verify gives every kernel its own input seed and computes the "
+                                   "reference's outputs for each (default 1: once per problem, shared; benchmarks)",
 }
 # read by the engine in its own (sandboxed) processes, set by ktui or by tests
 ENGINE_VARIABLES: dict[str, str] = {
@@ -87,6 +89,7 @@ class Settings:
     max_line_mb: float | None = None  # KTUI_MAX_LINE_MB (None: the reader's default)
     lazy_min: int | None = None  # KTUI_LAZY_MIN (None: ktui.trace.lazy's default)
     build_dir: Path | None = None  # KTUI_BUILD_DIR (None: repro_cache_dir / "build")
+    verify_share_reference: bool = True  # KTUI_VERIFY_SHARE_REFERENCE (0: off)
 
     @property
     def labels_file(self) -> Path:
@@ -118,7 +121,8 @@ class Settings:
                    ncu=env.get("KTUI_NCU") or None, profile_keep=Path(keep) if keep else None,
                    max_line_mb=_positive(env.get("KTUI_MAX_LINE_MB")),
                    lazy_min=int(lazy_s) if lazy_s.isdigit() else None,
-                   build_dir=_given_dir(env, build) if build else None)
+                   build_dir=_given_dir(env, build) if build else None,
+                   verify_share_reference=(env.get("KTUI_VERIFY_SHARE_REFERENCE") or "1").strip() != "0")
 
 
 _lock = threading.Lock()

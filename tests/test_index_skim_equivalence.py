@@ -52,8 +52,26 @@ def _skim_row(path: Path) -> dict:
     return _row(summarize(_tf(path)))
 
 
+def _same_parts(path: Path, skimmed: RunSummary) -> None:
+    """A file of many runs: each run's row in the skim is the full parse of its address."""
+    from ktui.trace.address import join
+
+    assert skimmed.parts, path
+    for part in skimmed.parts:
+        key = part["key"]
+        run = load(join(str(path), key), keep_events=False)
+        full = _row(summary_of_run(run, _tf(path)))
+        skim = {k: v for k, v in part.items() if k not in IDENTITY | {"key", "parts"}}
+        diff = {k: (skim.get(k), full[k]) for k in full if k not in ("key", "parts") and skim.get(k) != full[k]}
+        assert diff == {}, f"{path.name}#{key}: skim != full parse: {diff}"
+
+
 def _same(path: Path) -> None:
-    skim, full = _skim_row(path), _full_row(path)
+    skimmed = summarize(_tf(path))
+    if skimmed.parts:
+        _same_parts(path, skimmed)
+        return
+    skim, full = _row(skimmed), _full_row(path)
     if skim["format"] in ("none", "result"):  # a .json that is no trace, or a harness's result file: no row
         assert full["not_trace"] and skim["problems"], path
         return

@@ -259,7 +259,9 @@ class LocalEngine(EngineBase):
         self.skip_trivial = skip_trivial
         self.depth = PIPELINE_DEPTH if pipeline else 1  # judges in flight per slot
         if share_reference is None:  # KTUI_VERIFY_SHARE_REFERENCE=0: every kernel its own seed (benchmarks)
-            share_reference = os.environ.get("KTUI_VERIFY_SHARE_REFERENCE", "1") != "0"
+            from ktui.settings import current
+
+            share_reference = current().verify_share_reference
         self.share_reference = share_reference  # one secret input seed per problem, the reference's outputs kept
         self._seeds: dict[str, int] = {}
         self.cancel = threading.Event()
