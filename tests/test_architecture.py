@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -23,6 +24,26 @@ def test_the_app_process_never_imports_torch():
     loaded, screens = r.stdout.strip().split(" ", 1)
     assert loaded == "False", "a screen imported torch"
     assert "ktui.tui.screens.replay" in screens and "ktui.tui.screens.runs" in screens
+
+
+def test_no_module_the_app_loads_can_import_torch():
+    """Not only at import time: a module the app process loads (the engine's sandbox, errors and
+    build-cache helpers among them) holds no `import torch` anywhere, even inside a function, so
+    no call the app makes can load it. The judge and its workers, which use torch, are other
+    processes."""
+    code = ("import sys, importlib, pkgutil\n"
+            f"for m in {SCREENS!r}:\n    importlib.import_module(m)\n"
+            "import ktui.tui.screens as s\n"
+            "for i in pkgutil.iter_modules(s.__path__):\n    importlib.import_module('ktui.tui.screens.' + i.name)\n"
+            "print('\\n'.join(sorted(m.__file__ for n, m in list(sys.modules.items())\n"
+            "                         if n.startswith('ktui') and getattr(m, '__file__', None))))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    files = r.stdout.split()
+    assert any(f.endswith("engine/sandbox.py") for f in files)  # the app does load engine modules
+    pattern = re.compile(r"^\s*(?:import\s+torch\b|from\s+torch\b)", re.M)
+    offenders = [f for f in files if pattern.search(open(f, encoding="utf-8").read())]
+    assert offenders == [], offenders
 
 
 def test_the_view_model_needs_no_renderer():

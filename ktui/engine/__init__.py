@@ -24,6 +24,6 @@
 #
 # Self-contained (stdlib + torch, torch imported lazily, relative imports only): `ktui export`
 # embeds this package (and ktui/engine/probes) in a standalone script. MIT license, part of ktui.
-from .build import _clear_stale_lock  # noqa: F401
+from .buildcache import _clear_stale_lock  # noqa: F401  (torch-free: the app process loads this package)
 from .defaults import HARNESS_VERSION, STAGES  # noqa: F401
 from .errors import StageFailure, default_cache_root, sha1_text, stats_us  # noqa: F401

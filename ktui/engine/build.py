@@ -8,6 +8,7 @@ import sys
 import time
 import types
 
+from .buildcache import STALE_LOCK_S, _clear_stale_lock  # noqa: F401  (the judge side's; torch-free)
 from .errors import StageFailure, compile_error_text, now, one_line, round_
 
 # ---- harness shims ---------------------------------------------------------------------------
@@ -302,19 +303,6 @@ def ninja_steps(bdir, since=None):
         latest[parts[3]] = {"output": os.path.basename(parts[3])[:80], "seconds": round_((end - start) / 1000.0, 3),
                             "start_s": round_(start / 1000.0, 3)}
     return sorted(latest.values(), key=lambda r: r["start_s"])[:50]
-
-
-STALE_LOCK_S = 900
-
-
-def _clear_stale_lock(bdir, max_age=STALE_LOCK_S):
-    """torch's FileBaton waits forever on a 'lock' left by a process killed mid-build."""
-    lock = os.path.join(bdir, "lock")
-    try:
-        if os.path.exists(lock) and time.time() - os.path.getmtime(lock) > max_age:
-            os.remove(lock)
-    except OSError:
-        pass
 
 
 def _dir_has_binary(path):

@@ -11,6 +11,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 
 MAX_BYTES = 1 << 30  # one build, all files
 MAX_FILES = 20000
@@ -150,3 +151,16 @@ def publish(work_dir, cache_dir):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return stats
+
+
+STALE_LOCK_S = 900
+
+
+def _clear_stale_lock(bdir, max_age=STALE_LOCK_S):
+    """torch's FileBaton waits forever on a 'lock' left by a process killed mid-build."""
+    lock = os.path.join(bdir, "lock")
+    try:
+        if os.path.exists(lock) and time.time() - os.path.getmtime(lock) > max_age:
+            os.remove(lock)
+    except OSError:
+        pass

@@ -1,5 +1,5 @@
 # ---- ktui repro harness: errors and small helpers ------------------------------------------
-# Stdlib only (torch imported lazily). MIT license, part of ktui.
+# Stdlib only: no torch (the app process loads this module). MIT license, part of ktui.
 import hashlib
 import math
 import os
@@ -137,10 +137,10 @@ def compile_error_text(msg):
 # ---- guarded execution of model-written code -------------------------------------------------
 
 def classify_exception(exc):
-    """(kind, fatal) for an exception raised by kernel code."""
-    import torch
-
-    if isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower():
+    """(kind, fatal) for an exception raised by kernel code. Read from the exception's classes,
+    not by importing torch: this module is loaded by the app process too, which never imports it."""
+    oom = any(c.__name__ == "OutOfMemoryError" and c.__module__.startswith("torch") for c in type(exc).__mro__)
+    if oom or "out of memory" in str(exc).lower():
         return "oom", True
     msg = str(exc)
     if "CUDA error" in msg or "cudaError" in msg or "CUBLAS_STATUS" in msg or "illegal memory access" in msg:
