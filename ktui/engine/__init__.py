@@ -14,7 +14,7 @@
 #   compare.py    inputs (seeding) and the judge's comparison
 #   timing.py     the one timed loop, with primitives bound before trace code loads
 #   profiling.py  memory peak and launches (CUDA, in the worker)
-#   gpu.py        per-GPU lock and GPU state (judge side, nvidia-smi)
+#   gpu.py        GPU state (judge side, nvidia-smi); the device lock is devicelock.py
 #   job.py        one kernel to judge (plain data)
 #   workers.py    the judge's handle on a sandboxed worker; held values (memfds)
 #   pipeline.py   the judge: build(job), judge(job, build)

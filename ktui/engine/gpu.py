@@ -2,7 +2,6 @@
 # A per-GPU file lock so two ktui processes never time on one GPU at once, and the GPU's state
 # (clocks, temperature, power, utilization, other processes) from nvidia-smi with each result.
 # Stdlib only. MIT license, part of ktui.
-import fcntl
 import os
 import subprocess
 import time
@@ -86,54 +85,3 @@ def not_idle(before, ours):
     if u is not None and u > 10:
         bits.append(f"utilization {u:.0f}% before timing")
     return "; ".join(bits) or None
-
-
-class GpuLock:
-    """An exclusive flock on <dir>/gpu-<index>.lock, held by the judge while it times."""
-
-    def __init__(self, lock_dir, device):
-        self.path = os.path.join(lock_dir, f"gpu-{physical_index(device)}.lock")
-        self.fd = None
-        self.waited_s = 0.0
-        self.holder = None
-
-    def acquire(self, cancel=None, on_wait=None, timeout=None):
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        t0 = time.monotonic()
-        told = False
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not told and on_wait is not None:
-                    try:
-                        self.holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip()
-                    except OSError:
-                        self.holder = None
-                    on_wait(self.holder)
-                    told = True
-                if cancel is not None and cancel.is_set():
-                    self.release()
-                    return False
-                if timeout is not None and time.monotonic() - t0 > timeout:
-                    self.release()
-                    return False
-                time.sleep(0.2)
-        self.waited_s = time.monotonic() - t0
-        try:
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError:
-            pass
-        return True
-
-    def release(self):
-        if self.fd is not None:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-            except OSError:
-                pass
-            os.close(self.fd)
-            self.fd = None
