@@ -29,6 +29,7 @@ from ktui.trace.importers.common import (
     as_num,
     as_str,
     bad_json_line,
+    decoded_arguments,
     iso_ms,
     iter_lines,
     kernelbench_problem,
@@ -37,7 +38,7 @@ from ktui.trace.importers.common import (
     text_of,
 )
 from ktui.trace.model import OUTCOME_FAILED, PASSED, Run, Turn
-from ktui.trace.notes import loads, split_think
+from ktui.trace.notes import split_think
 
 NAME = "chat-messages"
 LABEL = "chat-message log (messages list; Wafer rollouts)"
@@ -226,13 +227,10 @@ def _completions(asm: Assembler, turns: list[Turn], comps: list, where_of) -> No
 
 
 def _args(v: Any) -> Any:
-    if isinstance(v, str):
-        try:
-            parsed = loads(v)
-        except JSONError:
-            return {"arguments": v}
-        return parsed if isinstance(parsed, dict) else {"arguments": parsed}
-    return v
+    if not isinstance(v, str):
+        return v
+    parsed = decoded_arguments(v, "arguments")
+    return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 
 
 def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Turn]:

@@ -93,6 +93,17 @@ def iter_lines(path: str | None = None, data: bytes | None = None) -> Iterator[t
         yield line_no, offset, raw[:-1] if raw.endswith(b"\r") else raw, False
 
 
+def decoded_arguments(value: Any, raw_key: str) -> Any:
+    """A tool call's arguments as sent: a JSON string decoded, text that is not JSON kept whole
+    under ``raw_key``; anything else as it is (the caller decides what a non-dict becomes)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return loads(value)
+    except JSONError:
+        return {raw_key: value}
+
+
 def parse_json(raw: bytes) -> Any:
     """orjson; raises JSONError (a tuple of exception types) on bad input."""
     if raw.startswith(b"\xef\xbb\xbf"):

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ktui.trace.importers.common import Assembler, JSONError, as_int, as_num, as_str, iso_ms, text_of
+from ktui.trace.importers.common import Assembler, as_int, as_num, as_str, decoded_arguments, iso_ms, text_of
 from ktui.trace.model import OK, Actor, Run, ToolCall, Turn
-from ktui.trace.notes import loads
 
 NAME = "harbor-atif"
 LABEL = "Harbor ATIF trajectory (JSON)"
@@ -196,12 +195,7 @@ def _extra_call(asm: Assembler, t: Turn, s: dict, step_extra: dict, results: lis
                 line: int, ts: int | None) -> list:
     """A converter that kept the call only in the step's extra (tool_use_name, raw_arguments): the
     call, added to ``calls``; the step's results, paired with it."""
-    raw = step_extra.get("raw_arguments")
-    if isinstance(raw, str):
-        try:
-            raw = loads(raw)
-        except JSONError:
-            raw = {"input": raw}
+    raw = decoded_arguments(step_extra.get("raw_arguments"), "input")
     meta = _dict(step_extra.get("tool_result_metadata"))
     rawr = _dict(meta.get("raw_tool_result"))
     cid = rawr.get("tool_use_id") if isinstance(rawr.get("tool_use_id"), str) else f"step{s.get('step_id')}"

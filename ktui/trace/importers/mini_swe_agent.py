@@ -18,16 +18,15 @@ from typing import Any
 
 from ktui.trace.importers.common import (
     Assembler,
-    JSONError,
     as_dict,
     as_int,
     as_num,
     as_str,
+    decoded_arguments,
     iso_ms,
     text_of,
 )
 from ktui.trace.model import Run
-from ktui.trace.notes import loads
 
 NAME = "mini-swe-agent"
 LABEL = "mini-swe-agent trajectory (JSON)"
@@ -135,12 +134,7 @@ def load_object(obj: Any, path: str) -> Run:
         if tcs:  # 2.x: OpenAI tool calls, answered by tool messages with the call's id
             for tc in tcs:
                 fn = as_dict(tc.get("function"))
-                args = fn.get("arguments")
-                if isinstance(args, str):
-                    try:
-                        args = loads(args)
-                    except JSONError:
-                        args = {"command": args}
+                args = decoded_arguments(fn.get("arguments"), "command")
                 c = asm.call(t, fn.get("name") or "bash", args if isinstance(args, dict) else {"value": args}, line, ts,
                              tc.get("id"))
                 asm.track_call(c)
