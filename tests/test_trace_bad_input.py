@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT, SEED_TRACE
+from conftest import ROOT, SEED_TRACE, needs_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -180,6 +180,7 @@ def test_cli_show_seed_facts():
     assert any(" 5" in ln for ln in launches) and any(" 8" in ln for ln in launches)
 
 
+@needs_shared
 def test_cli_show_json_and_validate_fixtures():
     r = _ktui("show", str(SEED_TRACE), "--json")
     d = json.loads(r.stdout)

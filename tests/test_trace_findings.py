@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 
 import pytest
+from conftest import needs_shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -156,6 +157,7 @@ def test_real_fixtures_only_known_findings(path):
     assert found <= KNOWN.get(os.path.basename(path), set()), found
 
 
+@needs_shared
 def test_marker_fixture_pinned_to_turns():
     run = load(os.path.join(SHARED, "fixtures", "ktbench", "v2_eval_chzr6_marker_kernel.jsonl"))
     fs = {(f.kernel, f.code): f for f in run_findings(run.kernels, run.problem.reference_source)}

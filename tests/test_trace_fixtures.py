@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import FIXTURES, SEED_TRACE, fixture_path
+from conftest import FIXTURES, SEED_TRACE, fixture_path, needs_shared
 
 from ktui.trace import load
 
@@ -53,6 +53,7 @@ def test_fixture_counts(rel):
     assert run.outcome == outcome
 
 
+@needs_shared
 def test_all_fixture_files_are_covered():
     found = {str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.jsonl")}
     assert found == set(EXPECTED)
