@@ -14,6 +14,7 @@ cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the results directory}"
 SWEEP="${SWEEP:-.i21data/jobs}"
 BUDGET="${BUDGET:-420}"  # seconds for both verify calls together
+CORRECT_S="${CORRECT_S:-$((BUDGET * 2 / 3))}"  # of which the recorded-correct runs
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export KTUI_CACHE_DIR="${KTUI_CACHE_DIR:-/tmp/ktui-real-sweep-cache}"
@@ -40,10 +41,10 @@ echo "recorded correct: $(echo $GOOD | wc -w) runs; others: $(echo $REST | wc -w
 T0=$(date +%s)
 OPTS="--trials 30 --timeout 90 --compile-timeout 240"
 # shellcheck disable=SC2086
-timeout $((BUDGET * 2 / 3)) python3 -m ktui verify $GOOD $OPTS --json > "$OUT/verify_correct.json" 2> "$OUT/verify_correct.log"
+timeout "$CORRECT_S" python3 -m ktui verify $GOOD $OPTS --json > "$OUT/verify_correct.json" 2> "$OUT/verify_correct.log"
 echo "verify (recorded correct) rc=$? in $(( $(date +%s) - T0 )) s"
 # shellcheck disable=SC2086
-timeout 60 python3 -m ktui verify $GOOD $OPTS > "$OUT/verify_correct.txt" 2>&1  # the table, from the cache
+timeout 45 python3 -m ktui verify $GOOD $OPTS > "$OUT/verify_correct.txt" 2>&1  # the table, from the cache
 LEFT=$(( BUDGET - ($(date +%s) - T0) ))
 if [ "$LEFT" -gt 30 ]; then
     # shellcheck disable=SC2086
