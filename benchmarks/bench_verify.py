@@ -176,20 +176,34 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
     stages: dict[str, float] = {}
     probes: dict[str, float] = {}
     alone: list[tuple[float, float]] = []
-    judged = 0
+    processed = 0
     refc: dict[str, int] = {}
+    beyond: list[float] = []  # per kernel: seconds of its stages past the build, less its timed work
     for t in timings.values():
+        own = 0.0
         for name, st in (t.get("stages") or {}).items():
-            stages[name] = stages.get(name, 0.0) + float((st or {}).get("seconds") or 0.0)
+            sec = float((st or {}).get("seconds") or 0.0)
+            stages[name] = stages.get(name, 0.0) + sec
+            if name != "build":
+                own += -sec if name.startswith("tim") else sec
+        beyond.append(max(0.0, own))
         for name, pr in (t.get("probes") or {}).items():
             probes[name] = probes.get(name, 0.0) + float((pr or {}).get("seconds") or 0.0)
         alone += [(w["start"], w["end"]) for w in t.get("device_windows") or [] if w.get("kind") == "alone"]
         for k, v in (t.get("reference_cache") or {}).items():
             refc[k] = refc.get(k, 0) + int(v or 0)
-        judged += 1
+        processed += 1
     builds = ev.get("builds") or {}
+    runs = rep.get("runs") or []
+    counts: dict[str, int] = {}
+    for x in runs:
+        counts[str(x.get("verdict"))] = counts.get(str(x.get("verdict")), 0) + 1
+    judged = sum(1 for x in runs if x.get("verdict") not in ("not judged here", "not run", None))
+    beyond.sort()
     return {
-        "wall_s": round(wall, 2), "kernels_judged": judged,
+        "wall_s": round(wall, 2), "kernels_judged": judged, "kernels_processed": processed, "verdict_counts": counts,
+        "slot_beyond_timing_s": {"median": round(beyond[len(beyond) // 2], 2) if beyond else None,
+                                 "max": round(beyond[-1], 2) if beyond else None},
         "kernels_per_min": round(60 * judged / wall, 2) if wall else None,
         "stage_seconds": {k: round(v, 2) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])},
         "probe_seconds": {k: round(v, 2) for k, v in sorted(probes.items(), key=lambda kv: -kv[1])},
@@ -200,6 +214,7 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
         "reference_cache": refc,
         "verdicts": {f"{x['path']} {x['version']}": x["verdict"] for x in rep.get("runs") or []},
         "reasons": {f"{x['path']} {x['version']}": str(x.get("reason") or "")[:400] for x in rep.get("runs") or []},
+        "classes": {f"{x['path']} {x['version']}": x.get("classes") or [] for x in rep.get("runs") or []},
         "failed": {k[:12]: t.get("status") for k, t in timings.items() if t.get("status") != "completed"},
     }
 
@@ -234,6 +249,8 @@ def pipeline_compare(a: argparse.Namespace) -> int:
     result: dict[str, Any] = {"sweep": str(sweep), "kernels": sorted(p.name for p in sweep.iterdir()),
                               "cpu_count": os.cpu_count(), "commands": log, "modes": {}}
     modes = [a.first, "off" if a.first == "on" else "on"] + (["on-unshared"] if a.unshared else [])
+    if a.modes:  # only these modes, in this order (one mode alone: its figures, no comparison)
+        modes = [m for m in a.modes.split(",") if m in ("on", "off", "on-unshared")]
     for mode in modes:
         cache = tmp / f"cache_{mode}"
         evf = tmp / f"events_{mode}.json"
@@ -281,6 +298,8 @@ def pipeline_md(r: dict[str, Any]) -> str:
             continue
         lines.append(f"- wall {f['wall_s']} s, {f['kernels_judged']} kernels judged, {f['kernels_per_min']} kernels/min"
                      + (" (INTERRUPTED)" if f.get("interrupted") else ""))
+        lines.append(f"- verdicts: {f.get('verdict_counts')}; kernels through the judge: {f.get('kernels_processed')}")
+        lines.append(f"- per kernel, stage seconds past the build less its timing stage: {f.get('slot_beyond_timing_s')}")
         lines.append(f"- timing windows (device alone) {f['timing_windows_s']} s = {f['device_busy_fraction']} of the wall")
         lines.append(f"- per stage (s, summed over kernels): {f['stage_seconds']}")
         lines.append(f"- per probe (s, summed): {f['probe_seconds']}")
@@ -313,6 +332,7 @@ def main() -> int:
     ap.add_argument("--pipeline-compare", action="store_true", help="verify the sweep with the pipeline on and off")
     ap.add_argument("--pick", type=int, default=0, help="--pipeline-compare --sweep DIR: this many traces of it")
     ap.add_argument("--first", choices=["on", "off"], default="off", help="--pipeline-compare: which mode runs first")
+    ap.add_argument("--modes", default="", help="--pipeline-compare: only these modes, in order (e.g. 'on')")
     ap.add_argument("--unshared", action="store_true", help="--pipeline-compare: a third run, the pipeline on and "
                     "every kernel on its own input seed (no reference output reused: the reference cache's saving)")
     a = ap.parse_args()
