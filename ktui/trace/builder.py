@@ -66,7 +66,36 @@ class Builder:
         self._orphan_diffs: list[dict[str, Any]] = []
         self._final_answers: list[tuple[int, int | None, str]] = []  # (line, turn, code)
         self._n_problems = 0
-        self._dispatch = {name[4:]: getattr(self, name) for name in dir(self) if name.startswith("_on_")}
+        self._dispatch = {kind: getattr(self, name) for kind, name in _HANDLERS.items()}
+        # the fast path's tables (LineParser.feed_batch): kind -> (its index in the event log, the
+        # kind's one string, its handler); actor -> (index, the actor's one string)
+        self._kinds: dict[str, tuple[int, str, Any]] = {}
+        self._actors: dict[str | None, tuple[int, str | None]] = {}
+        self._scratch = Event(0, 0, 0, "")  # the event handed to the handlers by the fast path
+
+    def kind_entry(self, kind: str) -> tuple[int, str, Any]:
+        """The fast path's entry for a kind seen for the first time (a non-empty string)."""
+        kind = self._names.setdefault(kind, kind)
+        kid = self.run.events._intern(kind) if self.keep_events else 0
+        got = self._kinds[kind] = (kid, kind, self._dispatch.get(kind, self._on_unknown))
+        return got
+
+    def actor_entry(self, actor: str | None) -> tuple[int, str | None]:
+        """The fast path's entry for an actor seen for the first time (a string or None)."""
+        if actor is not None:
+            actor = self._names.setdefault(actor, actor)
+        self._actors_seen.add(actor)
+        aid = self.run.events._intern(actor) if self.keep_events else 0
+        got = self._actors[actor] = (aid, actor)
+        return got
+
+    def envelope_evidence(self, envelope: dict[str, Any]) -> None:
+        """Variant evidence from the envelope's own fields (besides tick, ts_ms, actor, payload)."""
+        mid = envelope.get("message_id")
+        if mid is not None and type(mid) is str and mid.startswith("msg-"):
+            self._evidence.add(V1)
+        if "costs" in envelope:
+            self._evidence.add(V0)
 
     # ---- helpers ---------------------------------------------------------------------------
     def problem(self, line: int, message: str, excerpt: str = "", severity: str = "error") -> None:
@@ -95,11 +124,15 @@ class Builder:
         return t
 
     def _touch(self, t: Turn, ev: Event) -> None:
-        t.last_line = max(t.last_line, ev.line)
-        if ev.ts_ms is not None:
-            t.end_ms = ev.ts_ms if t.end_ms is None else max(t.end_ms, ev.ts_ms)
+        if ev.line > t.last_line:
+            t.last_line = ev.line
+        ts = ev.ts_ms
+        if ts is not None:
+            end = t.end_ms
+            if end is None or ts > end:
+                t.end_ms = ts
             if t.start_ms is None:
-                t.start_ms = ev.ts_ms
+                t.start_ms = ts
         ev.turn = t.index
 
     def _close_turns(self) -> None:
@@ -108,6 +141,8 @@ class Builder:
 
     # ---- the event dispatcher --------------------------------------------------------------
     def add(self, ev: Event, payload: dict[str, Any], envelope: dict[str, Any]) -> None:
+        """One event (the slow path: lines the fast path of :meth:`LineParser.feed_batch` leaves,
+        events decoded elsewhere). The same steps as the fast path, one at a time."""
         run = self.run
         names = self._names  # kinds and actors: one string each, shared by every message, call and turn
         ev.kind = names.setdefault(ev.kind, ev.kind)
@@ -119,12 +154,7 @@ class Builder:
                 run.started_ms = ts
             if run.ended_ms is None or ts > run.ended_ms:
                 run.ended_ms = ts
-        # variant evidence from parsed fields only
-        mid = envelope.get("message_id")
-        if mid is not None and type(mid) is str and mid.startswith("msg-"):
-            self._evidence.add(V1)
-        if "costs" in envelope:
-            self._evidence.add(V0)
+        self.envelope_evidence(envelope)
         try:
             self._dispatch.get(ev.kind, self._on_unknown)(ev, payload, envelope)
         except Exception as exc:  # noqa: BLE001 - never raise on data
@@ -509,6 +539,9 @@ class Builder:
             else:
                 run.problems.append(TraceProblem(0, "empty file: no events", "", "error"))
         return run
+
+
+_HANDLERS = {name[4:]: name for name in dir(Builder) if name.startswith("_on_") and name != "_on_unknown"}
 
 
 def _add_diffs(call: ToolCall, items: list[dict[str, Any]]) -> None:

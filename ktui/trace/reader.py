@@ -1,6 +1,7 @@
 """Streaming reader for ensemble traces (V0-V3), one pass, never raising on input data.
 
-``load(path)`` reads a file in chunks (its lines: :mod:`ktui.trace.lines`), parses each line with orjson, turns bad lines into
+``load(path)`` reads a file in chunks (its lines: :mod:`ktui.trace.lines`); a
+:class:`~ktui.trace.parse.LineParser` parses each line with orjson, turns bad lines into
 :class:`TraceProblem` entries (line number + excerpt) and feeds every good event to the
 :class:`~ktui.trace.builder.Builder`. ``Follower`` does the same incrementally for a trace
 that is still being written: each ``poll()`` reads only the bytes appended since the last one.
@@ -32,151 +33,9 @@ from ktui.trace.lines import (  # noqa: F401 - the reader's own names, still imp
     too_long_message,
 )
 from ktui.trace.model import Event, Run, snapshot_run
-from ktui.trace.notes import JSONError, loads
+from ktui.trace.parse import LineParser, validate  # noqa: F401 - the reader's own names, still imported from here
 
-_EXCERPT = 60
 SNIFF = 1 << 20  # bytes :func:`sniff` reads to tell a trace from anything else
-
-
-def _excerpt(raw: bytes) -> str:
-    s = raw[:_EXCERPT].decode("utf-8", "replace")
-    s = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in s)
-    return s + ("…" if len(raw) > _EXCERPT else "")
-
-
-class LineParser:
-    """Turns raw lines into validated envelopes for a Builder."""
-
-    def __init__(self, builder: Builder) -> None:
-        self.b = builder
-        self.line_no = 0
-        self.offset = 0  # byte offset of the next line
-
-    def feed_line(self, raw: bytes, terminated: bool = True) -> None:
-        """One line without its newline. ``terminated`` is False for a final partial line."""
-        self.line_no += 1
-        line_no, offset, n = self.line_no, self.offset, len(raw)
-        self.offset = offset + n + (1 if terminated else 0)
-        body = raw[:-1] if raw[-1:] == b"\r" else raw
-        if offset == 0 and body[:3] == BOM:  # a UTF-8 byte order mark: not part of the JSON
-            body = body[3:]
-        if n < 16 and not body.strip():
-            return
-        b = self.b
-        try:
-            obj = loads(body)
-            if n > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH:
-                obj = cap_depth(obj, MAX_DEPTH)
-        except JSONError as exc:
-            if not terminated:
-                b.run.incomplete = True
-                return
-            obj = _lossy(body)
-            if obj is None:
-                msg = str(exc).split(":", 1)[0] if "line 1 column" in str(exc) else str(exc)
-                b.problem(line_no, f"not valid JSON ({_short(msg)})", _excerpt(body))
-                return
-            # one bad byte in a string does not cost the event: kept, decoded lossily, and said
-            b.problem(line_no, "invalid UTF-8 byte(s) replaced by U+FFFD (the event is kept)", _excerpt(body),
-                      severity="warning")
-        except Exception as exc:  # noqa: BLE001 - the reader never raises on data
-            b.problem(line_no, f"unreadable line ({type(exc).__name__})", _excerpt(body))
-            return
-        if b.run.incomplete:
-            b.run.incomplete = False
-        # the common, well-formed case without a function call per check
-        if type(obj) is dict:
-            payload = obj.get("payload")
-            if type(payload) is dict:
-                kind, tick, ts, actor = payload.get("kind"), obj.get("tick"), obj.get("ts_ms"), obj.get("actor")
-                if (type(kind) is str and kind and type(tick) is int and type(ts) is int
-                        and (actor is None or type(actor) is str)):
-                    b.add(Event(line_no, offset, n, kind, tick, ts, actor), payload, obj)
-                    return
-        ev = validate(obj, line_no, offset, n, b, body)
-        if ev is not None:
-            b.add(ev[0], ev[1], obj)
-
-    def skip_line(self, length: int, terminated: bool = True, limit: int | None = None) -> None:
-        """A line too long to read (:func:`split_lines`): counted, and a problem says why."""
-        self.line_no += 1
-        self.offset += length + (1 if terminated else 0)
-        self.b.problem(self.line_no, too_long_message(length, max_line_bytes() if limit is None else limit))
-
-    def feed_all(self, batches) -> int:
-        """Feed every batch of :func:`split_lines`; the bytes fed (separators included)."""
-        start = self.offset
-        feed = self.feed_line
-        for lines, skipped, partial in batches:
-            for raw in lines:
-                feed(raw)
-            if skipped is not None:
-                self.skip_line(*skipped)
-            if partial is not None:
-                feed(partial, terminated=False)
-        return self.offset - start
-
-    def feed_object(self, obj: dict, length: int, terminated: bool = True) -> None:
-        """A line decoded elsewhere (the sweep index rebuilds a long line's envelope without
-        decoding its body): the same checks and the same builder as :meth:`feed_line`."""
-        self.line_no += 1
-        line_no, offset = self.line_no, self.offset
-        self.offset = offset + length + (1 if terminated else 0)
-        ev = validate(obj, line_no, offset, length, self.b, b"")
-        if ev is not None:
-            self.b.add(ev[0], ev[1], obj)
-
-
-def _lossy(body: bytes):
-    """The JSON of a line that is not valid UTF-8, its bad bytes replaced by U+FFFD; None when it
-    is valid UTF-8 (its error is another) or still not JSON (a binary file)."""
-    try:
-        body.decode("utf-8")
-        return None
-    except UnicodeDecodeError:
-        pass
-    try:
-        obj = loads(body.decode("utf-8", "replace").encode("utf-8"))
-    except Exception:  # noqa: BLE001 - still not JSON: the caller reports the first error
-        return None
-    return obj if type(obj) is dict else None
-
-
-def _short(msg: str) -> str:
-    return msg if len(msg) <= 80 else msg[:77] + "..."
-
-
-def validate(obj, line_no: int, offset: int, length: int, b: Builder, raw: bytes):
-    """Check the envelope; return (Event, payload) or None (with a problem recorded)."""
-    if not isinstance(obj, dict):
-        b.problem(line_no, f"event is a JSON {type(obj).__name__}, not an object", _excerpt(raw))
-        return None
-    payload = obj.get("payload")
-    if not isinstance(payload, dict):
-        what = "missing" if payload is None else f"a {type(payload).__name__}"
-        b.problem(line_no, f"'payload' is {what}, expected an object", _excerpt(raw))
-        return None
-    kind = payload.get("kind")
-    if not isinstance(kind, str) or not kind:
-        b.problem(line_no, "'payload.kind' is missing or not a string", _excerpt(raw))
-        return None
-    tick = obj.get("tick")
-    ts = obj.get("ts_ms")
-    actor = obj.get("actor")
-    if tick is not None and (not isinstance(tick, int) or isinstance(tick, bool)):
-        b.problem(line_no, f"'tick' is {type(tick).__name__}, expected an integer", _excerpt(raw), "warning")
-        tick = None
-    if ts is not None and (not isinstance(ts, (int, float)) or isinstance(ts, bool)):
-        b.problem(line_no, f"'ts_ms' is {type(ts).__name__}, expected an integer", _excerpt(raw), "warning")
-        ts = None
-    elif ts is None and "ts_ms" not in obj:
-        b.problem(line_no, "'ts_ms' is missing", _excerpt(raw), "warning")
-    if actor is not None and not isinstance(actor, str):
-        b.problem(line_no, f"'actor' is {type(actor).__name__}, expected a string", _excerpt(raw), "warning")
-        actor = None
-    ev = Event(line=line_no, offset=offset, length=length, kind=kind, tick=tick,
-               ts_ms=int(ts) if ts is not None else None, actor=actor)
-    return ev, payload
 
 
 def _iter_chunks(f, start: int = 0):

@@ -1,0 +1,249 @@
+"""One line of an ensemble trace to one event: :class:`LineParser` decodes each line with orjson,
+checks its envelope (:func:`validate`), turns a bad line into a :class:`TraceProblem` (line number
+and excerpt) and hands every good event to the :class:`~ktui.trace.builder.Builder`. The common,
+well-formed line takes one loop (:meth:`LineParser.feed_batch`) that does the checks and the
+event log's columns itself (issue 25: the Python steps per line, against a bare orjson loop)."""
+
+from __future__ import annotations
+
+from ktui.trace.builder import Builder
+from ktui.trace.lines import BOM, MAX_DEPTH, cap_depth, max_line_bytes, too_long_message
+from ktui.trace.model import Event, EventLog
+from ktui.trace.notes import JSONError, loads
+
+_EXCERPT = 60
+
+
+def _excerpt(raw: bytes) -> str:
+    s = raw[:_EXCERPT].decode("utf-8", "replace")
+    s = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in s)
+    return s + ("…" if len(raw) > _EXCERPT else "")
+
+
+class LineParser:
+    """Turns raw lines into validated envelopes for a Builder."""
+
+    def __init__(self, builder: Builder) -> None:
+        self.b = builder
+        self.line_no = 0
+        self.offset = 0  # byte offset of the next line
+
+    def feed_line(self, raw: bytes, terminated: bool = True) -> None:
+        """One line without its newline. ``terminated`` is False for a final partial line."""
+        self.line_no += 1
+        line_no, offset, n = self.line_no, self.offset, len(raw)
+        self.offset = offset + n + (1 if terminated else 0)
+        body = raw[:-1] if raw[-1:] == b"\r" else raw
+        if offset == 0 and body[:3] == BOM:  # a UTF-8 byte order mark: not part of the JSON
+            body = body[3:]
+        if n < 16 and not body.strip():
+            return
+        b = self.b
+        try:
+            obj = loads(body)
+            if n > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+                obj = cap_depth(obj, MAX_DEPTH)
+        except JSONError as exc:
+            if not terminated:
+                b.run.incomplete = True
+                return
+            obj = _lossy(body)
+            if obj is None:
+                msg = str(exc).split(":", 1)[0] if "line 1 column" in str(exc) else str(exc)
+                b.problem(line_no, f"not valid JSON ({_short(msg)})", _excerpt(body))
+                return
+            # one bad byte in a string does not cost the event: kept, decoded lossily, and said
+            b.problem(line_no, "invalid UTF-8 byte(s) replaced by U+FFFD (the event is kept)", _excerpt(body),
+                      severity="warning")
+        except Exception as exc:  # noqa: BLE001 - the reader never raises on data
+            b.problem(line_no, f"unreadable line ({type(exc).__name__})", _excerpt(body))
+            return
+        if b.run.incomplete:
+            b.run.incomplete = False
+        # the common, well-formed case without a function call per check
+        if type(obj) is dict:
+            payload = obj.get("payload")
+            if type(payload) is dict:
+                kind, tick, ts, actor = payload.get("kind"), obj.get("tick"), obj.get("ts_ms"), obj.get("actor")
+                if (type(kind) is str and kind and type(tick) is int and type(ts) is int
+                        and (actor is None or type(actor) is str)):
+                    b.add(Event(line_no, offset, n, kind, tick, ts, actor), payload, obj)
+                    return
+        ev = validate(obj, line_no, offset, n, b, body)
+        if ev is not None:
+            b.add(ev[0], ev[1], obj)
+
+    def skip_line(self, length: int, terminated: bool = True, limit: int | None = None) -> None:
+        """A line too long to read (:func:`split_lines`): counted, and a problem says why."""
+        self.line_no += 1
+        self.offset += length + (1 if terminated else 0)
+        self.b.problem(self.line_no, too_long_message(length, max_line_bytes() if limit is None else limit))
+
+    def feed_batch(self, lines) -> None:
+        """Complete lines (without separator), one after another: :meth:`feed_line` for each, in
+        one loop that does the common case itself. A line that decodes to an object with an
+        object payload, a non-empty string kind, integer tick and ts_ms and a string or no actor
+        goes straight to its handler and the event log's columns; every other line (blank, bad
+        JSON, the first line of a file, deep nesting, odd fields) goes through :meth:`feed_line`,
+        which checks it field by field and says what is wrong."""
+        b = self.b
+        run = b.run
+        keep = b.keep_events
+        log = run.events
+        if keep:
+            ap_line, ap_off, ap_len = log._line.append, log._offset.append, log._length.append
+            ap_tick, ap_ts, ap_turn = log._tick.append, log._ts.append, log._turn.append
+            ap_kind, ap_actor = log._kind.append, log._actor.append
+        kinds, actors = b._kinds, b._actors
+        ev = b._scratch
+        none = EventLog._NONE
+        deep = 2 * MAX_DEPTH  # a line this short cannot nest deeper than MAX_DEPTH
+        line_no, offset, n_events = self.line_no, self.offset, b.n_events
+        big = 1 << 62
+        tmin = big if run.started_ms is None else run.started_ms
+        tmax = -big if run.ended_ms is None else run.ended_ms
+        fed = False
+        for raw in lines:
+            n = len(raw)
+            off = offset
+            line_no += 1
+            offset = off + n + 1
+            try:
+                obj = loads(raw) if off else None  # the first line of a file may start with a BOM
+            except JSONError:
+                obj = None
+            if type(obj) is dict and (n <= deep or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH):
+                p = obj.get("payload")
+                if type(p) is dict:
+                    kind, tick, ts, actor = p.get("kind"), obj.get("tick"), obj.get("ts_ms"), obj.get("actor")
+                    if (type(kind) is str and type(tick) is int and type(ts) is int
+                            and (actor is None or type(actor) is str) and -big < ts < big):
+                        k = kinds.get(kind)
+                        if k is None and kind:
+                            k = b.kind_entry(kind)
+                        if k is not None:
+                            a = actors.get(actor)
+                            if a is None:
+                                a = b.actor_entry(actor)
+                            if ts < tmin:
+                                tmin = ts
+                            if ts > tmax:
+                                tmax = ts
+                            if actor is None or len(obj) > 4:
+                                b.envelope_evidence(obj)
+                            ev.line, ev.offset, ev.length, ev.kind, ev.ts_ms, ev.actor, ev.turn = (
+                                line_no, off, n, k[1], ts, a[1], None)
+                            try:
+                                k[2](ev, p, obj)
+                            except Exception as exc:  # noqa: BLE001 - never raise on data
+                                b.problem(line_no, f"could not interpret '{kind}' event ({type(exc).__name__}: {exc})")
+                            n_events += 1
+                            if keep:
+                                ap_line(line_no)
+                                ap_off(off)
+                                ap_len(n)
+                                try:
+                                    ap_tick(tick)
+                                except OverflowError:  # not a 64-bit integer: unknown, as EventLog.append
+                                    ap_tick(none)
+                                ap_ts(ts)
+                                turn = ev.turn
+                                ap_turn(none if turn is None else turn)
+                                ap_kind(k[0])
+                                ap_actor(a[0])
+                            b._last_kind = k[1]
+                            b._prev_ts = ts
+                            fed = True
+                            continue
+            # everything else, one check at a time
+            run.started_ms = None if tmin == big else tmin
+            run.ended_ms = None if tmax == -big else tmax
+            b.n_events = n_events
+            if fed:
+                run.incomplete = False
+                fed = False
+            self.line_no, self.offset = line_no - 1, off
+            self.feed_line(raw)
+            tmin = big if run.started_ms is None else run.started_ms
+            tmax = -big if run.ended_ms is None else run.ended_ms
+            n_events = b.n_events
+        self.line_no, self.offset = line_no, offset
+        run.started_ms = None if tmin == big else tmin
+        run.ended_ms = None if tmax == -big else tmax
+        b.n_events = n_events
+        if fed:
+            run.incomplete = False
+
+    def feed_all(self, batches) -> int:
+        """Feed every batch of :func:`split_lines`; the bytes fed (separators included)."""
+        start = self.offset
+        for lines, skipped, partial in batches:
+            if lines:
+                self.feed_batch(lines)
+            if skipped is not None:
+                self.skip_line(*skipped)
+            if partial is not None:
+                self.feed_line(partial, terminated=False)
+        return self.offset - start
+
+    def feed_object(self, obj: dict, length: int, terminated: bool = True) -> None:
+        """A line decoded elsewhere (the sweep index rebuilds a long line's envelope without
+        decoding its body): the same checks and the same builder as :meth:`feed_line`."""
+        self.line_no += 1
+        line_no, offset = self.line_no, self.offset
+        self.offset = offset + length + (1 if terminated else 0)
+        ev = validate(obj, line_no, offset, length, self.b, b"")
+        if ev is not None:
+            self.b.add(ev[0], ev[1], obj)
+
+
+def _lossy(body: bytes):
+    """The JSON of a line that is not valid UTF-8, its bad bytes replaced by U+FFFD; None when it
+    is valid UTF-8 (its error is another) or still not JSON (a binary file)."""
+    try:
+        body.decode("utf-8")
+        return None
+    except UnicodeDecodeError:
+        pass
+    try:
+        obj = loads(body.decode("utf-8", "replace").encode("utf-8"))
+    except Exception:  # noqa: BLE001 - still not JSON: the caller reports the first error
+        return None
+    return obj if type(obj) is dict else None
+
+
+def _short(msg: str) -> str:
+    return msg if len(msg) <= 80 else msg[:77] + "..."
+
+
+def validate(obj, line_no: int, offset: int, length: int, b: Builder, raw: bytes):
+    """Check the envelope; return (Event, payload) or None (with a problem recorded)."""
+    if not isinstance(obj, dict):
+        b.problem(line_no, f"event is a JSON {type(obj).__name__}, not an object", _excerpt(raw))
+        return None
+    payload = obj.get("payload")
+    if not isinstance(payload, dict):
+        what = "missing" if payload is None else f"a {type(payload).__name__}"
+        b.problem(line_no, f"'payload' is {what}, expected an object", _excerpt(raw))
+        return None
+    kind = payload.get("kind")
+    if not isinstance(kind, str) or not kind:
+        b.problem(line_no, "'payload.kind' is missing or not a string", _excerpt(raw))
+        return None
+    tick = obj.get("tick")
+    ts = obj.get("ts_ms")
+    actor = obj.get("actor")
+    if tick is not None and (not isinstance(tick, int) or isinstance(tick, bool)):
+        b.problem(line_no, f"'tick' is {type(tick).__name__}, expected an integer", _excerpt(raw), "warning")
+        tick = None
+    if ts is not None and (not isinstance(ts, (int, float)) or isinstance(ts, bool)):
+        b.problem(line_no, f"'ts_ms' is {type(ts).__name__}, expected an integer", _excerpt(raw), "warning")
+        ts = None
+    elif ts is None and "ts_ms" not in obj:
+        b.problem(line_no, "'ts_ms' is missing", _excerpt(raw), "warning")
+    if actor is not None and not isinstance(actor, str):
+        b.problem(line_no, f"'actor' is {type(actor).__name__}, expected a string", _excerpt(raw), "warning")
+        actor = None
+    ev = Event(line=line_no, offset=offset, length=length, kind=kind, tick=tick,
+               ts_ms=int(ts) if ts is not None else None, actor=actor)
+    return ev, payload
