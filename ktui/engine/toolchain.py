@@ -48,6 +48,44 @@ def _argv_prefixes(argv):
     return out
 
 
+#: the variables that name the C/C++ compiler a build uses (torch's cpp_extension reads CC, CXX and
+#: CUDAHOSTCXX; nvcc NVCC_CCBIN), and the compilers a build finds on PATH
+COMPILER_VARS = ("CC", "CXX", "CUDAHOSTCXX", "NVCC_CCBIN", "CUDACXX")
+COMPILER_NAMES = ("cc", "c++", "gcc", "g++", "clang", "clang++", "nvcc")
+
+
+def _compiler_prefixes():
+    """The install prefix of each compiler a build can run (``/opt/gcc`` for ``CXX=/opt/gcc/bin/g++``):
+    a compiler outside /usr finds its own headers (``stddef.h``), ``cc1plus`` and libraries under
+    its prefix (``lib/gcc``, ``libexec/gcc``, ``include``), not beside its program; seeing only PATH's
+    ``bin`` folder, it fails on its first ``#include``."""
+    import shlex
+    import shutil
+
+    names = []
+    for k in COMPILER_VARS:
+        v = os.environ.get(k)
+        if v:
+            try:
+                first = shlex.split(v)[:1]
+            except ValueError:
+                first = v.split()[:1]
+            names += [w for w in first if os.path.basename(w) != "ccache"]
+    names += list(COMPILER_NAMES)
+    out = []
+    for n in names:
+        exe = n if os.path.isabs(n) else shutil.which(n)
+        if not exe or not os.path.isfile(exe):
+            continue
+        for path in (os.path.abspath(exe), os.path.realpath(exe)):  # the link's prefix and its target's
+            d = os.path.dirname(path)
+            if os.path.basename(d) == "bin":
+                prefix = os.path.dirname(d)
+                if prefix not in ("/", "/usr", "") and prefix not in out:
+                    out.append(prefix)
+    return out
+
+
 def _parts_under_home(root, homes):
     """What of ``root`` (a prefix or a toolkit under a home) a worker sees."""
     import glob
@@ -68,7 +106,8 @@ def toolchain_paths(python_path=(), argv=()):
     """What a worker's own root holds besides its temp and build dirs: the system folders, the
     Python prefixes (the judge's and the worker command's), the judge's import path
     (site-packages, the folders .pth files add), ktui's own package (never the folder around it:
-    a repository checkout's other files stay out), the CUDA toolkit, PATH's folders and the files
+    a repository checkout's other files stay out), the CUDA toolkit, the prefix of each compiler a
+    build runs (:func:`_compiler_prefixes`), PATH's folders and the files
     the worker's command names. Of the user's home only the toolchain folders of a prefix or a
     CUDA toolkit that lives there (:data:`PREFIX_PARTS`; Python's own files where the prefix is
     the home itself): nothing beside them. Sorted, real paths."""
@@ -88,6 +127,11 @@ def toolchain_paths(python_path=(), argv=()):
         v = os.environ.get(k)
         if v and os.path.isdir(v) and _under(os.path.realpath(v), home):
             home_roots += _parts_under_home(os.path.realpath(v), home)
+    compilers = _compiler_prefixes()
+    for c in compilers:  # a compiler installed under the home: its toolchain parts only
+        rc = os.path.realpath(c)
+        if _under(rc, home) and not any(os.path.realpath(h) == rc or _under(h, [rc]) for h in home):
+            home_roots += _parts_under_home(rc, home)
     out = set()
 
     def add(p, force=False):
@@ -122,6 +166,8 @@ def toolchain_paths(python_path=(), argv=()):
             add(p)
     for k in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDNN_HOME", "CONDA_PREFIX", "VIRTUAL_ENV"):
         add(os.environ.get(k))
+    for c in compilers:
+        add(c)
     for p in os.environ.get("PATH", "").split(os.pathsep) + os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
         if p and os.path.isdir(p):
             add(p)
