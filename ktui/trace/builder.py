@@ -28,11 +28,14 @@ from ktui.trace.model import (
     ToolResult,
     TraceProblem,
     Turn,
+    kernel_info,
 )
 from ktui.trace.notes import fenced_code, parse_note, split_think
 from ktui.trace.text import redact
 
 TOKEN_UNITS = {"tokens_in", "tokens_out", "tokens_reasoning", "usd"}
+_AFTER_TOOL = ("tool_result", "state_diff")  # a message or call after these starts a turn (without token costs)
+_FETCH = ("fetch_problem", "fetch_translation_problem")
 MAX_PROBLEMS = 1000
 
 
@@ -274,28 +277,32 @@ class Builder:
         if not isinstance(text, str):
             self.problem(ev.line, "user_message without a string 'text'", "", "warning")
             return
-        if ev.actor == "harness" and not self.run.problem.prompt and len(text) > 200:
-            self.run.problem.prompt = self._s(text)
-            derive.problem_from_prompt(self.run.problem, text)
-        self.run.messages.append((ev.line, ev.kind, ev.actor, self._s(text)))
+        if len(text) >= 64:
+            text = self._s(text)
+            if ev.actor == "harness" and len(text) > 200 and not self.run.problem.prompt:
+                self.run.problem.prompt = text
+                derive.problem_from_prompt(self.run.problem, text)
+        self.run.messages.append((ev.line, ev.kind, ev.actor, text))
 
     def _message(self, ev: Event, text: str, reasoning: str | None = None) -> None:
         t = self._current.get(ev.actor)
-        if t is None or t.calls or (self._last_kind in ("tool_result", "state_diff") and not self._has_token_costs):
-            if t is None or t.calls:
-                t = self._new_turn(ev, ev.actor)
+        if t is None or t.calls:
+            t = self._new_turn(ev, ev.actor)
         self._touch(t, ev)
+        if len(text) >= 64:
+            text = self._s(text)
         if ev.kind == "agent_message":
-            self._msgs.setdefault(t.index, []).append(self._s(text))
+            self._msgs.setdefault(t.index, []).append(text)
         else:
             if reasoning:
                 t.reasoning = self._s(reasoning) if not t.reasoning else t.reasoning + "\n\n" + reasoning
             if text:
-                t.text = self._s(text) if not t.text else t.text + "\n\n" + text
-            code = fenced_code(text) if text else None
-            if code:
-                self._final_answers.append((ev.line, t.index, code))
-        self.run.messages.append((ev.line, ev.kind, ev.actor, self._s(text)))
+                t.text = text if not t.text else t.text + "\n\n" + text
+                if "```" in text:
+                    code = fenced_code(text)
+                    if code:
+                        self._final_answers.append((ev.line, t.index, code))
+        self.run.messages.append((ev.line, ev.kind, ev.actor, text))
 
     def _on_agent_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
         text = p.get("text")
@@ -362,44 +369,54 @@ class Builder:
     # -- tools
     def _on_tool_call(self, ev: Event, p: dict[str, Any], envelope) -> None:
         name = p.get("name")
-        if not isinstance(name, str):
+        if type(name) is not str and not isinstance(name, str):
             self.problem(ev.line, "tool_call without a string 'name'")
             return
         args = p.get("args", {})
-        if not isinstance(args, dict):
-            self.problem(ev.line, f"tool_call '{name}': 'args' is {type(args).__name__}, expected an object",
-                         "", "warning")
-        args = call_args(p)
+        if type(args) is not dict:
+            if not isinstance(args, dict):
+                self.problem(ev.line, f"tool_call '{name}': 'args' is {type(args).__name__}, expected an object",
+                             "", "warning")
+            args = call_args(p)
+        seed = False
         if "seed" in p:
-            self._evid(V1)
+            self._evidence.add(V1)
+            seed = p["seed"] is True
         code = args.get("kernel_code")
-        code = code if isinstance(code, str) else None
+        if type(code) is not str and not isinstance(code, str):
+            code = None
         if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
             args = Ref(self._src, ev.offset, ev.length, ev.line, ev.kind)
         elif code is not None:
             args = dict(args, kernel_code=self._s(code))
-        cid = p.get("id") if isinstance(p.get("id"), str) else None
-        seed = p.get("seed") is True
+        cid = p.get("id")
+        if type(cid) is not str and not isinstance(cid, str):
+            cid = None
         name = self._names.setdefault(name, name)
-        call = ToolCall(index=len(self.run.calls), name=name, args=args, line=ev.line, ts_ms=ev.ts_ms,
-                        id=cid, actor=ev.actor, seed=seed)
-        call.know_kernel(code)
-        if call._kinfo is not None:  # one (sha1, lines, attachment) per version, shared by its calls
-            call._kinfo = self._kinfos.setdefault(call._kinfo, call._kinfo)
-        self.run.calls.append(call)
-        self._pending[call.index] = call
-        self._pending_by_name.setdefault(name, {})[call.index] = call
+        calls = self.run.calls
+        index = len(calls)
+        actor = ev.actor
+        call = ToolCall(index, name, args, ev.line, ev.ts_ms, cid, actor, seed)
+        if code is not None:  # one (sha1, lines, attachment) per version, shared by its calls
+            info = kernel_info(code)
+            call._kinfo = self._kinfos.setdefault(info, info)
+        calls.append(call)
+        self._pending[index] = call
+        by_name = self._pending_by_name.get(name)
+        if by_name is None:
+            by_name = self._pending_by_name[name] = {}
+        by_name[index] = call
         if cid:
             self._pending_by_id.setdefault(cid, call)
-        self._last_call_by_actor[ev.actor] = call
+        self._last_call_by_actor[actor] = call
         if self._orphan_diffs:
             _add_diffs(call, self._orphan_diffs)
             self._orphan_diffs = []
         if seed:
             return
-        t = self._current.get(ev.actor)
-        if t is None or (self._last_kind in ("tool_result", "state_diff") and not self._has_token_costs):
-            t = self._new_turn(ev, ev.actor)
+        t = self._current.get(actor)
+        if t is None or (not self._has_token_costs and self._last_kind in _AFTER_TOOL):
+            t = self._new_turn(ev, actor)
         self._touch(t, ev)
         call.turn = t.index
         t.calls.append(call)
@@ -411,57 +428,62 @@ class Builder:
 
     def _pair(self, ev: Event, cid: str | None, name: str | None) -> ToolCall | None:
         """By id; else the first pending call of that name; else (no name) the first pending."""
-        if cid and cid in self._pending_by_id:
-            return self._pending_by_id[cid]
+        if cid:
+            got = self._pending_by_id.get(cid)
+            if got is not None:
+                return got
         if name is not None:
             same = self._pending_by_name.get(name)
             return next(iter(same.values())) if same else None  # insertion order = call order
         return next(iter(self._pending.values()), None)
 
     def _on_tool_result(self, ev: Event, p: dict[str, Any], envelope) -> None:
-        name = p.get("name") if isinstance(p.get("name"), str) else None
-        cid = p.get("id") if isinstance(p.get("id"), str) else None
+        name = p.get("name")
+        if type(name) is not str and not isinstance(name, str):
+            name = None
+        cid = p.get("id")
+        if type(cid) is not str and not isinstance(cid, str):
+            cid = None
         if "seed" in p:
-            self._evid(V1)
-        if "text" in p and "result" not in p:
-            if cid is None:
-                self._evid(V2)
+            self._evidence.add(V1)
+        if cid is None and "text" in p and "result" not in p:
+            self._evidence.add(V2)
         call = self._pair(ev, cid, name)
         if call is None:
             self.problem(ev.line, f"tool_result for '{name}' has no pending call", "", "warning")
             return
-        del self._pending[call.index]
-        del self._pending_by_name[call.name][call.index]
+        index, cname = call.index, call.name
+        del self._pending[index]
+        del self._pending_by_name[cname][index]
         if call.id and self._pending_by_id.get(call.id) is call:
             del self._pending_by_id[call.id]
-        if cid is None and call.name != name and name is not None:
-            self.problem(ev.line, f"tool_result '{name}' paired with call '{call.name}'", "", "warning")
+        if cid is None and cname != name and name is not None:
+            self.problem(ev.line, f"tool_result '{name}' paired with call '{cname}'", "", "warning")
         call.result, effect = self._result(ev, p, call)
         if call.turn is not None:
             self._touch(self.run.turns[call.turn], ev)
-        if effect and (call.seed and call.name == "fetch_problem"
-                       or call.name in ("fetch_problem", "fetch_translation_problem")):
+        if effect and (cname in _FETCH or call.seed and cname == "fetch_problem"):
             derive.problem_from_fetch(self.run.problem, effect, ev.line)
 
     def _result(self, ev: Event, p: dict[str, Any], call: ToolCall) -> tuple[ToolResult, dict[str, Any] | None]:
         """The call's result, and its effect object (kept in the result, or read back later)."""
         is_error = p.get("is_error") is True
-        summary, effect, meta, costs = result_fields(call.name, p)
+        name = call.name
+        summary, effect, meta, costs = result_fields(name, p)
         if costs is not None:
-            self._evid(V0)
+            self._evidence.add(V0)
             gs = costs.get("gpu_seconds")
             t = self.run.turns[call.turn] if call.turn is not None else None
             if t is not None and isinstance(gs, (int, float)):
                 t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
-        status = derive.result_status(call.name, effect, summary, meta, is_error)
+        status = derive.result_status(name, effect, summary, meta, is_error)
         if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
             res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error,
-                                       Ref(self._src, ev.offset, ev.length, ev.line, ev.kind), call.name)
-            want_brief = call.kernel_info is not None  # what the kernel versions list says of it
-            want_cases = call.name == "run_correctness" and status != OK  # what the harness flags read
-            if want_brief or want_cases:
-                kept = ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=summary, effect=effect,
-                                  meta=meta, is_error=is_error)
+                                       Ref(self._src, ev.offset, ev.length, ev.line, ev.kind), name)
+            want_brief = call._kinfo is not None  # a kernel_code: known while reading (kernel_info)
+            want_cases = name == "run_correctness" and status != OK  # what the harness flags read
+            if want_brief or want_cases:  # what the kernel versions list says of it
+                kept = ToolResult(ev.line, ev.ts_ms, status, summary, effect, meta, is_error)
                 if want_brief:
                     res._brief = kept.brief
                 if want_cases:
@@ -471,8 +493,9 @@ class Builder:
             for k, v in effect.items():  # share long strings (summaries, sources) with the model
                 if type(v) is str and len(v) >= 64:
                     effect[k] = self._s(v)
-        return ToolResult(line=ev.line, ts_ms=ev.ts_ms, status=status, summary=self._s(summary),
-                          effect=effect, meta=meta, is_error=is_error), effect
+        if len(summary) >= 64:
+            summary = self._s(summary)
+        return ToolResult(ev.line, ev.ts_ms, status, summary, effect, meta, is_error), effect
 
     def _on_state_diff(self, ev: Event, p: dict[str, Any], envelope) -> None:
         diff = p.get("diff")
