@@ -579,3 +579,83 @@ def test_claude_code_subagent_transcript_is_named_as_one():
     assert sub.format == "claude-code" and sub.persona == "subagent a5b9b81828ffd4442"
     assert len(sub.turns) == 2 and sub.problems == [] and sub.calls[0].result is not None
     assert load(CC21).persona is None  # a main session is not a subagent
+
+
+# ---- Harbor ATIF written by Claude Code: a message the CLI made itself ----------------------------
+SYNTH = ST / "harbor_claude_code_synthetic_not_logged_in" / "check-kernel-task__Xy7Qk2m"
+
+
+def test_atif_synthetic_model_is_no_model_and_no_model_call():
+    """Claude Code writes ``<synthetic>`` as the model of a message it made itself ("Not logged in ·
+    Please run /login", an API error): not a model, and no model time (Saud008/terminal-bench-2.1,
+    a Harbor `tasks check` trial whose claude-code never logged in)."""
+    import json
+
+    from ktui.trace.importers import harbor_atif
+
+    path = SYNTH / "agent" / "trajectory.json"
+    run = harbor_atif.load_object(json.loads(path.read_text()), str(path))  # the trace alone
+    assert run.format == "harbor-atif"
+    assert run.model is None and all(a.model is None for a in run.actors)
+    assert len(run.turns) == 1 and run.turns[0].llm_ms == 0
+    assert any("made itself (model <synthetic>)" in text for _, text in run.notes)
+    assert run.turns[0].text == "Not logged in · Please run /login"
+    assert run.terminal_state == "backend_error"  # the run ended on that message, not on a quiet eof
+
+
+def test_atif_synthetic_run_takes_its_model_from_the_trial_result():
+    """The trial's result.json names the model Harbor ran (``agent_info.model_info``): the run, which
+    names none, takes it; the outcome and the harness's error are the result file's."""
+    from ktui.trace.reader import load as read
+
+    run = read(str(SYNTH / "agent" / "trajectory.json"))
+    assert run.model == "openai/gpt-5.6"
+    assert run.outcome == "failed"
+    rows = {m.key: m.value for m in run.metrics.groups["result"]}
+    assert str(rows["result.error"]).startswith("NonZeroAgentExitCodeError Command failed (exit 1)")
+
+
+def test_atif_a_named_model_is_not_replaced_by_the_result_files():
+    """Where the trajectory names its model, the result file's name does not replace it."""
+    from ktui.trace.reader import load as read
+
+    trial = HERE / "fixtures" / "real" / "harbor_minimal" / "jobs" / "2026-06-30__02-00-00"
+    traj = next(trial.glob("*/agent/trajectory.json"))
+    named = load(traj).model
+    assert named and read(str(traj)).model == named
+
+
+# ---- Claude Code 2.1.285: its own messages and its new bookkeeping lines -------------------------
+CC_NOLOGIN = ST / "claude_code_2.1.285_not_logged_in_cost_state.jsonl"
+CC_RESUMED = ST / "claude_code_2.1.285_api_error_then_resumed.jsonl"
+
+
+def test_claude_code_atis_latch_and_cost_state_are_bookkeeping_not_problems():
+    """Claude Code 2.1.285 ends a session with ``atis-latch`` and ``cost-state`` lines (the real
+    session beside Saud008/terminal-bench-2.1's Harbor trial): not problems; the totals a note."""
+    run = load(CC_NOLOGIN)
+    assert run.format == "claude-code"
+    assert warnings(run) == []
+    assert any("Claude Code's totals: cost 0 USD, API time 0 s, tool time 0 s, session 0.499 s" in text
+               for _, text in run.notes)
+
+
+def test_claude_code_session_that_ends_on_its_own_error_message_ended_on_that_error():
+    """The only assistant line is Claude Code's own (``isApiErrorMessage``, model ``<synthetic>``):
+    no model, no model time, and the run ended on that error, not on a quiet end of file."""
+    run = load(CC_NOLOGIN)
+    assert run.model is None
+    assert len(run.turns) == 1 and run.turns[0].llm_ms == 0
+    assert run.terminal_state == "backend_error"
+    assert [t.text for t in run.terminal if t.kind == "backend_error"] == \
+        ["authentication_failed: Not logged in · Please run /login"]
+
+
+def test_claude_code_an_error_message_the_session_went_on_after_is_not_how_it_ended():
+    """An API error message followed by more of the session: a note, no model time for it, and the
+    end is not ``backend_error``; the later response's model and time are the run's."""
+    run = load(CC_RESUMED)
+    assert run.model == "claude-opus-4-8"
+    assert len(run.turns) == 2 and run.turns[0].llm_ms == 0 and run.turns[1].llm_ms == 4500
+    assert run.terminal_state != "backend_error"
+    assert any("made itself" in text and "overloaded: API Error: 529" in text for _, text in run.notes)

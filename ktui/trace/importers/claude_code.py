@@ -10,7 +10,10 @@ gives the file content a ``Read`` saw and an ``Edit`` / ``Write``'s ``originalFi
 was just before the call: the base the edit is applied to, whenever it is there). A write or edit
 whose ``tool_result`` has ``is_error: true`` changed nothing and is not applied. Claude Code 2.x
 also writes bookkeeping lines with no message (``queue-operation``, ``file-history-snapshot``,
-``custom-title``, ``last-prompt``, ``progress``, ``attachment`` ...): they are not problems. It
+``custom-title``, ``last-prompt``, ``progress``, ``attachment``, ``atis-latch``, ``cost-state``
+...): they are not problems. A message Claude Code made itself (model ``<synthetic>``,
+``isApiErrorMessage``: "Not logged in", "API Error: ...") is no model call; when nothing follows it,
+the run ended on that error (``backend_error``). It
 also writes lines out of order at times (a ``tool_result`` before the ``tool_use`` it answers:
 paired when the call comes) and, with two writers, a record twice (the same ``uuid``: read once).
 A subagent's transcript (its lines on the side chain, with an ``agentId``) is a run whose persona
@@ -43,7 +46,8 @@ _EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit"}
 # line types Claude Code writes besides messages: bookkeeping, not part of the conversation
 BOOKKEEPING = {"queue-operation", "file-history-snapshot", "custom-title", "ai-title", "last-prompt", "progress",
                "attachment", "agent-name", "tag", "pr-link", "mode", "worktree-state", "permission-mode",
-               "content-replacement", "marble-origami-commit", "marble-origami-snapshot", "agent-setting"}
+               "content-replacement", "marble-origami-commit", "marble-origami-snapshot", "agent-setting",
+               "atis-latch", "cost-state"}
 
 
 def detect_line(obj: Any) -> bool:
@@ -74,6 +78,8 @@ class _State:
         # results written before their call (2.x writes lines out of order at times): tool_use_id ->
         # (block, toolUseResult, line, time)
         self.early: dict[str, tuple[dict, Any, int, int | None]] = {}
+        # the last message Claude Code made itself instead of a model's response: (turn, line, text)
+        self.api_error: tuple[Turn, int, str] | None = None
 
 
 def load(path: str, data: bytes | None = None) -> Run:
@@ -95,6 +101,12 @@ def load(path: str, data: bytes | None = None) -> Run:
         asm.note(0, f"{st.repeats} record(s) written twice (the same uuid) were read once")
     for c in st.deferred.values():  # edits whose result never came
         asm.track_call(c, st.cwd)
+    if st.api_error is not None:
+        t, no, text = st.api_error
+        if asm.run.turns and asm.run.turns[-1] is t:  # nothing after it: the run ended on it
+            from ktui.trace.model import Terminal
+
+            asm.run.terminal.append(Terminal("backend_error", text[:400], no))
     for kind, no in st.unknown_types.items():
         asm.warn(no, f"'{kind}' lines have no message object (a line type ktui does not know; skipped)")
     for idx, u in st.usage.items():
@@ -127,6 +139,8 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
     if not isinstance(msg, dict) and kind in BOOKKEEPING:
         if kind == "queue-operation" and obj.get("operation") == "enqueue" and as_str(obj.get("content")):
             asm.note(no, f"queued while the agent was busy: {obj['content']}")
+        elif kind == "cost-state":
+            _cost_state(asm, obj, no)
         return
     if kind == "system":
         asm.note(no, as_str(obj.get("content")) or "system")
@@ -162,6 +176,14 @@ def _assistant(st: _State, obj: dict, msg: dict, content: Any, no: int, ts: int 
         asm.touch(st.turn, no, ts)
     st.last_turn = st.turn
     t = st.turn
+    if obj.get("isApiErrorMessage") is True or model == "<synthetic>":
+        t.llm_ms = 0  # Claude Code wrote it itself: no model call
+        said = " ".join(as_str(b.get("text")) or "" for b in content if isinstance(b, dict)) \
+            if isinstance(content, list) else as_str(content) or ""
+        err = as_str(obj.get("error"))
+        text = (f"{err}: " if err else "") + said.strip()
+        asm.note(no, f"a message Claude Code made itself, not a model's response: {text}"[:400])
+        st.api_error = (t, no, text or "an error message of Claude Code's own")
     if isinstance(msg.get("usage"), dict):
         st.usage[t.index] = msg["usage"]
     blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
@@ -183,6 +205,19 @@ def _assistant(st: _State, obj: dict, msg: dict, content: Any, no: int, ts: int 
             early = st.early.pop(c.id, None) if c.id else None
             if early is not None:  # its result was written first
                 _tool_result(st, c, *early)
+
+
+def _cost_state(asm: Assembler, obj: dict, no: int) -> None:
+    """Claude Code's own totals for the session (2.1.2xx ``cost-state`` line): a note."""
+    parts = []
+    for key, label, scale, unit in (("totalCostUSD", "cost", 1, " USD"), ("totalAPIDuration", "API time", 1000, " s"),
+                                    ("totalToolDuration", "tool time", 1000, " s"),
+                                    ("totalDuration", "session", 1000, " s")):
+        v = obj.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            parts.append(f"{label} {v / scale:g}{unit}")
+    if parts:
+        asm.note(no, "Claude Code's totals: " + ", ".join(parts))
 
 
 def _user(st: _State, obj: dict, content: Any, no: int, ts: int | None) -> None:

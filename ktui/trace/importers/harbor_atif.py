@@ -9,7 +9,10 @@ in ``cat > solution.py << 'EOF'`` heredocs), ``observation.results`` and ``metri
 several calls returns one combined terminal output with no id: it is attached to the step's last
 call, and the other calls say so. A result is an error where the converter says so:
 ``extra.tool_result_is_error`` on the step (Harbor's Claude Code converter) or on the result, or
-``tool_result_metadata.is_error``; a write or edit with an error result is not applied. "Lines"
+``tool_result_metadata.is_error``; a write or edit with an error result is not applied. A
+placeholder model (Claude Code's ``<synthetic>``: a message the CLI made itself, "Not logged in",
+an API error) names no model and made no model call; a run that ends on one ended on an error
+(``backend_error``). "Lines"
 are step ordinals; problems carry a JSON path.
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ktui.trace.importers.common import Assembler, as_int, as_num, as_str, decoded_arguments, iso_ms, text_of
-from ktui.trace.model import OK, Actor, Run, ToolCall, Turn
+from ktui.trace.model import OK, Actor, Run, Terminal, ToolCall, Turn
 
 NAME = "harbor-atif"
 LABEL = "Harbor ATIF trajectory (JSON)"
@@ -104,7 +107,7 @@ def load_object(obj: Any, path: str) -> Run:
         asm.problem(0, "not an ATIF trajectory: expected an object with a 'steps' list", "", "error", "$.steps")
         return asm.finish()
     agent = _dict(obj.get("agent"))
-    run.model = as_str(agent.get("model_name"))
+    run.model = _model(agent.get("model_name"))
     run.persona = as_str(agent.get("name"))
     run.actors.append(Actor(id="agent", model=run.model, persona=run.persona,
                             params={k: v for k, v in agent.items() if k not in ("model_name", "name")}))
@@ -112,7 +115,15 @@ def load_object(obj: Any, path: str) -> Run:
                 f"{run.persona or '?'} {as_str(agent.get('version')) or ''}")
     turns: list[Turn] = []
     for i, s in enumerate(obj["steps"]):
-        _step(asm, s, i, turns)
+        _step(asm, s, i, turns, agent.get("model_name"))
+    agent_steps = [(i, s) for i, s in enumerate(obj["steps"]) if isinstance(s, dict) and s.get("source") == "agent"]
+    if agent_steps and turns:
+        i, last = agent_steps[-1]
+        named = last.get("model_name") if isinstance(last.get("model_name"), str) and last["model_name"] else \
+            agent.get("model_name")
+        if _placeholder(named) and turns[-1].first_line == i + 1:  # the run ended on the agent's own message
+            said = last.get("message") if isinstance(last.get("message"), str) else text_of(last.get("message"))
+            run.terminal.append(Terminal("backend_error", (said or f"a message of model {named}")[:400], i + 1))
     # each step is timestamped once: a turn lasts until the next step starts
     timed = [(t, t.start_ms) for t in turns if t.start_ms is not None]
     for (a, sa), (_, sb) in zip(timed, timed[1:], strict=False):
@@ -135,7 +146,7 @@ def load_object(obj: Any, path: str) -> Run:
     return asm.finish()
 
 
-def _step(asm: Assembler, s: Any, i: int, turns: list[Turn]) -> None:
+def _step(asm: Assembler, s: Any, i: int, turns: list[Turn], agent_model: Any = None) -> None:
     """One step: a user or system message, or an agent turn with its calls and their results."""
     run = asm.run
     line, where = i + 1, f"$.steps[{i}]"
@@ -157,8 +168,13 @@ def _step(asm: Assembler, s: Any, i: int, turns: list[Turn]) -> None:
         return
     t = asm.turn(line, ts)
     turns.append(t)
-    if isinstance(s.get("model_name"), str) and not run.model:
-        run.model = s["model_name"]
+    if _model(s.get("model_name")) and not run.model:
+        run.model = _model(s.get("model_name"))
+    named = s.get("model_name") if isinstance(s.get("model_name"), str) and s.get("model_name") else agent_model
+    if _placeholder(named):
+        t.llm_ms = 0  # the agent wrote this message itself ("Not logged in", an API error): no model call
+        asm.note(line, f"step {s.get('step_id')}: a message the agent made itself (model {named}), "
+                       "not a model's response")
     asm.add_reasoning(t, as_str(s.get("reasoning_content")))
     asm.assistant_text(t, text, line)
     m = _dict(s.get("metrics"))
@@ -235,6 +251,17 @@ def _pair_results(asm: Assembler, s: dict, line: int, calls: list[ToolCall], res
         asm.result(last, combined, line, None)
     elif unpaired and not calls:
         asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))
+
+
+def _placeholder(v: Any) -> bool:
+    """A model name that names no model: Claude Code's ``<synthetic>`` (a message the CLI made
+    itself: "Not logged in", an API error, an interrupted request), any ``<...>``."""
+    return isinstance(v, str) and v.strip().startswith("<")
+
+
+def _model(v: Any) -> str | None:
+    """The model a name names; None for an empty name or a placeholder."""
+    return v.strip() if isinstance(v, str) and v.strip() and not _placeholder(v) else None
 
 
 def _dict(v: Any) -> dict:

@@ -162,6 +162,8 @@ def apply(run: Run, r: Result) -> None:
     traced_correct = run.metrics.correct if run.metrics is not None else None
     if r.outcome is not None:
         run.outcome = r.outcome
+    if r.model and not run.model:  # a trace that names no model (Claude Code's "<synthetic>" message)
+        run.model = r.model
     m = run.metrics if run.metrics is not None else Metrics()
     old_source = m.source
     m.source = f"{r.source} ({r.harness})"
