@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ktui.trace import load
-from ktui.trace.index import RunSummary, TraceFile, summarize, summary_of_run
+from ktui.trace.index import RunSummary, TraceFile, summarize, summarize_loaded, summary_of_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -79,12 +79,36 @@ def _same(path: Path) -> None:
     assert diff == {}, f"{path.name}: skim != full parse: {diff}"
 
 
+def _same_loaded(path: Path) -> None:
+    """``ktui report``'s one read of a trace (:func:`summarize_loaded`) gives the skim's row, every
+    field (the fingerprint too), and for an ensemble trace the run :func:`ktui.trace.load` gives."""
+    tf = _tf(path)
+    row, run = summarize_loaded(tf)
+    assert row.to_dict() == summarize(tf).to_dict(), path
+    if run is not None:
+        assert row.format == "ensemble" and not row.parts, path
+        full = load(path)
+        assert (len(run.events), len(run.turns), len(run.calls), [k.sha1 for k in run.kernels]) == (
+            len(full.events), len(full.turns), len(full.calls), [k.sha1 for k in full.kernels]), path
+
+
 HELD = _held()
 
 
 @pytest.mark.parametrize("path", HELD, ids=lambda p: str(p.relative_to(p.parents[1])))
 def test_every_held_trace(path):
     _same(path)
+    _same_loaded(path)
+
+
+def test_the_report_read_takes_the_one_read_path():
+    """summarize_loaded hands back the loaded run for ensemble traces (the path that saves a parse)
+    and none for other formats (summarize's row alone): both branches are exercised above."""
+    kinds = {summarize_loaded(_tf(p))[1] is not None for p in HELD}
+    assert kinds == {True, False}
+    seed = ROOT / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
+    row, run = summarize_loaded(_tf(seed))
+    assert run is not None and len(run.events) > 0 and row.turns == len(run.turns)
 
 
 def test_there_are_traces_to_check():
@@ -188,6 +212,9 @@ HOSTILE = {
         _ev(1, 2004, "a", {"kind": "tool_call", "seed": True, "id": "s", "name": "get_gpu_specs",
                            "args": {"q": "v" * 20_000}}),
     ] + _base()[5:]),
+    # more than one read chunk (ktui.trace.index.skim.CHUNK): lines across the chunk boundary, a tail read apart
+    "bigger_than_a_chunk": lambda: _lines(_base()[:5] + [_ev(1, 2001, "a", {"kind": "agent_message", "text": "m" * 999},
+                                                             "msg-1")] * 4500 + _base()[5:]),
     "dangling_and_unpaired": lambda: _lines(_base()[:7] + [_ev(9, 9000, "a", {
         "kind": "tool_result", "id": "nope", "name": "ghost", "result": {"ok": False, "x": "q" * 20_000}})]),
 }
@@ -196,6 +223,7 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_files(tmp_path, name):
     _same(_write(tmp_path, f"{name}.jsonl", HOSTILE[name]()))
+    _same_loaded(_write(tmp_path, f"{name}-2.jsonl", HOSTILE[name]()))
 
 
 def test_hostile_files_are_what_they_say(tmp_path):
@@ -208,5 +236,8 @@ def test_hostile_files_are_what_they_say(tmp_path):
     assert _skim_row(fail)["failed_calls"] == 1  # the failed static check, its result 100 kB long
     trunc = _write(tmp_path, "t.jsonl", HOSTILE["truncated"]())
     assert _skim_row(trunc)["incomplete"] is True
+    from ktui.trace.index import CHUNK
+
+    assert len(HOSTILE["bigger_than_a_chunk"]()) > CHUNK
     binary = _write(tmp_path, "b.jsonl", HOSTILE["binary"]())
     assert _skim_row(binary)["not_trace"]

@@ -124,6 +124,32 @@ def test_report_data_is_the_runs_table_and_the_view_model(report, sweep):
     assert "\\u001b" not in text and "\x1b" not in text  # escape codes made visible by the view's sanitizer
 
 
+def test_report_parses_each_trace_once(sweep, monkeypatch):
+    """Each run's row and detail come from one parse of its trace (the row is the loaded run's,
+    ktui.trace.index.summarize_loaded), not a skim for the index and a load for the detail; the
+    page is the same as with the row skimmed apart."""
+    from ktui.trace.reader import LineParser
+
+    seen: list[str] = []
+    init = LineParser.__init__
+
+    def counting(self, builder):
+        seen.append(builder.run.path)
+        init(self, builder)
+
+    monkeypatch.setattr(LineParser, "__init__", counting)
+    page, stats = build_report(sweep, use_cache=False, jobs=1)
+    data = _data(page)
+    ensemble = [r["c"][0] for r in data["rows"] if r["c"][-1].startswith("ensemble")]
+    assert len(ensemble) >= 5
+    parsed = {(sweep / p).resolve() for p in seen}  # the skim names a file as found (relative)
+    assert len(seen) == len(parsed), sorted(seen)  # none parsed twice
+    assert all((sweep / p).resolve() in parsed for p in ensemble)
+    details = _details(page)
+    for i, row in enumerate(data["rows"]):
+        assert details[i] == json.loads(json.dumps(run_detail(str((sweep / row["c"][0]).resolve()))))
+
+
 def test_report_cli_errors(tmp_path):
     res = CliRunner().invoke(main, ["report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 2 and "no such" in res.output

@@ -36,7 +36,7 @@ from ktui.report.html_assets import CSS, JS
 from ktui.report.runs import AGG_COLUMNS, agg_cell, cell, columns_for, no_gpu_note, sort_value
 from ktui.report.svg import fast_p_svg, first_correct_svg, grid_svg, speedup_svg
 from ktui.trace.aggregate import model_aggregates, non_kernel_note
-from ktui.trace.index import RunSummary, SweepIndex, default_jobs
+from ktui.trace.index import RunSummary, SweepIndex, TraceFile, default_jobs, summarize_loaded
 from ktui.view.charts import CHART_TITLES, SweepCharts, sweep_charts
 from ktui.view.text import clean, one_line
 
@@ -63,10 +63,15 @@ def _block(b) -> list[Any]:
 def run_detail(path: str) -> dict[str, Any]:
     """What the report shows when a run is opened (plain data, every string already clean)."""
     from ktui.trace import load
+
+    return detail_of(load(path))
+
+
+def detail_of(run: Any) -> dict[str, Any]:
+    """:func:`run_detail` of a run loaded already (as :func:`ktui.trace.load` loads it)."""
     from ktui.trace.diffing import unified_lines
     from ktui.view import build_view
 
-    run = load(path)
     v = build_view(run)
     h = v.header
     out: dict[str, Any] = {
@@ -99,10 +104,11 @@ def _json(obj: Any) -> bytes:
     return data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
 
 
-def packed_detail(path: str) -> str:
-    """A run's detail as base64 of gzipped JSON (never raises: a broken run says why)."""
+def packed_detail(path: str, run: Any = None) -> str:
+    """A run's detail as base64 of gzipped JSON (never raises: a broken run says why). ``run``:
+    the run at ``path`` loaded already."""
     try:
-        d = run_detail(path)
+        d = run_detail(path) if run is None else detail_of(run)
     except Exception as exc:  # noqa: BLE001 - one bad run must not stop the report; it says why
         d = {"error": f"cannot show this run: {one_line(type(exc).__name__)}: {one_line(exc, 300)}"}
     return base64.b64encode(gzip.compress(orjson.dumps(d), compresslevel=4, mtime=0)).decode("ascii")
@@ -112,9 +118,23 @@ def _packed_many(paths: list[str]) -> list[str]:
     return [packed_detail(p) for p in paths]
 
 
-def _chunks(paths: list[str], n: int) -> list[list[str]]:
-    size = max(8, len(paths) // (n * 4))
-    return [paths[i: i + size] for i in range(0, len(paths), size)]
+def _rows_and_details(files: list[TraceFile]) -> list[tuple[RunSummary, str | None]]:
+    """Each file's row and, when it is one run, its packed detail: an ensemble trace is read once
+    for both (:func:`ktui.trace.index.summarize_loaded`); a file of many runs, or one that is no
+    trace, has no detail here (the parts' details are built from their addresses)."""
+    out: list[tuple[RunSummary, str | None]] = []
+    for tf in files:
+        s, run = summarize_loaded(tf)
+        if s.parts or s.format in ("none", "result") or s.not_trace:
+            out.append((s, None))
+        else:
+            out.append((s, packed_detail(tf.real or tf.path, run)))
+    return out
+
+
+def _chunks(items: list[Any], n: int) -> list[list[Any]]:
+    size = max(8, len(items) // (n * 4))
+    return [items[i: i + size] for i in range(0, len(items), size)]
 
 
 def packed_details(paths: list[str], jobs: int | None = None) -> list[str]:
@@ -135,20 +155,22 @@ def _workers(n_paths: int, jobs: int | None) -> int:
 
 def scan_and_detail(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: int | None = None,
                     labels: Any = None) -> tuple[SweepIndex, list[RunSummary], list[str]]:
-    """The sweep's summaries and each listed run's packed detail. For a big sweep, helper
-    processes build the details while this process scans (each trace is read twice, at once)."""
+    """The sweep's summaries and each listed run's packed detail. Each trace is read once for
+    both (its row is the loaded run's, :func:`ktui.trace.index.summarize_loaded`), by helper
+    processes for a big sweep; the index then puts the rows in order, applies the sweep's records
+    and writes its cache."""
     idx = SweepIndex(root, use_cache=use_cache, jobs=0, labels=labels)
     files = idx.discover()
-    paths = [tf.real or tf.path for tf in files]
-    n = _workers(len(paths), jobs)
+    n = _workers(len(files), jobs)
     if n <= 1:
-        runs = list(idx.summaries())
-        return idx, runs, _packed_many([s.real or s.path for s in runs])
-    with ProcessPoolExecutor(max_workers=n, mp_context=_MP) as ex:
-        parts = ex.map(_packed_many, _chunks(paths, n))
-        runs = list(idx.summaries())
-        by_path = dict(zip(paths, (d for part in parts for d in part), strict=True))
-    return idx, runs, [by_path.get(s.real or s.path) or packed_detail(s.real or s.path) for s in runs]
+        pairs = _rows_and_details(files)
+    else:
+        with ProcessPoolExecutor(max_workers=n, mp_context=_MP) as ex:
+            pairs = [p for part in ex.map(_rows_and_details, _chunks(files, n)) for p in part]
+    given = {tf.real: s for tf, (s, _) in zip(files, pairs, strict=True)}
+    by_path = {tf.real: d for tf, (_, d) in zip(files, pairs, strict=True) if d is not None}
+    runs = list(idx.summaries(given))
+    return idx, runs, [by_path.get(s.real) or packed_detail(s.real or s.path) for s in runs]
 
 
 # ---- the page ----------------------------------------------------------------------------------------------

@@ -23,13 +23,13 @@ from __future__ import annotations
 import os
 import selectors
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import IO, Any, cast
 
 from ktui.trace.address import join as join_address
 from ktui.trace.index.cache import SCHEMA, cache_dir, cache_path, load_cache, save_cache
 from ktui.trace.index.records import RECORD_FILES, Records, outcome_from_scores
-from ktui.trace.index.skim import CHUNK, _progress, summarize, summary_of_run
+from ktui.trace.index.skim import CHUNK, _progress, summarize, summarize_loaded, summary_of_run
 from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_key
 from ktui.trace.index.walk import TRACE_EXTS, discover, iter_traces
 from ktui.trace.index.workers import Helper, default_jobs, worker_main
@@ -38,7 +38,7 @@ from ktui.trace.labels import LabelStore, files_for
 __all__ = [
     "CHUNK", "RECORD_FILES", "SCHEMA", "TRACE_EXTS", "Records", "RunSummary", "ScanIssue", "SweepIndex", "TraceFile",
     "_progress", "cache_dir", "cache_path", "default_jobs", "discover", "iter_traces", "load_cache",
-    "outcome_from_scores", "problem_key", "save_cache", "scan", "summarize", "summary_of_run", "worker_main",
+    "outcome_from_scores", "problem_key", "save_cache", "scan", "summarize", "summarize_loaded", "summary_of_run", "worker_main",
 ]
 
 
@@ -46,8 +46,9 @@ class _Scan:
     """The state of one pass of :meth:`SweepIndex.summaries`: results are computed out of order
     (cache, helpers, this process) and handed out in the walk's order."""
 
-    def __init__(self, idx: SweepIndex) -> None:
+    def __init__(self, idx: SweepIndex, given: Mapping[str, RunSummary] | None = None) -> None:
         self.idx = idx
+        self.given = given or {}
         self.cpath = cache_path(idx.root)
         self.cached = load_cache(self.cpath) if idx.use_cache else {}
         self.fresh: dict[str, dict[str, Any]] = {}
@@ -81,6 +82,10 @@ class _Scan:
             self.n_found += 1
             if len(idx.files) < self.n_found:
                 idx.files.append(tf)
+            s = self.given.get(tf.real)
+            if s is not None:  # summarised by the caller already (``ktui report``: from the run it loads)
+                self.finish(i, s)
+                continue
             if self.from_cache(i, tf):
                 continue
             self.todo.append(i)
@@ -279,8 +284,10 @@ class SweepIndex:
             self.total = len(self.files)
         return self.files
 
-    def summaries(self) -> Iterator[RunSummary]:
-        sc = _Scan(self)
+    def summaries(self, given: Mapping[str, RunSummary] | None = None) -> Iterator[RunSummary]:
+        """Every run, in the walk's order, as soon as it is known. ``given``: rows the caller has
+        already (by real path, e.g. :func:`summarize_loaded`'s), used instead of a skim or the cache."""
+        sc = _Scan(self, given)
         try:
             while True:
                 if sc.walking:

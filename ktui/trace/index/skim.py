@@ -156,6 +156,37 @@ def summarize(tf: TraceFile | str) -> RunSummary:
     return s
 
 
+def summarize_loaded(tf: TraceFile) -> tuple[RunSummary, Run | None]:
+    """:func:`summarize`, and for a file that is one ensemble trace the run as
+    :func:`ktui.trace.load` reads it (events kept): ``ktui report`` draws a run's detail from that
+    run and takes its row from the same read, so each trace is parsed once, not twice.
+
+    The row is the fully loaded run's row (:func:`summary_of_run`, which
+    ``tests/test_index_skim_equivalence.py`` proves equal to the skim's on every trace held and
+    on hostile files) with the skim's fingerprint; any other file (another format, a file of many
+    runs, no trace, unreadable) gets :func:`summarize` itself and no run. Never raises on bad data."""
+    from ktui.trace.labels import fingerprint as content_fingerprint
+    from ktui.trace.reader import load
+
+    try:
+        with open_regular(tf.real or tf.path) as f:
+            first = f.read(CHUNK)
+            if len(first) < CHUNK:
+                tail = first[-4096:]
+            else:  # the last bytes as summarize reads them: up to the end of the file
+                f.seek(-4096, os.SEEK_END)
+                tail = f.read(4096)
+        other = _imported(tf, first if len(first) < CHUNK else None)
+        if other is not None:  # summarize's own decision and row: not an ensemble trace
+            return other, None
+        run = load(tf.real or tf.path)
+    except Exception:  # noqa: BLE001 - unreadable, or it changed: the skim says why, as ``ktui runs`` does
+        return summarize(tf), None
+    s = summary_of_run(run, tf)
+    s.fingerprint = content_fingerprint(first[:4096], tail, tf.size)
+    return s, run
+
+
 def _unreadable(tf: TraceFile, why: str) -> RunSummary:
     s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns)
     s.problems = [why]
