@@ -659,3 +659,23 @@ def test_claude_code_an_error_message_the_session_went_on_after_is_not_how_it_en
     assert len(run.turns) == 2 and run.turns[0].llm_ms == 0 and run.turns[1].llm_ms == 4500
     assert run.terminal_state != "backend_error"
     assert any("made itself" in text and "overloaded: API Error: 529" in text for _, text in run.notes)
+
+
+CODEX55_REAL = ST / "codex_0.55_real_shape_round_flush_repeated_token_count.jsonl"
+
+
+def test_codex_055_real_shape_model_time_per_round_and_tokens_once():
+    """The shape of the real Codex 0.55.0 rollout the issue names (brianlan/paper2md 0a5d04b,
+    `.codex/sessions/2025/11/07/rollout-2025-11-07T22-27-23-...jsonl`: 0.1 s of model time over a
+    295 s run before, 278.8 s after): each round's token_count, items, call output and next
+    turn_context share one stamp, and the same usage is written again about a second later. A
+    round's model time runs from when its input was ready to its token_count; the repeated usage
+    counts once."""
+    run = load(CODEX55_REAL)
+    assert run.format == "codex-cli" and run.model == "gpt-5-codex"
+    assert [t.llm_ms for t in run.turns] == [7209, 2324, 6649, 5500]
+    assert run.turns[2].tool_ms == 4100  # the check ran 4.1 s (its output's stamp)
+    assert sum(t.tokens_in or 0 for t in run.turns) == 20184
+    assert sum(t.tokens_out or 0 for t in run.turns) == 1036
+    assert len(run.kernels) == 1 and "relu_kernel" in run.kernels[0].code  # the apply_patch Add File
+    assert warnings(run) == []
