@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ktui.trace import derive
-from ktui.trace.lazy import LineSource, Ref, call_args, lazy_min, result_fields
+from ktui.trace.lazy import LineSource, call_args, lazy_min, result_fields
 from ktui.trace.model import (
     OK,
     UNKNOWN,
@@ -47,6 +47,8 @@ class Builder:
         self.run = Run(path=path)
         self.keep_events = keep_events
         self._src = source if keep_events else None  # read back by offset: needs the events
+        if self._src is not None:
+            self._src.events = self.run.events  # where each line is
         self._lazy_min = lazy_min()
         self.n_events = 0  # counted whether or not the events are kept
         self._actors_seen: set[str | None] = set()
@@ -386,7 +388,7 @@ class Builder:
         if type(code) is not str and not isinstance(code, str):
             code = None
         if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
-            args = Ref(self._src, ev.offset, ev.length, ev.line, ev.kind)
+            args = self._src
         elif code is not None:
             args = dict(args, kernel_code=self._s(code))
         cid = p.get("id")
@@ -479,7 +481,7 @@ class Builder:
         status = derive.result_status(name, effect, summary, meta, is_error)
         if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
             res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error,
-                                       Ref(self._src, ev.offset, ev.length, ev.line, ev.kind), name)
+                                       self._src, name)
             want_brief = call._kinfo is not None  # a kernel_code: known while reading (kernel_info)
             want_cases = name == "run_correctness" and status != OK  # what the harness flags read
             if want_brief or want_cases:  # what the kernel versions list says of it

@@ -93,6 +93,10 @@ class EventLog(Sequence[Event]):
         for i in range(len(self)):
             yield self._event(i)
 
+    def offset_length(self, i: int) -> tuple[int, int]:
+        """Where the ``i``-th event's line is: its byte offset and length."""
+        return self._offset[i], self._length[i]
+
     @property
     def lines(self) -> array:
         """The line numbers, in order (for bisecting)."""

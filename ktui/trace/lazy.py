@@ -2,8 +2,8 @@
 
 A trace of 1 GB is mostly tool arguments (kernel sources), tool results and long texts. The
 :class:`~ktui.trace.builder.Builder` keeps, for an event whose line is at least
-:data:`LAZY_MIN` bytes long, only where the line is (a :class:`Ref`: the file, byte offset and
-length); the model's properties (``ToolCall.args``, ``ToolResult.summary``/``effect``/``meta``,
+:data:`LAZY_MIN` bytes long, only its line number and the run's :class:`LineSource` (the file;
+the line's byte offset and length are in the run's event log, found by a binary search); the model's properties (``ToolCall.args``, ``ToolResult.summary``/``effect``/``meta``,
 ``KernelVersion.code``) read the line back, parse it and derive the same values the builder
 derived while reading. A few lines parsed last are kept (:data:`CACHE_LINES`), so a screen that
 reads one call's fields one after another parses its line once.
@@ -15,6 +15,7 @@ content: the line must still decode to an event of the same kind.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import sys
@@ -43,19 +44,55 @@ def unavailable(line: int, why: str) -> str:
 
 
 class LineSource:
-    """One trace file, read back by byte offset. Shared by every :class:`Ref` of a run; a deep
-    copy of a run shares it (it holds no state a copy could change)."""
+    """One trace file, read back by byte offset. Shared by every lazy call and result of a run;
+    a deep copy of a run shares it (it holds no state a copy could change: its event log only
+    grows, and a copy's lines are all in it)."""
 
-    __slots__ = ("path", "_cache", "_ident", "_lock")
+    __slots__ = ("path", "_cache", "_ident", "_lock", "events")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._cache: OrderedDict[int, Any] = OrderedDict()
         self._ident = _ident(self.path)
         self._lock = threading.Lock()  # the app reads from its UI thread and from search workers
+        self.events: Any = None  # the run's EventLog: where each line is (set by the Builder)
 
     def __deepcopy__(self, memo) -> LineSource:
         return self
+
+    def where(self, line: int) -> tuple[int, int] | None:
+        """``(offset, length)`` of the event on ``line`` (a binary search of the event log: a
+        call or result keeps only its line number, no offsets of its own), None when not there."""
+        log = self.events
+        if log is None:
+            return None
+        lines = log.lines
+        i = bisect.bisect_left(lines, line)
+        if i < len(lines) and lines[i] == line:
+            return log.offset_length(i)
+        return None
+
+    def line_payload(self, line: int, kind: str) -> dict[str, Any] | str:
+        """The ``payload`` of the ``kind`` event on ``line``, or why it cannot be read (a str)."""
+        got = self.where(line)
+        if got is None:
+            return "the line is not among the events read"
+        return self.payload(got[0], got[1], kind)
+
+    def call_args(self, line: int) -> dict[str, Any]:
+        """The arguments of the tool call on ``line``, as the builder normalized them."""
+        p = self.line_payload(line, "tool_call")
+        if isinstance(p, str):
+            return {"unavailable": unavailable(line, p)}
+        return call_args(p)
+
+    def result(self, line: int, call_name: str) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+        """The ``(summary, effect, meta)`` of the tool result on ``line``, as the builder derived them."""
+        p = self.line_payload(line, "tool_result")
+        if isinstance(p, str):
+            return unavailable(line, p), None, None
+        summary, effect, meta, _ = result_fields(call_name, p)
+        return summary, effect, meta
 
     def payload(self, offset: int, length: int, kind: str) -> dict[str, Any] | str:
         """The ``payload`` object of the line at ``offset``, or why it cannot be read (a str)."""
@@ -113,36 +150,6 @@ def _ident(path: str) -> tuple[int, int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-class Ref:
-    """Where one event's line is: enough to read it back (about 70 bytes)."""
-
-    __slots__ = ("src", "offset", "length", "line", "kind")
-
-    def __init__(self, src: LineSource, offset: int, length: int, line: int, kind: str) -> None:
-        self.src, self.offset, self.length, self.line, self.kind = src, offset, length, line, kind
-
-    def __deepcopy__(self, memo) -> Ref:
-        return self  # immutable
-
-    def payload(self) -> dict[str, Any] | str:
-        return self.src.payload(self.offset, self.length, self.kind)
-
-    def args(self) -> dict[str, Any]:
-        """A tool call's arguments, as the builder normalized them."""
-        p = self.payload()
-        if isinstance(p, str):
-            return {"unavailable": unavailable(self.line, p)}
-        return call_args(p)
-
-    def result(self, call_name: str) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
-        """A tool result's ``(summary, effect, meta)``, as the builder derived them."""
-        p = self.payload()
-        if isinstance(p, str):
-            return unavailable(self.line, p), None, None
-        summary, effect, meta, _ = result_fields(call_name, p)
-        return summary, effect, meta
-
-
 def call_args(p: dict[str, Any]) -> dict[str, Any]:
     """A tool call payload's arguments: an object, else ``{"value": args}``."""
     args = p.get("args", {})
@@ -152,7 +159,7 @@ def call_args(p: dict[str, Any]) -> dict[str, Any]:
 def result_fields(call_name: str, p: dict[str, Any]):
     """``(summary, effect, meta, costs)`` of a tool result payload (``costs``: a V0 envelope's
     costs object, else None): the one place that reads a result (the builder while reading,
-    :class:`Ref` when read back)."""
+    :class:`LineSource` when read back)."""
     effect: dict[str, Any] | None = None
     costs = None
     res = p.get("result", p.get("text"))

@@ -113,7 +113,7 @@ class ToolResult:
     _effect: dict[str, Any] | None = None  # structured effect object (V0/V1)
     _meta: dict[str, Any] | None = None  # parsed "[meta] {...}" trailer (KTBench)
     is_error: bool = False
-    _ref: Any = field(default=None, metadata=_HIDDEN)  # ktui.trace.lazy.Ref of the line, when read back
+    _ref: Any = field(default=None, metadata=_HIDDEN)  # the ktui.trace.lazy.LineSource its line is read back from
     _call: str = field(default="", metadata=_HIDDEN)  # the call's name (what its summary is derived with)
     _brief: str | None = field(default=None, metadata=_HIDDEN)  # what a kernel use shows, kept
     _case_errors: list[str] | None = field(default=None, metadata=_HIDDEN)
@@ -134,7 +134,7 @@ class ToolResult:
     def _fields(self) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
         if self._ref is None:
             return self._summary or "", self._effect, self._meta
-        return self._ref.result(self._call)
+        return self._ref.result(self.line, self._call)
 
     @property
     def summary(self) -> str:
@@ -187,7 +187,7 @@ class ToolResult:
 class ToolCall:
     index: int  # position among all calls of the run (0-based)
     name: str
-    _args: Any  # the arguments object, or a ktui.trace.lazy.Ref of the line (read back on demand)
+    _args: Any  # the arguments object, or the ktui.trace.lazy.LineSource its line is read back from
     line: int
     ts_ms: int | None
     id: str | None = None
@@ -211,7 +211,7 @@ class ToolCall:
     @property
     def args(self) -> dict[str, Any]:
         a = self._args
-        return a if type(a) is dict or not hasattr(a, "args") else a.args()
+        return a if type(a) is dict or not hasattr(a, "call_args") else a.call_args(self.line)
 
     @args.setter
     def args(self, value: Any) -> None:
@@ -220,7 +220,7 @@ class ToolCall:
     @property
     def lazy(self) -> bool:
         """Whether the arguments are read back from the file on demand."""
-        return hasattr(self._args, "args")
+        return hasattr(self._args, "call_args")
 
     @property
     def status(self) -> str:
