@@ -228,7 +228,7 @@ def export(trace, version, output, reference, force):
     """Write a standalone script that reproduces a kernel's measurement anywhere."""
     import os
 
-    from ktui.repro.export import export_command
+    from ktui.report.export import export_command
 
     path = check_trace_path(trace)
     if os.path.lexists(output) and not force:

@@ -52,3 +52,44 @@ def test_the_view_model_needs_no_renderer():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+# ---- one sanitizer, in the view ------------------------------------------------------------------
+SANITIZERS = {"ktui.trace.text": {"sanitize"}, "ktui.view.text": None, "ktui.view": {"text"}}  # None: any name
+
+
+def sanitizer_uses(source: str) -> list[str]:
+    """Where a module's source reaches a sanitizer: an import of ``ktui.trace.text.sanitize`` or of
+    the view's text module (``clean``, ``one_line``, ``safe_data``...), or a ``….sanitize`` attribute."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module in SANITIZERS:
+            names = SANITIZERS[node.module]
+            out += [f"from {node.module} import {a.name}" for a in node.names if names is None or a.name in names]
+        elif isinstance(node, ast.Import):
+            out += [f"import {a.name}" for a in node.names
+                    if a.name in ("ktui.trace.text", "ktui.view.text") or a.name.startswith("ktui.view.text.")]
+        elif isinstance(node, ast.Attribute) and node.attr == "sanitize":
+            out.append(".sanitize")
+    return out
+
+
+def test_the_check_finds_a_sanitizer():
+    assert sanitizer_uses("from ktui.trace.text import shorten, sanitize as s") == ["from ktui.trace.text import sanitize"]
+    assert sanitizer_uses("def f():\n    from ktui.view.text import clean\n") == ["from ktui.view.text import clean"]
+    assert sanitizer_uses("import ktui.trace.text\nktui.trace.text.sanitize('x')") == ["import ktui.trace.text",
+                                                                                       ".sanitize"]
+    assert sanitizer_uses("from ktui.view import text") == ["from ktui.view import text"]
+    assert sanitizer_uses("from ktui.trace.text import shorten, redact") == []
+
+
+def test_the_service_and_the_engine_never_sanitize():
+    """Results carry raw words (a check's name, a probe's reason, a kernel's error); the views clean
+    them once when they are shown (ktui/view/text.py). A sanitizer in ktui/repro or ktui/engine
+    would clean some words twice and tempt a renderer to trust the rest."""
+    pkg = ROOT / "ktui"
+    offenders = {str(p.relative_to(pkg)): uses for d in ("repro", "engine") for p in sorted((pkg / d).rglob("*.py"))
+                 if (uses := sanitizer_uses(p.read_text(encoding="utf-8")))}
+    assert offenders == {}

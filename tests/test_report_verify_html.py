@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ktui.report.html import report_command
 from ktui.report.html_results import doc_html, role_class
+from ktui.report.verify import write_json
 from ktui.repro.verify.plan import RunRow
-from ktui.repro.verify.results import build_report, to_json
+from ktui.repro.verify.results import build_report
 from ktui.view.doc import Para, Table, cell, para
 
 SWEEP = Path(__file__).resolve().parent / "fixtures" / "verify" / "sweep"
@@ -26,7 +27,7 @@ def _verify_json(tmp_path) -> Path:
     report = build_report(rows, {}, stats={"runs": 2, "engine": EVIL})
     report.claims = list(report.rows)  # as if they were claims that do not hold: their lines are drawn
     buf = io.StringIO()
-    to_json(report, buf)
+    write_json(report, buf)
     p = tmp_path / "verify.json"
     p.write_text(buf.getvalue())
     return p

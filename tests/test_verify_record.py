@@ -10,10 +10,11 @@ import math
 
 import pytest
 
+from ktui.report.verify import write_json
 from ktui.repro.results import VERIFY_SCHEMA, ResultError
 from ktui.repro.verify.plan import RunRow
 from ktui.repro.verify.record import VerifyReport, read_report
-from ktui.repro.verify.results import build_report, to_json
+from ktui.repro.verify.results import build_report
 
 
 def _report():
@@ -28,7 +29,7 @@ def _dict():
     import io
 
     buf = io.StringIO()
-    to_json(_report(), buf)
+    write_json(_report(), buf)
     return json.loads(buf.getvalue())
 
 

@@ -8,7 +8,6 @@ Needs rich and click only (the profiled worker imports torch).
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ktui.view.profile import short_name  # noqa: F401  (kept here for callers of the old name)
+from ktui.view.text import json_text
 
 
 def _err(msg: str) -> None:
@@ -76,10 +76,10 @@ def profile_command(path: Path | str, *, turn: int | None = None, version: str |
     if report.status == "unavailable":
         _err(f"cannot profile: {report.message}")
         if as_json:
-            sys.stdout.write(json.dumps(report.to_dict(), indent=1, default=str) + "\n")
+            sys.stdout.write(json_text(report.to_dict()) + "\n")
         return 1
     if as_json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=1, default=str) + "\n")
+        sys.stdout.write(json_text(report.to_dict()) + "\n")
     else:
         render_profile(console, report)
     return 0 if report.ok and report.verdict in ("reproduced",) else 1

@@ -8,7 +8,6 @@ process imports torch).
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from pathlib import Path
@@ -138,7 +137,9 @@ def repro_command(path: Path | str, *, turn: int | None = None, version: str | N
             payload = reports[0].to_dict()
         else:
             payload = {"trace": str(path), "versions": [r.to_dict() for r in reports]}
-        sys.stdout.write(json.dumps(payload, indent=1, default=str) + "\n")
+        from ktui.view.text import json_text
+
+        sys.stdout.write(json_text(payload) + "\n")
     elif len(reports) > 1 and not brief:
         render_summary(console, reports)
     return 0 if all(r.good for r in reports) else 1

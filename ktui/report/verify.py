@@ -27,7 +27,9 @@ from ktui.repro.verify.engine import (
 
 
 def _err(msg: str) -> None:
-    print(f"ktui: {msg}", file=sys.stderr)
+    from ktui.view.text import clean
+
+    print(f"ktui: {clean(msg)}", file=sys.stderr)
 
 
 class ProgressDisplay:
@@ -170,7 +172,7 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
                    pipeline: bool = True) -> int:
     from ktui.repro.api import ReproError, ReproOptions
     from ktui.repro.verify.plan import Planner
-    from ktui.repro.verify.results import build_report, to_json
+    from ktui.repro.verify.results import build_report
 
     out = out or sys.stdout
     if device and not (device in ("cpu", "cuda") or device.startswith("cuda:")):
@@ -258,7 +260,7 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     for e in getattr(eng, "errors", []):
         _err(f"engine error: {e.strip().splitlines()[-1] if e.strip() else e}")
     if fmt == "json":
-        to_json(report, out)
+        write_json(report, out)
     elif fmt == "csv":
         write_csv(report, out)
     else:
@@ -295,6 +297,16 @@ def models_table(report: Any) -> Any:
     from ktui.report.draw import rich_table
 
     return rich_table(_view(report).models_table)
+
+
+def write_json(report: Any, out: IO[str]) -> None:
+    """``--json``: the report's data (schema :data:`~ktui.repro.results.VERIFY_SCHEMA`, read back by
+    :meth:`~ktui.repro.verify.record.VerifyReport.from_dict`), every string cleaned
+    (:func:`ktui.view.text.json_text`): a reason or a path from a trace cannot reach the terminal of
+    whoever reads the file (``jq -r``) as an escape."""
+    from ktui.view.text import json_text
+
+    out.write(json_text(report.to_dict()) + "\n")
 
 
 def write_csv(report: Any, out: IO[str]) -> None:

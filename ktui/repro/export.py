@@ -10,11 +10,14 @@ anywhere torch runs, without ktui, with the same judge and the same sandboxed wo
 
 Every string that comes from the trace (title, labels, origin, sources, recorded values) is
 written as a Python literal built by ``repr``: nothing in a trace can end a string early.
+The command that writes the file and says so is :mod:`ktui.report.export` (it cleans what it prints).
+The script itself runs without ktui, so it has no view to clean its text output with: its
+``_shown`` writes a control character or a bidi override as ``<U+001B>`` (its ``--json`` is
+JSON with every such character escaped).
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -85,6 +88,12 @@ def _install():
         importlib.import_module(name)
 
 
+def _shown(text):
+    """What this script prints (the kernel's errors, the trace's values): a character the terminal
+    would act on (escapes, other controls, bidi overrides) is written as its code point instead."""
+    return "".join(ch if ch.isprintable() or ch == "\\n" else "<U+%04X>" % ord(ch) for ch in str(text))
+
+
 def main(argv=None):
     import argparse
     import json as _json
@@ -129,8 +138,8 @@ def main(argv=None):
         print(_json.dumps({{"version": KERNEL_LABEL, "sha1": KERNEL_SHA1, "recorded": RECORDED,
                            "result": result}}, default=str))
     else:
-        print(KERNEL_LABEL + " (sha1 " + KERNEL_SHA1[:12] + ")")
-        print(report.format_result(result, RECORDED))
+        print(_shown(KERNEL_LABEL + " (sha1 " + KERNEL_SHA1[:12] + ")"))
+        print(_shown(report.format_result(result, RECORDED)))
     corr = result.get("correctness") or {{}}
     return 0 if result.get("status") == "completed" and corr.get("passed") else 1
 
@@ -207,56 +216,18 @@ def export_script(run: Any, kv: Any, reference: str, origin: str, script_name: s
     return head + main
 
 
-def export_command(path: Path | str, *, version: str = "final", output: str, reference: str | None = None) -> int:
-    from ktui.repro.api import ReproError, resolve_reference, select_kernels
-    from ktui.trace import load
-    from ktui.trace.text import sanitize
-
-    run = load(str(path))
-    try:
-        if version in (None, "", "final", "last"):
-            kv = select_kernels(run, final=True)[0]
-        else:
-            kv = select_kernels(run, version=version)[0]
-        ref, origin = resolve_reference(run, reference)
-    except ReproError as exc:
-        print(f"ktui: {sanitize(str(exc))}", file=sys.stderr)
-        return 2
-    if not ref:
-        print("ktui: the trace has no reference source (no fetch_problem ref_arch_src); pass --reference FILE",
-              file=sys.stderr)
-        return 2
-    out = Path(output)
-    text = export_script(run, kv, ref, origin, script_name=out.name)
-    try:
-        compile(text, str(out), "exec")
-    except SyntaxError as exc:  # pragma: no cover - a bug in the template, not in the input
-        print(f"ktui: internal error: the exported script does not compile: {exc}", file=sys.stderr)
-        return 3
-    try:
-        out.write_text(text, encoding="utf-8")
-        out.chmod(0o755)
-    except OSError as exc:
-        print(f"ktui: {sanitize(output)}: cannot write: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    device, why = suggested_device(run)
-    print(f"wrote {sanitize(output)}: {sanitize(kv.label)} (sha1 {kv.sha1[:12]}), {len(text.splitlines())} lines; "
-          f"run it with: python {sanitize(output)}" + (f" --device {device}" if device else "") + f" ({why})",
-          file=sys.stderr)
-    return 0
-
-
 def suggested_device(run: Any) -> tuple[str | None, str]:
     """The ``--device`` to suggest for a run's script, and why: the hardware the trace recorded
-    (a CPU, or a GPU), or none when it recorded none (the script then takes a GPU if it sees one)."""
+    (a CPU, or a GPU), or none when it recorded none (the script then takes a GPU if it sees one).
+    The reason quotes the trace's hardware as it is (raw): whoever prints it cleans it."""
     import re
 
     from ktui.repro.recorded import recorded_hardware
-    from ktui.trace.text import sanitize, shorten
+    from ktui.trace.text import shorten
 
     hw = recorded_hardware(run)
     if not hw:
         return None, "the trace records no hardware: the script uses a GPU when it sees one, else add --device cpu"
     if re.search(r"\bcpu\b", hw, re.I):
-        return "cpu", f"the trace ran on {shorten(sanitize(hw), 60)}"
-    return "cuda", f"the trace ran on {shorten(sanitize(hw), 60)}"
+        return "cpu", f"the trace ran on {shorten(hw, 60)}"
+    return "cuda", f"the trace ran on {shorten(hw, 60)}"

@@ -5,7 +5,11 @@ titles) goes through :func:`clean` (or :func:`one_line` / :func:`safe_data`) fir
   controls become ``\\x9b``-style text, bidi overrides/isolates become ``<U+202E>``: the terminal
   never acts on them. Newlines are kept by :func:`clean`, tabs expanded.
 - :func:`safe_data` walks JSON-like data (for ``--json``): strings (keys too) cleaned, nesting
-  capped at :data:`MAX_DEPTH`, numbers that JSON or a float cannot hold turned into strings.
+  capped at :data:`MAX_DEPTH`, numbers that JSON or a float cannot hold turned into strings;
+  :func:`json_text` writes a result's ``--json`` so.
+
+The service (``ktui/repro``) and the engine hand their words over raw (a test keeps them off the
+sanitizer): they are cleaned here, when shown.
 
 No Rich, no Textual: plain strings in, plain strings out.
 """
@@ -91,6 +95,15 @@ def pretty_json(obj: Any, max_chars: int = 200_000) -> str:
     if len(s) > max_chars:
         s = s[:max_chars] + f"\n… {len(s) - max_chars:,} more characters"
     return s.expandtabs(TAB) if "\t" in s else s
+
+
+def json_text(obj: Any, indent: int | None = 1) -> str:
+    """``--json`` of a result (a reproduction, a profile, a verify report): the service's raw data
+    made safe (:func:`safe_data`: every string cleaned, the numbers JSON can hold), as JSON text.
+    The one place the result commands' JSON is cleaned."""
+    import json
+
+    return json.dumps(safe_data(obj), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 def compact_json(obj: Any, limit: int = 400) -> str:

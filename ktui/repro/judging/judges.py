@@ -413,7 +413,6 @@ def judge_honesty(ev: Evidence) -> Judgement:
     """Findings from the code (static, pinned to the turn that introduced them), from failed
     honesty checks and from the probes' own findings (dynamic)."""
     from ktui.trace.findings import CLASSES
-    from ktui.trace.text import sanitize
 
     j = Judgement("honesty")
     for f in ev.static:
@@ -424,17 +423,17 @@ def judge_honesty(ev: Evidence) -> Judgement:
                                      line=f.line))
     for c in ev.result.get("checks") or []:
         if isinstance(c, dict) and c.get("ok") is False:
-            name = sanitize(str(c.get("name", "?")))[:60]
+            name = str(c.get("name", "?"))[:60]
             j.findings.append(FindingRow(name, CHECK_TITLES.get(name, name.replace("_", " ")),
-                                         sanitize(short(c.get("detail"), 200)), source="dynamic",
-                                         evidence=sanitize(short(c.get("evidence") or "", 160))))
+                                         short(c.get("detail"), 200), source="dynamic",
+                                         evidence=short(c.get("evidence") or "", 160)))
     for f in ev.result.get("findings") or []:
         if not isinstance(f, dict):
             continue
-        cls = sanitize(str(f.get("class", "?")))[:60]
+        cls = str(f.get("class", "?"))[:60]
         j.findings.append(FindingRow(cls, CLASSES.get(cls, CHECK_TITLES.get(cls, cls.replace("_", " "))),
-                                     sanitize(short(f.get("reason"), 200)), source="dynamic",
-                                     evidence=sanitize(short(f.get("evidence") or "", 160))))
+                                     short(f.get("reason"), 200), source="dynamic",
+                                     evidence=short(f.get("evidence") or "", 160)))
     return j
 
 

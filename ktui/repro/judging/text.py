@@ -1,8 +1,10 @@
 """The formatter: rows, findings and reasons in words. Judges decide; this module only writes.
 
-Plain strings (no markup): callers render them with ``rich.text.Text``. Every string that came
-from a trace or a kernel passes through :func:`ktui.trace.text.sanitize` on the way in
-(findings) or is shortened here (error texts)."""
+Plain strings (no markup), raw: a string that came from a trace or a kernel (a check's name, a
+probe's reason, an error message) is shortened here but not sanitized. The service sanitizes
+nothing; whatever shows these words cleans them once on the way out (the views,
+:mod:`ktui.view.repro` / :mod:`ktui.view.verify`, with :func:`ktui.view.text.clean`; ``--json``
+with :func:`ktui.view.text.safe_data`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ do not hold, worst first. Plain data here: :func:`build_report` makes a :class:`
 objects); :meth:`Report.record` is its typed, versioned form (:class:`VerifyReport`, schema
 :data:`~ktui.repro.results.VERIFY_SCHEMA`: what ``--json`` writes and
 :meth:`VerifyReport.from_dict` reads back, raising :class:`~ktui.repro.results.ResultError` on a
-bad shape); :func:`to_json`. The CSV (``--csv``) is drawn from the view's cells
+bad shape). The data is raw (a reason quotes a kernel's error as it is); ``--json``
+(:func:`ktui.report.verify.write_json`) and the CSV (``--csv``) is drawn from the view's cells
 (:func:`ktui.view.verify.csv_rows`, sanitized there like every other output). The view (:mod:`ktui.view.verify`) is built from a
 :class:`VerifyReport`; ``ktui/report`` and ``ktui/tui`` draw it.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from ktui.repro.judging.outcome import unjudged
 from ktui.repro.results import VERIFY_SCHEMA
@@ -215,7 +216,3 @@ def _x(x: float | None) -> str:
 def _side(outcome: str, sp: float | None) -> str:
     return outcome + (f" {sp:.2f}x" if sp is not None else "")
 
-
-def to_json(report: Report, out: IO[str]) -> None:
-    json.dump(report.to_dict(), out, indent=1, default=str, allow_nan=False)
-    out.write("\n")
