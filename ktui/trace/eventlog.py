@@ -27,22 +27,35 @@ class Event:
 
 
 class EventLog(Sequence[Event]):
-    """Every event of a run, stored column-wise (about 50 bytes an event instead of ~270 for
-    an object with boxed ints); ``Event`` objects are made on access."""
+    """Every event of a run, stored column-wise (about 56 bytes an event instead of ~270 for
+    an object with boxed ints); ``Event`` objects are made on access.
 
-    _NONE = -(2**63)
+    Line numbers and lengths are 32-bit, turns 32-bit (-1: none), kinds and actors 16-bit
+    indexes into one list of names: a value that does not fit widens its column to 64 bits
+    (:meth:`widen`), so nothing is ever cut."""
+
+    _NONE = -(2**63)  # tick and ts_ms: unknown
+    _NARROW = ("_line", "_length", "_turn", "_kind", "_actor")  # the columns :meth:`widen` widens
 
     def __init__(self) -> None:
-        self._line = array("q")
+        self._line = array("I")
         self._offset = array("q")
-        self._length = array("q")
+        self._length = array("I")
         self._tick = array("q")
         self._ts = array("q")
-        self._turn = array("q")
-        self._kind = array("I")
-        self._actor = array("I")
+        self._turn = array("i")  # -1: no turn
+        self._kind = array("H")
+        self._actor = array("H")
         self._names: list[str | None] = [None]  # kinds and actors, interned; 0 is None
         self._ix: dict[str | None, int] = {None: 0}
+
+    def widen(self) -> None:
+        """Make the 32- and 16-bit columns 64-bit (a value did not fit; never in practice: 4 G
+        lines, a 4 GiB line, 2 G turns or 65,536 kinds and actors)."""
+        for name in self._NARROW:
+            col = getattr(self, name)
+            if col.typecode != "q":
+                setattr(self, name, array("q", col))
 
     def _intern(self, s: str | None) -> int:
         i = self._ix.get(s)
@@ -55,14 +68,19 @@ class EventLog(Sequence[Event]):
         return v if v is not None and -(2**63) < v < 2**63 else self._NONE  # out of range: unknown
 
     def append(self, ev: Event) -> None:
-        self._line.append(ev.line)
+        line, length, turn = ev.line, ev.length, -1 if ev.turn is None else ev.turn
+        kind, actor = self._intern(ev.kind), self._intern(ev.actor)
+        if self._line.typecode != "q" and not (0 <= line < 2**32 and 0 <= length < 2**32 and -1 <= turn < 2**31
+                                                and kind < 2**16 and actor < 2**16):
+            self.widen()
+        self._line.append(line)
         self._offset.append(ev.offset)
-        self._length.append(ev.length)
+        self._length.append(length)
         self._tick.append(self._i64(ev.tick))
         self._ts.append(self._i64(ev.ts_ms))
-        self._turn.append(self._i64(ev.turn))
-        self._kind.append(self._intern(ev.kind))
-        self._actor.append(self._intern(ev.actor))
+        self._turn.append(turn)
+        self._kind.append(kind)
+        self._actor.append(actor)
 
     def __len__(self) -> int:
         return len(self._line)
@@ -72,7 +90,7 @@ class EventLog(Sequence[Event]):
         tick, ts, turn = self._tick[i], self._ts[i], self._turn[i]
         return Event(self._line[i], self._offset[i], self._length[i], self._names[self._kind[i]] or "",
                      None if tick == n else tick, None if ts == n else ts, self._names[self._actor[i]],
-                     None if turn == n else turn)
+                     None if turn < 0 else turn)
 
     @overload
     def __getitem__(self, i: int) -> Event: ...

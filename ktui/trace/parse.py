@@ -90,10 +90,7 @@ class LineParser:
         run = b.run
         keep = b.keep_events
         log = run.events
-        if keep:
-            ap_line, ap_off, ap_len = log._line.append, log._offset.append, log._length.append
-            ap_tick, ap_ts, ap_turn = log._tick.append, log._ts.append, log._turn.append
-            ap_kind, ap_actor = log._kind.append, log._actor.append
+        ap_line, ap_off, ap_len, ap_tick, ap_ts, ap_turn, ap_kind, ap_actor = _appenders(log)
         kinds, actors = b._kinds, b._actors
         ev = b._scratch
         none = EventLog._NONE
@@ -139,18 +136,24 @@ class LineParser:
                                 b.problem(line_no, f"could not interpret '{kind}' event ({type(exc).__name__}: {exc})")
                             n_events += 1
                             if keep:
-                                ap_line(line_no)
+                                turn = ev.turn
+                                if turn is None:
+                                    turn = -1
+                                try:  # the narrow columns first: a value past one widens them all
+                                    ap_line(line_no)
+                                    ap_len(n)
+                                    ap_turn(turn)
+                                    ap_kind(k[0])
+                                    ap_actor(a[0])
+                                except OverflowError:
+                                    _widen(log, line_no, n, turn, k[0], a[0])
+                                    ap_line, ap_off, ap_len, ap_tick, ap_ts, ap_turn, ap_kind, ap_actor = _appenders(log)
                                 ap_off(off)
-                                ap_len(n)
                                 try:
                                     ap_tick(tick)
                                 except OverflowError:  # not a 64-bit integer: unknown, as EventLog.append
                                     ap_tick(none)
                                 ap_ts(ts)
-                                turn = ev.turn
-                                ap_turn(none if turn is None else turn)
-                                ap_kind(k[0])
-                                ap_actor(a[0])
                             b._last_kind = k[1]
                             b._prev_ts = ts
                             fed = True
@@ -195,6 +198,26 @@ class LineParser:
         ev = validate(obj, line_no, offset, length, self.b, b"")
         if ev is not None:
             self.b.add(ev[0], ev[1], obj)
+
+
+def _appenders(log: EventLog):
+    """The append methods of the event log's columns, in the order the fast path names them."""
+    return (log._line.append, log._offset.append, log._length.append, log._tick.append, log._ts.append,
+            log._turn.append, log._kind.append, log._actor.append)
+
+
+def _widen(log: EventLog, line: int, length: int, turn: int, kind: int, actor: int) -> None:
+    """A value did not fit a narrow column: drop the row's part appended so far, widen the
+    columns, append that part again (the rest of the row follows)."""
+    n = len(log._offset)  # appended after the narrow columns: the row's length before it
+    for name in EventLog._NARROW:
+        del getattr(log, name)[n:]
+    log.widen()
+    log._line.append(line)
+    log._length.append(length)
+    log._turn.append(turn)
+    log._kind.append(kind)
+    log._actor.append(actor)
 
 
 def _lossy(body: bytes):
