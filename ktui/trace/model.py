@@ -17,6 +17,7 @@ import copy
 import functools
 import hashlib
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,15 +172,15 @@ class ToolResult:
     @property
     def brief(self) -> str:
         """What a kernel use of this result says: the error, or the summary's first line."""
-        if self._brief is None:
-            self._brief = self.error_text if self.status != OK else self.summary.split("\n", 1)[0]
+        if self._brief is None:  # one string per distinct text: most are a few status lines, repeated
+            self._brief = sys.intern(self.error_text if self.status != OK else self.summary.split("\n", 1)[0])
         return self._brief
 
     @property
     def case_errors(self) -> list[str]:
         """The per-case errors a failed correctness run lists (``[case] error`` lines)."""
         if self._case_errors is None:
-            self._case_errors = [m.group(2).strip() for m in _CASE_ERR.finditer(self.summary)]
+            self._case_errors = [sys.intern(m.group(2).strip()) for m in _CASE_ERR.finditer(self.summary)]
         return self._case_errors
 
 
