@@ -29,6 +29,9 @@ SAMPLES = {
     # REAL (tests/fixtures/formats/real, Apache-2.0): a KernelAgent session's result.json
     "kernelagent": Path(__file__).resolve().parent / "fixtures" / "formats" / "real" /
     "kernelagent_session_20251126_021641_875369" / "result.json",
+    # REAL (tests/fixtures/formats/real, MIT): a KernelBench AIDE kernel search's journal.json
+    "aide": Path(__file__).resolve().parent / "fixtures" / "formats" / "real" /
+    "aide_kernelbench_44-stimulating-magenta-adder" / "journal.json",
 }
 LINE_BASED = {"chat-messages", "claude-code", "codex-cli"}
 pytestmark = pytest.mark.skipif(not F.is_dir(), reason="../shared/formats not present")

@@ -24,6 +24,7 @@ from ktui.trace.address import Address
 from ktui.trace.address import join as join_address
 from ktui.trace.address import split as split_address
 from ktui.trace.importers import (
+    aide,
     chat_messages,
     claude_code,
     codex_cli,
@@ -53,6 +54,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("swe-agent", swe_agent),
     ("openhands", openhands),
     ("kernelagent", kernelagent),
+    ("aide", aide),
     ("kernelbench-agentic", kernelbench_agentic),
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
