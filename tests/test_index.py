@@ -266,6 +266,27 @@ def test_cache_makes_the_second_scan_instant_and_notices_changes(tmp_path):
     assert not list((tmp_path / "cache").glob("runs-index-*.json"))
 
 
+def test_a_scan_stopped_early_keeps_the_cache_of_the_files_it_did_not_reach(tmp_path, monkeypatch):
+    """Quitting ``ktui runs`` after the first screen (the scan's generator closed mid-walk) must not
+    throw away the cached rows of the files the walk had not reached yet."""
+    sw = make_sweep(tmp_path)
+    n = len(list(SweepIndex(sw).summaries()))
+    monkeypatch.setattr(SweepIndex, "WALK_BURST", 1)  # the walk is still going after the first row
+    for new_file in (False, True):
+        if new_file:  # a file the stopped scan reads first (a new row to keep) and the rest unreached
+            (sw / "aaa").mkdir()  # the walk's first directory
+            (sw / "aaa" / "first.jsonl").write_text(mini_trace("m-new", passed=True, speedup=1.5, tokens_in=1,
+                                                               tokens_out=1, wall_ms=1000, tag="new"))
+        gen = SweepIndex(sw).summaries()
+        first = next(gen)
+        gen.close()
+        assert first.path == ("aaa/first.jsonl" if new_file else first.path)
+        idx = SweepIndex(sw)
+        again = list(idx.summaries())
+        assert len(again) == n + new_file
+        assert idx.cache_hits == len(again) + idx.duplicates, new_file
+
+
 def test_cache_dir_unwritable_is_a_note(tmp_path, monkeypatch):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "a.jsonl").write_text(mini_trace("m", passed=True, speedup=1.0, tokens_in=1,

@@ -237,9 +237,12 @@ class _Scan:
             h.close()
         self.sel.close()
         unchanged = idx.cache_hits == len(self.fresh) == len(self.cached) and idx.total is not None
+        if self.walking and idx.cache_hits == len(self.fresh):
+            unchanged = True  # stopped early (the app quit) with nothing new: the cache stays as it is
         if idx.use_cache and self.fresh and not unchanged:
-            # keep still-valid entries of files this (possibly interrupted) scan did not reach
-            live = {tf.real for tf in idx.files}
+            # keep still-valid entries of files this (possibly interrupted) scan did not reach; a
+            # file is known gone only once the walk is over (stopped during the walk: keep them all)
+            live = {tf.real for tf in idx.files} if not self.walking else self.cached.keys()
             merged = {k: v for k, v in self.cached.items() if k in live and k not in self.fresh}
             merged.update(self.fresh)
             err = save_cache(self.cpath, idx.root, merged)
