@@ -67,6 +67,19 @@ def _edge_trace() -> bytes:
         ev(tick=13, ts_ms=22, actor="agent", payload={"kind": "state_diff", "diff": _deep(63)}),
         ev(tick=14, ts_ms=23, actor="agent", payload={"kind": "state_diff", "diff": _deep(70)}),
         ev(tick=15, ts_ms=24, actor="agent", payload={"kind": "tool_call", "name": "run", "args": _deep(66)}),
+        ev(tick=21, ts_ms=29, actor="harness", payload={"kind": "system", "note": "ensemble: backend=x",
+                                                         "deep": _deep(70)}),
+        ev(tick=22, ts_ms=30, actor="harness", payload={"kind": "system", "note": _deep(70)}),
+        ev(tick=23, ts_ms=31, actor="user", payload={"kind": "user_message", "text": "more", "deep": _deep(70)}),
+        ev(tick=24, ts_ms=32, actor="agent", payload={"kind": "progress", "deep": _deep(70)}),
+        ev(tick=25, ts_ms=33, actor="agent", payload={"kind": "some_new_kind", "deep": _deep(70)}),
+        ev(tick=26, ts_ms=34, actor="agent", payload={"kind": "message", "content": [_deep(70)]}),
+        ev(tick=27, ts_ms=35, actor="agent", payload={"kind": "cost", "unit": "usd", "amount": 1, "d": _deep(70)}),
+        ev(tick=28, ts_ms=36, actor="agent", payload={"kind": "tool_call", "name": "compile_kernel", "id": "d",
+                                                      "args": {"kernel_code": "__global__ void d() {}",
+                                                               "deep": _deep(70)}}),
+        ev(tick=29, ts_ms=37, actor="agent", payload={"kind": "tool_result", "name": "compile_kernel", "id": "d",
+                                                      "result": {"ok": False, "data": _deep(70)}}),
         b"",
         b"   ",
         b"[1, 2]",
@@ -90,6 +103,20 @@ def test_edge_lines_build_the_same_run(monkeypatch, counted):
     assert counted["n"] == data.count(b"\n") + 1  # every line, one at a time
     assert n_fast < counted["n"] - 5  # the fast path took the common lines itself
     assert fast["problems"]  # the bad lines are still said
+
+
+def test_edge_lines_from_a_file_build_the_same_run(tmp_path, monkeypatch):
+    """From a file, long lines are read back on demand: a deeply nested tool call is not kept,
+    so the fast path takes it without counting its brackets; read back, it is capped alike."""
+    p = tmp_path / "edge.jsonl"
+    p.write_bytes(_edge_trace())
+    fast_run = load(p)
+    fast = everything(fast_run)
+    monkeypatch.setattr(LineParser, "feed_batch", _one_at_a_time)
+    slow_run = load(p)
+    assert everything(slow_run) == fast
+    deep = [c for c in fast_run.calls if c.id == "d"]
+    assert deep and deep[0].lazy and "nested deeper" in orjson.dumps(deep[0].args).decode()
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: str(p.relative_to(p.parents[2])))

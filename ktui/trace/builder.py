@@ -36,6 +36,10 @@ from ktui.trace.text import redact
 TOKEN_UNITS = {"tokens_in", "tokens_out", "tokens_reasoning", "usd"}
 _AFTER_TOOL = ("tool_result", "state_diff")  # a message or call after these starts a turn (without token costs)
 _FETCH = ("fetch_problem", "fetch_translation_problem")
+# kinds whose handlers read only strings and numbers at the top of the payload and keep nothing
+# else of it (unknown kinds too): how deep the rest nests changes nothing they build
+_SHALLOW = frozenset({"system", "user_message", "assistant_message", "agent_message", "cost", "progress",
+                      "tool_timeout"})
 MAX_PROBLEMS = 1000
 
 
@@ -74,15 +78,19 @@ class Builder:
         self._dispatch = {kind: getattr(self, name) for kind, name in _HANDLERS.items()}
         # the fast path's tables (LineParser.feed_batch): kind -> (its index in the event log, the
         # kind's one string, its handler); actor -> (index, the actor's one string)
-        self._kinds: dict[str, tuple[int, str, Any]] = {}
+        self._kinds: dict[str, tuple[int, str, Any, int]] = {}
         self._actors: dict[str | None, tuple[int, str | None]] = {}
         self._scratch = Event(0, 0, 0, "")  # the event handed to the handlers by the fast path
 
-    def kind_entry(self, kind: str) -> tuple[int, str, Any]:
-        """The fast path's entry for a kind seen for the first time (a non-empty string)."""
+    def kind_entry(self, kind: str) -> tuple[int, str, Any, int]:
+        """The fast path's entry for a kind seen for the first time (a non-empty string): its
+        index in the event log, its one string, its handler, and whether the nesting of its
+        payload matters (0: yes; 1: no, the handler reads only strings and numbers at its top
+        level and keeps none of it; 2: not when the line is read back on demand)."""
         kind = self._names.setdefault(kind, kind)
         kid = self.run.events._intern(kind) if self.keep_events else 0
-        got = self._kinds[kind] = (kid, kind, self._dispatch.get(kind, self._on_unknown))
+        depth = 1 if kind in _SHALLOW or kind not in self._dispatch else 2 if kind == "tool_call" else 0
+        got = self._kinds[kind] = (kid, kind, self._dispatch.get(kind, self._on_unknown), depth)
         return got
 
     def actor_entry(self, actor: str | None) -> tuple[int, str | None]:

@@ -95,6 +95,7 @@ class LineParser:
         ev = b._scratch
         none = EventLog._NONE
         deep = 2 * MAX_DEPTH  # a line this short cannot nest deeper than MAX_DEPTH
+        lazy_at = b._lazy_min if b._src is not None else 1 << 62  # a tool call this long keeps no arguments
         line_no, offset, n_events = self.line_no, self.offset, b.n_events
         big = 1 << 62
         tmin = big if run.started_ms is None else run.started_ms
@@ -109,7 +110,7 @@ class LineParser:
                 obj = loads(raw) if off else None  # the first line of a file may start with a BOM
             except JSONError:
                 obj = None
-            if type(obj) is dict and (n <= deep or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH):
+            if type(obj) is dict:
                 p = obj.get("payload")
                 if type(p) is dict:
                     kind, tick, ts, actor = p.get("kind"), obj.get("tick"), obj.get("ts_ms"), obj.get("actor")
@@ -118,7 +119,10 @@ class LineParser:
                         k = kinds.get(kind)
                         if k is None and kind:
                             k = b.kind_entry(kind)
-                        if k is not None:
+                        # nesting deeper than MAX_DEPTH is capped (feed_line) where the handler keeps
+                        # or walks the payload; most kinds read a string or two from it (k[3])
+                        if k is not None and (n <= deep or k[3] == 1 or (k[3] == 2 and n >= lazy_at)
+                                              or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH):
                             a = actors.get(actor)
                             if a is None:
                                 a = b.actor_entry(actor)
