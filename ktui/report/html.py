@@ -4,8 +4,10 @@ The page holds, inline (no network at view time): the stylesheet and script
 (:mod:`ktui.report.html_assets`), the four sweep charts as SVG (:mod:`ktui.report.svg`, from the
 same :mod:`ktui.view.charts` numbers as the app's ``p`` key), the per-model aggregates, the
 runs table (sortable, filterable; the same cells as ``ktui runs``) and, per run, its detail:
-header facts, flags, metrics, the transcript and the kernel diffs, serialized from the view
-model (:func:`ktui.view.build_view`, what ``ktui show`` and the app draw). Each run's detail is
+header facts, flags, metrics, its final kernel's cached reproduction and profile
+(:func:`ktui.report.html_results.run_results`: cache lookups only), the transcript and the kernel
+diffs, serialized from the view model (:func:`ktui.view.build_view`, what ``ktui show`` and the
+app draw). Each run's detail is
 gzipped JSON in its own ``<script type="application/octet-stream">`` element and decoded only
 when the run is opened, so a 1,000-run report opens at once.
 
@@ -91,6 +93,9 @@ def detail_of(run: Any) -> dict[str, Any]:
                     for k in v.kernels],
         "diffs": [],
     }
+    from ktui.report.html_results import run_results
+
+    out["results"] = run_results(run)
     kernels = [k for k in run.kernels if k.code and k.attachment is None]
     for a, b in zip(kernels, kernels[1:], strict=False):
         lines = unified_lines(a.code, b.code, intraline=False)

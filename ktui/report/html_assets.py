@@ -289,6 +289,55 @@ JS = r"""
     }
     return box;
   }
+  // a result document of the view (html_results.doc_data): paragraphs and tables of spans
+  function docParts(parts) {
+    const box = el("div", "doc");
+    for (const p of parts) {
+      if (p[0] === "p") {
+        const e = el("p", [roleClass(p[1]), p[2] ? "nowrap" : ""].filter(Boolean).join(" "));
+        spans(e, p[3]);
+        box.appendChild(e);
+      } else if (p[0] === "t") {
+        const [, key, title, headRole, cols, rows] = p;
+        const wrap = el("div", "tablewrap"), t = el("table", "doc-" + String(key).replace(/[^A-Za-z0-9_-]/g, "-"));
+        if (title) t.appendChild(el("caption", "", title));
+        const hr = el("tr", roleClass(headRole));
+        for (const c of cols) hr.appendChild(el("th", c[1] ? "num" : "", c[0]));
+        const thead = el("thead"); thead.appendChild(hr); t.appendChild(thead);
+        const tb = el("tbody");
+        for (const row of rows) {
+          const tr = el("tr");
+          row.forEach((c, k) => {
+            const td = el("td", [roleClass(cols[k][2]), roleClass(c[1]), cols[k][1] ? "num" : "",
+                                 cols[k][3] ? "nw" : ""].filter(Boolean).join(" "));
+            spans(td, c[0]);
+            tr.appendChild(td);
+          });
+          tb.appendChild(tr);
+        }
+        t.appendChild(tb); wrap.appendChild(t); box.appendChild(wrap);
+      }
+    }
+    return box;
+  }
+  function results(d) {
+    const r = d.results;
+    const box = el("div", "results");
+    box.id = "run-results";
+    if (!r) return box;
+    if (!r.kernel) { box.appendChild(el("p", "muted", r.note || "no final kernel to reproduce")); return box; }
+    const sec = (title, doc, missing, id) => {
+      const s = el("div", "card");
+      s.id = id;
+      s.appendChild(el("h3", "", title + " of " + r.kernel + " (the final kernel)"));
+      if (doc) s.appendChild(docParts(doc)); else s.appendChild(el("p", "muted", missing));
+      box.appendChild(s);
+    };
+    sec("Reproduction", r.repro, r.missing[0], "run-repro");
+    sec("Profile", r.profile, r.missing[1], "run-profile");
+    if (r.note) box.appendChild(el("p", "r-error", r.note));
+    return box;
+  }
   async function openRun(i) {
     const panel = $("detail");
     panel.hidden = false;
@@ -333,6 +382,7 @@ JS = r"""
       }
       panel.appendChild(mt);
     }
+    panel.appendChild(results(d));
     const tabs = el("div", "tabs"), body = el("div", "tabbody");
     const views = { transcript: () => transcript(d), diffs: () => diffs(d) };
     for (const name of ["transcript", "diffs"]) {

@@ -221,6 +221,17 @@ def cached_report(run: Any, kv: Any, options: ReproOptions | None = None) -> Rep
     return _report(run, kv, entry, cached=True) if entry else None
 
 
+def latest_report(run: Any, kv: Any) -> ReproReport | None:
+    """The newest cached reproduction of this kernel version judged against the trace's own
+    reference, any settings (the app's badge, ``ktui report``); None when there is none. A cache
+    lookup only: never runs anything, never probes the machine."""
+    ref, _origin = find_reference(run)
+    if not ref or not getattr(kv, "sha1", None):
+        return None
+    entries = cache.entries_for(kv.sha1, strict=True, reference_sha1=sha1_text(ref))
+    return _report(run, kv, entries[0], cached=True) if entries else None
+
+
 def history(run: Any, kv: Any, same_reference: bool = False) -> list[ReproReport]:
     """Every cached reproduction of this kernel version, any settings, newest first;
     ``same_reference``: only those judged against this trace's own reference (what a badge may

@@ -171,7 +171,8 @@ def _mac(key: bytes, entry: dict[str, Any]) -> str:
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def _read(p: Path, strict: bool = True) -> dict[str, Any] | None:
+def _read_signed(p: Path) -> dict[str, Any] | None:
+    """The entry of a file this cache signed (None: missing, too big, not JSON, forged)."""
     try:
         if p.stat().st_size > 64 << 20:
             return None
@@ -186,6 +187,13 @@ def _read(p: Path, strict: bool = True) -> dict[str, Any] | None:
     if key is None or not isinstance(mac, str) or not isinstance(entry, dict):
         return None
     if not hmac.compare_digest(mac, _mac(key, entry)):
+        return None
+    return entry
+
+
+def _read(p: Path, strict: bool = True) -> dict[str, Any] | None:
+    entry = _read_signed(p)
+    if entry is None:
         return None
     try:  # the type's own validation: what ktui reads is there, with the right types (else: re-run)
         Reproduction.from_dict(entry, strict)
@@ -212,7 +220,10 @@ def load(kernel_sha1: str, key: str, device: str | None = None) -> dict[str, Any
 
 def store(entry: dict[str, Any]) -> Path | None:
     """Write one cache entry atomically ({kernel_sha1, key, request, result, ...}), signed."""
-    p = _path(entry["kernel_sha1"], entry["key"])
+    return _write(_path(entry["kernel_sha1"], entry["key"]), entry)
+
+
+def _write(p: Path, entry: dict[str, Any]) -> Path | None:
     key = _key()
     if key is None:
         print("ktui: could not write the repro cache (no integrity key)", file=sys.stderr)
@@ -281,3 +292,45 @@ def cacheable(result: dict[str, Any]) -> bool:
     from ktui.repro.judging.outcome import unjudged
 
     return unjudged(result) is None  # a CUDA kernel that failed to build on a machine with no GPU: not its failure
+
+
+# ---- profiles -----------------------------------------------------------------------------------
+# ``ktui repro --profile`` and the app's profile panel store a completed profile here (signed like a
+# result, under profiles/<kernel sha1>/); ``ktui report`` shows a run's newest one. The entry is
+# {kernel_sha1, key, reference_sha1, created, created_ts, profile: ProfileReport.to_dict()}; its
+# profile is validated by ProfileReport.from_dict where it is read (ktui.repro.profile.run).
+
+def profiles_dir() -> Path:
+    return cache_root() / "profiles"
+
+
+def profile_key(*, reference_sha1: str | None, device: str | None, clock_control: str, cache_control: str) -> str:
+    """One profile per kernel, reference, device kind and ncu settings (a new run replaces it)."""
+    payload = {"reference": reference_sha1, "device": key_device(device), "clock_control": clock_control,
+               "cache_control": cache_control, "harness": HARNESS_VERSION}
+    return hashlib.sha1(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _profile_path(kernel_sha1: str, key: str) -> Path:
+    safe = "".join(ch for ch in kernel_sha1 if ch in "0123456789abcdef")[:40] or "unknown"
+    return profiles_dir() / safe / f"{''.join(ch for ch in key if ch.isalnum())[:40]}.json"
+
+
+def store_profile(kernel_sha1: str, key: str, reference_sha1: str | None, profile: dict[str, Any]) -> Path | None:
+    """Write one profile (``ProfileReport.to_dict()``) atomically, signed."""
+    entry = {"kernel_sha1": kernel_sha1, "key": key, "reference_sha1": reference_sha1, "profile": profile}
+    return _write(_profile_path(kernel_sha1, key), entry)
+
+
+def profiles_for(kernel_sha1: str, reference_sha1: str | None) -> list[dict[str, Any]]:
+    """Every signed profile entry of one kernel judged against ``reference_sha1``, newest first."""
+    d = _profile_path(kernel_sha1, "x").parent
+    try:
+        files = list(d.glob("*.json"))
+    except OSError:
+        return []
+    out = [e for e in (_read_signed(f) for f in files)
+           if e is not None and e.get("kernel_sha1") == kernel_sha1 and e.get("reference_sha1") == reference_sha1
+           and isinstance(e.get("profile"), dict)]
+    out.sort(key=lambda e: e.get("created_ts") if isinstance(e.get("created_ts"), (int, float)) else 0, reverse=True)
+    return out

@@ -198,6 +198,9 @@ def profile_view(report: Any) -> ProfileView:
     reason = one_line(report.reason)
     parts.append(_verdict_para(report, reason))
     timing = f"(profiled in {report.wall_seconds:.1f} s)" if isinstance(report.wall_seconds, (int, float)) else ""
+    created = getattr(report, "created", "")
+    if created:
+        timing = one_line(f"(kept profile from {created})")
     if timing:
         parts.append(para(timing, role=R.ASIDE))
     parts.append(blank())

@@ -92,6 +92,7 @@ class ProfileReport:
     notes: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float | None = None
+    created: str = ""  # when a kept profile was made (ktui.repro.profile.stored); "" for a new one
 
     @property
     def ok(self) -> bool:
@@ -497,4 +498,7 @@ def profile(run: Any, kv: Any, options: ProfileOptions | None = None, *,
     rep = build_report(meta["trace"], kv.label, kv.sha1, sides, recorded_for(run, kv), ncu=ncu,
                        ncu_version=version, options=options)
     rep.wall_seconds = round(time.monotonic() - t0, 3)
+    from ktui.repro.profile.stored import keep
+
+    keep(rep, ref, options.device)  # for `ktui report` (cache lookups only)
     return rep
