@@ -72,7 +72,7 @@ def _profile(status: str = "completed"):
 
 
 def _plant_profile(status: str = "completed") -> None:
-    from ktui.repro.profile.stored import keep
+    from ktui.repro.profile.run import keep
     from ktui.repro.recorded import find_reference
 
     ref, _ = find_reference(load(str(FIX / "cpu_run.jsonl")))

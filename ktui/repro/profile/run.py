@@ -498,7 +498,19 @@ def profile(run: Any, kv: Any, options: ProfileOptions | None = None, *,
     rep = build_report(meta["trace"], kv.label, kv.sha1, sides, recorded_for(run, kv), ncu=ncu,
                        ncu_version=version, options=options)
     rep.wall_seconds = round(time.monotonic() - t0, 3)
-    from ktui.repro.profile.stored import keep
-
     keep(rep, ref, options.device)  # for `ktui report` (cache lookups only)
     return rep
+
+
+def keep(report: Any, reference: str | None, device: str | None) -> None:
+    """Store ``report`` when it completed, signed, in the repro cache (read back by
+    :func:`ktui.repro.profile.stored.latest`): one per kernel, reference, device kind and ncu settings."""
+    if getattr(report, "status", None) != "completed" or not report.sha1:
+        return
+    from ktui.engine import sha1_text
+    from ktui.repro import cache
+
+    ref = sha1_text(reference) if reference else None
+    key = cache.profile_key(reference_sha1=ref, device=device, clock_control=report.clock_control,
+                            cache_control=report.cache_control)
+    cache.store_profile(report.sha1, key, ref, report.to_dict())

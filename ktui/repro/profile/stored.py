@@ -1,6 +1,6 @@
-"""Profiles kept in the repro cache: :func:`keep` stores a completed profile (``ktui repro
---profile``, the app's profile panel: both go through :func:`ktui.repro.profile.run.profile`),
-:func:`latest` reads a run's newest one back (``ktui report``), never running anything.
+"""Profiles kept in the repro cache: :func:`ktui.repro.profile.run.profile` (``ktui repro
+--profile``, the app's profile panel) stores a completed profile (``run.keep``); :func:`latest`
+reads a run's newest one back (``ktui report``), never running anything.
 
 A profile is kept per kernel (sha1), reference (sha1), device kind and ncu settings, signed like a
 result (:func:`ktui.repro.cache.store_profile`); what is read back is validated by
@@ -16,16 +16,6 @@ from typing import Any
 from ktui.engine import sha1_text
 from ktui.repro import cache
 from ktui.repro.results import ResultError
-
-
-def keep(report: Any, reference: str | None, device: str | None) -> None:
-    """Store ``report`` (a :class:`~ktui.repro.profile.run.ProfileReport`) when it completed."""
-    if getattr(report, "status", None) != "completed" or not report.sha1:
-        return
-    ref = sha1_text(reference) if reference else None
-    key = cache.profile_key(reference_sha1=ref, device=device, clock_control=report.clock_control,
-                            cache_control=report.cache_control)
-    cache.store_profile(report.sha1, key, ref, report.to_dict())
 
 
 def latest(run: Any, kv: Any) -> Any:
