@@ -16,10 +16,11 @@ anchor, a bare orjson loop over every trace file of the tree:
 
 1. cold (the index cache removed and the page cache of every file dropped first): the orjson loop;
    the index alone (time to the first row and to all of them, CPU of all its processes); ``ktui
-   runs DIR --format json --no-cache`` as a user runs it; the app (``RunsScreen`` headless, time
+   runs DIR --format json --no-cache`` as a user runs it; ``--format csv`` through a pipe (time to
+   its first row); the app (``RunsScreen`` headless, time
    from process start to the first row in the table and to the full table); the orjson loop again;
-2. warm page cache: the orjson loop, the index without its cache, the index and the app served
-   from the index cache.
+2. warm page cache: the orjson loop, the index without its cache, the index, ``--format csv``
+   and the app served from the index cache.
 
 Times are from process start, imports included. On a shared machine wall time includes waiting
 for a core: the CPU column is the work.
@@ -337,6 +338,29 @@ def cli_runs(root: Path, env: dict) -> dict:
     return {"full_s": wall, "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "runs": runs}
 
 
+def cli_csv(root: Path, env: dict, cache: bool = False) -> dict:
+    """``ktui runs DIR --format csv [--no-cache]`` read through a pipe as ``| head`` would: time from
+    process start to its first row (the line after the header) and to the end; CPU of all its processes."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "ktui", "runs", str(root), "--format", "csv"] + ([] if cache else ["--no-cache"])
+    p = subprocess.Popen(cmd, env=dict(env, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert p.stdout is not None
+    first = None
+    n = 0
+    for _line in p.stdout:
+        n += 1
+        if n == 2:
+            first = time.perf_counter() - t0
+    p.wait()
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise SystemExit(f"ktui runs --format csv failed ({p.returncode})")
+    return {"first_s": first, "full_s": wall, "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
+            "runs": n - 1}
+
+
 def measure(sweep: Path, cache: Path, env: dict) -> dict:
     """Every figure, interleaved with the orjson anchor, each cold one after the page cache is dropped."""
     res: dict = {}
@@ -352,6 +376,8 @@ def measure(sweep: Path, cache: Path, env: dict) -> dict:
     cold()
     res["cli_cold"] = cli_runs(sweep, env)
     cold()
+    res["csv_cold"] = cli_csv(sweep, env)
+    cold()
     res["app_cold"] = child(APP_CHILD, sweep, False, env)
     cold()
     res["orjson_cold_2"] = child(ORJSON_CHILD, sweep, False, env)
@@ -359,6 +385,7 @@ def measure(sweep: Path, cache: Path, env: dict) -> dict:
     res["index_warm_no_cache"] = child(INDEX_CHILD, sweep, False, env)
     child(INDEX_CHILD, sweep, True, env)  # fill the cache
     res["index_cached"] = child(INDEX_CHILD, sweep, True, env)
+    res["csv_cached"] = cli_csv(sweep, env, cache=True)
     res["app_cached"] = child(APP_CHILD, sweep, True, env)
     res["load_avg"] = os.getloadavg()
     return res
@@ -379,10 +406,12 @@ def report(gen: dict, r: dict) -> None:
     row("orjson loop, warm page cache", ow, "", ow["full_s"])
     row("index, cold", r["index_cold"], "first_s", oc, f"{r['index_cold']['rss_mb']:.0f}MB")
     row("ktui runs --format json, cold", r["cli_cold"], "", oc)
+    row("ktui runs --format csv, cold", r["csv_cold"], "first_s", oc)
     ac = dict(r["app_cold"], full_s=r["app_cold"]["full_table_s"])
     row("app (runs screen), cold", ac, "first_row_s", oc, f"{ac['rss_mb']:.0f}MB")
     row("index, warm page cache, no cache", r["index_warm_no_cache"], "first_s", ow["full_s"])
     row("index, cached", r["index_cached"], "first_s", ow["full_s"])
+    row("ktui runs --format csv, cached", r["csv_cached"], "first_s", ow["full_s"])
     ah = dict(r["app_cached"], full_s=r["app_cached"]["full_table_s"])
     row("app (runs screen), cached", ah, "first_row_s", ow["full_s"], f"{ah['rss_mb']:.0f}MB")
     ic = r["index_cold"]

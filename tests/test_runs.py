@@ -70,6 +70,34 @@ def test_print_picks_columns_by_priority(cols):
         assert "model" in head and "openai/gpt-5.5-priority" in res.output
 
 
+def test_csv_rows_are_written_as_the_index_finds_them(tmp_path, monkeypatch):
+    """``ktui runs DIR --format csv | head`` sees the first rows before the scan is over: each row
+    is written (and the first flushed) as the index yields it, not after the whole tree."""
+    import ktui.report.runs as runs_mod
+
+    out = io.StringIO()
+    flushed: list[str] = []
+    out.flush = lambda: flushed.append(out.getvalue())  # type: ignore[method-assign]
+    real = runs_mod.SweepIndex
+
+    class Watched(real):  # type: ignore[misc, valid-type]
+        def summaries(self, given=None):
+            for i, s in enumerate(super().summaries(given)):
+                if i == 1:  # the second row is not known yet: the first must be out already
+                    assert flushed and s.path not in flushed[0] and len(flushed[0].splitlines()) == 2
+                yield s
+
+    monkeypatch.setattr(runs_mod, "SweepIndex", Watched)
+    d = tmp_path / "sweep"
+    d.mkdir()
+    for i in range(3):
+        (d / f"run{i}.jsonl").write_text(mini_trace(f"m{i}", passed=True, speedup=1.0 + i, tokens_in=1, tokens_out=1,
+                                                    wall_ms=1000, tag=str(i)))
+    assert runs_print(d, fmt="csv", use_cache=False, out=out) == 0
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert [r["path"] for r in rows] == ["run0.jsonl", "run1.jsonl", "run2.jsonl"]
+
+
 @needs_fixtures
 def test_csv_and_json(tmp_path):
     out = io.StringIO()

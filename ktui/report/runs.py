@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -368,12 +369,13 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
     out = out or sys.stdout
     store = LabelStore.read(files_for(path, [labels_file] if labels_file else []))
     idx = SweepIndex(path, use_cache=use_cache, labels=store)
-    runs = list(idx.summaries())
-    issues = idx.issues
-    if store.bad_lines:
-        issues.append(ScanIssue("labels", f"{store.bad_lines} line(s) of the labels file(s) skipped", "warning"))
-    issues.extend(ScanIssue("labels", p, "warning") for p in store.problems)
     wanted = [x for x in labels if x]
+    if fmt == "csv":  # one row a line: written as the index finds them (a pipe sees the first at once)
+        n = _csv_streamed(idx, out, wanted)
+        _issues_to_stderr(_with_label_issues(idx.issues, store))
+        return 0 if n else 1
+    runs = list(idx.summaries())
+    issues = _with_label_issues(idx.issues, store)
     if wanted:
         runs = [s for s in runs if has_label(s, wanted)]
     sel = select(runs, tuple(exclude))
@@ -390,12 +392,6 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
         }
         json.dump(safe_data(body), out, indent=2, ensure_ascii=False)
         out.write("\n")
-    elif fmt == "csv":
-        w = csv.writer(out)
-        w.writerow(CSV_FIELDS)
-        for s in runs:
-            w.writerow(csv_row(s))
-        _issues_to_stderr(issues)
     else:
         term = out.isatty() if hasattr(out, "isatty") else False
         con = table_console(out, term)
@@ -430,6 +426,34 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
         for line in issues_text(issues):
             con.print(line)
     return 0 if runs else 1
+
+
+def _with_label_issues(issues: list[ScanIssue], store: Any) -> list[ScanIssue]:
+    if store.bad_lines:
+        issues.append(ScanIssue("labels", f"{store.bad_lines} line(s) of the labels file(s) skipped", "warning"))
+    issues.extend(ScanIssue("labels", p, "warning") for p in store.problems)
+    return issues
+
+
+FLUSH_S = 0.1  # how often streamed rows are flushed (the first one at once)
+
+
+def _csv_streamed(idx: SweepIndex, out, wanted: list[str]) -> int:
+    """Every run as a CSV row as soon as the index has it, in its order; the rows written."""
+    w = csv.writer(out)
+    w.writerow(CSV_FIELDS)
+    flush = getattr(out, "flush", None)
+    n, last = 0, 0.0
+    for s in idx.summaries():
+        if wanted and not has_label(s, wanted):
+            continue
+        w.writerow(csv_row(s))
+        n += 1
+        now = time.monotonic()
+        if flush is not None and (n == 1 or now - last >= FLUSH_S):
+            flush()
+            last = now
+    return n
 
 
 def _charts_json(runs: list[RunSummary]) -> dict[str, Any]:
