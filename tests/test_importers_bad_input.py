@@ -32,8 +32,11 @@ SAMPLES = {
     # REAL (tests/fixtures/formats/real, MIT): a KernelBench AIDE kernel search's journal.json
     "aide": Path(__file__).resolve().parent / "fixtures" / "formats" / "real" /
     "aide_kernelbench_44-stimulating-magenta-adder" / "journal.json",
+    # REAL (tests/fixtures/formats/real, Apache-2.0): OpenAgents' MechaCoder ATIF stream
+    "atif-jsonl": Path(__file__).resolve().parent / "fixtures" / "formats" / "real" /
+    "openagents_mechacoder_atif" / "session-2025-12-05T07-45-57-649Z-x8251x.atif.jsonl",
 }
-LINE_BASED = {"chat-messages", "claude-code", "codex-cli"}
+LINE_BASED = {"chat-messages", "claude-code", "codex-cli", "atif-jsonl"}
 pytestmark = pytest.mark.skipif(not F.is_dir(), reason="../shared/formats not present")
 WRONG = [None, 7, -1.5, True, "x", [], {}, [1, "a"], {"k": [None]}]
 

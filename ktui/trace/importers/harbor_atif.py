@@ -7,7 +7,8 @@ final_metrics}``. A ``user`` (or ``system``) step is a prompt; an ``agent`` step
 in ``cat > solution.py << 'EOF'`` heredocs), ``observation.results`` and ``metrics``
 (prompt / completion / cached tokens, cost). A result pairs by ``source_call_id``; a step with
 several calls returns one combined terminal output with no id: it is attached to the step's last
-call, and the other calls say so. A result is an error where the converter says so:
+call, and the other calls say so. A ``system`` (or ``user``) step's observation (a check the
+harness ran itself, ATIF 1.2+) is an observation message. A result is an error where the converter says so:
 ``extra.tool_result_is_error`` on the step (Harbor's Claude Code converter) or on the result, or
 ``tool_result_metadata.is_error``; a write or edit with an error result is not applied. A
 placeholder model (Claude Code's ``<synthetic>``: a message the CLI made itself, "Not logged in",
@@ -164,6 +165,10 @@ def _step(asm: Assembler, s: Any, i: int, turns: list[Turn], agent_model: Any = 
             run.messages.append((line, "system", None, text))
         else:
             asm.message(line, "user", text)
+        for r in _list(_dict(s.get("observation")).get("results"))[:200]:  # a check the harness ran itself
+            if isinstance(r, dict) and r.get("content") not in (None, "", [], {}):
+                run.messages.append((line, "observation", src if isinstance(src, str) else None,
+                                     _content_text(r["content"])))
         asm.ts(ts)
         return
     t = asm.turn(line, ts)
@@ -251,6 +256,20 @@ def _pair_results(asm: Assembler, s: dict, line: int, calls: list[ToolCall], res
         asm.result(last, combined, line, None)
     elif unpaired and not calls:
         asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))
+
+
+def _content_text(v: Any) -> str:
+    """An observation's content as text: a string as it is, blocks as their text, an object as
+    ``key: value`` lines (a long ``output`` last)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        return text_of(v)
+    if isinstance(v, dict):
+        short = [f"{k}: {x}" for k, x in v.items() if not (isinstance(x, str) and ("\n" in x or len(x) > 200))]
+        long_ = [f"{k}:\n{x}" for k, x in v.items() if isinstance(x, str) and ("\n" in x or len(x) > 200)]
+        return "\n".join(short + long_)
+    return str(v)
 
 
 def _placeholder(v: Any) -> bool:

@@ -25,6 +25,7 @@ from ktui.trace.address import join as join_address
 from ktui.trace.address import split as split_address
 from ktui.trace.importers import (
     aide,
+    atif_jsonl,
     chat_messages,
     claude_code,
     codex_cli,
@@ -50,6 +51,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("codex-cli", codex_cli),
     ("inspect", inspect_ai),
     ("harbor-atif", harbor_atif),
+    ("atif-jsonl", atif_jsonl),
     ("mini-swe-agent", mini_swe_agent),
     ("swe-agent", swe_agent),
     ("openhands", openhands),
