@@ -12,8 +12,9 @@ whose ``tool_result`` has ``is_error: true`` changed nothing and is not applied.
 also writes bookkeeping lines with no message (``queue-operation``, ``file-history-snapshot``,
 ``custom-title``, ``last-prompt``, ``progress``, ``attachment``, ``atis-latch``, ``cost-state``
 ...): they are not problems. A message Claude Code made itself (model ``<synthetic>``,
-``isApiErrorMessage``: "Not logged in", "API Error: ...") is no model call; when nothing follows it,
-the run ended on that error (``backend_error``). It
+``isApiErrorMessage``: "Not logged in", "API Error: ..." after its retries) is not a model's
+response (a note; the time up to it is still the time spent on the call that failed); when nothing
+follows it, the run ended on that error (``backend_error``). It
 also writes lines out of order at times (a ``tool_result`` before the ``tool_use`` it answers:
 paired when the call comes) and, with two writers, a record twice (the same ``uuid``: read once).
 A subagent's transcript (its lines on the side chain, with an ``agentId``) is a run whose persona
@@ -176,8 +177,7 @@ def _assistant(st: _State, obj: dict, msg: dict, content: Any, no: int, ts: int 
         asm.touch(st.turn, no, ts)
     st.last_turn = st.turn
     t = st.turn
-    if obj.get("isApiErrorMessage") is True or model == "<synthetic>":
-        t.llm_ms = 0  # Claude Code wrote it itself: no model call
+    if obj.get("isApiErrorMessage") is True or model == "<synthetic>":  # Claude Code wrote it itself
         said = " ".join(as_str(b.get("text")) or "" for b in content if isinstance(b, dict)) \
             if isinstance(content, list) else as_str(content) or ""
         err = as_str(obj.get("error"))

@@ -12,8 +12,8 @@ harness ran itself, ATIF 1.2+) is an observation message. A result is an error w
 ``extra.tool_result_is_error`` on the step (Harbor's Claude Code converter) or on the result, or
 ``tool_result_metadata.is_error``; a write or edit with an error result is not applied. A
 placeholder model (Claude Code's ``<synthetic>``: a message the CLI made itself, "Not logged in",
-an API error) names no model and made no model call; a run that ends on one ended on an error
-(``backend_error``). "Lines"
+an API error) names no model and is not a model's response (a note); a run that ends on one ended
+on an error (``backend_error``). "Lines"
 are step ordinals; problems carry a JSON path.
 """
 
@@ -176,8 +176,7 @@ def _step(asm: Assembler, s: Any, i: int, turns: list[Turn], agent_model: Any = 
     if _model(s.get("model_name")) and not run.model:
         run.model = _model(s.get("model_name"))
     named = s.get("model_name") if isinstance(s.get("model_name"), str) and s.get("model_name") else agent_model
-    if _placeholder(named):
-        t.llm_ms = 0  # the agent wrote this message itself ("Not logged in", an API error): no model call
+    if _placeholder(named):  # the agent wrote this message itself ("Not logged in", an API error)
         asm.note(line, f"step {s.get('step_id')}: a message the agent made itself (model {named}), "
                        "not a model's response")
     asm.add_reasoning(t, as_str(s.get("reasoning_content")))
