@@ -287,6 +287,51 @@ def test_a_scan_stopped_early_keeps_the_cache_of_the_files_it_did_not_reach(tmp_
         assert idx.cache_hits == len(again) + idx.duplicates, new_file
 
 
+def test_a_directory_inside_a_scanned_sweep_reads_its_cache(tmp_path):
+    """``ktui runs sweep/cell`` after ``ktui runs sweep``: every row from the sweep's cache, and the
+    same rows as a scan without the cache (the cell's records, not the sweep's, applied to them)."""
+    sw = make_sweep(tmp_path)
+    list(SweepIndex(sw).summaries())
+    for sub in ("l1_p27_grok-4.3_normal", "hand", "ktbench"):
+        alone = [s.to_dict() for s in SweepIndex(sw / sub, use_cache=False).summaries()]
+        idx = SweepIndex(sw / sub)
+        assert [s.to_dict() for s in idx.summaries()] == alone, sub
+        assert alone and idx.cache_hits == idx.total, sub
+    seed = SweepIndex(sw / "l1_p27_grok-4.3_normal")
+    rows = list(seed.summaries())
+    assert seed.cache_hits == seed.total and rows[0].persona != "normal-from-record"  # the sweep's record not read
+
+
+def test_the_records_are_applied_at_every_read(tmp_path):
+    """A sweep record that changes (the harness rewrites runs.jsonl) changes the rows it describes,
+    and the traces are not read again for it: the cache keeps rows before the records."""
+    sw = make_sweep(tmp_path)
+    path = "l1_p27_grok-4.3_normal/0191aaaa/trace.jsonl"
+    first = {s.path: s for s in SweepIndex(sw).summaries()}
+    assert first[path].persona == "normal-from-record"
+    rows = [json.loads(x) for x in (sw / "runs.jsonl").read_text().splitlines()]
+    rows[0]["persona"] = "edited"
+    rows[0]["status"] = "failed"
+    (sw / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    idx = SweepIndex(sw)
+    again = {s.path: s for s in idx.summaries()}
+    assert idx.cache_hits == idx.total
+    assert (again[path].persona, again[path].record) == ("edited", "failed") and "runner_failed" in again[path].flags
+    assert {k: v.to_dict() for k, v in again.items()} == {
+        k: v.to_dict() for k, v in ((s.path, s) for s in SweepIndex(sw, use_cache=False).summaries())}
+
+
+def test_the_cache_of_another_ktui_version_is_not_read(tmp_path, monkeypatch):
+    import ktui.trace.index.cache as cache_mod
+
+    sw = make_sweep(tmp_path)
+    list(SweepIndex(sw).summaries())
+    monkeypatch.setattr(cache_mod, "__version__", "0.0.0+another")
+    idx = SweepIndex(sw)
+    list(idx.summaries())
+    assert idx.cache_hits == 0
+
+
 def test_cache_dir_unwritable_is_a_note(tmp_path, monkeypatch):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "a.jsonl").write_text(mini_trace("m", passed=True, speedup=1.0, tokens_in=1,

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from typing import IO, Any, cast
 
 from ktui.trace.address import join as join_address
-from ktui.trace.index.cache import SCHEMA, cache_dir, cache_path, load_cache, save_cache
+from ktui.trace.index.cache import SCHEMA, cache_dir, cache_path, inherited, load_cache, save_cache
 from ktui.trace.index.records import RECORD_FILES, Records, outcome_from_scores
 from ktui.trace.index.skim import CHUNK, _progress, summarize, summarize_loaded, summary_of_run
 from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_key
@@ -51,6 +51,8 @@ class _Scan:
         self.given = given or {}
         self.cpath = cache_path(idx.root)
         self.cached = load_cache(self.cpath) if idx.use_cache else {}
+        if idx.use_cache and not self.cached and not os.path.exists(self.cpath):
+            self.cached = inherited(idx.root)  # a first scan of a directory inside one scanned before
         self.fresh: dict[str, dict[str, Any]] = {}
         self.seen_fp: dict[str, str] = {}
         if idx.total is not None:
@@ -59,7 +61,7 @@ class _Scan:
             self.walk = iter_traces(idx.root, idx.issues, idx.records)
             idx.files = []
         self.ready: dict[int, RunSummary] = {}  # results waiting for their turn
-        self.hits: dict[int, dict[str, Any]] = {}  # cache entries of the ready results served from the cache
+        self.raw: dict[int, dict[str, Any]] = {}  # each ready row before the sweep's records: what the cache keeps
         self.todo: deque[int] = deque()  # indices to skim, in order
         self.helpers: list[Helper] = []
         self.sel = selectors.DefaultSelector()
@@ -99,24 +101,20 @@ class _Scan:
         ent = self.cached.get(tf.real)
         if not ent or ent.get("size") != tf.size or ent.get("mtime_ns") != tf.mtime_ns:
             return False
-        recs = self.idx.records.lookup(tf)
-        if ent.get("record_sig", "") != self.idx.records.signature(recs):
-            return False
         try:
             s = RunSummary.from_dict(ent)
         except TypeError:
             return False
-        s.path = tf.path
-        for r in recs:
-            r.matched = True
-        self.ready[i] = s
-        self.hits[i] = ent
+        self.finish(i, s, ent)  # the records are applied at every read: they change apart from the trace
         self.idx.cache_hits += 1
         return True
 
     # ---- 2. skimming: helpers and this process --------------------------------------------------------
-    def finish(self, i: int, s: RunSummary) -> None:
+    def finish(self, i: int, s: RunSummary, raw: dict[str, Any] | None = None) -> None:
+        """A file's row is known: the sweep's records are applied to it (``raw``: the row before them,
+        as the cache holds it; the row's own dict when not given)."""
         tf = self.idx.files[i]
+        self.raw[i] = s.to_dict() if raw is None else raw
         recs = self.idx.records.lookup(tf)
         s.path, s.record_sig = tf.path, self.idx.records.signature(recs)
         if recs:
@@ -179,8 +177,7 @@ class _Scan:
             s = self.ready.pop(i)
             tf = idx.files[i]
             self.next_out += 1
-            ent = self.hits.pop(i, None)
-            self.fresh[tf.real] = ent if ent is not None else s.to_dict()  # a hit is stored as it was
+            self.fresh[tf.real] = self.raw.pop(i)
             idx.done += 1
             if s.parts:  # a file of many runs: each is a row, addressed path#key
                 for ps in self.parts_of(s, tf):

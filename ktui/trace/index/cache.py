@@ -1,5 +1,6 @@
 """The index cache: one file per scanned root in ktui's cache directory (never beside the
-traces), its entries keyed by each trace's real path and checked against its size and mtime."""
+traces), its entries keyed by each trace's real path and checked against its size and mtime; the
+whole file is dropped when ktui's version or the entries' schema changed."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import json
 import os
 from typing import Any
 
-from ktui import settings
+from ktui import __version__, settings
 from ktui.trace.notes import JSONError, loads
 
-SCHEMA = 19  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
+SCHEMA = 20  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
 # cached entries (14: Codex refused patches, exit headers, formatters; Claude Code 2.x out-of-order, repeated
 # and torn records; 15: one content fingerprint for every format, labels key on it; no_gpu_final;
-# 16: the trace's reference sha1; 17: long lines are parsed in full, as the reader does; 18: record signatures)
+# 16: the trace's reference sha1; 17: long lines are parsed in full, as the reader does; 18: record signatures;
+# 20: rows are kept before the sweep's records, which are applied at every read)
 
 
 def cache_dir() -> str:
@@ -36,7 +38,27 @@ def load_cache(path: str) -> dict[str, dict[str, Any]]:
         return {}
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA or not isinstance(obj.get("entries"), dict):
         return {}
+    if obj.get("ktui") != __version__:  # another release may read or judge a trace differently
+        return {}
     return obj["entries"]
+
+
+def inherited(root: str) -> dict[str, dict[str, Any]]:
+    """The cache of the nearest directory above ``root`` that has one (``ktui runs sweep/cell``
+    after ``ktui runs sweep``), read when ``root`` has no cache of its own. Its entries are keyed
+    by real path (a linked trace's too) and checked against each file's size and mtime as any
+    other; the scan keeps only those of its own files."""
+    d = os.path.realpath(root)
+    while True:
+        parent = os.path.dirname(d)
+        if parent == d:
+            return {}
+        d = parent
+        p = cache_path(d)
+        if os.path.exists(p):
+            entries = load_cache(p)
+            if entries:
+                return entries
 
 
 def save_cache(path: str, root: str, entries: dict[str, dict[str, Any]]) -> str | None:
@@ -44,7 +66,7 @@ def save_cache(path: str, root: str, entries: dict[str, dict[str, Any]]) -> str 
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
-        body = {"schema": SCHEMA, "root": os.path.realpath(root), "entries": entries}
+        body = {"schema": SCHEMA, "ktui": __version__, "root": os.path.realpath(root), "entries": entries}
         try:
             import orjson
 
