@@ -145,7 +145,11 @@ def run_app(name: str, cmd: list[str], shown: re.Pattern[str], idle, timeout: fl
 
 
 def ktui_paint(path: Path, idle_timeout: float, timeout: float = 900) -> dict:
-    cmd = [sys.executable, "-m", "ktui", "replay", str(path)]
+    # -P: not the current directory's ktui; PYTHONPATH on the command line itself (a tmux server
+    # already running gives a new session its own environment, not the client's)
+    cmd = [sys.executable, "-P", "-m", "ktui", "replay", str(path)]
+    if KTUI_SRC:
+        cmd = ["env", f"PYTHONPATH={KTUI_SRC}", *cmd]
     return run_app("ktui", cmd, KTUI_SHOWN,
                    lambda scr, quiet: "loading" not in scr and "reading the kernels" not in scr and quiet > 1.0,
                    timeout=timeout, idle_timeout=idle_timeout)

@@ -57,7 +57,8 @@ def one(path: Path, lazy: bool, traced: bool) -> dict:
         env["KTUI_LAZY_MIN"] = str(1 << 40)
     else:
         env.pop("KTUI_LAZY_MIN", None)
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), "1" if traced else "0"], env=env,
+    # -P: this checkout's ktui (PYTHONPATH), not the one in the current directory
+    out = subprocess.run([sys.executable, "-P", "-c", CHILD, str(path), "1" if traced else "0"], env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
