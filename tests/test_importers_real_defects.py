@@ -679,3 +679,56 @@ def test_codex_055_real_shape_model_time_per_round_and_tokens_once():
     assert sum(t.tokens_out or 0 for t in run.turns) == 1036
     assert len(run.kernels) == 1 and "relu_kernel" in run.kernels[0].code  # the apply_patch Add File
     assert warnings(run) == []
+
+
+# ---- Claude Code --print --output-format=stream-json (Harbor's agent/claude-code.txt) --------------
+SJ_NOLOGIN = ST / "claude_code_2.1.285_stream_json_not_logged_in.txt"
+SJ_RUN = ST / "claude_code_2.1_stream_json_print_output.txt"
+
+
+def test_stream_json_of_a_run_that_never_logged_in():
+    """The real claude-code.txt of Saud008/terminal-bench-2.1's trial (init line, a stderr line
+    captured with 2>&1, the CLI's own error message, the result line): "not a trace" before."""
+    assert detect(str(SJ_NOLOGIN)).name == "claude-code"
+    run = load(SJ_NOLOGIN)
+    assert run.format == "claude-code" and not run.problems
+    assert run.model == "gpt-5.6"  # the init line's; the only message is "<synthetic>"
+    assert run.terminal_state == "backend_error"
+    assert any(t.startswith("other output of the CLI") and "unrecognized_model" in t for _, t in run.notes)
+
+
+def test_stream_json_of_a_kernel_run_with_a_subagent():
+    run = load(SJ_RUN)
+    assert run.format == "claude-code" and not run.problems and run.model == "claude-opus-4-8"
+    assert [t.actor for t in run.turns] == ["agent", "agent", "agent", "subagent", "agent", "agent", "agent"]
+    assert [(c.name, c.status) for c in run.calls] == [("Write", "ok"), ("Bash", "failed"), ("Task", "ok"),
+                                                        ("Read", "ok"), ("Edit", "ok"), ("Bash", "ok")]
+    assert len(run.kernels) == 2 and run.final_kernel_number == 2
+    assert "tl.maximum(v, 0.0)" in run.kernels[1].code
+    assert [u.status for u in run.kernels[0].uses if u.verdict] == ["failed"]
+    assert [u.status for u in run.kernels[1].uses if u.verdict] == ["ok"]
+    assert run.turns[1].llm_ms == 2900 and run.turns[1].tokens_in == 18500
+    assert run.terminal_state == "halt" and "passes check.py at 1.40x" in run.terminal[-1].text
+    assert any("total_cost_usd 0.4321" in t for _, t in run.notes)
+
+
+def test_stream_json_of_older_versions_without_stamps_or_uuids(tmp_path):
+    """Older CLIs print the same lines with no ``timestamp`` and no ``uuid``: the same run,
+    untimed."""
+    import json
+
+    lines = []
+    for raw in SJ_RUN.read_text().splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            lines.append(raw)
+            continue
+        obj.pop("timestamp", None)
+        obj.pop("uuid", None)
+        lines.append(json.dumps(obj))
+    p = tmp_path / "claude-code.txt"
+    p.write_text("\n".join(lines) + "\n")
+    run = load(p)
+    assert not run.problems and len(run.turns) == 7 and len(run.calls) == 6 and len(run.kernels) == 2
+    assert all(t.llm_ms is None for t in run.turns)

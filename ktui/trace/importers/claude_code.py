@@ -19,6 +19,15 @@ also writes lines out of order at times (a ``tool_result`` before the ``tool_use
 paired when the call comes) and, with two writers, a record twice (the same ``uuid``: read once).
 A subagent's transcript (its lines on the side chain, with an ``agentId``) is a run whose persona
 is ``subagent <agentId>``.
+
+The same messages printed by ``claude --print --output-format=stream-json`` (what harnesses keep:
+Harbor's ``agent/claude-code.txt``) are read too: a ``system`` ``init`` line (``session_id``,
+``model``, ``tools``, ``claude_code_version``), ``assistant`` / ``user`` lines with ``session_id``
+and ``parent_tool_use_id`` (a subagent's lines have one), snake-case fields
+(``is_api_error_message``, ``tool_use_result``), and a last ``result`` line (``subtype``,
+``is_error``, ``result``, ``num_turns``, ``duration_ms``, ``total_cost_usd``, ``terminal_reason``):
+how the run ended. Lines that are not JSON there are the CLI's other output (stderr captured with
+it): notes, not problems.
 Streaming: the file is read line by line.
 """
 
@@ -51,7 +60,21 @@ BOOKKEEPING = {"queue-operation", "file-history-snapshot", "custom-title", "ai-t
                "atis-latch", "cost-state"}
 
 
+def _stream_json(obj: dict) -> bool:
+    """A line of ``--output-format=stream-json``: the init line, a message line, the result line."""
+    t = obj.get("type")
+    if not isinstance(obj.get("session_id"), str):
+        return False
+    if t == "system":
+        return obj.get("subtype") == "init" and ("tools" in obj or "claude_code_version" in obj)
+    if t in ("assistant", "user"):
+        return isinstance(obj.get("message"), dict) and "parent_tool_use_id" in obj
+    return t == "result" and ("num_turns" in obj or "duration_ms" in obj) and "subtype" in obj
+
+
 def detect_line(obj: Any) -> bool:
+    if _stream_json(obj):
+        return True
     t = obj.get("type")
     if t == "summary" and "leafUuid" in obj:
         return True
@@ -81,6 +104,8 @@ class _State:
         self.early: dict[str, tuple[dict, Any, int, int | None]] = {}
         # the last message Claude Code made itself instead of a model's response: (turn, line, text)
         self.api_error: tuple[Turn, int, str] | None = None
+        self.stream = False  # --output-format=stream-json lines seen
+        self.init_model: str | None = None
 
 
 def load(path: str, data: bytes | None = None) -> Run:
@@ -102,6 +127,8 @@ def load(path: str, data: bytes | None = None) -> Run:
         asm.note(0, f"{st.repeats} record(s) written twice (the same uuid) were read once")
     for c in st.deferred.values():  # edits whose result never came
         asm.track_call(c, st.cwd)
+    if st.stream:
+        _stream_tail(st)
     if st.api_error is not None:
         t, no, text = st.api_error
         if asm.run.turns and asm.run.turns[-1] is t:  # nothing after it: the run ended on it
@@ -125,6 +152,10 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
         st.cwd = obj["cwd"]
     if kind == "summary":
         asm.note(no, f"summary: {as_str(obj.get('summary')) or ''}")
+        return
+    if kind in ("system", "result") and _stream_json(obj):
+        st.stream = True
+        _stream_line(st, obj, no, ts, kind)
         return
     if kind in ("user", "assistant") and not st.uuids and obj.get("isSidechain") is True \
             and isinstance(obj.get("agentId"), str) and run.persona is None:
@@ -171,13 +202,15 @@ def _assistant(st: _State, obj: dict, msg: dict, content: Any, no: int, ts: int 
         st.turn = st.last_turn
         asm.touch(st.turn, no, ts)
     elif st.turn is None or mid is None or mid != st.turn_mid:
-        st.turn = asm.turn(no, ts, "agent" if not obj.get("isSidechain") else "subagent")
+        side = obj.get("isSidechain") is True or isinstance(obj.get("parent_tool_use_id"), str)
+        st.turn = asm.turn(no, ts, "subagent" if side else "agent")
         st.turn_mid = mid
     else:
         asm.touch(st.turn, no, ts)
     st.last_turn = st.turn
     t = st.turn
-    if obj.get("isApiErrorMessage") is True or model == "<synthetic>":  # Claude Code wrote it itself
+    if obj.get("isApiErrorMessage") is True or obj.get("is_api_error_message") is True or \
+            model == "<synthetic>":  # Claude Code wrote it itself
         said = " ".join(as_str(b.get("text")) or "" for b in content if isinstance(b, dict)) \
             if isinstance(content, list) else as_str(content) or ""
         err = as_str(obj.get("error"))
@@ -207,6 +240,49 @@ def _assistant(st: _State, obj: dict, msg: dict, content: Any, no: int, ts: int 
                 _tool_result(st, c, *early)
 
 
+def _stream_line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
+    """The init line (what the CLI was started with) and the result line (how the run ended)."""
+    asm = st.asm
+    if kind == "system":
+        st.init_model = as_str(obj.get("model"))
+        tools = obj.get("tools")
+        asm.note(no, f"Claude Code {as_str(obj.get('claude_code_version')) or '?'} started "
+                     f"(--output-format=stream-json) · model {st.init_model or '?'}"
+                     + (f" · {len(tools)} tools" if isinstance(tools, list) else "")
+                     + (f" · {obj['permissionMode']}" if isinstance(obj.get("permissionMode"), str) else ""))
+        asm.ts(ts)
+        return
+    from ktui.trace.model import Terminal
+
+    parts = [f"{k} {obj[k]}" for k in ("subtype", "num_turns", "duration_ms", "duration_api_ms", "total_cost_usd",
+                                       "terminal_reason") if isinstance(obj.get(k), (str, int, float))]
+    asm.note(no, "Claude Code's result: " + ", ".join(parts))
+    said = (as_str(obj.get("result")) or "").strip()
+    sub = as_str(obj.get("subtype")) or ""
+    if obj.get("is_error") is True:
+        if st.api_error is None:  # (an error message of its own already says how it ended)
+            asm.run.terminal.append(Terminal("backend_error", (said or sub or "error")[:400], no))
+    elif sub.startswith("error"):
+        asm.run.terminal.append(Terminal("halt", f"{sub}: {said}"[:400] if said else sub, no))
+    else:
+        asm.run.terminal.append(Terminal("halt", ("Claude Code finished: " + said)[:400], no))
+    asm.ts(ts)
+
+
+def _stream_tail(st: _State) -> None:
+    """After a stream-json file: its non-JSON lines were the CLI's other output, not problems."""
+    run = st.asm.run
+    keep = []
+    for p in run.problems:
+        if p.message.startswith("not valid JSON") and not p.excerpt.lstrip().startswith("{"):
+            run.notes.append((p.line, f"other output of the CLI (not a stream-json line): {p.excerpt}"))
+        else:
+            keep.append(p)
+    run.problems = keep
+    if run.model is None and st.init_model and not st.init_model.startswith("<"):
+        run.model = st.init_model
+
+
 def _cost_state(asm: Assembler, obj: dict, no: int) -> None:
     """Claude Code's own totals for the session (2.1.2xx ``cost-state`` line): a note."""
     parts = []
@@ -228,7 +304,7 @@ def _user(st: _State, obj: dict, content: Any, no: int, ts: int | None) -> None:
         asm.ts(ts)
         return
     blocks = content if isinstance(content, list) else []
-    tur = obj.get("toolUseResult")
+    tur = obj.get("toolUseResult", obj.get("tool_use_result"))
     texts = []
     for b in blocks:
         if not isinstance(b, dict):
