@@ -8,6 +8,7 @@ import secrets
 import time
 
 from . import protocol, sandbox, shm
+from .compare import fingerprint_rule, fingerprints_wrong
 from .defaults import (
     CHECKED_PASS_SLACK_S,
     CHECKED_PASS_SLOWDOWN,
@@ -19,6 +20,8 @@ from .defaults import (
     WALL_MAX_FORWARDS,
     WALL_REPEATS,
     WALL_REPORT_TOLERANCE_CPU,
+    WALL_RETAIN_BYTES,
+    WALL_RETAIN_SLACK,
     WALL_SLACK_US,
     WALL_TOLERANCE,
     WALL_TOLERANCE_CPU,
@@ -26,7 +29,7 @@ from .defaults import (
     machine_scale,
 )
 from .errors import StageFailure, now, round_, stats_us
-from .workers import Held, Timeout
+from .workers import Held, Timeout, value_nbytes
 
 
 def agreeing_cross_check(own_us: float, wall_us: float, forwards: int, tol: float) -> dict:
@@ -66,6 +69,26 @@ def valid_samples(desc, fds, cap_n):
         return f"{len(bad)} of {len(vals)} samples not finite and positive (e.g. {str(bad[0])[:30]})"
     return [float(x) for x in vals]
 
+
+
+def valid_fingerprints(data, fds, forwards):
+    """The checked pass's fingerprints, checked before they are read: one float64 [forwards, 3]
+    tensor in a sealed memfd and nothing else. Returns a copy in the judge's memory, or a string
+    saying what is wrong. The descriptors are closed either way."""
+    try:
+        desc = data.get("fingerprints")
+        if data.get("outputs"):
+            return "sent with outputs"
+        if not isinstance(desc, dict) or desc.get("dtype") != "float64":
+            return f"dtype {str((desc or {}).get('dtype') if isinstance(desc, dict) else desc)[:20]} (float64 expected)"
+        if list(desc.get("shape") or []) != [forwards, 3]:
+            return f"shape {str(desc.get('shape'))[:40]} ([{forwards}, 3] expected)"
+        try:
+            return shm.import_tensor(desc, fds).clone()
+        except (protocol.ProtocolError, RuntimeError, ValueError) as exc:
+            return f"not a sealed tensor ({str(exc)[:200]})"
+    finally:
+        shm.close_fds(fds)
 
 
 class ClockStages:
@@ -177,11 +200,40 @@ class ClockStages:
         self.wall_unsure_us = others[per.index(min(per))] if len(others) == len(per) else 0.0
         if not check:
             return per, forwards, None
-        # one more pass like the timed ones, whose time is not used: the outputs of calls the
-        # judge picks at random (not the last one, which a kernel could make the only right one)
+        return per, forwards, self._checked_pass(w, slots, label, forwards, raw, per)
+
+    def _checked_pass(self, w, slots, label, forwards, raw, per):
+        """One more pass like the timed ones whose outputs are checked: the worker keeps EVERY
+        call's output (a copy made when it is returned, while the reference's output size times
+        the forwards fits WALL_RETAIN_BYTES; above, a fingerprint of each: float64 sum, absolute
+        sum, element count) and only once the loop has ended does the judge pick, at random, the
+        calls whose copies it compares (a second message, ``wall_outputs``); fingerprints it
+        checks for every call. A kernel runs in its worker's process and can read everything
+        there (the request, the worker's frames and objects): the request said which calls were
+        checked and a kernel that computed only those got through with every other output wrong.
+        It can now learn that this pass is the checked one, not which of its calls count: to
+        pass, it must do the work on every call of this pass, which is timed (below) against the
+        timed passes.
+
+        Out of reach, because the worker's code runs in the kernel's process: a kernel that
+        patches the worker itself (its loop, its copies, its fingerprints or its reply) can send
+        outputs it did not compute in the loop: one right output per distinct input, computed
+        once (this pass repeats one input) or when the picked calls are named, and copied for
+        every call. What that costs it (one real call per input, plus the calls named) is in
+        this pass's time, which the judge's own clock measures, request and reply included; it
+        stays hidden only where that cost is small against the pass's forwards. Fingerprints
+        see no error that keeps an output's sum and absolute sum (a kernel must compute the
+        output to know them), nor non-tensor leaves; with a reference whose sums are not
+        finite, only that the kernel's are not finite either.
+
+        Returns ("copies", the outputs held, the calls picked) or ("fingerprints", rows [F, 3])."""
         rng = secrets.SystemRandom()
-        keep = sorted(rng.sample(range(forwards), min(WALL_CHECKED, forwards)))
-        self.trial(WALL_REPEATS, WALL_REPEATS, f"{label} outputs of calls {', '.join(str(k + 1) for k in keep)}")
+        cap = int(self.job.wall_retain_bytes if getattr(self.job, "wall_retain_bytes", None) is not None
+                  else WALL_RETAIN_BYTES)
+        ref = getattr(self, "_wall_ref", None)
+        ref_bytes = max(1, value_nbytes(ref.value)) if ref is not None else 1
+        mode = "copies" if ref_bytes * forwards <= cap else "fingerprints"
+        self.trial(WALL_REPEATS, WALL_REPEATS, f"{label} outputs of every call kept ({mode})")
         # its time is measured too (the request and the reply of its outputs, which a kernel could
         # compute only when asked for them): a worker patched to do the work only when the judge
         # keeps outputs is slower here than in the timed passes, and ended when far slower
@@ -189,19 +241,26 @@ class ClockStages:
         budget_s = CHECKED_PASS_SLOWDOWN * expected_s + CHECKED_PASS_SLACK_S * machine_scale()
         q0, j0, a0 = w.runqueue_wait_ns(), own_runqueue_wait_ns(), w.thread_waits_ns()
         t0 = now()
+        keep = []
         try:
-            data, _ = w.call("wall", {"slots": slots, "forwards": forwards, "keep": keep}, poll=1.0, timeout=budget_s)
+            retain = {"mode": mode, "budget": int(WALL_RETAIN_SLACK * cap)}
+            data, _ = w.call("wall", {"slots": slots, "forwards": forwards, "retain": retain}, poll=1.0,
+                             timeout=budget_s)
             if data["forwards"] != forwards:
                 raise StageFailure(self.stage_name, "protocol_error", f"worker protocol error: the {w.role} ran "
                                    f"{data['forwards']} forwards, {forwards} asked (the worker was ended)", fatal=True)
-            outs, fds = w.call("wall_outputs", timeout=max(1.0, budget_s - (now() - t0)))
+            # the calls checked are picked now, the loop being over (never sent with it)
+            if mode == "copies":
+                keep = sorted(rng.sample(range(forwards), min(WALL_CHECKED, forwards)))
+            outs, fds = w.call("wall_outputs", {"calls": keep} if mode == "copies" else {},
+                               timeout=max(1.0, budget_s - (now() - t0)))
         except Timeout:
             if time.monotonic() >= self.deadline:
                 raise
             raise StageFailure(self.stage_name, "runtime_error" if w.role == "candidate" else "reference_error",
                                f"the {label}'s {forwards} calls took {expected_s * 1e3:.3g} ms in the timed passes "
-                               f"(ktui's clock) but more than {budget_s:.1f} s when ktui kept outputs of calls it "
-                               "picked: the timed passes did not do the work (its worker's loop was changed); the "
+                               f"(ktui's clock) but more than {budget_s:.1f} s when ktui kept their outputs: "
+                               "the timed passes did not do the work (its worker's loop was changed); the "
                                f"{w.role} worker was ended", fatal=True) from None
         dt = (now() - t0) * 1e6
         q1, j1, a1 = w.runqueue_wait_ns(), own_runqueue_wait_ns(), w.thread_waits_ns()
@@ -212,14 +271,20 @@ class ClockStages:
         self._checked_per = max(0.0, dt - waited) / max(1, forwards)
         self._checked_unsure = (max(0.0, (a1 - a0 - main) / 1e3) / max(1, forwards)
                                 if a0 is not None and a1 is not None else 0.0)
+        if mode == "fingerprints":
+            rows = valid_fingerprints(outs, fds, forwards)
+            if isinstance(rows, str):
+                w.kill()
+                raise StageFailure(self.stage_name, "protocol_error", f"worker protocol error: the fingerprints of "
+                                   f"the checked pass are {rows} (the {w.role} worker was ended)", fatal=True)
+            return ("fingerprints", rows)
         if len(outs["outputs"]) != len(keep):
             shm.close_fds(fds)
             w.kill()
             raise StageFailure(self.stage_name, "protocol_error", f"worker protocol error: {len(outs['outputs'])} "
                                f"outputs of the checked pass, {len(keep)} asked (the {w.role} worker was ended)",
                                fatal=True)
-        h = self.hold(outs["outputs"], fds)
-        return per, forwards, (h, keep)
+        return ("copies", self.hold(outs["outputs"], fds), keep)
 
     def _timing(self, seed):
         job = self.job
@@ -235,6 +300,7 @@ class ClockStages:
             v, f = inputs.send_args()
             self.cand.call("put_inputs", {"slot": "t", "inputs": v}, f)
         self._pending_wall_check = None
+        self._wall_ref = ref_out  # the size of the outputs the checked pass keeps
         try:
             with self.device("alone", "timing"):
                 self._timing_alone(timing, ref_out)
@@ -242,7 +308,8 @@ class ClockStages:
             if getattr(self, "_pending_wall_check", None) is not None and not timing.get("error"):
                 self._judge_wall_outputs()
             elif getattr(self, "_pending_wall_check", None) is not None:
-                self.release(self._pending_wall_check[0])
+                checked = self._pending_wall_check[0]
+                self.release(checked[1] if checked[0] == "copies" else None)
         return timing
 
     def _timing_alone(self, timing, ref_out):
@@ -305,7 +372,7 @@ class ClockStages:
         caches behave the same; reuse of results is the probes' business), the output checked."""
         n = 1
         slots = ["t"]
-        kper, kf, (kouts, keep) = self._wall(self.cand, slots, "kernel", check=True)
+        kper, kf, checked = self._wall(self.cand, slots, "kernel", check=True)
         self._kernel_raw_us = self.wall_raw_us
         self._unsure = {"kernel": self.wall_unsure_us}
         knoise = self._noise_us(self.cand)
@@ -315,7 +382,9 @@ class ClockStages:
             rnoise = self._noise_us(self.ref)
         noise = {"kernel": knoise, "reference": rnoise}
         self._noise = noise
-        cc = {"inputs": n, "kernel_forwards": kf, "checked_calls": [k + 1 for k in keep], "reference_forwards": rf,
+        cc = {"inputs": n, "kernel_forwards": kf, "checked_by": checked[0],
+              "checked_calls": [k + 1 for k in checked[2]] if checked[0] == "copies" else "all",
+              "reference_forwards": rf,
               "repeats": WALL_REPEATS,
               "kernel_wall_us": [round_(x, 3) for x in kper],
               "reference_wall_us": [round_(x, 3) for x in rper], "rtt_us": round_(self.cand.rtt_us, 3),
@@ -331,7 +400,7 @@ class ClockStages:
         checks = self.result["checks"]
         # the outputs of the checked pass are compared once the device is given up (a comparison
         # needs no device); what it finds goes where it would have gone, before the timer's checks
-        self._pending_wall_check = (kouts, keep, ref_out, kf, len(checks), len(self.result["findings"]))
+        self._pending_wall_check = (checked, ref_out, kf, len(checks), len(self.result["findings"]))
         invalid = timing.get("kernel_invalid_samples")
         for side, per, fw in (("kernel", kper, kf), ("reference", rper, rf)):
             st = timing[side]
@@ -426,8 +495,8 @@ class ClockStages:
         slack = WALL_SLACK_US + (getattr(self, "_noise", {}) or {}).get("kernel", 0.0) / max(1, cc["kernel_forwards"])
         if not (checked > INTERLEAVED_RATIO * timed + slack + self._checked_unsure):
             return
-        again, _f, (h, _keep) = self._wall(self.cand, slots, "kernel", check=True)
-        self.release(h)
+        again, _f, checked = self._wall(self.cand, slots, "kernel", check=True)
+        self.release(checked[1] if checked[0] == "copies" else None)
         timed, checked = min(timed, self.wall_raw_us), min(checked, self._checked_per)
         cc["kernel_checked_pass_us"] = round_(checked, 3)
         if not (checked > INTERLEAVED_RATIO * timed + slack + self._checked_unsure):
@@ -448,22 +517,41 @@ class ClockStages:
         pending, self._pending_wall_check = getattr(self, "_pending_wall_check", None), None
         if pending is None:
             return
-        kouts, keep, ref_out, kf, at_check, at_finding = pending
+        checked, ref_out, kf, at_check, at_finding = pending
         wrong = []
-        try:
-            for i, o in zip(keep, kouts.value, strict=True):
-                one = Held(o["outputs"], kouts.fds, owns=False)
-                cmp = self.compare_checked(ref_out, one, f"the wall-clock run's call {i + 1}")
-                if not cmp["passed"]:
-                    wrong.append(f"forward {i + 1} of {kf}: {cmp['reason']}")
-        finally:
-            self.release(kouts)
+        if checked[0] == "fingerprints":
+            # every call of the checked pass, by its fingerprint
+            rows = checked[1]
+            try:
+                ref = ref_out.decoded()
+            except protocol.ProtocolError as exc:
+                raise StageFailure(self.stage_name, "reference_error", f"the reference's worker sent an output "
+                                   f"that is not a tensor ktui can read ({exc})", fatal=True) from None
+            rule = fingerprint_rule(ref, getattr(self, "input_dtype", None), getattr(self, "cosine", None))
+            bad = fingerprints_wrong(rows, rule)
+            for i in bad[:3]:
+                s, a, n = (float(x) for x in rows[i].tolist())
+                wrong.append(f"forward {i + 1} of {kf}: its output's sum {s:.6g}, absolute sum {a:.6g}, "
+                             f"{n:.0f} elements; the reference's {rule[0]:.6g}, {rule[1]:.6g}, {rule[2]} "
+                             f"(within {rule[3]:.3g})")
+            if len(bad) > 3:
+                wrong.append(f"{len(bad)} of {kf} calls wrong by their fingerprints")
+        else:
+            _mode, kouts, keep = checked
+            try:
+                for i, o in zip(keep, kouts.value, strict=True):
+                    one = Held(o["outputs"], kouts.fds, owns=False)
+                    cmp = self.compare_checked(ref_out, one, f"the wall-clock run's call {i + 1}")
+                    if not cmp["passed"]:
+                        wrong.append(f"forward {i + 1} of {kf}: {cmp['reason']}")
+            finally:
+                self.release(kouts)
         if wrong:
             self.result["checks"].insert(at_check, {"name": "timed_outputs_correct", "ok": False,
                                                     "detail": f"the output of the wall-clock run is wrong: {wrong[0]}"})
             self.result["findings"].insert(at_finding, {
                 "class": "wrong_while_timed", "reason": "outputs produced while timed are wrong (the kernel behaves "
-                "differently when timed)", "evidence": wrong[:3]})
+                "differently when timed)", "evidence": wrong[:4]})
 
     def _noise_us(self, w):
         """The slowest of 3 empty round trips to ``w`` now (μs): what waking up and answering

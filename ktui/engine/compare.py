@@ -215,6 +215,95 @@ def compare_outputs(ref_out, new_out, atol=None, rtol=None, input_dtype=None, co
     return res
 
 
+# ---- fingerprints: every output of ktui's checked wall-clock pass, when copies would not fit ----
+
+def _fingerprint_view(t):
+    """The tensor a fingerprint sums: complex as its real and imaginary parts, fp8 as float32."""
+    import torch
+
+    t = t.detach()
+    if t.dtype.is_complex:
+        return torch.view_as_real(t)
+    if str(t.dtype).startswith("torch.float8"):
+        return t.to(torch.float32)
+    return t
+
+
+def fingerprint(value):
+    """(a float64 tensor [sum, absolute sum] on the output's device, element count) of an
+    output's tensor leaves, both summed over the leaves (numbers and other leaves count for
+    nothing); (None, 0) without tensor leaves. Run by the worker after each call of the checked
+    pass (a sum and an L1 norm: two reads of the output, nothing kept but two numbers)."""
+    import torch
+
+    parts, count = [], 0
+    for x in flatten(value):
+        if not isinstance(x, torch.Tensor):
+            continue
+        t = _fingerprint_view(x)
+        if t.dtype.is_floating_point:
+            s = torch.sum(t, dtype=torch.float64)
+            a = torch.linalg.vector_norm(t, 1, dtype=torch.float64)
+        else:
+            d = t.to(torch.float64)
+            s, a = d.sum(), d.abs().sum()
+        parts.append(torch.stack((s, a)))
+        count += t.numel()
+    if not parts:
+        return None, 0
+    return (parts[0] if len(parts) == 1 else torch.stack(parts).sum(0)), count
+
+
+def fingerprint_rule(ref_out, input_dtype=None, cosine=None):
+    """What the fingerprint of a right output may be, from the reference's output (decoded, on the
+    judge's side): (sum, absolute sum, element count, bound). An output that passes
+    :func:`compare_outputs` has its sum and its absolute sum each within ``bound`` of the
+    reference's: with |n - r| <= atol + rtol * |r| everywhere, |sum n - sum r| and
+    |sum |n| - sum |r|| are both at most atol * N + rtol * sum |r| (twice rtol for complex values,
+    compared as a modulus but summed as two parts); with the cosine metric, relative L1 <= c gives
+    c * (sum |r| + 1e-8); exact outputs (integers, booleans): 0. So the rule never fails an output
+    that the comparison passes (a float64 rounding allowance on top); it cannot see an error that
+    keeps both sums (one a kernel would have to compute the output to know)."""
+    import torch
+
+    s_tot = a_tot = bound = 0.0
+    count = 0
+    for r in flatten(ref_out):
+        if not isinstance(r, torch.Tensor):
+            continue
+        t = _fingerprint_view(r).to(torch.float64)
+        s, a, n = float(t.sum()), float(t.abs().sum()), t.numel()
+        s_tot, a_tot, count = s_tot + s, a_tot + a, count + n
+        if not (r.dtype.is_floating_point or r.dtype.is_complex):
+            b = 0.0
+        elif cosine is not None and r.dtype.is_floating_point:
+            b = float(cosine[1]) * (a + 1e-8)
+        else:
+            atol, rtol = effective_tolerance(r.dtype, input_dtype)
+            b = atol * n + (2 if r.dtype.is_complex else 1) * rtol * a
+        bound += b + 1e-9 * a + 1e-12 * n
+    return s_tot, a_tot, count, bound
+
+
+def fingerprints_wrong(rows, rule):
+    """Indices of the rows ([sum, absolute sum, element count], float64, one a call) that no
+    output passing the comparison could have, given :func:`fingerprint_rule`'s ``rule``; a
+    reference sum that is not finite asks for one that is not finite either (NaN where the
+    reference has NaN)."""
+    import torch
+
+    s_ref, a_ref, n_ref, bound = rule
+    s, a, n = rows[:, 0], rows[:, 1], rows[:, 2]
+
+    def near(v, ref):
+        if ref != ref or ref in (float("inf"), float("-inf")):
+            return ~torch.isfinite(v)
+        return torch.isfinite(v) & ((v - ref).abs() <= bound)
+
+    ok = near(s, s_ref) & near(a, a_ref) & (n == float(n_ref))
+    return torch.nonzero(~ok).flatten().tolist()
+
+
 def synchronize(device):
     import torch
 

@@ -2,9 +2,11 @@
 # Every number the harness, the judge, the runner, the CLI and the app use lives here.
 # Stdlib only. MIT license, part of ktui.
 
+# 8: the checked wall-clock pass keeps every call's output (copies or fingerprints) and the judge
+# names the calls it checks only after the pass (the kernel could read them from the request);
 # 7: own root per worker, judge-assigned failure kinds, checked samples, random wall outputs;
 # 6: the kernel stopped while the reference is timed; 5: stream order; 4: secret input seeds
-HARNESS_VERSION = 7
+HARNESS_VERSION = 8
 
 STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
 COMPILE_STAGES = ("startup", "build")
@@ -54,6 +56,10 @@ WALL_WINDOW_S = 0.05  # the judge's own wall-clock measurement: forwards for abo
 WALL_REPEATS = 5  # ...this many times; the fastest counts (scheduling noise only adds time)
 WALL_MAX_FORWARDS = 100000  # ...at most this many forwards in one pass
 WALL_CHECKED = 3  # outputs of this many calls, picked at random, checked after one more pass
+# ...whose every output is kept as a copy while (reference output bytes x forwards) is at most this;
+# above, every output's fingerprint (sum, absolute sum, element count) is kept and checked
+WALL_RETAIN_BYTES = 128 << 20
+WALL_RETAIN_SLACK = 4  # the worker stops copying past this many times WALL_RETAIN_BYTES (a larger output)
 WALL_BUSY_FRACTION = 0.5  # more of the judge's clock than this spent waiting for a CPU: the result says so
 WALL_TOLERANCE = 2.0  # the kernel's own timing may sit this far below the judge's clock (3x: shared hosts are noisy)
 # on the CPU the kernel's threads share cores with everything else on the host: 5x there

@@ -30,6 +30,8 @@ class Job:
         "worker_argv": None, "python_path": None, "prefix": None, "masks": None, "lock_dir": None,
         "tmp_root": None, "memory_limit": None, "output_cap": None, "judge_memory": None,
         "ref_cache": None,  # the reference cache's root (refcache.py; with a given input_seed only)
+        # the checked wall-clock pass's copies (bytes; defaults.WALL_RETAIN_BYTES): above, fingerprints
+        "wall_retain_bytes": None,
     }
 
     def __init__(self, **kw):

@@ -305,7 +305,7 @@ REPLY_SCHEMAS = {
     "time": ("dict", {"samples": "tensor", "stats": STATS, "method_used": str, "batches": int,
                       "stopped": str, "seconds": NUM}),
     "wall": ("dict", {"forwards": int}),
-    "wall_outputs": ("dict", {"outputs": ("list", OUTPUTS)}),
+    "wall_outputs": ("dict", {"outputs": ("list", OUTPUTS), "fingerprints": ("opt", "tensor")}),
     "floor": ("map", NUM),
     "memory": ("dict", {"peak_mb": NUM, "delta_mb": NUM, "reserved_mb": NUM}),
     "launches": ("map", "any"),

@@ -61,6 +61,19 @@ KERNEL_LOOPS = {"time": "timed", "wall": "timed by ktui's clock", "memory": "its
                 "launches": "its launches were counted"}
 
 
+def _tree_nbytes(v):
+    """Bytes of the tensors in a value (a copy the checked pass keeps)."""
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return v.numel() * v.element_size()
+    if isinstance(v, (list, tuple)):
+        return sum(_tree_nbytes(x) for x in v)
+    if isinstance(v, dict):
+        return sum(_tree_nbytes(x) for x in v.values())
+    return 0
+
+
 class Context:
     """What worker-side probes (ktui.engine.probes) can use."""
 
@@ -109,6 +122,7 @@ class Server:
         self.model = None
         self.slots = {}
         self.wall_out = []
+        self.wall_fp = None
         self.build_info = None
         self.ext_modules = []
         self.flags_before_build = None
@@ -448,23 +462,52 @@ class Server:
 
     def op_wall(self, args, fds, out):
         """`forwards` calls cycling over the slots, then a device-wide synchronize (the judge
-        times this request with its own clock); the last output of each slot is kept."""
+        times this request with its own clock); the last output of each slot is kept.
+
+        ``retain`` makes it the judge's checked pass: the output of EVERY call is kept, as a copy
+        made when it is returned ("copies": a kernel writing every call into one buffer must not
+        pass on its last call's result; up to ``budget`` bytes in all, later calls keep nothing),
+        or as a fingerprint ("fingerprints": float64 sum, absolute sum and element count, from
+        :func:`ktui.engine.compare.fingerprint`), when copies of all would not fit. The request
+        does not say which calls will be checked: the judge picks them once this loop has ended
+        and names them in ``wall_outputs``. The kernel runs in this process and can read all of
+        it; what it can learn here is only that this pass is the checked one, so it cannot
+        compute the checked calls alone."""
         import torch
 
         slots = [self.slots[str(s)] for s in args["slots"]]
         n = max(len(slots), int(args.get("forwards", len(slots))))
         model = self.model
-        keep = args.get("keep")
-        if isinstance(keep, list) and keep:
-            # the judge's checked pass: the outputs of the calls it picked (copied when made: a
-            # kernel writing every call into one buffer must not pass on its last call's result)
-            picks = {int(i) for i in keep[:16] if isinstance(i, int) and 0 <= i < n}
-            kept = []
+        self.wall_out, self.wall_fp = [], None
+        retain = args.get("retain")
+        if isinstance(retain, dict):
+            k = len(slots)
+            if retain.get("mode") == "fingerprints":
+                from .compare import fingerprint
+
+                fp = torch.full((n, 2), float("nan"), dtype=torch.float64, device=self.device)
+                counts = [0] * n
+                plain_only = torch._C.DisableTorchFunctionSubclass
+                with torch.no_grad():
+                    for i in range(n):
+                        o = model(*slots[i % k])
+                        with plain_only():  # a subclass's own sum never runs
+                            row, counts[i] = fingerprint(_plain(o))
+                            if row is not None:
+                                fp[i].copy_(row)
+                    self.prims.synchronize(self.device)
+                self.wall_fp = (fp, counts)
+                return {"forwards": n}
+            budget, used, kept = int(retain.get("budget") or 0), 0, []
             with torch.no_grad():
                 for i in range(n):
-                    o = model(*slots[i % len(slots)])
-                    if i in picks:
-                        kept.append(_clone(_plain(o)))
+                    o = model(*slots[i % k])
+                    if used <= budget:
+                        c = _clone(_plain(o))
+                        used += _tree_nbytes(c)
+                        kept.append(c)
+                    else:
+                        kept.append(None)
                 self.prims.synchronize(self.device)
             self.wall_out = kept
             return {"forwards": n}
@@ -478,9 +521,22 @@ class Server:
         return {"forwards": n}
 
     def op_wall_outputs(self, args, fds, out):
-        res = [self._outputs(o, out) for o in self.wall_out]
-        self.wall_out = []
-        return {"outputs": res}
+        """After the checked pass: the outputs of the calls the judge names now (``calls``), or
+        every call's fingerprint ([sum, absolute sum, element count] per call, float64)."""
+        import torch
+
+        try:
+            if self.wall_fp is not None:
+                fp, counts = self.wall_fp
+                rows = torch.cat((fp.cpu(), torch.tensor(counts, dtype=torch.float64).reshape(-1, 1)), 1)
+                return {"outputs": [], "fingerprints": shm.export_tensor(rows.contiguous(), out)}
+            calls = args.get("calls")
+            if calls is None:  # a pass that kept the last output of each slot
+                return {"outputs": [self._outputs(o, out) for o in self.wall_out]}
+            picks = [int(i) for i in calls[:16] if isinstance(i, int) and 0 <= i < len(self.wall_out)]
+            return {"outputs": [self._outputs(self.wall_out[i], out) for i in picks]}
+        finally:
+            self.wall_out, self.wall_fp = [], None
 
     def op_memory(self, args, fds, out):
         from .profiling import memory_peak
