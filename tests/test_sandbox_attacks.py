@@ -528,10 +528,10 @@ import gc
 _srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
 _wall, _outs = _srv.op_wall, _srv.op_wall_outputs
 def _forged_wall(args, fds, out):
-    data = _wall(dict(args, forwards=1, keep=[0] if args.get("keep") else None), fds, out)
+    data = _wall(dict(args, forwards=1), fds, out)
     return {{"forwards": int(args.get("forwards", 1)) * {mult}}}
 def _forged_outputs(args, fds, out):
-    data = _outs(args, fds, out)
+    data = _outs(dict(args, calls=[0]), fds, out)
     data["outputs"] = data["outputs"] * {copies}
     return data
 _srv.op_wall, _srv.op_wall_outputs = _forged_wall, _forged_outputs
@@ -549,6 +549,39 @@ def test_forged_wall_replies_end_the_worker(tmp_path, mult, copies):
     assert res["failure"]["kind"] not in CANNOT_TEST
 
 
+FORGE_FINGERPRINTS = '''
+import gc
+from ktui.engine import shm
+_srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
+_outs = _srv.op_wall_outputs
+def _forged_outputs(args, fds, out):
+    data = _outs(args, fds, out)
+    if "fingerprints" in data:
+        out.clear()
+        rows = torch.zeros(len(_srv.wall_out) or 5, 3, dtype=torch.float64)
+        v = {variant!r}
+        if v == "shape":
+            rows = torch.zeros(7, 2, dtype=torch.float64)
+        elif v == "dtype":
+            rows = torch.zeros(1, 3, dtype=torch.float32)
+        elif v == "with-outputs":
+            data["outputs"] = [data.get("outputs") or {{"outputs": 0, "types": [], "overrides": []}}]
+        data["fingerprints"] = shm.export_tensor(rows, out)
+    return data
+_srv.op_wall_outputs = _forged_outputs
+'''
+
+
+@needs("torch")
+@pytest.mark.parametrize("variant", ["shape", "dtype", "with-outputs"])
+def test_forged_fingerprints_end_the_worker(tmp_path, variant):
+    # the checked pass's fingerprints are a claim of the kernel's process: a reply of another
+    # shape or dtype, or with outputs besides, ends the worker as a protocol error
+    res = judge_run(tmp_path, model(FORGE_FINGERPRINTS.format(variant=variant)), wall_retain_bytes=0)
+    assert res["status"] == "failed", res.get("timing")
+    assert res["failure"]["kind"] == "protocol_error" and "fingerprints" in res["failure"]["message"], res["failure"]
+
+
 PATCH_WALL = '''
 import gc
 _srv = next(o for o in gc.get_objects() if type(o).__name__ == "Server")
@@ -562,7 +595,7 @@ class _Skip:  # runs the model on one call in {every}; 0: never
             self.last = self.m(*a)
         return self.last
 def _patched(args, fds, out):
-    if args.get("keep"):  # the judge keeps outputs: the real loop
+    if args.get("retain"):  # the judge keeps outputs: the real loop
         return _wall(args, fds, out)
     m = _srv.model
     _srv.model = _Skip(m)

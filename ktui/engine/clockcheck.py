@@ -495,8 +495,8 @@ class ClockStages:
         slack = WALL_SLACK_US + (getattr(self, "_noise", {}) or {}).get("kernel", 0.0) / max(1, cc["kernel_forwards"])
         if not (checked > INTERLEAVED_RATIO * timed + slack + self._checked_unsure):
             return
-        again, _f, checked = self._wall(self.cand, slots, "kernel", check=True)
-        self.release(checked[1] if checked[0] == "copies" else None)
+        again, _f, kept = self._wall(self.cand, slots, "kernel", check=True)
+        self.release(kept[1] if kept[0] == "copies" else None)
         timed, checked = min(timed, self.wall_raw_us), min(checked, self._checked_per)
         cc["kernel_checked_pass_us"] = round_(checked, 3)
         if not (checked > INTERLEAVED_RATIO * timed + slack + self._checked_unsure):
