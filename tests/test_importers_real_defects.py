@@ -732,3 +732,22 @@ def test_stream_json_of_older_versions_without_stamps_or_uuids(tmp_path):
     run = load(p)
     assert not run.problems and len(run.turns) == 7 and len(run.calls) == 6 and len(run.kernels) == 2
     assert all(t.llm_ms is None for t in run.turns)
+
+
+# ---- Harbor ATIF written by Harbor's Codex converter: exit codes beside the calls -------------------
+ATIF_CODEX = ST / "atif_codex_converter_exit_codes_in_extra.trajectory.json"
+
+
+def test_atif_codex_exit_codes_kept_in_extra_decide_status_and_refused_patches():
+    """Harbor's Codex converter strips Codex's ``{"output", "metadata"}`` output to its text and
+    keeps ``metadata.exit_code`` in ``extra.tool_call_details[call id]`` (the shape of its
+    ``_convert_events_to_trajectory``): a refused ``apply_patch`` (exit code 1, "verification
+    failed") was applied anyway (a partial version, a warning, ``validate`` failed) and shown ok."""
+    run = load(ATIF_CODEX)
+    assert run.format == "harbor-atif" and warnings(run) == []
+    assert [(c.name, c.status) for c in run.calls] == [
+        ("shell", "ok"), ("apply_patch", "ok"), ("shell", "failed"),
+        ("apply_patch", "failed"), ("apply_patch", "ok"), ("shell", "ok")]
+    assert len(run.kernels) == 2 and not any(k.partial for k in run.kernels)
+    assert "tl.maximum(v, 0.0)" in run.kernels[1].code and run.final_kernel_number == 2
+    assert [[u.status for u in k.uses if u.verdict] for k in run.kernels] == [["failed"], ["ok"]]

@@ -10,7 +10,9 @@ several calls returns one combined terminal output with no id: it is attached to
 call, and the other calls say so. A ``system`` (or ``user``) step's observation (a check the
 harness ran itself, ATIF 1.2+) is an observation message. A result is an error where the converter says so:
 ``extra.tool_result_is_error`` on the step (Harbor's Claude Code converter) or on the result, or
-``tool_result_metadata.is_error``; a write or edit with an error result is not applied. A
+``tool_result_metadata.is_error``, or an exit code other than 0 where Harbor's Codex converter
+keeps it (``extra.tool_call_details[id].metadata.exit_code``, ``extra.tool_metadata``: the output
+text no longer says it); a write, edit or patch with an error result is not applied. A
 placeholder model (Claude Code's ``<synthetic>``: a message the CLI made itself, "Not logged in",
 an API error) names no model and is not a model's response (a note); a run that ends on one ended
 on an error (``backend_error``). "Lines"
@@ -22,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ktui.trace.importers.common import Assembler, as_int, as_num, as_str, decoded_arguments, iso_ms, text_of
-from ktui.trace.model import OK, Actor, Run, Terminal, ToolCall, Turn
+from ktui.trace.model import FAILED, OK, Actor, Run, Terminal, ToolCall, Turn
 
 NAME = "harbor-atif"
 LABEL = "Harbor ATIF trajectory (JSON)"
@@ -55,9 +57,19 @@ def _is_err(d: Any) -> bool:
     return False
 
 
+def _exit_code(step_extra: dict, cid: str | None, n_calls: int) -> int | None:
+    """The exit code Harbor's Codex converter keeps beside a call: ``extra.tool_call_details[id]
+    .metadata.exit_code`` (a step of several calls), ``extra.tool_metadata.exit_code`` (one)."""
+    details = _dict(step_extra.get("tool_call_details"))
+    meta = _dict(_dict(details.get(cid)).get("metadata")) if cid else {}
+    if not meta and n_calls == 1:
+        meta = _dict(step_extra.get("tool_metadata"))
+    return as_int(meta.get("exit_code"))
+
+
 def _failed_ids(step_extra: dict, results: list, calls: list) -> set:
-    """Ids of the step's calls whose result is an error."""
-    out: set = set()
+    """Ids of the step's calls whose result is an error, or whose exit code is not 0."""
+    out: set = {c.id for c in calls if c.id and (_exit_code(step_extra, c.id, len(calls)) or 0) != 0}
     for r in results:
         if isinstance(r, dict) and _is_err(r.get("extra")) and isinstance(r.get("source_call_id"), str):
             out.add(r["source_call_id"])
@@ -74,9 +86,11 @@ def _failed_ids(step_extra: dict, results: list, calls: list) -> set:
 
 
 def _writes(c) -> bool:
+    """A call that writes a file by its arguments: a write, an edit, a patch (Codex's
+    ``apply_patch``: ``{"input": "*** Begin Patch ..."}``)."""
     a = c.args
     return any(isinstance(a.get(k), str) for k in ("content", "new_string", "file_text")) or \
-        isinstance(a.get("edits"), list)
+        isinstance(a.get("edits"), list) or "*** Begin Patch" in Assembler.command_of(c)
 
 
 def _observe(asm: Assembler, step_extra: dict, results: list, c) -> None:
@@ -240,7 +254,9 @@ def _pair_results(asm: Assembler, s: dict, line: int, calls: list[ToolCall], res
             unpaired.append(content)
             continue
         err = c.id in failed
-        asm.result(c, content, line, None, is_error=err)
+        code = _exit_code(_dict(s.get("extra")), c.id, len(calls))
+        asm.result(c, content, line, None, is_error=err,
+                   status=FAILED if code not in (None, 0) else OK if code == 0 and not err else None)
     left = [c for c in calls if c.result is None]
     if unpaired and left:
         combined = "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired)
