@@ -23,8 +23,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ktui.trace.importers.common import Assembler, as_int, as_num, as_str, decoded_arguments, iso_ms, text_of
-from ktui.trace.model import FAILED, OK, Actor, Run, Terminal, ToolCall, Turn
+from ktui.trace.importers.common import (
+    Assembler,
+    as_int,
+    as_num,
+    as_str,
+    decoded_arguments,
+    iso_ms,
+    shell_status,
+    text_of,
+)
+from ktui.trace.model import OK, Actor, Run, Terminal, ToolCall, Turn
 
 NAME = "harbor-atif"
 LABEL = "Harbor ATIF trajectory (JSON)"
@@ -253,10 +262,11 @@ def _pair_results(asm: Assembler, s: dict, line: int, calls: list[ToolCall], res
         if c is None:
             unpaired.append(content)
             continue
-        err = c.id in failed
         code = _exit_code(_dict(s.get("extra")), c.id, len(calls))
-        asm.result(c, content, line, None, is_error=err,
-                   status=FAILED if code not in (None, 0) else OK if code == 0 and not err else None)
+        err = c.id in failed and code in (None, 0)  # the converter says the tool errored
+        text = content if isinstance(content, str) else text_of(content) if isinstance(content, list) else ""
+        asm.result(c, content, line, None, is_error=err,  # the kept exit code, and what the output says
+                   status=shell_status(text, err, code) if code is not None else None)
     left = [c for c in calls if c.result is None]
     if unpaired and left:
         combined = "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired)
