@@ -317,3 +317,32 @@ def test_real_file_pass_count_equals_its_own_final_eval(tmp_path, monkeypatch):
     assert got == want
     assert sum(r.turns for r in rows) == 24
     assert all(r.outcome in ("passed", "failed") and r.problem for r in rows)
+
+
+def test_the_report_builds_each_runs_detail_with_the_files_row(sweep, tmp_path, monkeypatch):
+    """``ktui report`` on files of many runs: each run's detail is built where the file's row is
+    (in the helper processes of a big sweep), not one by one in the report's own process after
+    the scan; each is the detail of the run at its address."""
+    import base64
+    import gzip
+
+    from ktui.report import html
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    rows_and_details = html._rows_and_details
+
+    def then_no_more(files):
+        out = rows_and_details(files)
+
+        def late(path, run=None):
+            raise AssertionError(f"a detail built after the scan: {path}")
+
+        monkeypatch.setattr(html, "packed_detail", late)
+        return out
+
+    monkeypatch.setattr(html, "_rows_and_details", then_no_more)
+    idx, runs, details = html.scan_and_detail(sweep.parent.parent, use_cache=False, jobs=1)
+    assert sorted(r.path.rsplit("#", 1)[1] for r in runs) == ["L1:P10", "L1:P2", "L2:P3"]
+    monkeypatch.undo()
+    for r, d in zip(runs, details, strict=True):
+        assert json.loads(gzip.decompress(base64.b64decode(d))) == json.loads(json.dumps(html.run_detail(r.real)))

@@ -123,17 +123,23 @@ def _packed_many(paths: list[str]) -> list[str]:
     return [packed_detail(p) for p in paths]
 
 
-def _rows_and_details(files: list[TraceFile]) -> list[tuple[RunSummary, str | None]]:
-    """Each file's row and, when it is one run, its packed detail: an ensemble trace is read once
-    for both (:func:`ktui.trace.index.summarize_loaded`); a file of many runs, or one that is no
-    trace, has no detail here (the parts' details are built from their addresses)."""
-    out: list[tuple[RunSummary, str | None]] = []
+def _rows_and_details(files: list[TraceFile]) -> list[tuple[RunSummary, dict[str, str]]]:
+    """Each file's row and the packed detail of each run in it, by the run's real path (a file of
+    many runs: by each run's address): an ensemble trace is read once for both
+    (:func:`ktui.trace.index.summarize_loaded`); a file that is no trace has none."""
+    from ktui.trace.address import join
+
+    out: list[tuple[RunSummary, dict[str, str]]] = []
     for tf in files:
         s, run = summarize_loaded(tf)
-        if s.parts or s.format in ("none", "result") or s.not_trace:
-            out.append((s, None))
+        real = tf.real or tf.path
+        if s.parts:
+            keys = [d.get("key") for d in s.parts]
+            out.append((s, {join(real, k): packed_detail(join(real, k)) for k in keys if isinstance(k, str)}))
+        elif s.format in ("none", "result") or s.not_trace:
+            out.append((s, {}))
         else:
-            out.append((s, packed_detail(tf.real or tf.path, run)))
+            out.append((s, {real: packed_detail(real, run)}))
     return out
 
 
@@ -173,7 +179,7 @@ def scan_and_detail(root: str | os.PathLike[str], *, use_cache: bool = True, job
         with ProcessPoolExecutor(max_workers=n, mp_context=_MP) as ex:
             pairs = [p for part in ex.map(_rows_and_details, _chunks(files, n)) for p in part]
     given = {tf.real: s for tf, (s, _) in zip(files, pairs, strict=True)}
-    by_path = {tf.real: d for tf, (_, d) in zip(files, pairs, strict=True) if d is not None}
+    by_path = {k: d for _, details in pairs for k, d in details.items()}
     runs = list(idx.summaries(given))
     return idx, runs, [by_path.get(s.real) or packed_detail(s.real or s.path) for s in runs]
 
