@@ -1,5 +1,6 @@
 """ktui search: hits with run, turn and field over a trace or a sweep; the byte prefilter is
-sound (escaped text is found) and rules files out without parsing them; excerpts are sanitized."""
+sound (escaped text is found) and rules files out without parsing them; excerpts are raw trace
+text, cleaned where they are shown."""
 
 from __future__ import annotations
 
@@ -94,12 +95,66 @@ def test_prefilter_rules_files_out_without_parsing(tmp_path, monkeypatch):
     assert [Path(p).name for p in loaded] == ["hit.jsonl"]
 
 
-def test_excerpts_are_sanitized(tmp_path):
-    p = _with_text(tmp_path / "t.jsonl", "before \x1b]52;c;ZXZpbA==\x07 \x1b[31mBOOM\x1b[0m after \u202e")
+RAW = ("\x1b", "\x07", "\u202e", "\x9b", "\r")
+
+
+def _no_raw(text: str) -> None:
+    for bad in RAW:
+        assert bad not in text, (bad, text)
+
+
+def test_excerpts_are_cleaned_where_they_are_shown(tmp_path):
+    """A hit is raw trace text (the domain cleans nothing); ``ktui search``'s lines, its ``--json``
+    (whose match offsets are in the cleaned excerpt) and the search screen clean it once."""
+    from ktui.report.search import BOLD, RESET, hit_json, hit_line
+
+    text = "before \x1b]52;c;ZXZpbA==\x07 \u202e\r\x1b[31mBOOM\x1b[0m after \u202e\x9b2J"
+    p = _with_text(tmp_path / "r\x1b]0;t\x07un" / "t\u202e.jsonl", text)
     (h,) = _hits(p, "BOOM")
-    for part in (h.before, h.match, h.after, h.excerpt):
-        assert "\x1b" not in part and "\x07" not in part and "\u202e" not in part
-    assert h.match == "BOOM"
+    assert h.match == "BOOM" and "\x1b]52;c;" in h.before and "\u202e" in h.run  # raw in the domain
+    line = hit_line(h, color=True)
+    _no_raw(line.replace(BOLD, "").replace(RESET, ""))
+    assert f"{BOLD}BOOM{RESET}" in line and "␛]52;c;ZXZpbA==␇ <U+202E>␍␛[31m" in line
+    _no_raw(hit_json(h))
+    d = json.loads(hit_json(h))
+    assert d["excerpt"][d["match"][0]: d["match"][1]] == "BOOM" and "<U+202E>" in d["run"] and "␛]0;t␇" in d["path"]
+    for args in (["--json"], []):
+        r = CliRunner().invoke(main, ["search", str(tmp_path), "BOOM", *args])
+        assert r.exit_code == 0 and "BOOM" in r.output
+        _no_raw(r.output)
+
+
+def test_the_search_screen_shows_hits_cleaned(tmp_path):
+    import asyncio
+
+    from textual.app import App
+    from textual.widgets import DataTable
+
+    from ktui.trace.search import Matcher
+    from ktui.tui.screens.search import SearchScreen
+    from ktui.tui.screens.sweep_messages import SearchHits
+
+    p = _with_text(tmp_path / "t\u202e.jsonl", "x \x1b]0;pwned\x07 [red]BOOM[/red] \x9b2J")
+    hits = _hits(p, "BOOM")
+    assert "\x1b]0;pwned" in hits[0].before
+
+    async def go():
+        app = App()
+        async with app.run_test(size=(160, 48)) as pilot:
+            scr = SearchScreen(tmp_path)
+            await app.push_screen(scr)
+            await pilot.pause()
+            m = Matcher("BOOM")
+            scr.matcher = m
+            scr.on_search_hits(SearchHits(m, hits))
+            await pilot.pause()
+            table = scr.query_one(DataTable)
+            cells = [str(c) for c in table.get_row_at(0)]
+            for c in cells:
+                _no_raw(c)
+            assert "[red]BOOM[/red]" in cells[-1] and "␛]0;pwned␇" in cells[-1] and "<U+202E>" in cells[0]
+
+    asyncio.run(go())
 
 
 def test_long_lines_are_cut_around_the_match(tmp_path):

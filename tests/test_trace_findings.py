@@ -272,8 +272,8 @@ NASTY = ["", "\x00\x00", "(" * 5000, "[" * 200000, "def forward(self, x):\n" + "
 def test_never_raises_on_nasty_input(text):
     out = source_findings(text, text)
     assert isinstance(out, tuple)
-    for f in out:
-        assert "\x1b" not in f.evidence and "\x07" not in f.evidence
+    for f in out:  # one line of the source, raw (test_evidence_is_raw_and_the_view_cleans_it)
+        assert isinstance(f.evidence, str) and "\n" not in f.evidence
 
 
 def test_non_string_input():
@@ -309,6 +309,36 @@ class ModelNew(nn.Module):
         {name}[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
         return {ret}
 """
+
+
+def test_evidence_is_raw_and_the_view_cleans_it():
+    """A finding's evidence is the source line as the kernel wrote it (on one line); the flag the
+    run shows (message and evidence) is cleaned by the view, once: no escape, bell, C1 control or
+    bidi override from a kernel's source reaches a screen or a page."""
+    from ktui.trace.findings.model import Finding
+    from ktui.trace.flags import _flag
+    from ktui.view.build import flag_view
+
+    evil = "  # \x1b]0;pwned\x07 [red]x[/red] \u202e \x9b2J"
+    src = TRITON.format(name="presence", body="    v = v * 2", ret="torch.relu(x) * 2")
+    src = src.replace("tl.constexpr):", "tl.constexpr):" + evil, 1)
+    sf = {f.code: f for f in source_findings(src)}["dummy_kernel"]
+    assert "\x1b]0;pwned\x07" in sf.evidence and "\n" not in sf.evidence  # raw in the domain
+    flag = _flag(Finding(sf.code, sf.severity, sf.what, kernel=2, since=2, turn=None, line=sf.line,
+                         evidence=sf.evidence))
+    assert "\x1b]0;pwned" in flag.message
+    class Run:  # the run the flag is shown in: no kernel 2 here, so no turn is found for it
+        def kernel(self, n):
+            return None
+
+        def turn_of_line(self, n):
+            return None
+
+    fv = flag_view(Run(), flag)  # type: ignore[arg-type]
+    for text in (fv.message, *fv.evidence):
+        for bad in ("\x1b", "\x07", "\u202e", "\x9b"):
+            assert bad not in text, (bad, text)
+    assert "␛]0;pwned␇ [red]x[/red] <U+202E>" in fv.message
 
 
 def test_triton_marker_kernel():

@@ -1,9 +1,10 @@
 """``ktui search PATH PATTERN``: every hit as a line (or a JSON object a line), as found.
 
 The hits stream: each is printed the moment its trace has been searched, and progress (traces
-searched of found, hits) goes to stderr on a terminal. Everything printed from a trace was
-sanitized by :mod:`ktui.trace.search`; on a terminal the match is shown in bold (ktui's own
-escape codes around already sanitized text).
+searched of found, hits) goes to stderr on a terminal. A hit is raw trace text
+(:mod:`ktui.trace.search`): it is cleaned here, once, with the view's :func:`~ktui.view.text.one_line`
+(a line) or :func:`~ktui.view.text.safe_data` (``--json``); on a terminal the match is shown in
+bold (ktui's own escape codes around cleaned text).
 """
 
 from __future__ import annotations
@@ -14,16 +15,25 @@ import time
 from typing import IO
 
 from ktui.trace.search import Hit, Matcher, PatternError, SearchStats, parse_fields, search
+from ktui.view.text import one_line, safe_data
 
 BOLD, RESET = "\x1b[1;33m", "\x1b[0m"
 
 
 def hit_line(h: Hit, *, color: bool = False) -> str:
-    """``run  turn N  field[ (where)]  excerpt`` on one line."""
+    """``run  turn N  field[ (where)]  excerpt`` on one line, cleaned."""
     turn = f"turn {h.turn}" if h.turn is not None else "seed"
-    where = f" ({h.where})" if h.where else ""
-    m = f"{BOLD}{h.match}{RESET}" if color else h.match
-    return f"{h.run}  {turn}  {h.field}{where}  {h.before}{m}{h.after}"
+    where = f" ({one_line(h.where)})" if h.where else ""
+    before, match, after = one_line(h.before), one_line(h.match), one_line(h.after)
+    m = f"{BOLD}{match}{RESET}" if color else match
+    return f"{one_line(h.run)}  {turn}  {one_line(h.field)}{where}  {before}{m}{after}"
+
+
+def hit_json(h: Hit) -> str:
+    """A hit as one JSON line (``--json``): every string cleaned, the match's offsets in the cleaned excerpt."""
+    before, match, after = one_line(h.before), one_line(h.match), one_line(h.after)
+    d = {**h.to_dict(), "excerpt": before + match + after, "match": [len(before), len(before) + len(match)]}
+    return json.dumps(safe_data(d), ensure_ascii=False)
 
 
 def search_command(path: str, pattern: str, *, regex: bool = False, fields: str | None = None,
@@ -37,7 +47,7 @@ def search_command(path: str, pattern: str, *, regex: bool = False, fields: str 
         matcher = Matcher(pattern, regex=regex, case_sensitive=case_sensitive)
         wanted = parse_fields(fields)
     except (PatternError, ValueError) as exc:
-        err.write(f"ktui: {exc}\n")
+        err.write(f"ktui: {one_line(exc)}\n")
         return 2
     live = err.isatty() if progress is None else progress
     color = not as_json and out.isatty()
@@ -56,7 +66,7 @@ def search_command(path: str, pattern: str, *, regex: bool = False, fields: str 
                         on_progress=on_progress):
             if live:
                 err.write("\r\x1b[K")
-            out.write((json.dumps(h.to_dict(), ensure_ascii=False) if as_json else hit_line(h, color=color)) + "\n")
+            out.write((hit_json(h) if as_json else hit_line(h, color=color)) + "\n")
             out.flush()
     except KeyboardInterrupt:
         err.write("\nktui: interrupted\n")
@@ -66,7 +76,7 @@ def search_command(path: str, pattern: str, *, regex: bool = False, fields: str 
     if live:
         err.write("\r\x1b[K")
     for s in st.skipped:
-        err.write(f"ktui: skipped {s}\n")
+        err.write(f"ktui: skipped {one_line(s)}\n")
     more = f" (+{st.more} more past {max_per_run} per run: --max-per-run)" if st.more else ""
     err.write(f"{st.hits} hits in {st.runs_hit} of {st.files} runs{more}; {st.parsed} parsed, "
               f"{st.searched - st.parsed} ruled out from their bytes\n")

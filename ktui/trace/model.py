@@ -427,7 +427,7 @@ class Flag:
     turn: int | None = None  # the turn that introduced it
     since: int | None = None  # the kernel version that introduced it
     src_line: int | None = None  # 1-based line in the kernel source
-    evidence: str = ""  # that source line (sanitized)
+    evidence: str = ""  # that source line (raw: the view cleans it)
 
 
 @dataclass(slots=True)

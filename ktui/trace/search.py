@@ -22,8 +22,9 @@ Fields (``--in``): ``reasoning`` and ``text`` (the agent's reasoning and message
 version's code, at the turn that first wrote it). Matching is smart-case, like ripgrep's: case
 is ignored unless the pattern has an upper-case letter (``case_sensitive`` overrides).
 
-Excerpts are trace text: every part of a hit is sanitized here (control characters and escape
-sequences made visible, one line), so a hit can be printed as it is. No Textual, no Rich.
+Excerpts are trace text, kept raw here (on one line: newlines and tabs become spaces): whoever
+shows a hit cleans it (``ktui search``'s lines and ``--json`` in :mod:`ktui.report.search`, the
+search screen in :mod:`ktui.tui.screens.search`, with :mod:`ktui.view.text`). No Textual, no Rich.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-from ktui.trace.text import sanitize
 
 FIELDS = ("reasoning", "text", "calls", "results", "kernels")
 EXCERPT = 160  # characters of context shown around a hit (the whole line when shorter)
@@ -134,7 +133,7 @@ def _safe_pieces(pattern: str) -> Iterator[str]:
 
 @dataclass
 class Hit:
-    """One match: where (run, turn, field) and the line around it, sanitized."""
+    """One match: where (run, turn, field) and the line around it, raw (on one line)."""
 
     run: str  # the trace as found under the searched path
     real: str  # its real path (what replay opens)
@@ -159,15 +158,16 @@ class Hit:
 
 
 def _flat(s: object) -> str:
-    s = sanitize(s)
+    """On one line (newlines and tabs become spaces); not sanitized: a renderer cleans it."""
+    s = s if isinstance(s, str) else ("" if s is None else str(s))
     if "\n" in s or "\t" in s:
-        s = s.replace("\r", "").replace("\n", " ").replace("\t", " ")
+        s = s.replace("\n", " ").replace("\t", " ")
     return s
 
 
 def excerpt(text: str, start: int, end: int, width: int = EXCERPT) -> tuple[str, str, str]:
     """The line of ``text`` around ``[start, end)``, cut to about ``width`` characters, as
-    (before, match, after), each sanitized and on one line."""
+    (before, match, after), each on one line (raw: see :class:`Hit`)."""
     ls = text.rfind("\n", 0, start) + 1
     le = text.find("\n", end)
     le = len(text) if le < 0 else le

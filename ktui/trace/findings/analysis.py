@@ -39,17 +39,17 @@ from ktui.trace.findings.names import (
     _STREAM_TEXT,
     _VIEWISH,
 )
-from ktui.trace.text import sanitize
 
 # ---- helpers ----------------------------------------------------------------------------------
 
 def _evidence(lines: list[str], n: int | None) -> str:
+    """Line ``n`` of the source, on one line and shortened; raw (the views clean what they show)."""
     if n is None or not 1 <= n <= len(lines):
         return ""
     s = " ".join(lines[n - 1].split())
     if len(s) > _EVIDENCE_CHARS:
         s = s[: _EVIDENCE_CHARS - 1] + "…"
-    return sanitize(s)
+    return s
 
 
 def _dotted(node: ast.AST) -> str | None:

@@ -59,7 +59,7 @@ class SourceFinding:
     severity: str  # "error" | "warning" | "info"
     what: str  # what the code does, one line
     line: int | None = None  # 1-based line in the kernel source
-    evidence: str = ""  # that source line, stripped and sanitized
+    evidence: str = ""  # that source line, on one line (raw: the view cleans it)
 
     @property
     def title(self) -> str:

@@ -23,6 +23,7 @@ from ktui.trace.search import Hit, Matcher, PatternError, SearchStats, search
 from ktui.tui.keys import Key
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.screens.sweep_messages import SearchFinished, SearchHits, SearchProgress
+from ktui.view.text import one_line
 
 MAX_ROWS = 5000  # hits shown in the app (a search past this stops and says so)
 FLUSH = 25  # hits per batch posted to the table
@@ -159,12 +160,14 @@ class SearchScreen(KtuiScreen):
         run_w, before_w = max(16, width // 4), max(8, width // 8)
         for h in batch:
             self.hits.append(h)
-            before = h.before if len(h.before) <= before_w else "…" + h.before[len(h.before) - before_w + 1:]
+            before = one_line(h.before)  # the hit is raw trace text: cleaned here, once
+            before = before if len(before) <= before_w else "…" + before[len(before) - before_w + 1:]
             ex = Text(before)
-            ex.append(h.match, style="bold reverse")
-            ex.append(h.after)
-            field = h.field + (f" {h.where}" if h.where else "")
-            table.add_row(Text(_middle(h.run, run_w)), Text("seed" if h.turn is None else str(h.turn)), Text(field), ex)
+            ex.append(one_line(h.match), style="bold reverse")
+            ex.append(one_line(h.after))
+            field = one_line(h.field + (f" {h.where}" if h.where else ""))
+            table.add_row(Text(_middle(one_line(h.run), run_w)), Text("seed" if h.turn is None else str(h.turn)),
+                          Text(field), ex)
 
     def on_search_finished(self, message: SearchFinished) -> None:
         message.stop()
