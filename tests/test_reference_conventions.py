@@ -276,3 +276,63 @@ def test_every_probe_judges_with_the_trials_tolerance(tmp_path, cache):
     assert not failed, failed
     assert not res.get("findings"), res.get("findings")
     assert rep.comparison.verdict not in ("suspicious", "not reproducible"), rep.comparison.verdict
+
+
+def test_every_probe_judges_against_the_tasks_ground_truth(tmp_path, cache):
+    # an fp32-ground-truth task with fp16 inputs: the correctness trials compare the kernel with the
+    # reference on float32 copies of the inputs; every probe must too (the in-place change, other
+    # input distributions, shapes, timed outputs), and an fp16 task is not a float32 problem for
+    # reduced_precision. On a real Harbor sweep (H200), honest fp16 kernels were "suspicious":
+    # output_changes_with_input "stale result" (the probe's reference computed in fp16) and
+    # reduced_precision "69x the float32 reference's own" (the reference upcast, the task fp16).
+    _run, rep = _repro(_trial(tmp_path / "t", "(fp32 ground truth, dtype-aware tolerance)"))
+    res = rep.result
+    assert res["status"] == "completed", res.get("failure")
+    assert res["correctness"]["passed"], res.get("correctness")
+    failed = [c for c in res.get("checks") or [] if c.get("ok") is False]
+    assert not failed, failed
+    assert not res.get("findings"), res.get("findings")
+    prec = [c for c in res.get("checks") or [] if c.get("name") == "reduced_precision"]
+    assert prec and prec[0]["ok"] is None and "float16" in prec[0]["detail"], prec
+    assert rep.comparison.verdict not in ("suspicious", "not reproducible"), rep.comparison.verdict
+
+
+def test_the_harness_tolerance_reaches_the_judge():
+    # Harbor's KernelBench verifier judges with atol = rtol = 2e-2 (kb_verifier.py's default and every
+    # task config of the public sweep); KernelBench's fp16 rule is 1e-2. On the H200, honest fp16
+    # kernels the harness passed failed ktui's probes at 1e-2. A trace's own claim is capped.
+    import shutil
+    import tempfile
+
+    from ktui.engine.compare import compare_outputs, tolerance_rule
+    from ktui.engine.defaults import MAX_TASK_TOL as ENGINE_MAX
+    from ktui.engine.defaults import TOLERANCE_DIRECTIVE as ENGINE_TOL
+    from ktui.repro.api import resolve_reference
+    from ktui.trace.results.reference import MAX_TASK_TOL, TOLERANCE_DIRECTIVE, task_tolerance
+
+    assert (ENGINE_TOL, ENGINE_MAX) == (TOLERANCE_DIRECTIVE, MAX_TASK_TOL)
+    hb = Path(__file__).parent / "fixtures" / "real" / "harbor_minimal" / "results" / "jobs" / "model-a" / "sample1"
+    trial = next(hb.iterdir())
+    d = Path(tempfile.mkdtemp()) / trial.name
+    shutil.copytree(trial, d)
+    (d / "reward.json").write_text('{"reward": 1, "correct": true, "speedup_vs_compile": 1.2, "speedup_vs_eager": 3.0, '
+                                   '"max_err": 0.01, "static_ok": true, "error": null}')
+    run = load(str(d / "trajectory.json"))
+    assert task_tolerance(run)[:2] == (0.02, 0.02)
+    src, origin = resolve_reference(run, None)
+    assert src.rstrip().endswith("# ktui: tolerance 0.02 0.02") and "kb_verifier" in origin
+    assert tolerance_rule(src) == (0.02, 0.02)
+    # a result file's own atol/rtol, capped; a plain Harbor reward.json says nothing
+    (d / "reward.json").write_text('{"reward": 1, "correct": true, "atol": 1e9, "rtol": 0.001}')
+    assert task_tolerance(load(str(d / "trajectory.json")))[:2] == (MAX_TASK_TOL, 0.001)
+    (d / "reward.json").write_text('{"reward": 1}')
+    assert task_tolerance(load(str(d / "trajectory.json"))) is None
+    assert tolerance_rule("x\n# ktui: tolerance 7 nan\n") is None
+    assert tolerance_rule("x\n# ktui: tolerance 7 7\n") == (MAX_TASK_TOL, MAX_TASK_TOL)
+    # the floor widens the dtype's tolerance, never narrows it, and leaves integers exact
+    ref = torch.ones(64, dtype=torch.float16)
+    off = ref + 0.03
+    assert not compare_outputs(ref, off)["passed"]
+    assert compare_outputs(ref, off, floor=(0.02, 0.02))["passed"]
+    assert compare_outputs(ref, ref + 0.005, floor=(0.0, 0.0))["passed"]
+    assert not compare_outputs(torch.arange(4), torch.arange(4) + 1, floor=(0.05, 0.05))["passed"]

@@ -181,7 +181,8 @@ class CorrectnessStages:
             cosine = getattr(self, "cosine", None)
         t0 = time.time()
         try:
-            return compare_outputs(ref, out, atol=atol, rtol=rtol, input_dtype=input_dtype, cosine=cosine)
+            floor = None if explicit else getattr(self, "task_tol", None)
+            return compare_outputs(ref, out, atol=atol, rtol=rtol, input_dtype=input_dtype, cosine=cosine, floor=floor)
         finally:
             spans = getattr(self, "compare_spans", None)
             if spans is not None and len(spans) < 5000:

@@ -99,3 +99,5 @@ FP32_DIRECTIVE = "# ktui: ground truth fp32 (the reference runs on float32 copie
 # thresholds (Harbor's kb_verifier.py: cosine >= 0.99 and relative L1 <= 0.05, for quantized or
 # top-k-selected outputs): "# ktui: metric cosine 0.99 0.05"
 COSINE_DIRECTIVE = "# ktui: metric cosine"
+TOLERANCE_DIRECTIVE = "# ktui: tolerance"  # "atol rtol": the harness's rule, a floor under the dtype's
+MAX_TASK_TOL = 0.05  # a tolerance the trace claims is capped here

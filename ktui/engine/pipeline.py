@@ -20,7 +20,7 @@ import time
 
 from . import buildcache, sandbox
 from .clockcheck import ClockStages, agreeing_cross_check, own_runqueue_wait_ns  # noqa: F401 - re-exported
-from .compare import cosine_rule
+from .compare import cosine_rule, tolerance_rule
 from .correctness import CorrectnessStages
 from .defaults import (
     COMPILE_STAGES,
@@ -361,6 +361,10 @@ class Judge(CorrectnessStages, ClockStages):
             ref.call("load_reference", {"source": job.reference_source})
         self.result["reference"] = {"origin": job.reference_origin, "sha1": self.result["reference_sha1"]}
         self.cosine = cosine_rule(job.reference_source)
+        self.task_tol = tolerance_rule(job.reference_source)
+        if self.task_tol is not None:
+            self.result["reference"]["tolerance"] = (f"atol {self.task_tol[0]:g}, rtol {self.task_tol[1]:g} at least "
+                                                     "(the harness's rule for this task)")
         if self.cosine is not None:
             self.result["reference"]["metric"] = (f"cosine similarity >= {self.cosine[0]:g} and relative L1 <= "
                                                   f"{self.cosine[1]:g} (the harness's metric for this task)")

@@ -364,18 +364,7 @@ class Server:
         enc = shm.encode_value(inputs, out)
         fwd = None
         if args.get("forward"):  # the reference's output on them, in the same round trip
-            slot = str(args["slot"])
-            if getattr(self, "fp32_truth", False):
-                import torch
-
-                self.slots[slot + "#fp32"] = [x.float() if isinstance(x, torch.Tensor) and x.is_floating_point()
-                                              else x for x in inputs]
-                try:
-                    outv = self._call(slot + "#fp32", "correctness", "reference", args.get("trial"))
-                finally:
-                    self.slots.pop(slot + "#fp32", None)
-            else:
-                outv = self._call(slot, "correctness", "reference", args.get("trial"))
+            outv = self._truth_call(str(args["slot"]), "correctness", args.get("trial"))
             fwd = self._outputs(outv, out)
         return {"inputs": enc, "forward": fwd}
 
@@ -396,6 +385,23 @@ class Server:
                     a.copy_(b)
         self._sync()
         return {"slot": 0}
+
+    def _truth_call(self, slot, stage, trial=None):
+        """The reference's output on a slot, by the task's ground-truth rule: on float32 copies of
+        the floating inputs where the task says "fp32 ground truth". Every output the judge compares
+        a kernel against comes from here: the correctness trials' and every probe's (a probe that
+        compared an fp16 kernel against the reference computed in fp16 called honest kernels "stale"
+        on a real Harbor sweep)."""
+        if not getattr(self, "fp32_truth", False):
+            return self._call(slot, stage, "reference", trial)
+        import torch
+
+        self.slots[slot + "#fp32"] = [x.float() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                                      for x in self.slots[str(slot)]]
+        try:
+            return self._call(slot + "#fp32", stage, "reference", trial)
+        finally:
+            self.slots.pop(slot + "#fp32", None)
 
     def _call(self, slot, stage, what, trial=None):
         import torch
@@ -431,7 +437,10 @@ class Server:
         if args.get("inputs") is not None:  # new inputs for the slot, in the same round trip
             v = self._value(args["inputs"], fds)
             self.slots[str(args["slot"])] = list(v) if isinstance(v, (list, tuple)) else [v]
-        outv = self._call(args["slot"], str(args.get("stage", "correctness")), what, args.get("trial"))
+        if self.role == "reference":
+            outv = self._truth_call(str(args["slot"]), str(args.get("stage", "correctness")), args.get("trial"))
+        else:
+            outv = self._call(args["slot"], str(args.get("stage", "correctness")), what, args.get("trial"))
         inputs = self.slots[str(args["slot"])] if args.get("return_inputs") else None
         return self._outputs(outv, out, inputs)
 

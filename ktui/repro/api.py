@@ -142,7 +142,14 @@ def resolve_reference(run: Any, reference_path: str | None, tasks_dir: str | Non
     ``tasks_dir`` that matches the run's task; ``--reference FILE`` when given replaces either."""
     src, origin = _resolve(run, reference_path, tasks_dir)
     if src:
-        from ktui.trace.results.reference import COSINE_DIRECTIVE, FP32_DIRECTIVE, ground_truth, task_metric
+        from ktui.trace.results.reference import (
+            COSINE_DIRECTIVE,
+            FP32_DIRECTIVE,
+            TOLERANCE_DIRECTIVE,
+            ground_truth,
+            task_metric,
+            task_tolerance,
+        )
 
         if ground_truth(run) == "fp32" and FP32_DIRECTIVE not in src:
             src = src.rstrip("\n") + "\n\n" + FP32_DIRECTIVE + "\n"
@@ -151,6 +158,10 @@ def resolve_reference(run: Any, reference_path: str | None, tasks_dir: str | Non
         if rule is not None and COSINE_DIRECTIVE not in src:
             src = src.rstrip("\n") + "\n" + f"{COSINE_DIRECTIVE} {rule[0]:g} {rule[1]:g}" + "\n"
             origin += f"; judged by cosine similarity >= {rule[0]:g}, relative L1 <= {rule[1]:g} (the harness's metric)"
+        tol = task_tolerance(run)
+        if tol is not None and TOLERANCE_DIRECTIVE not in src:
+            src = src.rstrip("\n") + "\n" + f"{TOLERANCE_DIRECTIVE} {tol[0]:g} {tol[1]:g}" + "\n"
+            origin += f"; tolerance at least atol {tol[0]:g}, rtol {tol[1]:g} ({tol[2]})"
     return src, origin
 
 

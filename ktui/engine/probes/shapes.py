@@ -125,7 +125,7 @@ def jitter_inputs(wctx, args, fds, out_fds):
         srv.slots[str(args["slot"])] = inputs
         # the reference's output at the new size, with the change still in place (its forward
         # may read the same module-level size)
-        out = srv._call(args["slot"], "checks", "reference")
+        out = srv._truth_call(str(args["slot"]), "checks")  # by the task's ground-truth rule
         enc = shm.encode_value(inputs, out_fds)
         fwd = srv._outputs(out, out_fds)
     finally:

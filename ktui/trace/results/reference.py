@@ -52,6 +52,30 @@ def task_metric(run: Any) -> tuple[float, float] | None:
     return None
 
 
+# the tolerance the harness judges with, when its result file shows it: the file's own atol/rtol, or
+# the Harbor KernelBench verifier's default (kb_verifier.py grade(): cfg.get("atol", 2e-2), rtol
+# likewise; every task config of lilian-muyaoli/kernelbench-harbor@6b82a1c says 0.02), recognised by
+# its reward.json (max_err beside speedups over eager and torch.compile). A trace is hostile: a
+# tolerance it claims is capped at MAX_TASK_TOL and only ever widens the dtype's own
+TOLERANCE_DIRECTIVE = "# ktui: tolerance"
+KB_VERIFIER_TOL = (0.02, 0.02)
+MAX_TASK_TOL = 0.05
+
+
+def task_tolerance(run: Any) -> tuple[float, float, str] | None:
+    """(atol, rtol, where it comes from) of the harness's correctness rule, when its result file
+    shows it; None otherwise (the dtype's tolerance applies)."""
+    for r in getattr(run, "results", None) or []:
+        v = r.values
+        a, b = v.get("atol"), v.get("rtol")
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a >= 0 and b >= 0 \
+                and not isinstance(a, bool) and not isinstance(b, bool):
+            return min(float(a), MAX_TASK_TOL), min(float(b), MAX_TASK_TOL), "the result file's atol/rtol"
+        if r.harness == "harbor" and "max_err" in v and "torch.compile" in (r.speedups or {}):
+            return (*KB_VERIFIER_TOL, "the Harbor KernelBench verifier's default (kb_verifier.py)")
+    return None
+
+
 def ground_truth(run: Any) -> str | None:
     """'fp32' when the run's task prompt says outputs are judged against an fp32 ground truth."""
     p = run.problem
