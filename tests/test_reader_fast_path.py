@@ -119,6 +119,22 @@ def test_edge_lines_from_a_file_build_the_same_run(tmp_path, monkeypatch):
     assert deep and deep[0].lazy and "nested deeper" in orjson.dumps(deep[0].args).decode()
 
 
+@pytest.mark.parametrize("ts", [2**62, -(2**62), 2**62 - 1, 2**63 - 1])
+def test_run_times_from_lines_beside_the_fast_path(ts, monkeypatch):
+    """The run's first and last times, kept in the fast loop while it runs, agree with line by
+    line also when they come from lines it leaves to feed_line (times at its bounds)."""
+    data = b"\n".join([
+        b'{"tick": 1, "ts_ms": %d, "actor": "a", "payload": {"kind": "progress"}}' % ts,
+        b'{"tick": 2, "ts_ms": %d, "actor": "a", "payload": {"kind": "progress"}}' % ts,
+        b"not json",
+        b'{"tick": 3, "ts_ms": 5, "actor": "a", "payload": {"kind": ""}}',
+    ]) + b"\n"
+    fast = load_bytes(data, "t.jsonl")
+    monkeypatch.setattr(LineParser, "feed_batch", _one_at_a_time)
+    slow = load_bytes(data, "t.jsonl")
+    assert (fast.started_ms, fast.ended_ms) == (slow.started_ms, slow.ended_ms) == (ts, ts)
+
+
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: str(p.relative_to(p.parents[2])))
 def test_fixture_traces_build_the_same_run(path, monkeypatch):
     fast = everything(load(path))

@@ -6,6 +6,8 @@ event log's columns itself (issue 25: the Python steps per line, against a bare 
 
 from __future__ import annotations
 
+import math
+
 from ktui.trace.builder import Builder
 from ktui.trace.lines import BOM, MAX_DEPTH, cap_depth, max_line_bytes, too_long_message
 from ktui.trace.model import Event, EventLog
@@ -98,8 +100,9 @@ class LineParser:
         lazy_at = b._lazy_min if b._src is not None else 1 << 62  # a tool call this long keeps no arguments
         line_no, offset, n_events = self.line_no, self.offset, b.n_events
         big = 1 << 62
-        tmin = big if run.started_ms is None else run.started_ms
-        tmax = -big if run.ended_ms is None else run.ended_ms
+        inf = math.inf  # no time yet (no integer equals it)
+        tmin = inf if run.started_ms is None else run.started_ms
+        tmax = -inf if run.ended_ms is None else run.ended_ms
         fed = False
         for raw in lines:
             n = len(raw)
@@ -163,20 +166,20 @@ class LineParser:
                             fed = True
                             continue
             # everything else, one check at a time
-            run.started_ms = None if tmin == big else tmin
-            run.ended_ms = None if tmax == -big else tmax
+            run.started_ms = None if tmin == inf else int(tmin)
+            run.ended_ms = None if tmax == -inf else int(tmax)
             b.n_events = n_events
             if fed:
                 run.incomplete = False
                 fed = False
             self.line_no, self.offset = line_no - 1, off
             self.feed_line(raw)
-            tmin = big if run.started_ms is None else run.started_ms
-            tmax = -big if run.ended_ms is None else run.ended_ms
+            tmin = inf if run.started_ms is None else run.started_ms
+            tmax = -inf if run.ended_ms is None else run.ended_ms
             n_events = b.n_events
         self.line_no, self.offset = line_no, offset
-        run.started_ms = None if tmin == big else tmin
-        run.ended_ms = None if tmax == -big else tmax
+        run.started_ms = None if tmin == inf else int(tmin)
+        run.ended_ms = None if tmax == -inf else int(tmax)
         b.n_events = n_events
         if fed:
             run.incomplete = False
