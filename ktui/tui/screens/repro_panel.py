@@ -40,7 +40,14 @@ from textual.worker import Worker, WorkerState
 
 from ktui import settings
 from ktui.engine import sandbox
-from ktui.repro.api import ReproError, ReproOptions, ReproReport, cached_report, history, reproduce
+from ktui.repro.api import (
+    ReproError,
+    ReproOptions,
+    ReproReport,
+    cached_report,
+    latest_report,
+    reproduce,
+)
 from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
 from ktui.tui.errors import report as report_error
@@ -79,10 +86,10 @@ def cached_verdict(run: Any, kernel: Any) -> str | None:
     own reference (any other settings), or None.
     Cheap (reads a few small JSON files): usable to badge the kernels pane."""
     try:
-        reports = history(run, kernel, same_reference=True)
+        report = latest_report(run, kernel)  # the entry `ktui report` shows for the run, too
     except (OSError, ValueError):  # an unreadable cache has no verdict to show
         return None
-    return reports[0].verdict if reports else None
+    return report.verdict if report is not None else None
 
 
 class ReproScreen(ModalScreen["ReproReport | None"]):
