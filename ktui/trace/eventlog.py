@@ -27,8 +27,8 @@ class Event:
 
 
 class EventLog(Sequence[Event]):
-    """Every event of a run, stored column-wise (about 56 bytes an event instead of ~270 for
-    an object with boxed ints); ``Event`` objects are made on access.
+    """Every event of a run, stored column-wise (40 bytes an event instead of ~270 for an
+    object with boxed ints); ``Event`` objects are made on access.
 
     Line numbers and lengths are 32-bit, turns 32-bit (-1: none), kinds and actors 16-bit
     indexes into one list of names: a value that does not fit widens its column to 64 bits
