@@ -211,3 +211,26 @@ def test_the_exported_script_shows_its_text_inert(tmp_path):
     prints = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "print"]
     assert any("_shown(report.format_result(" in p for p in prints)
     assert not any("format_result" in p and "_shown" not in p for p in prints)
+
+
+def test_verify_progress_lines_are_cleaned():
+    """``ktui verify``'s progress lines off a terminal: a build worker's words (what it compiles)
+    and a failure's kind come from the judge's side; printed cleaned (the build line used to import
+    ``one_line`` from where it no longer is, and raised)."""
+    from ktui.report.verify import ProgressDisplay
+    from ktui.repro.verify.engine import BUILD_PROGRESS, FAILED, QUEUED, Event
+
+    class Planner:
+        cached: dict = {}
+        done = True
+
+    buf = io.StringIO()
+    show = ProgressDisplay(Planner(), live=False, stream=buf)
+    show(Event(QUEUED, "j" * 40, 0.0, label="v1"))
+    show(Event(BUILD_PROGRESS, "j" * 40, 0.0, label="v1" + EVIL, detail="nvcc " + EVIL, seconds=1.0))
+    show(Event(FAILED, "j" * 40, 0.0, slot="cuda:0", label="v1", seconds=2.0,
+               result={"failure": {"kind": "crash" + EVIL}}))
+    out = buf.getvalue()
+    _no_raw(out)
+    assert out.startswith("verify: building v1␛]0;pwned␇") and "nvcc ␛]0;pwned␇" in out
+    assert "verify: [1/1] v1 jjjjjjjjjj crash␛]0;pwned␇" in out and "on cuda:0 2.0s" in out

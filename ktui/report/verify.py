@@ -24,6 +24,7 @@ from ktui.repro.verify.engine import (
     default_jobs,
     make_slots,
 )
+from ktui.view.text import one_line
 
 
 def _err(msg: str) -> None:
@@ -93,18 +94,14 @@ class ProgressDisplay:
                 self._progress.update(self._task, completed=done, total=max(self.total(), done) or None,
                                       counts=self.counts())
             elif k == BUILD_PROGRESS and ev.detail:
-                from ktui.repro.verify.results import one_line
-
-                print(f"verify: building {one_line(ev.label, 20)} {ev.job[:10]}: {one_line(ev.detail, 80)}",
+                print(f"verify: building {one_line(ev.label, 20)} {one_line(ev.job[:10])}: {one_line(ev.detail, 80)}",
                       file=self.stream, flush=True)
             elif k in (TIMED, FAILED):
                 status = "ok" if k == TIMED else ((ev.result or {}).get("failure") or {}).get("kind", "failed")
                 secs = f" {ev.seconds:.1f}s" if isinstance(ev.seconds, (int, float)) else ""
-                where = f" on {ev.slot}" if ev.slot else " (build)"
-                from ktui.view.text import one_line
-
-                print(f"verify: [{done}/{self.total()}] {one_line(ev.label, 20)} {ev.job[:10]} {status}{where}{secs}",
-                      file=self.stream, flush=True)
+                where = f" on {one_line(ev.slot)}" if ev.slot else " (build)"
+                print(f"verify: [{done}/{self.total()}] {one_line(ev.label, 20)} {one_line(ev.job[:10])} "
+                      f"{one_line(status, 40)}{where}{secs}", file=self.stream, flush=True)
 
     def stop(self) -> None:
         if self._progress is not None:
@@ -254,8 +251,6 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     report = build_report(planner.rows, {**planner.cached, **eng.results}, cached=set(planner.cached), stats=stats)
     for issue in planner.issues:
         if issue.severity != "info":
-            from ktui.view.text import one_line
-
             _err(f"{one_line(issue.path)}: {one_line(issue.message)}")
     for e in getattr(eng, "errors", []):
         _err(f"engine error: {e.strip().splitlines()[-1] if e.strip() else e}")
