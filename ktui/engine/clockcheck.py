@@ -480,6 +480,9 @@ class ClockStages:
             checks.append(agreeing_cross_check(timing["kernel"]["mean_us"], cc["kernel_wall_us"], kf,
                                                WALL_TOLERANCE_CPU if self.device_kind == "cpu" else WALL_TOLERANCE))
         self._interleaved(timing, cc)
+        # the checked pass (every output kept) against the timed passes, said in every result
+        cc["kernel_checked_pass_us"] = round_(self._checked_per, 3)
+        cc["kernel_timed_raw_us"] = round_(self._kernel_raw_us, 3)
         self._checked_pass_agrees(timing, cc, slots)
 
     def _checked_pass_agrees(self, timing, cc, slots):
