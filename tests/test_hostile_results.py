@@ -88,10 +88,29 @@ def test_json(report):
     reasons = [f["reason"] for f in d["comparison"]["findings"]]
     assert "why ␛]0;pwned␇ ␛[31m[red]R[/red] ␛]8;;http://x␇L␛]8;;␇ <U+202E>gnp.exe \\x9b2J <script>alert(1)</script>" in reasons
     assert "␛]0;pwned" in d["result"]["checks"][0]["name"] and "␛]0;pwned" in d["reason"]
-    # the command itself
-    from ktui.report import repro as cmd
 
-    assert "json_text(payload)" in Path(cmd.__file__).read_text()
+
+def test_repro_json_command_from_a_planted_cache(report, tmp_path, monkeypatch, capsys):
+    """``ktui repro TRACE --version v3 --device cpu --json`` answered from the cache (nothing runs):
+    what it prints holds no raw control, and the hostile words are there, inert."""
+    from ktui.report.repro import repro_command
+    from ktui.repro import cache
+    from ktui.repro.api import ReproOptions, _key, resolve_reference
+
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("ktui.repro.api.run_request", lambda *a, **k: pytest.fail("ran the kernel"))
+    run = load(str(FIX / "cpu_run.jsonl"))
+    kv = run.kernel("v3")
+    ref, _ = resolve_reference(run, None)
+    e = json.loads((FIX / "panel_result_cpu_run_v3.json").read_text())
+    e["key"], e["result"] = _key(kv, ReproOptions(device="cpu"), ref), report.result
+    assert cache.store(e) is not None
+    assert repro_command(FIX / "cpu_run.jsonl", version="v3", device="cpu", as_json=True) == 1  # suspicious
+    out = capsys.readouterr().out
+    _no_raw(out)
+    d = json.loads(out)
+    assert d["cached"] is True and d["verdict"] == "suspicious" and "␛]0;pwned␇" in d["reason"]
+    assert d["result"]["checks"][0]["name"].startswith("chk␛]0;pwned␇")  # the raw result, cleaned on the way out
 
 
 def test_html(report):
