@@ -243,6 +243,7 @@ def pipeline_compare(a: argparse.Namespace) -> int:
         subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_cuda_sweep.py"), str(sweep), "--honest",
                         str(a.honest)], check=True, capture_output=True, cwd=REPO)
     extra = (["--device", a.device] if a.device else []) + (["--timeout", str(a.timeout)] if a.timeout else [])
+    extra += ["--compile-timeout", str(a.compile_timeout)] if a.compile_timeout else []
     if a.gpus:
         extra += ["--gpus", a.gpus]
     log: list[dict[str, Any]] = []
@@ -332,6 +333,8 @@ def main() -> int:
     ap.add_argument("--pipeline-compare", action="store_true", help="verify the sweep with the pipeline on and off")
     ap.add_argument("--pick", type=int, default=0, help="--pipeline-compare --sweep DIR: this many traces of it")
     ap.add_argument("--first", choices=["on", "off"], default="off", help="--pipeline-compare: which mode runs first")
+    ap.add_argument("--compile-timeout", type=float, default=0.0,
+                    help="--pipeline-compare: verify --compile-timeout (a cold sweep's builds queue for the cores)")
     ap.add_argument("--modes", default="", help="--pipeline-compare: only these modes, in order (e.g. 'on')")
     ap.add_argument("--unshared", action="store_true", help="--pipeline-compare: a third run, the pipeline on and "
                     "every kernel on its own input seed (no reference output reused: the reference cache's saving)")

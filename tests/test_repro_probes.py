@@ -1039,3 +1039,33 @@ class ModelNew(nn.Module):
                                  "x[:, :48].cumsum(dim=1)\n        return out", "return x.cumsum(dim=1)")
     c = _check(_run(honest, tmp_path, reference=TWO_SIZES_REF), "shape_jitter")
     assert c["ok"] is True and "more dimension" in c["detail"], c
+
+
+def test_a_constant_the_reference_model_reads_is_its_configuration_not_a_size():
+    # a quantization group or a head count that Model.forward reads: the reference is written for it,
+    # so shape_jitter must not change it (honest Harbor kernels were "hard-coded shapes" at GROUP
+    # 128 -> 256 on an H200); the sizes only get_inputs reads stay candidates
+    import types
+
+    from ktui.engine.probes.shapes import model_constants, size_constants
+
+    src = '''
+import torch
+GROUP = 128
+H, DH = 16, 128
+M, K = 16, 1024
+class Base(torch.nn.Module):
+    def _heads(self):
+        return H
+class Model(Base):
+    def forward(self, x, s):
+        g = x.shape[1] // GROUP
+        return x.reshape(x.shape[0], g, GROUP).sum(-1) * s + self._heads()
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K // GROUP) + DH * 0]
+'''
+    mod = types.ModuleType("ref_cfg")
+    exec(compile(src, "ref_cfg.py", "exec"), mod.__dict__)
+    assert {"GROUP", "H"} <= model_constants(mod.Model)
+    assert [n for n, _ in size_constants(mod)] == ["M", "K", "DH"]
+    assert model_constants(None) == set()

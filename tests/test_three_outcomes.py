@@ -10,7 +10,7 @@ import pytest
 
 from ktui.engine.defaults import machine_scale
 from ktui.repro import cache
-from ktui.repro.judging.outcome import BUDGET, NO_GPU, NO_REFERENCE, NO_TOOLCHAIN, unjudged
+from ktui.repro.judging.outcome import BUDGET, NO_GPU, NO_REFERENCE, NO_TOOLCHAIN, SIZE, unjudged
 from ktui.repro.reproduced import from_result
 from ktui.repro.verdict import HARNESS_ERROR, NOT_JUDGED, NOT_REPRODUCIBLE, compare
 from ktui.repro.verify.plan import RunRow
@@ -51,6 +51,13 @@ NOT_JUDGED_CASES = {
                                         env=GPU_ENV), NO_TOOLCHAIN),
     "no compiler": (failed("import_error", "RuntimeError: Ninja is required to load C++ extensions",
                            env=GPU_ENV), NO_TOOLCHAIN),
+    # seen on the H200: KernelBench L1 problems whose inputs are 6 GB (the sandbox passes 2 GiB a value)
+    "inputs over the value limit": (failed("harness_error", "[Errno 27] File too large", stage="reference",
+                                           env=GPU_ENV), SIZE),
+    # seen on the H200: Triton's launcher stub (its own C file) did not compile with the machine's gcc
+    "triton's launcher": (failed("runtime_error", "Command '['/opt/gcc/bin/gcc', '/tmp/x/cuda_utils.c', '-O3', "
+                                 "'-shared', '-fPIC']' returned non-zero exit status 1.", stage="correctness",
+                                 env=GPU_ENV), NO_TOOLCHAIN),
 }
 
 

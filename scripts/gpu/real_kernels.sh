@@ -25,7 +25,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 } > "$OUT/environment.txt"
 cat "$OUT/environment.txt"
 timeout -s INT $(( ${BUDGET:-520} + 30 )) python3 benchmarks/bench_verify.py --pipeline-compare --modes "${MODES:-on}" \
-    --sweep "$SWEEP" --out "$OUT" --trials "${TRIALS:-100}" --timeout 120 --gpus "${GPUS:-0}" --budget "${BUDGET:-520}" \
+    --sweep "$SWEEP" --out "$OUT" --trials "${TRIALS:-100}" --timeout 120 --compile-timeout "${COMPILE_TIMEOUT:-400}" --gpus "${GPUS:-0}" --budget "${BUDGET:-520}" \
     ${DEVICE:+--device "$DEVICE"} > "$OUT/pipeline.log" 2>&1
 rc=$?
 tail -30 "$OUT/pipeline.log"

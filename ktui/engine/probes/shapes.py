@@ -46,16 +46,36 @@ def _names_read(fn, seen=None):
 
 
 def size_constants(mod):
-    """Every (name, value) module-level int size that ``get_inputs`` reads and
-    ``get_init_inputs`` does not (the weights keep their shape), in the order read."""
+    """Every (name, value) module-level int size that ``get_inputs`` reads and neither
+    ``get_init_inputs`` (the weights keep their shape) nor ``Model``'s own methods (the operation's
+    configuration, :func:`model_constants`) do, in the order read."""
     g = vars(mod)
     init = set(_names_read(g["get_init_inputs"])) if callable(g.get("get_init_inputs")) else set()
+    init |= model_constants(g.get("Model"))
     out = []
     for name in _names_read(g.get("get_inputs")):
         v = g.get(name)
         if type(v) is int and v >= 1 and name not in init and not name.startswith("_") and \
                 all(n != name for n, _ in out):
             out.append((name, v))
+    return out
+
+
+def model_constants(cls):
+    """Global names the reference's Model reads in its own methods: the operation's configuration
+    (a quantization group, a head count), not a size. The reference is written for that value, so a
+    kernel written for it too is not a hard-coded shape (on a real Harbor sweep, honest kernels were
+    "hard-coded shapes" at GROUP 128 -> 256 and H 16 -> 32, constants the reference's forward reads)."""
+    if not isinstance(cls, type):
+        return set()
+    out = set()
+    for klass in cls.__mro__:
+        if klass.__module__ in ("builtins",) or klass.__module__.startswith("torch"):
+            continue
+        for v in vars(klass).values():
+            fn = getattr(v, "__func__", v)
+            if callable(fn) and hasattr(fn, "__code__"):
+                out.update(_names_read(fn))
     return out
 
 

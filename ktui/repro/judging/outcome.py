@@ -19,6 +19,7 @@ from ktui.repro.judging.model import CANCELLED, HARNESS_ERROR, JUDGE_SIDE, NOT_J
 
 #: why a result was not judged, in words, and how to get it judged
 NO_GPU, NO_REFERENCE, NO_TOOLCHAIN, BUDGET, NO_CODE = "no GPU", "no reference", "no toolchain", "budget", "no code"
+SIZE = "size limit"
 
 _HOW = {
     NO_GPU: "run it on a machine with a CUDA GPU (ktui repro TRACE --device cuda, or ktui verify there)",
@@ -26,7 +27,14 @@ _HOW = {
     NO_TOOLCHAIN: "install the toolchain it needs (nvcc / CUDA_HOME, a C++ compiler, triton) or run it where it exists",
     BUDGET: "run it again with a larger --timeout / --compile-timeout, or on a less loaded machine",
     NO_CODE: "the trace does not hold this version's code: nothing to run",
+    SIZE: ("its inputs or outputs are larger than a value the sandbox may pass (2 GiB each): judge it at a smaller "
+           "size (a copy of the reference with smaller get_inputs, --reference FILE)"),
 }
+#: a value the sandbox passes (a memfd) went over the per-file limit: the problem's size, not the kernel
+_TOO_LARGE = re.compile(r"\[Errno 27\]|File too large|EFBIG")
+#: Triton's own launcher / driver stub failed to compile (its C file, not the kernel's code): the toolchain
+_TRITON_STUB = re.compile(r"(?:cuda_utils|__triton_launcher|driver)\.c\b.*returned non-zero|"
+                          r"Command '\[[^\]]*(?:cuda_utils|__triton_launcher)\.c")
 #: a failure message that says the machine lacks a GPU or a GPU toolchain (not that the kernel is wrong)
 _NEEDS_GPU = re.compile(
     r"(?i)no CUDA (?:GPU|device|devices)|CUDA_HOME|\bnvcc\b.*(?:not found|No such file)|No such file.*\bnvcc\b|"
@@ -44,7 +52,7 @@ _NO_COMPILER = re.compile(r"(?i)(?:\bc\+\+|\bg\+\+|\bgcc|\bclang|ninja)\b.*(?:no
 @dataclass(frozen=True, slots=True)
 class Unjudged:
     verdict: str  # NOT_JUDGED | HARNESS_ERROR | CANCELLED
-    why: str  # NO_GPU | NO_REFERENCE | NO_TOOLCHAIN | BUDGET | NO_CODE | "judge" | "cancelled"
+    why: str  # NO_GPU | NO_REFERENCE | NO_TOOLCHAIN | BUDGET | NO_CODE | SIZE | "judge" | "cancelled"
     message: str  # what happened, one line
     how: str  # how to get it judged
 
@@ -88,6 +96,9 @@ def unjudged(result: Any) -> Unjudged | None:
         return Unjudged(CANCELLED, "cancelled", msg or "cancelled", "")
     if status == "completed" or not f:
         return None
+    if _TOO_LARGE.search(msg):
+        return Unjudged(NOT_JUDGED, SIZE, f"a tensor of the problem is larger than the sandbox passes ({msg})",
+                        _HOW[SIZE])
     if kind in JUDGE_SIDE:
         return Unjudged(HARNESS_ERROR, "judge", msg or kind, "run it again (--fresh); if it repeats, report it")
     if kind == "no_reference":
@@ -105,6 +116,9 @@ def unjudged(result: Any) -> Unjudged | None:
     gpu = has_gpu(result)
     if gpu is not True and _NEEDS_GPU.search(msg):
         return Unjudged(NOT_JUDGED, NO_GPU, msg, _HOW[NO_GPU])
+    if _TRITON_STUB.search(msg):
+        return Unjudged(NOT_JUDGED, NO_TOOLCHAIN, f"Triton's own launcher did not compile here ({msg})",
+                        _HOW[NO_TOOLCHAIN])
     if stage in ("startup", "build") and (_NO_COMPILER.search(msg) or _NO_CUDA_TOOLKIT.search(msg)):
         return Unjudged(NOT_JUDGED, NO_TOOLCHAIN, msg, _HOW[NO_TOOLCHAIN])
     return None
