@@ -2,6 +2,7 @@
 
     python benchmarks/bench_runs.py [--traces 10000] [--size-mb 1000] [--dir DIR] [--keep] [--json]
     python benchmarks/bench_runs.py --reuse DIR [--json]     # measure a tree kept before
+    python benchmarks/bench_runs.py --reuse DIR --first-rows 3   # only the time to the first row
 
 Builds a sweep tree in the layout popcornbench's run_sweep.py writes (``<sweep>/runs.jsonl``,
 ``<sweep>/<cell>/runs.jsonl``, ``<sweep>/<cell>/<uuid>/trace.jsonl`` and the flat
@@ -287,6 +288,70 @@ asyncio.run(main())
 """
 
 
+# the first row alone: each process stops (os._exit) at its first row
+INDEX_FIRST = r"""
+import os, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[3])
+from ktui.trace.index import SweepIndex
+for s in SweepIndex(sys.argv[1], use_cache=sys.argv[2] == "1").summaries():
+    print(time.perf_counter() - t0, flush=True)
+    os._exit(0)
+"""
+
+APP_FIRST = r"""
+import asyncio, os, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[3])
+from ktui.tui.app import KtuiApp
+from ktui.tui.screens.runs import RunsScreen
+from ktui.tui.widgets.runs_table import RunsTable
+
+async def main():
+    screen = RunsScreen(sys.argv[1], use_cache=sys.argv[2] == "1")
+    app = KtuiApp(lambda: screen)
+    async with app.run_test(size=(160, 48)):
+        while time.perf_counter() - t0 < 600:
+            await asyncio.sleep(0.002)
+            table = screen.query_one(RunsTable) if screen.is_mounted else None
+            if table is not None and table.view:
+                print(time.perf_counter() - t0, flush=True)
+                os._exit(0)
+
+asyncio.run(main())
+"""
+
+
+def first_rows(sweep: Path, cache: Path, env: dict, n: int) -> dict:
+    """Time from process start to the first row, ``n`` times each (the median and all of them, with
+    the load average before each): the index, ``--format csv`` through a pipe, the app; cold (no
+    index cache, the tree's page cache dropped before each) and from the index cache."""
+    import statistics
+
+    def once(kind: str, cached: bool) -> float:
+        if kind == "csv":
+            return cli_csv(sweep, env, cache=cached, stop_at_first=True)["first_s"]
+        code = INDEX_FIRST if kind == "index" else APP_FIRST
+        out = subprocess.run([sys.executable, "-c", code, str(sweep), "1" if cached else "0", str(REPO)],
+                             capture_output=True, text=True, env=env, timeout=600)
+        return float(out.stdout.strip().splitlines()[-1])
+
+    shutil.rmtree(cache, ignore_errors=True)
+    child(INDEX_CHILD, sweep, True, env)  # fill the cache (the cold runs neither read nor write it)
+    res: dict = {}
+    for cached in (False, True):
+        for kind in ("index", "csv", "app"):
+            times, loads = [], []
+            for _ in range(n):
+                if not cached:
+                    drop_page_cache(sweep)
+                loads.append(round(os.getloadavg()[0], 1))
+                times.append(round(once(kind, cached), 3))
+            res[f"{kind}_{'cached' if cached else 'cold'}"] = {"median_s": statistics.median(times), "all_s": times,
+                                                               "load": loads}
+    return res
+
+
 def child(code: str, root: Path, cache: bool, env: dict) -> dict:
     out = subprocess.run([sys.executable, "-c", code, str(root), "1" if cache else "0", str(REPO)],
                          capture_output=True, text=True, env=env, timeout=1200)
@@ -338,7 +403,7 @@ def cli_runs(root: Path, env: dict) -> dict:
     return {"full_s": wall, "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "runs": runs}
 
 
-def cli_csv(root: Path, env: dict, cache: bool = False) -> dict:
+def cli_csv(root: Path, env: dict, cache: bool = False, stop_at_first: bool = False) -> dict:
     """``ktui runs DIR --format csv [--no-cache]`` read through a pipe as ``| head`` would: time from
     process start to its first row (the line after the header) and to the end; CPU of all its processes."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -352,6 +417,10 @@ def cli_csv(root: Path, env: dict, cache: bool = False) -> dict:
         n += 1
         if n == 2:
             first = time.perf_counter() - t0
+            if stop_at_first:
+                p.kill()
+                p.wait()
+                return {"first_s": first}
     p.wait()
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -431,6 +500,8 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the generated tree")
     ap.add_argument("--reuse", type=Path, default=None, help="measure a tree built before (--keep) instead")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--first-rows", type=int, default=0, metavar="N",
+                    help="measure only the time to the first row, N times each (index, --format csv, app; cold, cached)")
     args = ap.parse_args()
     base = args.reuse or Path(tempfile.mkdtemp(prefix="ktui-bench-runs-", dir=args.dir))
     cache = base / "cache"
@@ -443,6 +514,13 @@ def main() -> None:
             (base / "tree.json").write_text(json.dumps(gen))
         print(f"{gen['traces']:,} traces, {gen['bytes'] / 1e6:,.0f} MB (seed turns x{gen['seed_repeats']}; "
               f"by source: {gen.get('by_source')}) under {base}", flush=True)
+        if args.first_rows:
+            fr = first_rows(base / "sweep", cache, env, args.first_rows)
+            for k, v in fr.items():
+                print(f"first row, {k:14} median {v['median_s']:.3f} s  all {v['all_s']}  load {v['load']}")
+            if args.json:
+                print(json.dumps(fr))
+            return
         results = {"tree": gen, **measure(base / "sweep", cache, env)}
     finally:
         if not args.keep and not args.reuse:
