@@ -271,16 +271,20 @@ def test_a_scan_stopped_early_keeps_the_cache_of_the_files_it_did_not_reach(tmp_
     throw away the cached rows of the files the walk had not reached yet."""
     sw = make_sweep(tmp_path)
     n = len(list(SweepIndex(sw).summaries()))
-    monkeypatch.setattr(SweepIndex, "WALK_BURST", 1)  # the walk is still going after the first row
+    monkeypatch.setattr(SweepIndex, "WALK_BURST", 3)  # the walk is still going after the first row
     for new_file in (False, True):
         if new_file:  # a file the stopped scan reads first (a new row to keep) and the rest unreached
             (sw / "aaa").mkdir()  # the walk's first directory
             (sw / "aaa" / "first.jsonl").write_text(mini_trace("m-new", passed=True, speedup=1.5, tokens_in=1,
                                                                tokens_out=1, wall_ms=1000, tag="new"))
+        cache_file = next((tmp_path / "cache").glob("runs-index-*.json"))
+        before = cache_file.stat().st_mtime_ns
         gen = SweepIndex(sw).summaries()
         first = next(gen)
         gen.close()
         assert first.path == ("aaa/first.jsonl" if new_file else first.path)
+        if not new_file:  # nothing new: the cache file is not written again
+            assert cache_file.stat().st_mtime_ns == before
         idx = SweepIndex(sw)
         again = list(idx.summaries())
         assert len(again) == n + new_file

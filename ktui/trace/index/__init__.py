@@ -68,6 +68,8 @@ class _Scan:
         self.next_out = 0
         self.n_found = 0
         self.uncached = 0
+        self.hit_rows: set[int] = set()  # ready rows served from the cache
+        self.new_rows = 0  # rows handed out that the cache did not have
         self.walking = True
 
     # ---- 1. walking, and what the cache has ----------------------------------------------------------
@@ -106,6 +108,7 @@ class _Scan:
         except TypeError:
             return False
         self.finish(i, s, ent)  # the records are applied at every read: they change apart from the trace
+        self.hit_rows.add(i)
         self.idx.cache_hits += 1
         return True
 
@@ -178,6 +181,10 @@ class _Scan:
             tf = idx.files[i]
             self.next_out += 1
             self.fresh[tf.real] = self.raw.pop(i)
+            if i in self.hit_rows:
+                self.hit_rows.discard(i)
+            else:
+                self.new_rows += 1
             idx.done += 1
             if s.parts:  # a file of many runs: each is a row, addressed path#key
                 for ps in self.parts_of(s, tf):
@@ -234,7 +241,7 @@ class _Scan:
             h.close()
         self.sel.close()
         unchanged = idx.cache_hits == len(self.fresh) == len(self.cached) and idx.total is not None
-        if self.walking and idx.cache_hits == len(self.fresh):
+        if self.walking and not self.new_rows:
             unchanged = True  # stopped early (the app quit) with nothing new: the cache stays as it is
         if idx.use_cache and self.fresh and not unchanged:
             # keep still-valid entries of files this (possibly interrupted) scan did not reach; a
