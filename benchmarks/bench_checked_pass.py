@@ -7,6 +7,11 @@ several output sizes, in both modes, this prints the timed pass's and the checke
 forward (ktui's clock) and whether anything was flagged.
 
     python benchmarks/bench_checked_pass.py [--repeat N] [--out FILE]
+    python benchmarks/bench_checked_pass.py --kernelbench GITDIR@COMMIT NAME... [--out FILE]
+
+With ``--kernelbench``, real problems instead: KernelBench's level-1 references (read with
+``git show`` from a clone, never copied here; ScalingIntelligence/KernelBench, MIT), each judged
+against itself renamed ModelNew (an honest kernel by construction), in both modes.
 """
 
 from __future__ import annotations
@@ -56,11 +61,61 @@ def _ratio(cc: dict) -> str:
     return f"{a / b:.2f}" if a and b else "-"
 
 
+def _judge(kernel: str, ref: str, mode: str) -> dict:
+    from ktui.repro.runner import run_request
+
+    req = {"kernel_code": kernel, "reference_source": ref, "device": "cpu", "trials": 5, "correctness_trials": 1,
+           "checks": False, "build_root": os.path.join(tempfile.mkdtemp(prefix="ktui-bcp-"), "build")}
+    if mode == "fingerprints":
+        req["wall_retain_bytes"] = 0
+    return run_request(req, run_timeout=240, compile_timeout=240)
+
+
+def kernelbench(a: argparse.Namespace) -> int:
+    import re
+    import subprocess
+
+    gitdir, commit = a.kernelbench.rsplit("@", 1)
+    rows = []
+    for name in a.names:
+        src = subprocess.run(["git", "-C", gitdir, "show", f"{commit}:KernelBench/level1/{name}"],
+                             capture_output=True, text=True, check=True).stdout
+        kernel = re.sub(r"\bModel\b", "ModelNew", src)
+        for mode in ("copies", "fingerprints"):
+            t0 = time.monotonic()
+            res = _judge(kernel, src, mode)
+            cc = (res.get("timing") or {}).get("cross_check") or {}
+            flags = sorted({f["class"] for f in res.get("findings") or []})
+            failed = [c["name"] for c in res.get("checks") or [] if c.get("ok") is False]
+            rows.append((name.removesuffix(".py"), cc.get("checked_by", mode), cc.get("kernel_forwards"),
+                         cc.get("kernel_timed_raw_us"), cc.get("kernel_checked_pass_us"), _ratio(cc),
+                         res.get("status"), ", ".join(flags + failed) or "none", f"{os.getloadavg()[0]:.1f}",
+                         f"{time.monotonic() - t0:.0f}"))
+            print(*rows[-1], flush=True)
+    head = ("problem", "checked by", "forwards", "timed pass μs/fwd (raw)", "checked pass μs/fwd",
+            "checked / timed", "status", "findings, failed checks", "load", "run s")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
+    text = (f"## Real problems: KernelBench level 1 at {commit} (each against itself; CPU judge, "
+            f"{time.strftime('%Y-%m-%d')})\n\n"
+            f"Command: `python benchmarks/bench_checked_pass.py --kernelbench CLONE@{commit} {' '.join(a.names)}`\n\n"
+            + "\n".join(lines) + "\n")
+    if a.out:
+        with open(a.out, "a", encoding="utf-8") as fh:
+            fh.write("\n" + text)
+    print(text)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--out")
+    ap.add_argument("--kernelbench", help="GITDIR@COMMIT of a KernelBench clone")
+    ap.add_argument("names", nargs="*", help="level-1 problem files (with --kernelbench)")
     a = ap.parse_args()
+    if a.kernelbench:
+        return kernelbench(a)
     from ktui.repro.runner import run_request
 
     rows = []
