@@ -160,6 +160,45 @@ def test_a_folder_of_many_runs_is_not_a_trial_folder(tmp_path):
     assert harbor.find(load(str(tmp_path / "t0.json"))) is None
 
 
+def test_a_folder_of_many_runs_is_not_listed_whole_for_each_run(tmp_path, monkeypatch):
+    """Looking for a trial's result files reads at most one entry past the limit of a trial folder:
+    a flat folder of N runs is not listed N times over (that grew with the square of N)."""
+    import os
+
+    traj = HB / "results/jobs/model-a/sample1" / CUT / "trajectory.json"
+    shutil.copy(traj, tmp_path / "t000.json")
+    for i in range(1, 300):
+        (tmp_path / f"t{i:03d}.json").write_bytes(b"{}")
+    read: list[int] = []
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    class Counted:
+        def __init__(self, path):
+            self.it = real_scandir(path)
+            read.append(0)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.it.close()
+
+        def __iter__(self):
+            for e in self.it:
+                read[-1] += 1
+                yield e
+
+    def listed(path="."):
+        names = real_listdir(path)
+        read.append(len(names))
+        return names
+
+    monkeypatch.setattr(harbor.os, "scandir", Counted)
+    monkeypatch.setattr(harbor.os, "listdir", listed)
+    assert harbor._candidates(str(tmp_path / "t000.json")) == []
+    assert read and max(read) <= harbor._MAX_ENTRIES + 1
+
+
 # ---- the reference in the prompt, and --tasks ------------------------------------------------------
 def test_reference_found_in_the_prompt_is_the_task_not_the_example():
     run = load(str(HB / "results/jobs/model-a/sample1" / CUT / "trajectory.json"))

@@ -15,6 +15,7 @@ speedup over baseline X (``eager``, ``compile`` = ``torch.compile``, ``ref`` = t
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -68,8 +69,9 @@ def _candidates(trace: str) -> list[str]:
     for d in _trial_dirs(trace):
         for sub in ("", "verifier"):
             dd = os.path.join(d, sub) if sub else d
-            try:
-                names = sorted(os.listdir(dd))
+            try:  # at most one entry past the limit is read: a flat folder of 10,000 runs is not listed
+                with os.scandir(dd) as it:  # for each of them (that grew with the square of its size)
+                    names = sorted(e.name for e in itertools.islice(it, _MAX_ENTRIES + 1))
             except OSError:
                 continue
             if len(names) > _MAX_ENTRIES:  # a folder of many runs, not a trial folder
