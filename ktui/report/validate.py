@@ -34,7 +34,7 @@ def trace_files(paths: list[str], err) -> list[Path]:
     lists (``*.jsonl``, KernelBench sample files, and ``.json`` / ``.traj`` / ``.eval`` traces;
     not runs.jsonl or other sweep records, not result or config files): the sweep index's
     ``looked_at`` decides for both."""
-    from ktui.trace.index.walk import looked_at
+    from ktui.trace.index.walk import agent_copy, looked_at
 
     out: list[Path] = []
     seen: set[str] = set()
@@ -57,7 +57,8 @@ def trace_files(paths: list[str], err) -> list[Path]:
                     continue
                 seen.add(real)
                 dirs.sort()
-                dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+                names = frozenset(files) | frozenset(dirs)
+                dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__" and not agent_copy(d, names)]
                 for f in sorted(files):
                     if looked_at(f):
                         fp = Path(root) / f

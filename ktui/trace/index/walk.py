@@ -29,6 +29,15 @@ def looked_at(name: str) -> bool:
     return name not in RECORD_FILES and (name.endswith(TRACE_EXTS) or _SAMPLE_FILE.match(name) is not None)
 
 
+def agent_copy(dirname: str, names: set[str] | frozenset[str]) -> bool:
+    """Whether a subdirectory is an agent CLI's own copy of the run its folder already holds: Harbor's
+    claude-code agent keeps Claude Code's config dir (``sessions/projects/...<session>.jsonl``)
+    beside the ``trajectory.json`` Harbor converted from that same session; listing both counted
+    every trial twice, the copy with no result (a pass rate halved). Both walks (``runs``,
+    ``validate``) ask this."""
+    return dirname == "sessions" and "trajectory.json" in names
+
+
 def _display(path: str, root: str) -> str:
     """``path`` relative to ``root`` (the walk builds every path by joining names onto root)."""
     prefix = root if root.endswith(os.sep) else root + os.sep
@@ -96,11 +105,16 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
             real_dir = os.path.realpath(d)
         files: list[tuple[TraceFile, tuple[int, int]]] = []
         subdirs: list[tuple[str, str | None]] = []
+        names = frozenset(e.name for e in entries)
         for e in entries:
             name = e.name
             try:
                 is_link = e.is_symlink()
                 if e.is_dir():
+                    if agent_copy(name, names):
+                        issues.append(ScanIssue(_display(e.path, root), "the agent's own session copy of the run in "
+                                                "trajectory.json beside it; not listed again", "info"))
+                        continue
                     if not name.startswith(".") and name != "__pycache__":
                         subdirs.append((e.path, None if is_link else os.path.join(real_dir, name)))
                     continue
