@@ -302,8 +302,9 @@ def fingerprint_rule(ref_out, input_dtype=None, cosine=None):
     for r in flatten(ref_out):
         if not isinstance(r, torch.Tensor):
             continue
-        t = _fingerprint_view(r).to(torch.float64)
-        s, a, n = float(t.sum()), float(t.abs().sum()), t.numel()
+        t = _fingerprint_view(r)  # summed in float64 without a float64 copy of a large output
+        s = float(torch.sum(t, dtype=torch.float64))
+        a, n = float((t if t.dtype == torch.bool else t.abs()).sum(dtype=torch.float64)), t.numel()
         s_tot, a_tot, count = s_tot + s, a_tot + a, count + n
         if not (r.dtype.is_floating_point or r.dtype.is_complex):
             b = 0.0
