@@ -19,6 +19,7 @@
 #   workers.py    the judge's handle on a sandboxed worker; held values (memfds)
 #   pipeline.py   the judge: build(job), judge(job, build)
 #   correctness.py, clockcheck.py   the judge's correctness and timing stages (ktui's own clock)
+#   checkedpass.py                  the checked wall-clock pass (every output kept, checked calls named after)
 #   probectx.py   what a judge-side probe sees
 #   report.py     a plain-text summary of a result (exported scripts)
 #
