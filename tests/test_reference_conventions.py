@@ -336,3 +336,21 @@ def test_the_harness_tolerance_reaches_the_judge():
     assert compare_outputs(ref, off, floor=(0.02, 0.02))["passed"]
     assert compare_outputs(ref, ref + 0.005, floor=(0.0, 0.0))["passed"]
     assert not compare_outputs(torch.arange(4), torch.arange(4) + 1, floor=(0.05, 0.05))["passed"]
+
+
+def test_complex_outputs_are_compared_in_both_parts():
+    # a cast of a complex tensor to float64 keeps its real part: a kernel with the right real part
+    # and a wrong imaginary one passed (torch warned "Casting complex values to real discards...")
+    import warnings
+
+    from ktui.engine.compare import compare_outputs
+
+    g = torch.Generator().manual_seed(1)
+    ref = torch.randn(64, dtype=torch.complex64, generator=g)
+    wrong = torch.complex(ref.real, ref.imag + 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare_outputs(ref, ref.clone())["passed"]
+        assert not compare_outputs(ref, wrong)["passed"]
+        assert not compare_outputs(ref, ref.real.clone())["passed"]  # the imaginary part dropped
+        assert compare_outputs(ref, ref.conj().conj())["passed"]
