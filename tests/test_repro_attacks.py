@@ -618,10 +618,10 @@ def test_judge_clock_sizing_survives_huge_cpu_waits(tmp_path, monkeypatch):
     wait is made to swallow every pass) it never asks a slow kernel for 100,000 forwards.
     Before, a pass measured as 0 after the waits were discounted gave F = 100,000 and the
     timing stage ran out of time. The busy host is said in the result."""
-    from ktui.engine import clockcheck, pipeline
+    from ktui.engine import oslib, pipeline
 
     ticks = iter(range(0, 10**18, 10**12))  # every reading 1,000 s later than the last
-    monkeypatch.setattr(clockcheck, "own_runqueue_wait_ns", lambda: next(ticks))
+    monkeypatch.setattr(oslib, "own_runqueue_wait_ns", lambda: next(ticks))
     slow = textwrap.dedent("""
         import torch, torch.nn as nn
         class ModelNew(nn.Module):

@@ -5,7 +5,7 @@ import math
 import secrets
 import time
 
-from . import protocol, shm
+from . import oslib, protocol, shm
 from .compare import fingerprint_rule, fingerprints_wrong
 from .defaults import (
     CHECKED_PASS_SLACK_S,
@@ -124,9 +124,7 @@ class CheckedPass:
         # keeps outputs is slower here than in the timed passes, and ended when far slower
         expected_s = forwards * max(raw, min(per)) / 1e6
         budget_s = CHECKED_PASS_SLOWDOWN * expected_s + CHECKED_PASS_SLACK_S * machine_scale()
-        from . import clockcheck as _clock  # its clock helpers (looked up there: tests patch them)
-
-        q0, j0, a0 = w.runqueue_wait_ns(), _clock.own_runqueue_wait_ns(), w.thread_waits_ns()
+        q0, j0, a0 = w.runqueue_wait_ns(), oslib.own_runqueue_wait_ns(), w.thread_waits_ns()
         t0 = now()
         keep = []
         try:
@@ -150,7 +148,7 @@ class CheckedPass:
                                "the timed passes did not do the work (its worker's loop was changed); the "
                                f"{w.role} worker was ended", fatal=True) from None
         dt = (now() - t0) * 1e6
-        q1, j1, a1 = w.runqueue_wait_ns(), _clock.own_runqueue_wait_ns(), w.thread_waits_ns()
+        q1, j1, a1 = w.runqueue_wait_ns(), oslib.own_runqueue_wait_ns(), w.thread_waits_ns()
         # like a timed pass: the worker's and the judge's waits for a CPU taken out, what the
         # worker's other threads waited for one is the uncertainty
         main = (q1 - q0) if q0 is not None and q1 is not None else 0

@@ -5,7 +5,7 @@
 import contextlib
 import math
 
-from . import protocol, sandbox, shm
+from . import oslib, protocol, sandbox, shm
 from .checkedpass import CheckedPass, valid_fingerprints  # noqa: F401  (valid_fingerprints: re-exported)
 from .defaults import (
     INTERLEAVED_RATIO,
@@ -119,13 +119,13 @@ class ClockStages(CheckedPass):
 
         def once(forwards, rtt):
             """(per-forward time with the waits for a CPU taken out, the raw per-forward time)"""
-            q0, j0, a0 = w.runqueue_wait_ns(), own_runqueue_wait_ns(), w.thread_waits_ns()
+            q0, j0, a0 = w.runqueue_wait_ns(), oslib.own_runqueue_wait_ns(), w.thread_waits_ns()
             t = now()
             # one wake-up a second at most while the worker runs (the judge then only becomes
             # runnable when the reply is there, so its own wait below is the reply's latency)
             data, _ = w.call("wall", {"slots": slots, "forwards": forwards}, poll=1.0)
             dt = (now() - t) * 1e6
-            q1, j1, a1 = w.runqueue_wait_ns(), own_runqueue_wait_ns(), w.thread_waits_ns()
+            q1, j1, a1 = w.runqueue_wait_ns(), oslib.own_runqueue_wait_ns(), w.thread_waits_ns()
             # time the worker was runnable but another process had the CPU is not the kernel's
             # (a shared host), nor is the time the judge waited for a CPU to read the reply;
             # sleeps, waits for the GPU and work stay in
@@ -452,16 +452,6 @@ class ClockStages(CheckedPass):
             timing[side + "_identical"] = timing[side]
             timing[side] = stats_us(kmix if side == "kernel" else rmix)
             timing[side]["source"] = "judge wall clock, interleaved inputs"
-
-def own_runqueue_wait_ns():
-    """Nanoseconds this thread (the judge's) spent runnable but waiting for a CPU
-    (/proc/thread-self/schedstat); None if unknown."""
-    try:
-        with open("/proc/thread-self/schedstat") as fh:
-            return int(fh.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
 
 def _not_idle(before, ours):
     from .gpu import not_idle

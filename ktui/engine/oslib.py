@@ -74,3 +74,13 @@ def _locked_flags(path):
 
 def _under(path, roots):
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def own_runqueue_wait_ns():
+    """Nanoseconds this thread (the judge's) spent runnable but waiting for a CPU
+    (/proc/thread-self/schedstat); None if unknown."""
+    try:
+        with open("/proc/thread-self/schedstat") as fh:
+            return int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None

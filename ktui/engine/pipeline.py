@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from . import buildcache, sandbox
-from .clockcheck import ClockStages, agreeing_cross_check, own_runqueue_wait_ns  # noqa: F401 - re-exported
+from .clockcheck import ClockStages, agreeing_cross_check  # noqa: F401 - re-exported
 from .compare import cosine_rule, tolerance_rule
 from .correctness import CorrectnessStages
 from .defaults import (
@@ -41,6 +41,7 @@ from .errors import (
     sha1_text,
 )
 from .job import Job, default_build_key, default_python_path  # noqa: F401 - re-exported
+from .oslib import own_runqueue_wait_ns  # noqa: F401 - re-exported
 from .probectx import ProbeContext
 from .refcache import ReferenceCache
 from .workers import (  # noqa: F401 - re-exported
