@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ktui.engine.defaults import FILE_SIZE_LIMIT_BYTES
 from ktui.repro.judging.model import CANCELLED, HARNESS_ERROR, JUDGE_SIDE, NOT_JUDGED
 
 #: why a result was not judged, in words, and how to get it judged
@@ -27,8 +28,8 @@ _HOW = {
     NO_TOOLCHAIN: "install the toolchain it needs (nvcc / CUDA_HOME, a C++ compiler, triton) or run it where it exists",
     BUDGET: "run it again with a larger --timeout / --compile-timeout, or on a less loaded machine",
     NO_CODE: "the trace does not hold this version's code: nothing to run",
-    SIZE: ("its inputs or outputs are larger than a value the sandbox may pass (2 GiB each): judge it at a smaller "
-           "size (a copy of the reference with smaller get_inputs, --reference FILE)"),
+    SIZE: (f"its inputs or outputs are larger than a value the sandbox may pass ({FILE_SIZE_LIMIT_BYTES >> 30} GiB "
+           "each): judge it at a smaller size (a copy of the reference with smaller get_inputs, --reference FILE)"),
 }
 #: a value the sandbox passes (a memfd) went over the per-file limit: the problem's size, not the kernel
 _TOO_LARGE = re.compile(r"\[Errno 27\]|File too large|EFBIG")
