@@ -30,7 +30,7 @@ class CorrectnessStages:
         self.stage("build")
         t0 = now()
         with self.device("shared", "JIT warm-up"):
-            inputs, _ref_out = self.reference_io(held_out_seed(seed ^ 0x9E3779B1, []), "jit")
+            inputs, _none = self.reference_io(held_out_seed(seed ^ 0x9E3779B1, []), "jit", outputs=False)
             try:
                 out, _meta = self.candidate_forward(inputs, "jit")
                 out.close()
@@ -44,11 +44,17 @@ class CorrectnessStages:
             self.result["build"]["jit_s"] = jit
         self.stage("correctness")
 
-    def reference_io(self, seed, slot, cached=False):
+    def reference_io(self, seed, slot, cached=False, outputs=True):
         """Inputs for `seed` from the reference (kept in slot `slot` there) and its outputs. With
         ``cached`` (the judged inputs of a sweep: refcache.py) the outputs come from the reference
         cache when it holds them for these very inputs; else the reference computes them (and they
-        are kept for the next kernel of the problem)."""
+        are kept for the next kernel of the problem). Without ``outputs`` (a probe that only runs
+        or times the kernel on new inputs) the reference makes the inputs and computes nothing:
+        (inputs, None)."""
+        if not outputs:
+            iv, ifd = self.ref.call("make_inputs", {"seed": int(seed), "slot": slot, "forward": False,
+                                                    "trial": self.cur_trial})
+            return self.hold(iv["inputs"], ifd), None
         rc = getattr(self, "refcache", None) if cached else None
         if rc is not None:
             iv, ifd = self.ref.call("make_inputs", {"seed": int(seed), "slot": slot, "forward": False,

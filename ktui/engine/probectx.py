@@ -24,13 +24,14 @@ class ProbeContext:
     def trial(self, i, n, what):
         self.judge.trial(i, n, what)
 
-    def reference_io(self, seed, slot):
-        return self.judge.reference_io(seed, slot)
+    def reference_io(self, seed, slot, outputs=True):
+        return self.judge.reference_io(seed, slot, outputs=outputs)
 
-    def candidate_inputs(self, seed, slot):
+    def candidate_inputs(self, seed, slot, outputs=True):
         """Reference inputs (and outputs) for ``seed``, held by the judge and also put into the
-        candidate worker's ``slot`` for a probe to run on. Returns (inputs, reference outputs)."""
-        inputs, ref = self.judge.reference_io(seed, slot)
+        candidate worker's ``slot`` for a probe to run on. Returns (inputs, reference outputs);
+        without ``outputs`` the reference computes nothing and the second item is None."""
+        inputs, ref = self.judge.reference_io(seed, slot, outputs=outputs)
         v, f = inputs.send_args()
         self.candidate.call("put_inputs", {"slot": slot, "inputs": v}, f)
         return inputs, ref

@@ -97,7 +97,7 @@ def host_copies_check(ctx):
         ctx.add_check("host_copies", None, "needs a GPU (on the CPU every tensor is on the host)")
         return
     ctx.trial(1, 1, "host_copies")
-    ctx.candidate_inputs(int(ctx.input_seed) + HOST_SEED, "p-host")
+    ctx.candidate_inputs(int(ctx.input_seed) + HOST_SEED, "p-host", outputs=False)
     data, _ = ctx.candidate.call("probe", {"name": "host_copies", "args": {"slot": "p-host"}})
     d = data.get("data") if isinstance(data, dict) else None
     ok, detail = judge_copies(d if isinstance(d, dict) else {}, on_gpu)

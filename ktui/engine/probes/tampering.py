@@ -51,7 +51,7 @@ def canary_worker(wctx, args, fds, out_fds):
 @judge_probe("tampering", on_failure=True)
 def tampering(ctx):
     ctx.trial(1, 1, "tampering")
-    inputs, _ref = ctx.candidate_inputs(int(ctx.input_seed) + CANARY_SEED, "p-canary")
+    inputs, _none = ctx.candidate_inputs(int(ctx.input_seed) + CANARY_SEED, "p-canary", outputs=False)
     data, _fds = ctx.candidate.call("probe", {"name": "canary", "args": {"slot": "p-canary"}})
     d = data.get("data") or {}
     n = d.get("canaries") if isinstance(d.get("canaries"), int) else 0

@@ -222,7 +222,7 @@ def _names(d, key):
 @judge_probe("threads_left_running", on_failure=True)
 def threads_left_running(ctx):
     ctx.trial(1, 1, "threads_left_running")
-    inputs, _ref = ctx.candidate_inputs(int(ctx.input_seed) + THREADS_SEED, "p-threads")
+    inputs, _none = ctx.candidate_inputs(int(ctx.input_seed) + THREADS_SEED, "p-threads", outputs=False)
     # the judge's own count, from outside the worker, around a plain forward of its own: a worker
     # (or a kernel that replaced the worker probe) that lies about its threads cannot hide them
     pid = ctx.candidate.main_pid()
