@@ -459,3 +459,43 @@ def test_jobs_from_the_environment(monkeypatch):
     assert default_jobs() == 3
     monkeypatch.setenv("KTUI_JOBS", "")
     assert 0 <= default_jobs() <= 7
+
+
+def test_willneed_reads_a_file_ahead_and_never_blocks_on_a_fifo(tmp_path):
+    """A cold scan asks the kernel to read the next files ahead (posix_fadvise WILLNEED): a regular
+    file is asked for, a FIFO (no writer: a plain open would hang) and a missing file are not."""
+    from ktui.trace.index.walk import willneed
+
+    if not hasattr(os, "posix_fadvise"):
+        pytest.skip("no posix_fadvise on this platform")
+    f = tmp_path / "t.jsonl"
+    f.write_text(Path(SEED_TRACE).read_text(encoding="utf-8"), encoding="utf-8")
+    assert willneed(str(f)) is True
+    assert willneed(str(tmp_path / "missing.jsonl")) is False
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    assert willneed(str(fifo)) is False
+
+
+def test_a_scan_reads_the_files_ahead_that_it_skims(tmp_path, monkeypatch):
+    """Every file skimmed in a cold scan, here and in a helper, was asked to be read ahead first
+    (the disk overlaps the parse), each once; a cached scan asks for none."""
+    asked: list[str] = []
+    monkeypatch.setattr(index_mod, "willneed", lambda p: asked.append(p) or True)
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    for i in range(60):
+        (sweep / f"r{i:02d}.jsonl").write_text(
+            mini_trace("m", passed=True, speedup=1.5, tokens_in=1, tokens_out=1, wall_ms=10, tag=f"k{i}") + "\n",
+            encoding="utf-8")
+    monkeypatch.setattr(SweepIndex, "PARALLEL_MIN", 4)
+    idx = SweepIndex(sweep, jobs=1)
+    assert len(list(idx.summaries())) == 60
+    assert idx.helpers_used == 1
+    skimmed = {os.path.realpath(p) for p in asked}
+    assert len(asked) == len(skimmed)
+    # all but the very first few (skimmed here before the queue had more) were read ahead
+    assert len(skimmed) >= 55, len(skimmed)
+    asked.clear()
+    assert len(list(SweepIndex(sweep, jobs=1).summaries())) == 60
+    assert asked == []

@@ -8,6 +8,7 @@ KTBench's ``*_ms`` fields are labelled correctly and converted x1000 too.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from ktui.trace.model import OK, V0, Metric, Metrics, Run, ToolCall
@@ -41,6 +42,7 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+@lru_cache(maxsize=4096)  # a sweep repeats the same few dozen field names in every run
 def unit_of(field: str) -> tuple[str, float]:
     """Canonical unit and scale for a field name."""
     f = field.lower()
@@ -65,6 +67,7 @@ def unit_of(field: str) -> tuple[str, float]:
     return "", 1.0
 
 
+@lru_cache(maxsize=4096)
 def _label(field: str) -> str:
     if field in _LABELS:
         return _LABELS[field]

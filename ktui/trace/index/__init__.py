@@ -20,6 +20,7 @@ become :class:`ScanIssue` entries. No Textual, no torch.
 
 from __future__ import annotations
 
+import itertools
 import os
 import selectors
 from collections import deque
@@ -31,7 +32,7 @@ from ktui.trace.index.cache import SCHEMA, cache_dir, cache_path, inherited, loa
 from ktui.trace.index.records import RECORD_FILES, Records, outcome_from_scores
 from ktui.trace.index.skim import CHUNK, _progress, summarize, summarize_loaded, summary_of_run
 from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_key
-from ktui.trace.index.walk import TRACE_EXTS, discover, iter_traces
+from ktui.trace.index.walk import TRACE_EXTS, discover, iter_traces, willneed
 from ktui.trace.index.workers import Helper, default_jobs, worker_main
 from ktui.trace.labels import LabelStore, files_for
 
@@ -45,6 +46,8 @@ __all__ = [
 class _Scan:
     """The state of one pass of :meth:`SweepIndex.summaries`: results are computed out of order
     (cache, helpers, this process) and handed out in the walk's order."""
+
+    PREFETCH_AHEAD = 4  # files this process asks the kernel to read ahead of its own skims
 
     def __init__(self, idx: SweepIndex, given: Mapping[str, RunSummary] | None = None) -> None:
         self.idx = idx
@@ -71,6 +74,7 @@ class _Scan:
         self.hit_rows: set[int] = set()  # ready rows served from the cache
         self.new_rows = 0  # rows handed out that the cache did not have
         self.walking = True
+        self.prefetched: set[int] = set()  # files asked to be read ahead (:meth:`prefetch`)
 
     # ---- 1. walking, and what the cache has ----------------------------------------------------------
     def walk_burst(self) -> None:
@@ -143,6 +147,20 @@ class _Scan:
                 if not h.give(i, self.idx.files[i]):
                     self.todo.appendleft(i)
                     break
+                self.prefetch(i)  # read while the helper works through the ones before it
+
+    def prefetch(self, i: int) -> None:
+        """Ask the kernel to read file ``i`` ahead (a cold sweep waits on the disk file after file
+        otherwise); once per file, best effort."""
+        if i not in self.prefetched:
+            self.prefetched.add(i)
+            tf = self.idx.files[i]
+            willneed(tf.real or tf.path)
+
+    def prefetch_far_end(self) -> None:
+        """The files this process skims from the far end of the queue, a few ahead."""
+        for i in list(itertools.islice(reversed(self.todo), self.PREFETCH_AHEAD)):
+            self.prefetch(i)
 
     def collect(self, timeout: float) -> None:
         if not self.helpers:
@@ -164,12 +182,15 @@ class _Scan:
             return
         if self.todo and self.todo[0] == nxt:
             self.todo.popleft()
+            for j in itertools.islice(self.todo, self.PREFETCH_AHEAD):  # this process's next ones, unless a helper takes them
+                self.prefetch(j)
             self.finish(nxt, summarize(self.idx.files[nxt]))
         elif not self.walking and not self.todo:
             if nxt < self.n_found:
                 self.collect(0.05)  # a helper has it
         elif not self.walking:
             i = self.todo.pop()
+            self.prefetch_far_end()
             self.finish(i, summarize(self.idx.files[i]))
 
     # ---- 3. handing rows out, in order ----------------------------------------------------------------

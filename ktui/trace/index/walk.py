@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from typing import Any
 
@@ -153,3 +154,28 @@ def discover(root: str | os.PathLike[str], issues: list[ScanIssue], records: Rec
              ) -> list[TraceFile]:
     """:func:`iter_traces` as a list."""
     return list(iter_traces(root, issues, records))
+
+
+_WILLNEED = getattr(os, "POSIX_FADV_WILLNEED", None)
+
+
+def willneed(path: str) -> bool:
+    """Ask the kernel to start reading a whole file into the page cache, without waiting for it
+    (``posix_fadvise(WILLNEED)``): a cold scan overlaps the disk with the parsing of the files
+    before. Best effort: False where the platform has no such call or the file cannot be opened
+    (the skim says why later). Opened non-blocking, so that a FIFO cannot hang it."""
+    if _WILLNEED is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device is never read ahead
+            return False
+        os.posix_fadvise(fd, 0, 0, _WILLNEED)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
