@@ -18,10 +18,11 @@ import functools
 import hashlib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ktui.trace import rows
 from ktui.trace.eventlog import Event, EventLog, copy_events, turn_spans  # noqa: F401 - the model's names
 
 # Variants (see the format doc, section 4)
@@ -463,8 +464,10 @@ class Run:
     calls: list[ToolCall] = field(default_factory=list)  # every call, seed calls included
     kernels: list[KernelVersion] = field(default_factory=list)
     terminal: list[Terminal] = field(default_factory=list)
-    notes: list[tuple[int, str]] = field(default_factory=list)  # (line, redacted text) of system notes
-    messages: list[tuple[int, str, str | None, str]] = field(default_factory=list)  # (line, kind, actor, text)
+    # (line, redacted text) of system notes; (line, kind, actor, text) of messages: lists of
+    # tuples, kept by column (ktui.trace.rows)
+    notes: MutableSequence[tuple[int, str]] = field(default_factory=rows.notes)
+    messages: MutableSequence[tuple[int, str, str | None, str]] = field(default_factory=rows.messages)
     events: EventLog = field(default_factory=EventLog)
     n_events: int = 0  # events read (also when they are not kept: the sweep index's skim)
     problems: list[TraceProblem] = field(default_factory=list)
