@@ -38,7 +38,7 @@ VARIABLES: dict[str, str] = {
     "KTUI_PROFILE_KEEP": "ktui profile keeps each side's raw ncu page and log in this directory",
     "KTUI_MAX_LINE_MB": "a trace line longer than this many MiB is not read (default 64; may be a fraction)",
     "KTUI_LAZY_MIN": "tool arguments and results of trace lines at least this many bytes long are read back from "
-                     "the file when shown, not kept in memory (default 256; 0: every line)",
+                     "the file when shown, not kept in memory (default 0: every line)",
     "KTUI_VERIFY_SHARE_REFERENCE": "0: ktui verify gives every kernel its own input seed and computes the "
                                    "reference's outputs for each (default 1: once per problem, shared; benchmarks)",
 }

@@ -51,15 +51,26 @@ def write_trace(path: Path, per_turn: int) -> int:
 
 
 def retained(path: Path, staged: bool = False) -> tuple[int, object]:
+    import ktui.trace.importers
+    import ktui.trace.results  # noqa: F401 - what a load imports on first use is not the run's (run alone,
+    # this file's first load counted ~2 MB of modules)
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         run = list(load_stages(path, findings=False))[-1][0] if staged else load(path, findings=False)
+        _clear_caches()  # the process's bounded caches of recent sources (ktui.trace.model): not the run's
         gc.collect()
         return tracemalloc.get_traced_memory()[0] - before, run
     finally:
         tracemalloc.stop()
+
+
+def _clear_caches() -> None:
+    from ktui.trace import derive, model
+
+    model._kernel_info_cached.cache_clear()
+    derive.kernel_sha1.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +142,25 @@ def test_a_big_load_gives_the_heap_back(tmp_path):
 
     off, on = rss("off"), rss("on")
     assert on < off - 4096, (on, off)  # kB: at least 4 MB given back
+
+
+def test_short_lines_are_read_back_too(tmp_path, monkeypatch):
+    """By default a short line's arguments and result are not kept either (a kept one holds its
+    argument and effect objects: most of what a run of short events costs). Counted: the run
+    of a trace of short events keeps under 390 bytes an event (334 measured); keeping the
+    arguments and results of lines under 256 bytes (the default before) costs more than 420 (447)."""
+    from test_scaling import trace
+
+    p = tmp_path / "short.jsonl"
+    p.write_bytes(trace(3000))
+    monkeypatch.delenv("KTUI_LAZY_MIN", raising=False)
+    got, run = retained(p)
+    n = len(run.events)  # type: ignore[attr-defined]
+    calls = run.calls  # type: ignore[attr-defined]
+    assert n == 12_001 and all(c.lazy and c.result._ref is not None for c in calls)
+    assert calls[4].args == {"kernel_code": "__global__ void k0() {}\n"} and calls[4].result.summary == "done"
+    assert got < 390 * n, f"{got / n:.0f} bytes an event"
+    monkeypatch.setenv("KTUI_LAZY_MIN", "256")
+    kept, run = retained(p)
+    assert not any(c.lazy for c in run.calls)  # type: ignore[attr-defined]
+    assert kept > 420 * n, f"{kept / n:.0f} bytes an event"

@@ -27,7 +27,11 @@ from ktui import settings
 from ktui.trace import derive
 from ktui.trace.notes import JSONError, loads, split_meta
 
-LAZY_MIN = 256  # lines at least this many bytes long are read back on demand (KTUI_LAZY_MIN overrides)
+# lines at least this many bytes long are read back on demand (KTUI_LAZY_MIN overrides): every
+# line, as a lazy call or result costs nothing a kept one does not (its line number; the
+# LineSource is the run's), while a kept one holds its argument and effect objects: about 60 %
+# of what a run of short events keeps (issue 25)
+LAZY_MIN = 0
 CACHE_LINES = 16  # parsed lines kept, most recently used first
 BOM = b"\xef\xbb\xbf"
 
