@@ -180,7 +180,7 @@ def diff(trace: str, version_a: str | None, version_b: str | None, split: bool, 
               help="Reference source file (replaces the trace's own).")
 @click.option("--tasks", type=click.Path(exists=True, file_okay=False), default=None,
               help="Task folders (Harbor tasks, a KernelBench checkout): the reference of the run's task when "
-                   "neither the trace nor its prompt holds one.")
+                   "neither the trace nor its prompt holds one, and the task's correctness rule (its config.json).")
 @click.option("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if available).")
 @click.option("--trials", type=int, default=100, show_default=True, help="Timed trials.")
 @click.option("--method", type=click.Choice(["cuda_event", "do_bench", "cuda_graph", "host"]),
@@ -393,7 +393,8 @@ def labels_export(directory: str, fmt: str, output: str | None, labels_file: str
 @click.option("--reference", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Reference source for runs whose trace has none.")
 @click.option("--tasks", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Task folders (Harbor tasks, a KernelBench checkout): each run's reference by its task.")
+              help="Task folders (Harbor tasks, a KernelBench checkout): each run's reference and correctness "
+                   "rule by its task.")
 @click.option("--events", "events_out", type=click.Path(dir_okay=False), default=None,
               help="Write the engine's timeline (builds, timings, per slot) as JSON here (benchmarks).")
 @click.option("--pipeline/--no-pipeline", default=True, show_default=True,

@@ -250,7 +250,6 @@ def test_cosine_metric_of_the_harness():
 def test_the_result_files_metric_reaches_the_judged_reference():
     import shutil
 
-    from ktui.repro.api import resolve_reference
 
     hb = Path(__file__).parent / "fixtures" / "real" / "harbor_minimal" / "results" / "jobs" / "model-a" / "sample1"
     trial = next(hb.iterdir())
@@ -260,8 +259,12 @@ def test_the_result_files_metric_reaches_the_judged_reference():
     shutil.copytree(trial, d)
     (d / "reward.json").write_text('{"reward": 0, "correct": false, "metric": "cosine", "cosine_min": null}')
     run = load(str(d / "trajectory.json"))
-    src, origin = resolve_reference(run, None)
-    assert src.rstrip().endswith("# ktui: metric cosine 0.99 0.05") and "cosine similarity" in origin
+    from ktui.engine.compare import cosine_rule
+    from ktui.repro.api import resolve_judging
+
+    src, _origin, rule = resolve_judging(run, None)
+    assert "# ktui: metric cosine 0.99 0.05" in src.splitlines() and cosine_rule(src) == (0.99, 0.05)
+    assert rule.known and "cosine similarity >= 0.99" in rule.text() and "reward.json" in rule.text()
 
 
 def test_every_probe_judges_with_the_trials_tolerance(tmp_path, cache):
@@ -307,8 +310,12 @@ def test_the_harness_tolerance_reaches_the_judge():
     from ktui.engine.compare import compare_outputs, tolerance_rule
     from ktui.engine.defaults import MAX_TASK_TOL as ENGINE_MAX
     from ktui.engine.defaults import TOLERANCE_DIRECTIVE as ENGINE_TOL
-    from ktui.repro.api import resolve_reference
-    from ktui.trace.results.reference import MAX_TASK_TOL, TOLERANCE_DIRECTIVE, task_tolerance
+    from ktui.repro.api import resolve_judging
+    from ktui.trace.results.reference import MAX_TASK_TOL, TOLERANCE_DIRECTIVE
+    from ktui.trace.results.taskrule import task_rule
+
+    def task_tolerance(run):
+        return task_rule(run).tol
 
     assert (ENGINE_TOL, ENGINE_MAX) == (TOLERANCE_DIRECTIVE, MAX_TASK_TOL)
     hb = Path(__file__).parent / "fixtures" / "real" / "harbor_minimal" / "results" / "jobs" / "model-a" / "sample1"
@@ -319,8 +326,10 @@ def test_the_harness_tolerance_reaches_the_judge():
                                    '"max_err": 0.01, "static_ok": true, "error": null}')
     run = load(str(d / "trajectory.json"))
     assert task_tolerance(run)[:2] == (0.02, 0.02)
-    src, origin = resolve_reference(run, None)
-    assert src.rstrip().endswith("# ktui: tolerance 0.02 0.02") and "kb_verifier" in origin
+    src, _origin, rule = resolve_judging(run, None)
+    assert "# ktui: tolerance 0.02 0.02" in src.splitlines() and "Harbor's KernelBench verifier" in rule.why
+    # without the task's config, which of its two rules the harness used is unknown: ktui says so
+    assert not rule.known and "unknown" in rule.text()
     assert tolerance_rule(src) == (0.02, 0.02)
     # a result file's own atol/rtol, capped; a plain Harbor reward.json says nothing
     (d / "reward.json").write_text('{"reward": 1, "correct": true, "atol": 1e9, "rtol": 0.001}')

@@ -137,40 +137,55 @@ def select_kernels(run: Any, *, turn: int | None = None, version: str | None = N
 
 
 def resolve_reference(run: Any, reference_path: str | None, tasks_dir: str | None = None) -> tuple[str | None, str]:
-    """The reference to judge against and where it came from: the trace's own (its field, or a
-    fenced block of its task prompt: ktui.trace.results.reference), else the task folder under
-    ``tasks_dir`` that matches the run's task; ``--reference FILE`` when given replaces either."""
+    """The reference to judge against and where it came from (:func:`resolve_judging` without the rule)."""
+    src, origin, _rule = resolve_judging(run, reference_path, tasks_dir)
+    return src, origin
+
+
+def resolve_judging(run: Any, reference_path: str | None, tasks_dir: str | None = None) -> tuple[str | None, str, Any]:
+    """The reference to judge against, where it came from, and the correctness rule
+    (:class:`ktui.trace.results.taskrule.TaskRule`): the trace's own reference (its field, or a
+    fenced block of its task prompt: ktui.trace.results.reference), else its task folder (the
+    trial's recorded task path, or the folder under ``tasks_dir`` that matches the run's task);
+    ``--reference FILE`` when given replaces either. The rule is the harness's, from the task
+    folder or the result file, written into the judged reference as directives the engine reads
+    (their values and the rule's identity are part of the reference's sha1, so results judged by
+    another rule are cached apart)."""
+    from ktui.trace.results.taskrule import DEFAULT, task_rule
+
+    rule = task_rule(run, tasks_dir)
     src, origin = _resolve(run, reference_path, tasks_dir)
     if src:
         from ktui.trace.results.reference import (
             COSINE_DIRECTIVE,
             FP32_DIRECTIVE,
+            RULE_DIRECTIVE,
             TOLERANCE_DIRECTIVE,
             ground_truth,
-            task_metric,
-            task_tolerance,
         )
 
-        if ground_truth(run) == "fp32" and FP32_DIRECTIVE not in src:
+        if (ground_truth(run) == "fp32" or rule.fp32_truth) and FP32_DIRECTIVE not in src:
             src = src.rstrip("\n") + "\n\n" + FP32_DIRECTIVE + "\n"
             origin += "; outputs computed on float32 copies of the inputs (the task's fp32 ground truth)"
-        rule = task_metric(run)
-        if rule is not None and COSINE_DIRECTIVE not in src:
-            src = src.rstrip("\n") + "\n" + f"{COSINE_DIRECTIVE} {rule[0]:g} {rule[1]:g}" + "\n"
-            origin += f"; judged by cosine similarity >= {rule[0]:g}, relative L1 <= {rule[1]:g} (the harness's metric)"
-        tol = task_tolerance(run)
-        if tol is not None and TOLERANCE_DIRECTIVE not in src:
-            src = src.rstrip("\n") + "\n" + f"{TOLERANCE_DIRECTIVE} {tol[0]:g} {tol[1]:g}" + "\n"
-            origin += f"; tolerance at least atol {tol[0]:g}, rtol {tol[1]:g} ({tol[2]})"
-    return src, origin
+        if rule.cosine is not None and COSINE_DIRECTIVE not in src:
+            src = src.rstrip("\n") + "\n" + f"{COSINE_DIRECTIVE} {rule.cosine[0]:g} {rule.cosine[1]:g}" + "\n"
+        elif rule.tol is not None and TOLERANCE_DIRECTIVE not in src:
+            src = src.rstrip("\n") + "\n" + f"{TOLERANCE_DIRECTIVE} {rule.tol[0]:g} {rule.tol[1]:g}" + "\n"
+        if rule.status != DEFAULT and RULE_DIRECTIVE not in src:  # the rule's identity, never its (untrusted) text
+            src = src.rstrip("\n") + "\n" + f"{RULE_DIRECTIVE} {rule.status} {sha1_text(rule.identity())[:12]}" + "\n"
+    return src, origin, rule
 
 
 def _resolve(run: Any, reference_path: str | None, tasks_dir: str | None) -> tuple[str | None, str]:
     src, origin = find_reference(run)
-    if not src and tasks_dir and not reference_path:
-        from ktui.trace.results.reference import from_tasks
+    if not src and not reference_path:
+        from ktui.trace.results.reference import from_folder, from_tasks
+        from ktui.trace.results.taskrule import trial_task_folder
 
-        found = from_tasks(run, tasks_dir)
+        found = from_tasks(run, tasks_dir) if tasks_dir else None
+        if found is None:
+            folder = trial_task_folder(run, tasks_dir)
+            found = from_folder(folder[0], folder[1]) if folder else None
         if found is not None:
             src, origin = found
     if reference_path:
@@ -185,8 +200,10 @@ def _resolve(run: Any, reference_path: str | None, tasks_dir: str | None) -> tup
 
 # ---- requests and the cache ---------------------------------------------------------------------
 
-def make_request(kv: Any, options: ReproOptions, reference: str | None, reference_origin: str) -> dict[str, Any]:
+def make_request(kv: Any, options: ReproOptions, reference: str | None, reference_origin: str,
+                 rule: Any = None) -> dict[str, Any]:
     return {
+        "correctness_rule": rule.to_dict() if rule is not None else None,
         "kernel_code": kv.code,
         "kernel_sha1": kv.sha1,
         "kernel_label": kv.label,
@@ -216,7 +233,8 @@ def _report(run: Any, kv: Any, entry: dict[str, Any], cached: bool) -> ReproRepo
     rec = recorded_for(run, kv)
     return ReproReport(trace=str(getattr(run, "path", "")), version=kv.label, sha1=kv.sha1,
                        first_turn=kv.first_turn, turns=list(kv.turns), request=entry.get("request") or {},
-                       result=entry["result"], comparison=compare(rec, entry["result"]), cached=cached,
+                       result=entry["result"], cached=cached,
+                       comparison=compare(rec, entry["result"], rule=(entry.get("request") or {}).get("correctness_rule")),
                        key=entry.get("key", ""), created=entry.get("created", ""),
                        reference_origin=(entry.get("request") or {}).get("reference_origin", ""), recorded=rec)
 
@@ -271,7 +289,7 @@ def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,
     why = repro_precheck(kv, options.device)  # e.g. a HIP kernel on an NVIDIA GPU: say so, build nothing
     if why:
         raise ReproError(why)
-    ref, origin = resolve_reference(run, options.reference_path, options.tasks_dir)
+    ref, origin, rule = resolve_judging(run, options.reference_path, options.tasks_dir)
     if not ref:
         raise ReproError("the trace has no reference source (no fetch_problem ref_arch_src, no fenced block defining "
                          "Model and get_inputs in its task prompt); pass --tasks DIR (the task folders) or "
@@ -281,7 +299,7 @@ def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,
         entry = cache.load(kv.sha1, key, options.device)
         if entry:
             return _report(run, kv, entry, cached=True)
-    req = make_request(kv, options, ref, origin)
+    req = make_request(kv, options, ref, origin, rule)
     ctimeout = options.compile_timeout or options.timeout
     t0 = time.monotonic()
     if worker is not None:

@@ -101,6 +101,14 @@ def reduced_precision(ctx):
     from ..compare import flatten
 
     ctx.trial(1, 1, "reduced_precision")
+    cosine = getattr(ctx.judge, "cosine", None)
+    if cosine is not None:
+        # the task's metric is cosine similarity: it accepts outputs that differ at a few positions by
+        # design (a top-k choice resolved otherwise on a near tie, a quantized step), so the largest
+        # error against float64 says nothing about the bits the kernel computes in
+        ctx.add_check("reduced_precision", None, "the task judges by cosine similarity (a few positions may "
+                      "differ by design): the largest error is not its measure")
+        return
     inputs, ref32 = ctx.reference_io(int(ctx.input_seed) + PRECISION_SEED, "p-prec")
     r = [t for t in flatten(ref32.decoded()) if isinstance(t, torch.Tensor) and t.is_floating_point()]
     if not r or any(t.dtype != torch.float32 for t in r):

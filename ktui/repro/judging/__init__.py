@@ -56,9 +56,23 @@ def _environment_notes(rec: Any, env: dict[str, Any]) -> list[str]:
     return []
 
 
-def compare(rec: Any, result: dict[str, Any], static: list[Any] | None = None) -> Comparison:
+def compare(rec: Any, result: dict[str, Any], static: list[Any] | None = None,
+            rule: dict[str, Any] | None = None) -> Comparison:
     """Recorded vs reproduced for one kernel version. ``static``: the version's static findings
-    (:class:`ktui.trace.findings.Finding`); by default those the recorded side carries."""
+    (:class:`ktui.trace.findings.Finding`); by default those the recorded side carries. ``rule``:
+    the correctness rule it was judged by (``TaskRule.to_dict()``, kept in the request): said in
+    the reason of every verdict that rests on the kernel's correctness."""
+    comp = _compare(rec, result, static)
+    text_ = rule.get("text") if isinstance(rule, dict) else None
+    if isinstance(text_, str) and text_:
+        comp.rule = text_[:600]
+        corr = result.get("correctness") if isinstance(result, dict) else None
+        if isinstance(corr, dict) and corr and rule.get("status") in ("known", "unknown"):
+            comp.reason += f"; correctness judged by {comp.rule}"
+    return comp
+
+
+def _compare(rec: Any, result: dict[str, Any], static: list[Any] | None) -> Comparison:
     result = result if isinstance(result, dict) else {}
     ev = judges.Evidence(rec, result, list(static if static is not None else getattr(rec, "findings", []) or []))
     js = [judge(ev) for judge in ASPECTS]

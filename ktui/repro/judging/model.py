@@ -112,6 +112,7 @@ class Comparison:
     checks: list[dict[str, Any]] = field(default_factory=list)
     not_measured: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rule: str = ""  # the correctness rule it was judged by, and where it comes from (empty: not known then)
 
     @property
     def good(self) -> bool:

@@ -132,7 +132,7 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
     return {"verdict": c.verdict, "reason": c.reason, "rows": [row_dict(r) for r in c.rows],
             "findings": [f.to_dict() for f in c.findings], "classes": c.classes,
             "flags": list(c.flags), "checks": list(c.checks), "not_measured": list(c.not_measured),
-            "notes": list(c.notes)}
+            "notes": list(c.notes), "rule": c.rule}
 
 
 def finding_text(f: FindingRow) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ktui.engine import sha1_text
 from ktui.repro import cache
-from ktui.repro.api import ReproError, ReproOptions, resolve_reference
+from ktui.repro.api import ReproError, ReproOptions, resolve_judging
 from ktui.repro.recorded import Recorded, recorded_for
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex, summarize
 from ktui.trace.model import INCOMPLETE
@@ -95,6 +95,7 @@ class RunRow:
     note: str = ""  # why there is no job
     recorded: Recorded | None = field(default=None, repr=False)
     summary: RunSummary | None = field(default=None, repr=False)
+    rule: dict[str, Any] | None = None  # the correctness rule (TaskRule.to_dict()), for the verdict's reason
 
 
 def timeout_memo_path(result_key: str) -> str:
@@ -185,14 +186,16 @@ class Planner:
                 self.rows.append(self._row(s, None, final=True, note="the run has no kernel code"))
                 continue
             chosen = kernels if self.all_versions else [final]
+            rule = None
             try:
-                ref, origin = resolve_reference(run, self.options.reference_path, self.options.tasks_dir)
+                ref, origin, rule = resolve_judging(run, self.options.reference_path, self.options.tasks_dir)
             except ReproError as exc:
                 ref, origin = None, str(exc)
             for kv in chosen:
                 is_final = kv.number == final.number
                 row = self._row(s, kv.label, final=is_final)
                 row.recorded = recorded_for(run, kv)
+                row.rule = rule.to_dict() if rule is not None else None
                 if not is_final:
                     c = row.recorded.correctness
                     row.recorded_outcome = INCOMPLETE if c is None else ("passed" if c.passed else "failed")

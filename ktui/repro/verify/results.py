@@ -189,7 +189,7 @@ def build_report(rows: list[RunRow], results: dict[str, dict[str, Any]], cached:
     out: list[Verified] = []
     for row in rows:
         res = results.get(row.job) if row.job else None
-        comp = compare(row.recorded, res) if (res is not None and row.recorded is not None) else None
+        comp = compare(row.recorded, res, rule=row.rule) if (res is not None and row.recorded is not None) else None
         out.append(Verified(row, res, comp, cached=bool(row.job and row.job in cached)))
     finals = [v for v in out if v.row.final]
     rec = aggregate([_Recorded(v.row) for v in finals])

@@ -38,42 +38,23 @@ _FP32_TRUTH = re.compile(r"\b(?:fp32|float32)\s+ground[- ]truth|ground[- ]truth\
                          re.I)
 
 
-# the harness judges some tasks by cosine similarity (quantized or top-k-selected outputs); its result
-# file says so ("metric": "cosine"); the thresholds are its verifier's defaults (Harbor kb_verifier.py)
+# the harness judges some tasks by cosine similarity (quantized or top-k-selected outputs): the task's
+# config.json or its result file says so ("metric": "cosine"; ktui.trace.results.taskrule finds which)
 COSINE_DIRECTIVE = "# ktui: metric cosine"
+# the correctness rule's status and a digest of its description (ktui.trace.results.taskrule): no effect
+# on the judge; it makes results judged under another rule (or one unknown then) be cached apart
+RULE_DIRECTIVE = "# ktui: rule"
 COSINE_DEFAULTS = (0.99, 0.05)  # min cosine similarity, max relative L1
 
 
-def task_metric(run: Any) -> tuple[float, float] | None:
-    """(min cosine, max relative L1) when the run's result file says the task is judged by cosine."""
-    for r in getattr(run, "results", None) or []:
-        if str(r.values.get("metric", "")).lower() == "cosine":
-            return COSINE_DEFAULTS
-    return None
-
-
-# the tolerance the harness judges with, when its result file shows it: the file's own atol/rtol, or
-# the Harbor KernelBench verifier's default (kb_verifier.py grade(): cfg.get("atol", 2e-2), rtol
-# likewise; every task config of lilian-muyaoli/kernelbench-harbor@6b82a1c says 0.02), recognised by
-# its reward.json (max_err beside speedups over eager and torch.compile). A trace is hostile: a
-# tolerance it claims is capped at MAX_TASK_TOL and only ever widens the dtype's own
+# the tolerance the harness judges with (ktui.trace.results.taskrule): the task config's or the result
+# file's atol/rtol; the Harbor KernelBench verifier's default (kb_verifier.py grade(): cfg.get("atol",
+# 2e-2), rtol likewise; every task config of lilian-muyaoli/kernelbench-harbor@6b82a1c says 0.02) where
+# its reward.json shows that verifier but not which rule (then said to be unknown). A trace is hostile:
+# a tolerance it claims is capped at MAX_TASK_TOL and only ever widens the dtype's own
 TOLERANCE_DIRECTIVE = "# ktui: tolerance"
 KB_VERIFIER_TOL = (0.02, 0.02)
 MAX_TASK_TOL = 0.05
-
-
-def task_tolerance(run: Any) -> tuple[float, float, str] | None:
-    """(atol, rtol, where it comes from) of the harness's correctness rule, when its result file
-    shows it; None otherwise (the dtype's tolerance applies)."""
-    for r in getattr(run, "results", None) or []:
-        v = r.values
-        a, b = v.get("atol"), v.get("rtol")
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a >= 0 and b >= 0 \
-                and not isinstance(a, bool) and not isinstance(b, bool):
-            return min(float(a), MAX_TASK_TOL), min(float(b), MAX_TASK_TOL), "the result file's atol/rtol"
-        if r.harness == "harbor" and "max_err" in v and "torch.compile" in (r.speedups or {}):
-            return (*KB_VERIFIER_TOL, "the Harbor KernelBench verifier's default (kb_verifier.py)")
-    return None
 
 
 def ground_truth(run: Any) -> str | None:
@@ -82,6 +63,8 @@ def ground_truth(run: Any) -> str | None:
     texts = [p.prompt] if isinstance(p.prompt, str) else []
     texts += [t for _l, k, _a, t in run.messages[:20] if k in ("user", "system") and isinstance(t, str)]
     return "fp32" if any(_FP32_TRUTH.search(t[:MAX_PROMPT]) for t in texts) else None
+
+
 _MAX_WALK = 5000
 
 
@@ -168,17 +151,13 @@ def _task_dirs(root: str, depth: int = 3):
         level = nxt
 
 
-def from_tasks(run: Any, tasks_dir: str) -> tuple[str, str] | None:
-    """(source, origin) of the run's reference in a task folder, or None."""
-    from ktui.trace.results.kernelbench import checkout_level_dir, problem_file
+def match_task(run: Any, tasks_dir: str) -> str | None:
+    """The task folder under ``tasks_dir`` whose name is the run's task (one that holds a reference):
+    the exact name, else the one name a cut task name starts (Harbor cuts it to 32 characters), else
+    among those the one whose reference makes its inputs in the dtype the prompt's reference does."""
     from ktui.trace.results.naming import HARBOR_CUT, reference_dtype
 
     p = run.problem
-    if isinstance(p.level, int) and p.problem_id is not None:
-        ld = checkout_level_dir(tasks_dir, p.level, tasks_dir)
-        f = problem_file(ld, int(p.problem_id)) if ld and str(p.problem_id).isdigit() else None
-        if f:
-            return _read(f, f"--tasks {tasks_dir}: {os.path.relpath(f, tasks_dir)}")
     task = getattr(p, "task", None)
     if not task:
         return None
@@ -188,20 +167,39 @@ def from_tasks(run: Any, tasks_dir: str) -> tuple[str, str] | None:
         if ref is None:
             continue
         if name == task:
-            exact.append(ref)
+            exact.append(path)
         elif len(task) >= HARBOR_CUT - 2 and name.startswith(task):
-            prefixed.append(ref)
-    pick = exact[0] if exact else None
-    if pick is None and prefixed:
-        if len(prefixed) == 1:
-            pick = prefixed[0]
-        else:  # a cut name: the task whose inputs have the dtype the prompt's reference uses
-            want = reference_dtype(p.reference_source)
-            same = [f for f in prefixed if want and reference_dtype(_text(f)) == want]
-            pick = same[0] if len(same) == 1 else None
+            prefixed.append(path)
+    if exact:
+        return exact[0]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    want = reference_dtype(p.reference_source)  # a cut name: the task whose inputs have the prompt's dtype
+    same = [d for d in prefixed if want and reference_dtype(_text(_reference_in(d) or "")) == want]
+    return same[0] if len(same) == 1 else None
+
+
+def from_tasks(run: Any, tasks_dir: str) -> tuple[str, str] | None:
+    """(source, origin) of the run's reference in a task folder, or None."""
+    from ktui.trace.results.kernelbench import checkout_level_dir, problem_file
+
+    p = run.problem
+    if isinstance(p.level, int) and p.problem_id is not None:
+        ld = checkout_level_dir(tasks_dir, p.level, tasks_dir)
+        f = problem_file(ld, int(p.problem_id)) if ld and str(p.problem_id).isdigit() else None
+        if f:
+            return _read(f, f"--tasks {tasks_dir}: {os.path.relpath(f, tasks_dir)}")
+    d = match_task(run, tasks_dir)
+    pick = _reference_in(d) if d else None
     if pick is None:
         return None
-    return _read(pick, f"--tasks {tasks_dir}: {os.path.relpath(pick, tasks_dir)} (task {task})")
+    return _read(pick, f"--tasks {tasks_dir}: {os.path.relpath(pick, tasks_dir)} (task {p.task})")
+
+
+def from_folder(task_dir: str, how: str) -> tuple[str, str] | None:
+    """(source, origin) of the reference in a task folder found otherwise (a trial's task path)."""
+    ref = _reference_in(task_dir)
+    return _read(ref, f"{ref} ({how})") if ref else None
 
 
 def _text(path: str) -> str | None:
