@@ -90,3 +90,41 @@ def test_a_changed_file_is_said_not_misread(tmp_path, monkeypatch):
         if c.result is not None:
             assert "could not be read back" in c.result.summary
     assert all(k.code == "" or "attachment" in k.code for k in run.kernels)
+
+
+def test_ids_and_state_diffs_are_read_back(tmp_path, monkeypatch):
+    """A paired call keeps no id and a call no state diff entries: both are read back from their
+    lines, equal to what a load that keeps everything holds (a diff before any call goes to the
+    next call; a list of entries keeps its objects only; a dangling call keeps its id)."""
+    import orjson
+
+    from ktui.trace.model import READ_BACK
+
+    def ev(tick, actor, **p):
+        return orjson.dumps({"tick": tick, "ts_ms": 1000 + tick, "actor": actor, "payload": p})
+
+    lines = [
+        ev(1, "a", kind="state_diff", diff={"field": "before_any_call", "new": 1}),
+        ev(2, "a", kind="tool_call", name="compile_kernel", id="call-1", args={"kernel_code": "k"}),
+        ev(3, "a", kind="state_diff", diff=[{"field": "x", "new": [1, 2]}, 7, {"field": "y"}]),
+        ev(4, "a", kind="tool_result", name="compile_kernel", id="call-1", result={"ok": True}),
+        ev(5, "a", kind="state_diff", diff={"field": "z", "old": None, "new": {"deep": [1]}}),
+        ev(6, "a", kind="tool_call", name="run_correctness", id="call-2", args={}),
+    ]
+    p = tmp_path / "diffs.jsonl"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setenv("KTUI_LAZY_MIN", str(1 << 40))
+    kept = load(p)
+    monkeypatch.setenv("KTUI_LAZY_MIN", "0")
+    lazy_run = load(p)
+    first, dangling = lazy_run.calls
+    assert first._id is READ_BACK and first.id == "call-1"
+    assert dangling._id == "call-2"  # still waiting for a result: kept for the pairing
+    assert list(first._diffs) == [1, 3, 5]  # line numbers, not entries
+    assert first.diffs == kept.calls[0].diffs == [{"field": "before_any_call", "new": 1}, {"field": "x", "new": [1, 2]},
+                                                  {"field": "y"}, {"field": "z", "old": None, "new": {"deep": [1]}}]
+    assert everything(lazy_run) == everything(kept)
+    p.write_bytes(b"\n" * len(p.read_bytes()))  # rewritten: said, not misread
+    first._args._cache.clear()
+    assert all("could not be read back" in d["unavailable"] for d in first.diffs)
+    assert first.id is None

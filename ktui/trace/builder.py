@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from ktui.trace import derive
-from ktui.trace.lazy import LineSource, call_args, lazy_min, result_fields
+from ktui.trace.lazy import LineSource, call_args, call_id, diff_items, lazy_min, result_fields
 from ktui.trace.model import (
     OK,
+    READ_BACK,
     UNKNOWN,
     V0,
     V1,
@@ -72,7 +73,7 @@ class Builder:
         self._kinfos: dict[tuple[str, int, bool], tuple[str, int, bool]] = {}
         self._names: dict[str, str] = {}  # short names (kinds, actors, tools), one object each
         self._last_call_by_actor: dict[str | None, ToolCall] = {}
-        self._orphan_diffs: list[dict[str, Any]] = []
+        self._orphan_diffs: list[tuple[int, list[dict[str, Any]]]] = []  # (line, entries) before any call
         self._final_answers: list[tuple[int, int | None, str]] = []  # (line, turn, code)
         self._n_problems = 0
         self._dispatch = {kind: getattr(self, name) for kind, name in _HANDLERS.items()}
@@ -399,9 +400,7 @@ class Builder:
             args = self._src
         elif code is not None:
             args = dict(args, kernel_code=self._s(code))
-        cid = p.get("id")
-        if type(cid) is not str and not isinstance(cid, str):
-            cid = None
+        cid = call_id(p)
         name = self._names.setdefault(name, name)
         calls = self.run.calls
         index = len(calls)
@@ -420,7 +419,8 @@ class Builder:
             self._pending_by_id.setdefault(cid, call)
         self._last_call_by_actor[actor] = call
         if self._orphan_diffs:
-            _add_diffs(call, self._orphan_diffs)
+            for line, items in self._orphan_diffs:
+                _add_diffs(call, items, line)
             self._orphan_diffs = []
         if seed:
             return
@@ -465,8 +465,11 @@ class Builder:
         index, cname = call.index, call.name
         del self._pending[index]
         del self._pending_by_name[cname][index]
-        if call.id and self._pending_by_id.get(call.id) is call:
-            del self._pending_by_id[call.id]
+        pid = call._id
+        if pid and self._pending_by_id.get(pid) is call:
+            del self._pending_by_id[pid]
+        if pid is not None and call.lazy:  # paired: its id is read back from its line when shown
+            call._id = READ_BACK
         if cid is None and cname != name and name is not None:
             self.problem(ev.line, f"tool_result '{name}' paired with call '{cname}'", "", "warning")
         call.result, effect = self._result(ev, p, call)
@@ -508,19 +511,17 @@ class Builder:
         return ToolResult(ev.line, ev.ts_ms, status, summary, effect, meta, is_error), effect
 
     def _on_state_diff(self, ev: Event, p: dict[str, Any], envelope) -> None:
-        diff = p.get("diff")
-        items: list[Any] = diff if isinstance(diff, list) else [diff]
-        items = [d for d in items if isinstance(d, dict)]
+        items = diff_items(p)
         if not items:
             self.problem(ev.line, "state_diff without a diff object", "", "warning")
             return
         call = self._last_call_by_actor.get(ev.actor)
         if call is not None:
-            _add_diffs(call, items)
+            _add_diffs(call, items, ev.line)
             if call.turn is not None:
                 self._touch(self.run.turns[call.turn], ev)
         else:
-            self._orphan_diffs.extend(items)
+            self._orphan_diffs.append((ev.line, items))
 
     def _on_progress(self, ev: Event, p: dict[str, Any], envelope) -> None:
         self._on_unknown(ev, p)
@@ -577,9 +578,12 @@ class Builder:
 _HANDLERS = {name[4:]: name for name in dir(Builder) if name.startswith("_on_") and name != "_on_unknown"}
 
 
-def _add_diffs(call: ToolCall, items: list[dict[str, Any]]) -> None:
-    """Append to the call's diffs (an empty tuple until it has some: most calls have none)."""
-    if isinstance(call.diffs, list):
-        call.diffs.extend(items)
+def _add_diffs(call: ToolCall, items: list[dict[str, Any]], line: int) -> None:
+    """Append to the call's diffs (an empty tuple until it has some: most calls have none): the
+    entries of the state_diff event on ``line``, or, for a call read back from the file, that
+    line's number (:attr:`ToolCall.diffs` reads it back)."""
+    entry: list[Any] = [line] if call.lazy else items
+    if isinstance(call._diffs, list):
+        call._diffs.extend(entry)
     else:
-        call.diffs = list(items)
+        call._diffs = list(entry)

@@ -90,6 +90,18 @@ class LineSource:
             return {"unavailable": unavailable(line, p)}
         return call_args(p)
 
+    def call_id(self, line: int) -> str | None:
+        """The id of the tool call on ``line`` (None when it has none or cannot be read)."""
+        p = self.line_payload(line, "tool_call")
+        return None if isinstance(p, str) else call_id(p)
+
+    def diff_items(self, line: int) -> list[dict[str, Any]]:
+        """The state diff entries of the state_diff event on ``line``, as the builder took them."""
+        p = self.line_payload(line, "state_diff")
+        if isinstance(p, str):
+            return [{"unavailable": unavailable(line, p)}]
+        return diff_items(p)
+
     def result(self, line: int, call_name: str) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
         """The ``(summary, effect, meta)`` of the tool result on ``line``, as the builder derived them."""
         p = self.line_payload(line, "tool_result")
@@ -158,6 +170,19 @@ def call_args(p: dict[str, Any]) -> dict[str, Any]:
     """A tool call payload's arguments: an object, else ``{"value": args}``."""
     args = p.get("args", {})
     return args if isinstance(args, dict) else {"value": args}
+
+
+def call_id(p: dict[str, Any]) -> str | None:
+    """A tool call (or result) payload's id: a string, else None."""
+    cid = p.get("id")
+    return cid if type(cid) is str or isinstance(cid, str) else None
+
+
+def diff_items(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """A state_diff payload's entries: its ``diff`` object, or the objects of its ``diff`` list."""
+    diff = p.get("diff")
+    items: list[Any] = diff if isinstance(diff, list) else [diff]
+    return [d for d in items if isinstance(d, dict)]
 
 
 def result_fields(call_name: str, p: dict[str, Any]):

@@ -192,13 +192,15 @@ class ToolCall:
     _args: Any  # the arguments object, or the ktui.trace.lazy.LineSource its line is read back from
     line: int
     ts_ms: int | None
-    id: str | None = None
+    _id: Any = None  # the call's id (str or None), or READ_BACK: read back from its line
     actor: str | None = None
     seed: bool = False
     turn: int | None = None
     result: ToolResult | None = None
     kernel: int | None = None  # KernelVersion.number of args.kernel_code, if any
-    diffs: Sequence[dict[str, Any]] = ()  # state_diff entries it caused (a list once there are any)
+    # state_diff entries it caused (a list once there are any); a lazy call keeps the line
+    # numbers of its state_diff events instead, read back on demand (LineSource.diff_items)
+    _diffs: Sequence[Any] = ()
     _kinfo: tuple[str, int, bool] | None = field(default=None, metadata=_HIDDEN)  # kernel_code's sha1, lines, attachment
 
     def __init__(self, index: int, name: str, args: Any, line: int, ts_ms: int | None, id: str | None = None,
@@ -206,9 +208,32 @@ class ToolCall:
                  result: ToolResult | None = None, kernel: int | None = None,
                  diffs: Sequence[dict[str, Any]] | None = None) -> None:
         self.index, self.name, self._args, self.line, self.ts_ms = index, name, args, line, ts_ms
-        self.id, self.actor, self.seed, self.turn, self.result, self.kernel = id, actor, seed, turn, result, kernel
-        self.diffs = () if diffs is None else diffs  # most calls cause none: no empty list each
+        self._id, self.actor, self.seed, self.turn, self.result, self.kernel = id, actor, seed, turn, result, kernel
+        self._diffs = () if diffs is None else diffs  # most calls cause none: no empty list each
         self._kinfo = None
+
+    @property
+    def id(self) -> str | None:
+        i = self._id
+        if i is READ_BACK:  # a lazy call's id, once it was paired (the builder's pairing needed it)
+            return self._args.call_id(self.line)
+        return i  # type: ignore[no-any-return]
+
+    @id.setter
+    def id(self, value: str | None) -> None:
+        self._id = value
+
+    @property
+    def diffs(self) -> Sequence[dict[str, Any]]:
+        d = self._diffs
+        if not d or type(d[0]) is not int:
+            return d
+        src = self._args  # a lazy call: the line numbers of its state_diff events
+        return [item for line in d for item in src.diff_items(line)]
+
+    @diffs.setter
+    def diffs(self, value: Sequence[dict[str, Any]]) -> None:
+        self._diffs = value
 
     @property
     def args(self) -> dict[str, Any]:
@@ -254,6 +279,24 @@ class ToolCall:
         if self.result and self.result.ts_ms is not None and self.ts_ms is not None:
             return max(0, self.result.ts_ms - self.ts_ms)
         return None
+
+
+class _ReadBack:
+    """A field read back from the call's line on demand (:class:`ToolCall`'s id)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<read back>"
+
+    def __deepcopy__(self, memo: dict) -> _ReadBack:
+        return self
+
+    def __reduce__(self) -> str:
+        return "READ_BACK"
+
+
+READ_BACK = _ReadBack()
 
 
 def kernel_sha1(code: str) -> str:
