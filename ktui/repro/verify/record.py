@@ -240,6 +240,8 @@ def stats_line(s: dict[str, Any]) -> str:
     parts.append(f"{s.get('built', 0)} built, {s.get('timed', 0)} timed, {s.get('failed', 0)} did not complete")
     if s.get("not_judged"):
         parts.append(f"{s['not_judged']} run(s) not judged here")
+    if s.get("no_kernel"):
+        parts.append(f"{s['no_kernel']} run(s) with no kernel not counted per model")
     if s.get("cancelled"):
         parts.append(f"{s['cancelled']} cancelled")
     if s.get("wall_s") is not None:

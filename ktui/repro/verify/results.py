@@ -36,7 +36,7 @@ from ktui.repro.verify.record import (  # noqa: F401  (the typed report: re-expo
     read_report,
     stats_line,
 )
-from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate
+from ktui.trace.aggregate import FAST_P, ModelAggregate, aggregate, is_kernel_run
 from ktui.trace.model import INCOMPLETE, OUTCOME_FAILED, PASSED
 
 NOT_RUN = "not run"
@@ -103,6 +103,12 @@ class Verified:
     tokens = None
     wall_ms = None
 
+    @property
+    def no_gpu_final(self) -> bool:
+        """The run's final kernel has no GPU code (a PyTorch wrapper): its speedup, recorded or
+        reproduced, is not a kernel's and is in no fast_p and no geomean, as in ``ktui runs``."""
+        return bool(getattr(self.row.summary, "no_gpu_final", False))
+
     def to_dict(self) -> dict[str, Any]:
         r = self.result or {}
         t = r.get("timing") or {}
@@ -131,12 +137,13 @@ def _finite(v: Any) -> float | None:
 class _Recorded:
     """The recorded side of a row, in RunSummary's terms."""
 
-    __slots__ = ("model", "outcome", "speedup", "tokens", "wall_ms")
+    __slots__ = ("model", "no_gpu_final", "outcome", "speedup", "tokens", "wall_ms")
 
     def __init__(self, row: RunRow):
         self.model = row.model
         self.outcome = row.recorded_outcome
         self.speedup = row.recorded_speedup
+        self.no_gpu_final = bool(getattr(row.summary, "no_gpu_final", False))
         self.tokens = None
         self.wall_ms = None
 
@@ -191,7 +198,9 @@ def build_report(rows: list[RunRow], results: dict[str, dict[str, Any]], cached:
         res = results.get(row.job) if row.job else None
         comp = compare(row.recorded, res, rule=row.rule) if (res is not None and row.recorded is not None) else None
         out.append(Verified(row, res, comp, cached=bool(row.job and row.job in cached)))
-    finals = [v for v in out if v.row.final]
+    # the per-model figures count kernel runs only, as ``ktui runs`` does: a coding agent's session
+    # or an arithmetic eval is listed and verified, never a model's kernel result
+    finals = [v for v in out if v.row.final and (v.row.summary is None or is_kernel_run(v.row.summary))]
     rec = aggregate([_Recorded(v.row) for v in finals])
     rep = aggregate(finals, judged_only=True)
     # claims that do not hold: judged runs only (a kernel this machine could not run, or whose
@@ -201,6 +210,7 @@ def build_report(rows: list[RunRow], results: dict[str, dict[str, Any]], cached:
     st = dict(stats or {})
     st["not_judged"] = sum(1 for v in out if not v.judged)
     st["judged"] = len(out) - st["not_judged"]
+    st["no_kernel"] = sum(1 for v in out if v.row.final) - len(finals)
     return Report(out, rec, rep, claims, st)
 
 
