@@ -352,3 +352,49 @@ def test_app_shows_the_important_columns_and_reproduced_without_scrolling(size):
                 assert "model" in shown
 
     asyncio.run(go())
+
+
+def _run_folders(root: Path, n: int = 6) -> None:
+    """A sweep in the layout harnesses write: one folder a run, the trace under the same name in
+    each (``<cell>_s<seed>/<uuid>/trace.jsonl``), long enough to be cut at 100 columns."""
+    for i in range(n):
+        d = root / f"l1_p10_some-long-model-name_careful_s{1000 + i}" / f"{i:04d}c0ffee{i:08d}"
+        d.mkdir(parents=True)
+        (d / "trace.jsonl").write_text(mini_trace("m", passed=True, speedup=1.0 + i, tokens_in=1, tokens_out=1,
+                                                  wall_ms=10, tag=f"k{i}") + "\n", encoding="utf-8")
+
+
+def test_cut_trace_names_stay_distinct_when_the_file_name_is_shared(tmp_path):
+    """At 100 columns every row of such a sweep read 'l1_p1…trace.jsonl': the shared file name took
+    the room of the folder that tells runs apart. It gives its room back (text table and app)."""
+    _run_folders(tmp_path)
+    res = CliRunner().invoke(main, ["runs", str(tmp_path), "--print"], env={"COLUMNS": "70"})
+    assert res.exit_code == 0, res.output
+    rows = [x.split()[0] for x in res.output.splitlines() if x.startswith("l1_p1")]
+    assert len(rows) == 6 and len(set(rows)) == 6, rows
+    assert all(r.endswith("/…") for r in rows), rows
+
+    async def go():
+        app = runs_app(tmp_path)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _scanned(pilot)
+            table = app.screen.query_one(RunsTable)
+            table.set_reproduced({s.real: "not judged here" for s in table.rows})
+            await pilot.pause()
+            w = table.fitted_widths()["path"]
+            cells = [table.render_line(1 + i).text[2:2 + w] for i in range(6)]
+            assert w < len("l1_p10_some-long-model-name_careful_s1000/0000c0ffee00000000/trace.jsonl")
+            assert len(set(cells)) == 6, cells
+
+    asyncio.run(go())
+
+
+def test_a_file_name_only_one_row_has_stays_when_cut():
+    from ktui.report.runs import fit_middle, name_counts
+
+    paths = ["a/very/long/folder/name/of/a/sweep/x_unique.jsonl", "b/very/long/folder/name/of/a/sweep/t.jsonl",
+             "c/very/long/folder/name/of/a/sweep/t.jsonl"]
+    counts = name_counts(paths)
+    assert fit_middle(paths[0], 30, counts).endswith("x_unique.jsonl")
+    assert fit_middle(paths[1], 30, counts).endswith("/…") and len(fit_middle(paths[1], 30, counts)) == 30
+    assert fit_middle("short/t.jsonl", 30, counts) == "short/t.jsonl"  # what fits is never cut

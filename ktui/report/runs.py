@@ -14,7 +14,8 @@ import csv
 import json
 import sys
 import time
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +123,27 @@ def fit_columns(keys: list[str], natural: dict[str, int], room: int) -> tuple[li
     return kept, w
 
 
-def fit_middle(text: str, width: int) -> str:
-    """A long trace path cut in the middle (its start and its file name stay), at most ``width``."""
+def name_counts(paths: Iterable[str]) -> Counter[str]:
+    """How many of these trace paths end in each file name (:func:`distinct_part`)."""
+    return Counter(p.rpartition("/")[2] for p in paths)
+
+
+def distinct_part(text: str, counts: Mapping[str, int] | None) -> str:
+    """The part of a path worth its cells when it must be cut: a file name that other runs of the
+    table share (``trace.jsonl`` in every run folder of a sweep, ``trajectory.json`` of every
+    Harbor trial) tells the rows apart no better than nothing, so it becomes ``…`` and the folder
+    that differs keeps the room (cut in the middle, all rows read ``l1_p1…trace.jsonl``)."""
+    head, sep, name = text.rpartition("/")
+    if sep and head and counts and counts.get(name, 0) > 1:
+        return head + "/…"
+    return text
+
+
+def fit_middle(text: str, width: int, counts: Mapping[str, int] | None = None) -> str:
+    """A long trace path cut in the middle (its start and its file name stay, unless the name is
+    shared by other rows: :func:`distinct_part`), at most ``width``."""
+    if len(text) > width and width >= 8:
+        text = distinct_part(text, counts)
     if len(text) <= width or width < 8:
         return text if len(text) <= width else text[: max(0, width - 1)] + "…"
     head = (width - 1) // 3
@@ -311,12 +331,13 @@ def runs_table(runs: list[RunSummary], title: str | None = None, width: int | No
     cols = [(k, h, j) for k, h, j in all_cols if k in kept]
     for key, header, justify in cols:
         t.add_column(header, justify=justify, no_wrap=True, overflow="ellipsis", width=w[key] if width else None)
+    counts = name_counts(cell_text(s, "path").plain for s in runs) if width else None
     for s in runs:
         row = []
         for k, _, _ in cols:
             c = cell_text(s, k)
             if k == "path" and width:
-                c.plain = fit_middle(c.plain, w[k])
+                c.plain = fit_middle(c.plain, w[k], counts)
             row.append(c)
         t.add_row(*row)
     t.left_out = [h for k, h, _ in all_cols if k not in kept]  # type: ignore[attr-defined]

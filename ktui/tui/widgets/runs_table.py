@@ -11,6 +11,7 @@ strings are drawn as plain segments (never markup), after sanitising.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from rich.cells import cell_len, set_cell_size
@@ -30,6 +31,7 @@ from ktui.report.runs import (
     REPRODUCED,
     WIDTH_LIMITS,
     cell,
+    distinct_part,
     fit_columns,
     flag_style,
 )
@@ -81,6 +83,7 @@ class RunsTable(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.rows: list[RunSummary] = []
         self.view: list[int] = []
+        self._names: Counter[str] = Counter()  # rows by trace file name (a shared one is cut first)
         self.marked: set[int] = set()
         self.widths = {k: WIDTH_LIMITS[k][0] for k, _, _ in COLUMNS}
         for k, header, _ in COLUMNS:
@@ -138,6 +141,7 @@ class RunsTable(ScrollView, can_focus=True):
         start = len(self.rows)
         for s in summaries:
             self.rows.append(s)
+            self._names[self._cell(s, "path").rpartition("/")[2]] += 1
             if s.labels:
                 self._n_labelled += 1
             for k, _, _ in [*COLUMNS, LABELS_COLUMN]:
@@ -165,6 +169,7 @@ class RunsTable(ScrollView, can_focus=True):
 
     def clear(self) -> None:
         self.rows, self.view, self.marked = [], [], set()
+        self._names.clear()
         self._n_labelled = 0
         self.cursor = 0
         self._resize()
@@ -247,7 +252,7 @@ class RunsTable(ScrollView, can_focus=True):
                 st = base + Style.parse(flag_style(s, k) or "")
             elif text == "—":
                 st = base + dim
-            fitted = _fit_middle(text, widths[k]) if k == "path" else _fit(text, widths[k], justify)
+            fitted = _fit_middle(text, widths[k], self._names) if k == "path" else _fit(text, widths[k], justify)
             segs.append(Segment(fitted, st))
             segs.append(Segment("  ", base))
         return Strip(segs)
@@ -322,8 +327,11 @@ def _fit(text: str, width: int, justify: str) -> str:
     return (" " * pad + text) if justify == "right" else (text + " " * pad)
 
 
-def _fit_middle(text: str, width: int) -> str:
-    """Cut the middle out of a long path: the start and the file name both stay visible."""
+def _fit_middle(text: str, width: int, names: Counter[str] | None = None) -> str:
+    """Cut the middle out of a long path: the start and the file name both stay visible (a file
+    name other rows share gives its room to the folder: :func:`ktui.report.runs.distinct_part`)."""
+    if cell_len(text) > width and width >= 8:
+        text = distinct_part(text, names)
     if cell_len(text) <= width or width < 8:
         return _fit(text, width, "left")
     head_w = (width - 1) // 3
