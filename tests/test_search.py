@@ -259,3 +259,21 @@ def test_runs_screen_search_opens_the_replay_at_the_hit(tmp_path):
             assert app.screen is runs
 
     asyncio.run(flow())
+
+
+def test_system_notes_and_other_actors_messages_are_searched_at_their_turn(tmp_path):
+    """A backend's error is a system note and a harness's nudge a user message: neither is a
+    turn's own text, and neither was searched ('which runs hit a 404 from the backend?' found
+    nothing). Both are field "text", at the turn whose lines hold them."""
+    lines = SEED_TRACE.read_text(encoding="utf-8").splitlines()
+    ev = json.loads(lines[AGENT_LINE])
+    note = dict(ev, payload={"kind": "system", "note": "backend error (m): rejected: 503 QuotaGone7 for key sk-abc"})
+    nudge = dict(ev, actor="harness", payload={"kind": "user_message", "text": "Reminder: ZebraNudge9 call submit"})
+    lines[AGENT_LINE + 1:AGENT_LINE + 1] = [json.dumps(note), json.dumps(nudge)]
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    hits = _hits(p, "quotagone7")
+    assert [(h.turn, h.field, h.where) for h in hits] == [(3, "text", "note")], hits
+    hits = _hits(p, "ZebraNudge9")
+    assert [(h.turn, h.field) for h in hits] == [(3, "text")] and "user_message" in hits[0].where, hits
+    assert _hits(p, "ZebraNudge9", fields=("calls", "results", "kernels", "reasoning")) == []

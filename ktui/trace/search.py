@@ -16,7 +16,8 @@ reloaded in full for every search:
 3. only a file that passes is parsed (:func:`ktui.trace.load`, every format ktui reads) and its
    turns searched field by field, so a hit has its run, turn and field.
 
-Fields (``--in``): ``reasoning`` and ``text`` (the agent's reasoning and message of a turn),
+Fields (``--in``): ``reasoning`` and ``text`` (the agent's reasoning and message of a turn;
+``text`` also the run's system notes, e.g. a backend's error, and other actors' messages),
 ``calls`` (a tool call's name and arguments, the kernel code argument excepted), ``results``
 (a tool result's text and its structured effect / meta strings) and ``kernels`` (each kernel
 version's code, at the turn that first wrote it). Matching is smart-case, like ripgrep's: case
@@ -29,6 +30,7 @@ search screen in :mod:`ktui.tui.screens.search`, with :mod:`ktui.view.text`). No
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -223,7 +225,9 @@ def _texts(run: Any, fields: Iterable[str]) -> Iterator[tuple[int | None, str, s
                         seen.add(s)
                         yield turn, "results", name, res.line, s
 
+    others = _other_texts(run, turns) if "text" in want else {}
     yield from calls(seeded, None)
+    yield from others.pop(None, [])
     for kv in kernels_at.pop(None, []):
         yield None, "kernels", kv.label, kv.first_line, kv.code or ""
     for t in turns:
@@ -232,12 +236,47 @@ def _texts(run: Any, fields: Iterable[str]) -> Iterator[tuple[int | None, str, s
             yield t.index, "reasoning", "", line, t.reasoning
         if "text" in want and t.text:
             yield t.index, "text", "", line, t.text
+        yield from others.pop(t.index, [])
         yield from calls(t.calls, t.index)
         for kv in kernels_at.pop(t.index, []):
             yield t.index, "kernels", kv.label, kv.first_line, kv.code or ""
     for kvs in kernels_at.values():  # versions whose first turn is past the last (should not happen)
         for kv in kvs:
             yield kv.first_turn, "kernels", kv.label, kv.first_line, kv.code or ""
+
+
+# the messages a turn holds itself (its text or reasoning): searched there, once
+_TURN_KINDS = frozenset({"agent_message", "assistant_message"})
+
+
+def _other_texts(run: Any, turns: list[Any]) -> dict[int | None, list[tuple[int | None, str, str, int | None, str]]]:
+    """The transcript's text outside the turns' own messages, by the turn it falls in: the run's
+    system notes (a backend's error, a halt, the harness's lines) and the messages of other
+    actors (the user's, a tool's). Field "text", ``where`` saying which ("note", "user_message
+    harness"); the turn is the one whose lines hold it (the last turn begun before it), None
+    before the first."""
+    starts: list[int] = []
+    for t in turns:
+        fl = getattr(t, "first_line", None)
+        if not isinstance(fl, int) or (starts and fl < starts[-1]):
+            starts = []  # lines unknown or out of order: every such text before the turns
+            break
+        starts.append(fl)
+    items: list[tuple[int | None, str, str]] = []
+    for note in getattr(run, "notes", None) or []:
+        if isinstance(note, tuple) and len(note) == 2:
+            items.append((note[0], "note", note[1]))
+    for msg in getattr(run, "messages", None) or []:
+        if isinstance(msg, tuple) and len(msg) == 4 and msg[1] not in _TURN_KINDS:
+            items.append((msg[0], " ".join(str(x) for x in msg[1:3] if x), msg[3]))
+    out: dict[int | None, list[tuple[int | None, str, str, int | None, str]]] = {}
+    for ln, where, text in sorted(items, key=lambda x: x[0] if isinstance(x[0], int) else -1):
+        if not isinstance(text, str) or not text:
+            continue
+        k = bisect.bisect_right(starts, ln) - 1 if starts and isinstance(ln, int) else -1
+        turn = turns[k].index if k >= 0 else None
+        out.setdefault(turn, []).append((turn, "text", where, ln if isinstance(ln, int) else None, text))
+    return out
 
 
 def search_run(run: Any, matcher: Matcher, *, fields: Iterable[str] = FIELDS, run_name: str = "", real: str = "",
