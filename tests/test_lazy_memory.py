@@ -19,6 +19,7 @@ import pytest
 
 import ktui.trace.lazy as lazy_mod
 from ktui.trace import load
+from ktui.trace.model import ResultTable
 from ktui.trace.reader import load_stages
 
 TURNS = 2000
@@ -147,8 +148,9 @@ def test_a_big_load_gives_the_heap_back(tmp_path):
 def test_short_lines_are_read_back_too(tmp_path, monkeypatch):
     """By default a short line's arguments and result are not kept either (a kept one holds its
     argument and effect objects: most of what a run of short events costs). Counted: the run
-    of a trace of short events keeps under 390 bytes an event (334 measured); keeping the
-    arguments and results of lines under 256 bytes (the default before) costs more than 420 (447)."""
+    of a trace of short events keeps under 330 bytes an event (296 measured, results kept by
+    column); keeping the arguments and results of lines under 256 bytes (the default before)
+    costs more than 420 (447)."""
     from test_scaling import trace
 
     p = tmp_path / "short.jsonl"
@@ -157,9 +159,9 @@ def test_short_lines_are_read_back_too(tmp_path, monkeypatch):
     got, run = retained(p)
     n = len(run.events)  # type: ignore[attr-defined]
     calls = run.calls  # type: ignore[attr-defined]
-    assert n == 12_001 and all(c.lazy and c.result._ref is not None for c in calls)
+    assert n == 12_001 and all(c.lazy and type(c._result) is ResultTable for c in calls)  # results by column
     assert calls[4].args == {"kernel_code": "__global__ void k0() {}\n"} and calls[4].result.summary == "done"
-    assert got < 390 * n, f"{got / n:.0f} bytes an event"
+    assert got < 330 * n, f"{got / n:.0f} bytes an event"
     monkeypatch.setenv("KTUI_LAZY_MIN", "256")
     kept, run = retained(p)
     assert not any(c.lazy for c in run.calls)  # type: ignore[attr-defined]

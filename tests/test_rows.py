@@ -97,3 +97,22 @@ def test_a_run_keeps_its_messages_by_column():
     as_list, plain = held(list)
     assert type(box) is R.Rows and box == plain
     assert as_rows < as_list / 3, (as_rows, as_list)
+
+
+def test_a_result_that_does_not_fit_the_columns_is_kept_whole():
+    """ResultTable keeps what fits its columns and says False for the rest (the builder then keeps
+    a ToolResult object); what it keeps comes back equal, None times and bools included."""
+    from ktui.trace.model import ResultTable
+
+    t = ResultTable(src=None)
+    assert t.put(5, 12, None, "ok", False, "done", None)
+    assert t.put(2, 7, 2**62, "failed", True, None, ["case 1: nan"])
+    for bad in ((3, 1.5, 1, "ok", False), (3, 1, 1.5, "ok", False), (3, 1, 1, None, False), (3, 1, 1, "ok", 1),
+                (3, -1, 1, "ok", False), (-1, 1, 1, "ok", False), (3, 1, -(2**63), "ok", False)):
+        assert not t.put(*bad), bad
+    a, b = t.get(5, "compile_kernel"), t.get(2, "run_correctness")
+    assert (a.line, a.ts_ms, a.status, a.is_error, a._brief, a._case_errors, a._call) == (
+        12, None, "ok", False, "done", None, "compile_kernel")
+    assert (b.line, b.ts_ms, b.status, b.is_error, b._brief, b.case_errors) == (7, 2**62, "failed", True, None,
+                                                                                ["case 1: nan"])
+    assert type(b.is_error) is bool and t.status(5) == "ok" and t.ts_ms(2) == 2**62

@@ -23,6 +23,7 @@ from ktui.trace.model import (
     V3,
     Actor,
     Event,
+    ResultTable,
     Run,
     Terminal,
     ToolCall,
@@ -54,6 +55,7 @@ class Builder:
         self._src = source if keep_events else None  # read back by offset: needs the events
         if self._src is not None:
             self._src.events = self.run.events  # where each line is
+        self._results = ResultTable(self._src)  # the results read back from the file, by column
         self._lazy_min = lazy_min()
         self.n_events = 0  # counted whether or not the events are kept
         self._actors_seen: set[str | None] = set()
@@ -478,7 +480,8 @@ class Builder:
         if effect and (cname in _FETCH or call.seed and cname == "fetch_problem"):
             derive.problem_from_fetch(self.run.problem, effect, ev.line)
 
-    def _result(self, ev: Event, p: dict[str, Any], call: ToolCall) -> tuple[ToolResult, dict[str, Any] | None]:
+    def _result(self, ev: Event, p: dict[str, Any],
+                call: ToolCall) -> tuple[ToolResult | ResultTable, dict[str, Any] | None]:
         """The call's result, and its effect object (kept in the result, or read back later)."""
         is_error = p.get("is_error") is True
         name = call.name
@@ -491,16 +494,19 @@ class Builder:
                 t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
         status = derive.result_status(name, effect, summary, meta, is_error)
         if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
-            res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error,
-                                       self._src, name)
+            brief = cases = None
             want_brief = call._kinfo is not None  # a kernel_code: known while reading (kernel_info)
             want_cases = name == "run_correctness" and status != OK  # what the harness flags read
             if want_brief or want_cases:  # what the kernel versions list says of it
                 kept = ToolResult(ev.line, ev.ts_ms, status, summary, effect, meta, is_error)
                 if want_brief:
-                    res._brief = kept.brief
+                    brief = kept.brief
                 if want_cases:
-                    res._case_errors = kept.case_errors
+                    cases = kept.case_errors
+            if self._results.put(call.index, ev.line, ev.ts_ms, status, is_error, brief, cases):
+                return self._results, effect  # by column: a ToolResult made on access
+            res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error, self._src, name)
+            res._brief, res._case_errors = brief, cases
             return res, effect
         if effect is not None:
             for k, v in effect.items():  # share long strings (summaries, sources) with the model

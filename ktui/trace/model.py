@@ -16,14 +16,13 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import re
-import sys
 from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ktui.trace import rows
 from ktui.trace.eventlog import Event, EventLog, copy_events, turn_spans  # noqa: F401 - the model's names
+from ktui.trace.toolresult import _HIDDEN, ERROR, FAILED, MISSING, OK, ResultTable, ToolResult  # noqa: F401 - the model's names
 
 # Variants (see the format doc, section 4)
 V0 = "V0"
@@ -32,11 +31,7 @@ V2 = "V2"
 V3 = "V3"
 UNKNOWN = "unknown"
 
-# Tool call status
-OK = "ok"  # the tool ran and reported success
-FAILED = "failed"  # the tool ran and reported failure (e.g. "run_correctness FAILED")
-ERROR = "error"  # the dispatcher failed (exception, blocked, timeout): is_error
-MISSING = "missing"  # no result in the trace (dangling call)
+# Tool call status: OK, FAILED, ERROR, MISSING (ktui.trace.toolresult)
 
 # Outcomes
 PASSED = "passed"
@@ -100,89 +95,6 @@ class Problem:
         return " ".join(parts) or "unknown problem"
 
 
-_HIDDEN = {"hidden": True}  # a field serializers leave out (ktui.trace.serialize)
-
-
-@dataclass(slots=True, eq=False, init=False)
-class ToolResult:
-    """A tool's result. Its text and structured fields are either kept or, for a long line of a
-    file, read back on demand (``_ref``, :mod:`ktui.trace.lazy`): the same values either way."""
-
-    line: int
-    ts_ms: int | None
-    status: str  # OK | FAILED | ERROR
-    _summary: str | None = None  # the human text (without the [meta] trailer); None: read back
-    _effect: dict[str, Any] | None = None  # structured effect object (V0/V1)
-    _meta: dict[str, Any] | None = None  # parsed "[meta] {...}" trailer (KTBench)
-    is_error: bool = False
-    _ref: Any = field(default=None, metadata=_HIDDEN)  # the ktui.trace.lazy.LineSource its line is read back from
-    _call: str = field(default="", metadata=_HIDDEN)  # the call's name (what its summary is derived with)
-    _brief: str | None = field(default=None, metadata=_HIDDEN)  # what a kernel use shows, kept
-    _case_errors: list[str] | None = field(default=None, metadata=_HIDDEN)
-
-    def __init__(self, line: int, ts_ms: int | None, status: str, summary: str = "",
-                 effect: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
-                 is_error: bool = False) -> None:
-        self.line, self.ts_ms, self.status = line, ts_ms, status
-        self._summary, self._effect, self._meta, self.is_error = summary, effect, meta, is_error
-        self._ref, self._call, self._brief, self._case_errors = None, "", None, None
-
-    @classmethod
-    def read_back(cls, line: int, ts_ms: int | None, status: str, is_error: bool, ref: Any, call: str) -> ToolResult:
-        r = cls(line, ts_ms, status, is_error=is_error)
-        r._summary, r._ref, r._call = None, ref, call
-        return r
-
-    def _fields(self) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
-        if self._ref is None:
-            return self._summary or "", self._effect, self._meta
-        return self._ref.result(self.line, self._call)
-
-    @property
-    def summary(self) -> str:
-        return self._summary if self._ref is None else self._fields()[0]  # type: ignore[return-value]
-
-    @property
-    def effect(self) -> dict[str, Any] | None:
-        return self._effect if self._ref is None else self._fields()[1]
-
-    @property
-    def meta(self) -> dict[str, Any] | None:
-        return self._meta if self._ref is None else self._fields()[2]
-
-    @property
-    def error_text(self) -> str:
-        """The most specific error message available, '' when none."""
-        summary, eff, meta = self._fields()
-        eff = eff or {}
-        det = eff.get("details")
-        det = det if isinstance(det, dict) else {}
-        for key in ("runtime_error", "compile_error", "correctness_issue"):
-            v = det.get(key)
-            if v:
-                return str(v)
-        if isinstance(eff.get("error"), str) and eff["error"]:
-            return eff["error"]
-        if meta and isinstance(meta.get("error"), str):
-            return meta["error"]
-        if self.status != OK:
-            lines = [ln for ln in summary.splitlines() if ln.strip()]
-            return "\n".join(lines[1:4]) if len(lines) > 1 else (lines[0] if lines else "")
-        return ""
-
-    @property
-    def brief(self) -> str:
-        """What a kernel use of this result says: the error, or the summary's first line."""
-        if self._brief is None:  # one string per distinct text: most are a few status lines, repeated
-            self._brief = sys.intern(self.error_text if self.status != OK else self.summary.split("\n", 1)[0])
-        return self._brief
-
-    @property
-    def case_errors(self) -> list[str]:
-        """The per-case errors a failed correctness run lists (``[case] error`` lines)."""
-        if self._case_errors is None:
-            self._case_errors = [sys.intern(m.group(2).strip()) for m in _CASE_ERR.finditer(self.summary)]
-        return self._case_errors
 
 
 @dataclass(slots=True, eq=False, init=False)
@@ -196,7 +108,7 @@ class ToolCall:
     actor: str | None = None
     seed: bool = False
     turn: int | None = None
-    result: ToolResult | None = None
+    _result: Any = None  # the ToolResult, or the run's ResultTable that holds it (made on access)
     kernel: int | None = None  # KernelVersion.number of args.kernel_code, if any
     # state_diff entries it caused (a list once there are any); a lazy call keeps the line
     # numbers of its state_diff events instead, read back on demand (LineSource.diff_items)
@@ -208,7 +120,7 @@ class ToolCall:
                  result: ToolResult | None = None, kernel: int | None = None,
                  diffs: Sequence[dict[str, Any]] | None = None) -> None:
         self.index, self.name, self._args, self.line, self.ts_ms = index, name, args, line, ts_ms
-        self._id, self.actor, self.seed, self.turn, self.result, self.kernel = id, actor, seed, turn, result, kernel
+        self._id, self.actor, self.seed, self.turn, self._result, self.kernel = id, actor, seed, turn, result, kernel
         self._diffs = () if diffs is None else diffs  # most calls cause none: no empty list each
         self._kinfo = None
 
@@ -222,6 +134,17 @@ class ToolCall:
     @id.setter
     def id(self, value: str | None) -> None:
         self._id = value
+
+    @property
+    def result(self) -> ToolResult | None:
+        r = self._result
+        if type(r) is ResultTable:
+            return r.get(self.index, self.name)
+        return r  # type: ignore[no-any-return]
+
+    @result.setter
+    def result(self, value: ToolResult | ResultTable | None) -> None:
+        self._result = value
 
     @property
     def diffs(self) -> Sequence[dict[str, Any]]:
@@ -251,7 +174,10 @@ class ToolCall:
 
     @property
     def status(self) -> str:
-        return self.result.status if self.result else MISSING
+        r = self._result
+        if type(r) is ResultTable:
+            return r.status(self.index)
+        return r.status if r is not None else MISSING
 
     @property
     def kernel_code(self) -> str | None:
@@ -276,8 +202,10 @@ class ToolCall:
 
     @property
     def duration_ms(self) -> int | None:
-        if self.result and self.result.ts_ms is not None and self.ts_ms is not None:
-            return max(0, self.result.ts_ms - self.ts_ms)
+        r = self._result
+        end = r.ts_ms(self.index) if type(r) is ResultTable else r.ts_ms if r is not None else None
+        if end is not None and self.ts_ms is not None:
+            return max(0, end - self.ts_ms)
         return None
 
 
@@ -320,7 +248,6 @@ _INFO_CACHE_MAX = 64 << 10  # sources up to this long are remembered, 64 of them
 _kernel_info_cached = functools.lru_cache(maxsize=64)(_kernel_info)
 
 
-_CASE_ERR = re.compile(r"^\s*\[([^\]]+)\]\s*(.+)$", re.M)  # "[case 3] error" lines of a correctness run
 
 
 @dataclass(slots=True, eq=False)
