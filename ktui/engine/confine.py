@@ -179,6 +179,43 @@ def _base_for_root(avoid):
     raise OSError(0, "no folder to build the worker's root on")
 
 
+#: folders of the worker's root in which whatever others may not read (no o+r bit) is hidden: as
+#: root, a worker (its capabilities dropped, but still the files' owner) would read /etc/shadow,
+#: gshadow, security/opasswd, ssl/private's keys, ssh's host keys
+HIDE_UNREADABLE_UNDER = ("/etc",)
+
+
+def _hide_unreadable(src, target, report, limit=20000):
+    """Cover, below ``target`` (the bind of ``src``), each regular file others may not read with
+    /dev/null and each such folder with an empty read-only tmpfs."""
+    import stat
+
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        for name in list(dirnames) + filenames:
+            n += 1
+            if n > limit:
+                report["errors"].append(f"{src}: more than {limit} entries, the rest not checked")
+                return
+            p = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if st.st_mode & stat.S_IROTH or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                continue
+            dst = target + p[len(src):]
+            try:
+                if stat.S_ISDIR(st.st_mode):
+                    dirnames.remove(name)
+                    _mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
+                else:
+                    _mount("/dev/null", dst, None, MS_BIND)
+                report["hidden"].append(p)
+            except (OSError, ValueError) as exc:
+                report["errors"].append(f"{p}: {exc}")
+
+
 def own_root(spec, report):
     """Give this process (in its own user + mount namespace) a root of its own: an empty tmpfs
     holding, at their own paths, only the toolchain (read-only), its temp dir and the folders of
@@ -214,6 +251,9 @@ def own_root(spec, report):
                     report["writable"].append(dst)
             except OSError as exc:
                 report["errors"].append(f"{dst}: {exc}")
+        for _fd, src, dst, isdir in held:
+            if dst in HIDE_UNREADABLE_UNDER and isdir:
+                _hide_unreadable(src, base + dst, report)
         # the top-level links of a merged /usr (/bin -> usr/bin, /lib64 -> usr/lib64, ...)
         for name in os.listdir("/"):
             p = "/" + name
@@ -252,7 +292,8 @@ def enter(private_shm=True):
     report = {"pdeathsig": set_pdeathsig(signal.SIGKILL), "pid_namespace": False, "mounts": False,
               "read_only": 0, "read_only_failed": [], "masked": [], "writable": [], "caps_dropped": False,
               "net_namespace": False, "dev_writable": False, "errors": [], "own_root": False,
-              "session_keyring": False, "nproc_in_namespace": False}
+              "session_keyring": False, "nproc_in_namespace": False, "ipc_namespace": False, "ns_limits": [],
+              "hidden": []}
     raw = os.environ.pop(SPEC_ENV, None)
     spec = json.loads(raw) if raw else None
     # a fresh session keyring, with or without namespaces (the keys of ktui's session stay out)
@@ -283,6 +324,7 @@ def enter(private_shm=True):
         report["nproc_in_namespace"] = True
     except (ValueError, OSError):
         pass
+    limit_namespaces(spec, report)
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
     except OSError as exc:
@@ -367,11 +409,65 @@ def _mask_and_bind(spec, report):
             os.close(fd)
 
 
-def _pid_namespace():
+def _namespace(kind):
     try:
-        return os.readlink("/proc/self/ns/pid")
+        return os.readlink(f"/proc/self/ns/{kind}")
     except OSError:
         return None
+
+
+def _pid_namespace():
+    return _namespace("pid")
+
+
+#: what the worker's own IPC namespace may hold (the launcher gives it one: unshare --ipc). A SysV
+#: segment or message queue nobody maps or reads is in no process's RSS, so the watchdog cannot
+#: count it: these caps bound it instead (64 MiB of SysV shared memory in at most 64 segments,
+#: 16 message queues of 16 KiB, 16 POSIX queues; ktui, torch and CUDA use none of them). And no
+#: nested user namespace (``user/max_user_namespaces`` 0): in one the kernel would be root again,
+#: with an IPC namespace of its own whose caps are the kernel's defaults.
+def _ipc_limits():
+    page = os.sysconf("SC_PAGE_SIZE")
+    return (("kernel/shmmax", 64 << 20), ("kernel/shmall", (64 << 20) // page), ("kernel/shmmni", 64),
+            ("kernel/msgmni", 16), ("kernel/msgmnb", 16384), ("fs/mqueue/queues_max", 16),
+            ("user/max_user_namespaces", 0))
+
+
+def limit_namespaces(spec, report):
+    """Inside the worker's own user namespace, before its capabilities are dropped: check that its
+    IPC namespace is not ktui's (the host's SysV segments and queues, and the user's other programs'
+    ones, are out of reach, and what the kernel creates there ends with it) and lower that
+    namespace's IPC caps and the nested-user-namespace count (:func:`_ipc_limits`). Fills
+    ``report["ipc_namespace"]`` and ``report["ns_limits"]`` (the sysctls that took)."""
+    def own(kind):
+        host, here = (spec or {}).get(f"host_{kind}ns"), _namespace(kind)
+        return bool(host and here and host != here)
+
+    report["ipc_namespace"] = own("ipc")
+    own_user = own("user")
+    done = []
+    for name, value in _ipc_limits():
+        if not (report["ipc_namespace"] if name.startswith(("kernel/", "fs/")) else own_user):
+            continue  # never the host's own caps
+        path = "/proc/sys/" + name
+        try:
+            with open(path) as fh:
+                now = int(fh.read().split()[0])
+            if now > value:
+                with open(path, "w") as fh:
+                    fh.write(str(value))
+            done.append(name)
+        except (OSError, ValueError) as exc:
+            report["errors"].append(f"{path}: {exc}")
+    report["ns_limits"] = done
+    if own("uts"):  # the machine's name is the user's (alice-laptop): a name of its own
+        try:
+            import socket
+
+            socket.sethostname("ktui-worker")
+            report["hostname"] = True
+        except OSError as exc:
+            report["errors"].append(f"hostname: {exc}")
 
 
 def in_own_pid_namespace(spec):

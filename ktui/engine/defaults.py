@@ -83,6 +83,17 @@ OPEN_FILES_LIMIT = 4096
 OUTPUT_CAP_BYTES = 16 << 20  # stdout + stderr of one worker; more ends it
 OUTPUT_TAIL_BYTES = 16 << 10  # what is kept of it
 WATCHDOG_PERIOD_S = 0.2
+# what a worker may leave in the folders it can write (its temp dir, its build dir): the host's disk,
+# or its memory where /tmp is a tmpfs, and in no process's RSS; checked every DISK_CHECK_PERIOD_S
+DISK_LIMIT_BYTES = 8 << 30
+DISK_ENTRIES_LIMIT = 200000  # files and folders (inodes)
+DISK_CHECK_PERIOD_S = 1.0
+# memory no process holds (socket buffers, descriptors in flight between sockets, a memfd sent and
+# closed): no watchdog can count it per tree without a cgroup, so when the host's available memory
+# falls below this share of its total (and at least HOST_MEMORY_LOST_MIN less than when the worker
+# started) the worker is ended and the run is not judged here (another program may be the cause)
+HOST_MEMORY_FLOOR_FRACTION = 0.05
+HOST_MEMORY_LOST_MIN = 1 << 30
 
 # protocol
 MAX_MESSAGE_BYTES = 256 << 10  # one protocol message (tensors travel as sealed memfds, not here)

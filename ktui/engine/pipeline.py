@@ -14,7 +14,6 @@
 import contextlib
 import os
 import secrets
-import shutil
 import tempfile
 import time
 
@@ -41,7 +40,10 @@ from .errors import (
     sha1_text,
 )
 from .job import Job, default_build_key, default_python_path  # noqa: F401 - re-exported
-from .oslib import own_runqueue_wait_ns  # noqa: F401 - re-exported
+from .oslib import (
+    own_runqueue_wait_ns,  # noqa: F401 - re-exported
+    remove_tree,
+)
 from .probectx import ProbeContext
 from .refcache import ReferenceCache
 from .workers import (  # noqa: F401 - re-exported
@@ -239,7 +241,7 @@ class Judge(CorrectnessStages, ClockStages):
         for h in self.held:
             h.close()
         self.held = []
-        shutil.rmtree(self.tmp_root, ignore_errors=True)
+        remove_tree(self.tmp_root)
 
     def spawn(self, role, rw=(), binds=()):
         w = Worker(self, role, rw=rw, binds=binds)

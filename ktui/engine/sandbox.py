@@ -31,6 +31,7 @@ import time
 from .confine import (  # noqa: F401
     HOST_DEV_ENV,
     SPEC_ENV,
+    _namespace,
     _pid_namespace,
     drop_capabilities,
     enter,
@@ -41,7 +42,12 @@ from .confine import (  # noqa: F401
 )
 from .defaults import (
     CPU_LIMIT_S,
+    DISK_CHECK_PERIOD_S,
+    DISK_ENTRIES_LIMIT,
+    DISK_LIMIT_BYTES,
     FILE_SIZE_LIMIT_BYTES,
+    HOST_MEMORY_FLOOR_FRACTION,
+    HOST_MEMORY_LOST_MIN,
     MEMORY_LIMIT_BYTES,
     NPROC_LIMIT,
     OPEN_FILES_LIMIT,
@@ -70,7 +76,11 @@ from .toolchain import (  # noqa: F401
     toolchain_paths,
 )
 
-UNSHARE_ARGS = ["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net", "--kill-child=SIGKILL"]
+UNSHARE_ARGS = ["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net", "--ipc", "--uts",
+                "--kill-child=SIGKILL"]
+#: ...and, where the kernel has it (Linux >= 4.6), a cgroup namespace (/proc/self/cgroup then names no
+#: path of the host's, such as a user-1000.slice)
+CGROUP_ARG = "--cgroup"
 
 #: environment variables a worker may see, by exact name (everything else is dropped; never by
 #: prefix: a name like LC_MYCOMPANY_PROD_PW or TRITON_REMOTE_CACHE_URL must not pass)
@@ -112,9 +122,12 @@ def detect():
         info["why"] = "not Linux"
     else:
         try:
-            out = subprocess.run([path, *UNSHARE_ARGS, "true"], capture_output=True, timeout=20)
-            info["namespaces"] = out.returncode == 0
-            if out.returncode != 0:
+            for args in ([*UNSHARE_ARGS, CGROUP_ARG], UNSHARE_ARGS):
+                out = subprocess.run([path, *args, "true"], capture_output=True, timeout=20)
+                info["namespaces"] = out.returncode == 0
+                if out.returncode == 0:
+                    info["args"], info["why"] = list(args), ""
+                    break
                 info["why"] = "user namespaces are not allowed here: " + out.stderr.decode(errors="replace")[:200].strip()
         except (OSError, subprocess.SubprocessError) as exc:
             info["why"] = f"unshare failed: {exc}"
@@ -130,7 +143,8 @@ class Spec:
 
     def __init__(self, work_dir, *, rw=(), mask=(), device="cpu", memory_limit=None, output_cap=OUTPUT_CAP_BYTES,
                  nproc=NPROC_LIMIT, file_size=FILE_SIZE_LIMIT_BYTES, cpu_s=CPU_LIMIT_S, env=None, python_path=(),
-                 binds=(), root=True, argv=()):
+                 binds=(), root=True, argv=(), disk_limit=DISK_LIMIT_BYTES, disk_entries=DISK_ENTRIES_LIMIT,
+                 host_memory_floor=None):
         self.work_dir = os.path.realpath(work_dir)
         self.rw = [os.path.realpath(p) for p in rw]
         self.mask = [os.path.realpath(p) for p in mask]
@@ -145,6 +159,13 @@ class Spec:
         self.python_path = list(python_path)
         self.root = bool(root)
         self.argv = list(argv)
+        self.disk_limit = int(disk_limit)
+        self.disk_entries = int(disk_entries)
+        self.host_memory_floor = host_memory_floor  # bytes; None: HOST_MEMORY_FLOOR_FRACTION of the total
+
+    def writable(self):
+        """The host folders this worker can write (its temp dir, ``rw``, the host side of ``binds``)."""
+        return [self.work_dir] + self.rw + [a for a, _b in self.binds]
 
     def inner(self):
         """What the prologue inside the worker needs (JSON in the environment)."""
@@ -152,6 +173,8 @@ class Spec:
         # is not even passed, since /proc/self/environ keeps what the worker was started with)
         return {"work_dir": self.work_dir, "rw": [self.work_dir] + self.rw, "mask": [] if self.root else self.mask,
                 "binds": [list(b) for b in self.binds], "device": self.device, "host_pidns": _pid_namespace(),
+                "host_ipcns": _namespace("ipc"), "host_userns": _namespace("user"),
+                "host_utsns": _namespace("uts"),
                 "nproc": self.nproc, "root": self.root,
                 "toolchain": toolchain_paths(self.python_path, self.argv) if self.root else []}
 
@@ -166,6 +189,52 @@ def default_memory_limit():
     except (OSError, ValueError):
         pass
     return MEMORY_LIMIT_BYTES
+
+
+def host_memory():
+    """(MemAvailable, MemTotal) of this machine in bytes, (None, None) when unknown."""
+    got = {}
+    try:
+        with open("/proc/meminfo") as fh:
+            for ln in fh:
+                k, _, v = ln.partition(":")
+                if k in ("MemAvailable", "MemTotal"):
+                    got[k] = int(v.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return got.get("MemAvailable"), got.get("MemTotal")
+
+
+def disk_used(folders, max_entries):
+    """(bytes allocated, entries) below ``folders`` (links not followed, each inode once); the walk
+    stops past ``max_entries`` (then more than that many is all that is known)."""
+    import stat as st_
+
+    seen = set()
+    used = entries = 0
+    todo = [f for f in folders if os.path.isdir(f)]
+    while todo and entries <= max_entries:
+        d = todo.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                entries += 1
+                if entries > max_entries:
+                    break
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                used += st.st_blocks * 512
+                if st_.S_ISDIR(st.st_mode):
+                    todo.append(e.path)
+    return used, entries
 
 
 def default_masks(extra=()):
@@ -223,7 +292,7 @@ def command(spec, argv, prefix=()):
     d = detect()
     inner = list(prefix) + list(argv)
     if d["namespaces"]:
-        return [d["unshare"], *UNSHARE_ARGS, "--", *inner]
+        return [d["unshare"], *d.get("args", UNSHARE_ARGS), "--", *inner]
     return inner
 
 
@@ -318,9 +387,46 @@ class Launched:
     def tree(self):
         return descendants(self.proc.pid)
 
+    def _host_low(self, avail0, total):
+        """Words when the host is short of memory the tree's count does not explain (None: fine)."""
+        avail, _t = host_memory()
+        if avail is None or avail0 is None or not total:
+            return None
+        floor = self.spec.host_memory_floor
+        floor = int(floor) if floor is not None else int(total * HOST_MEMORY_FLOOR_FRACTION)
+        if avail >= floor or avail0 - avail < HOST_MEMORY_LOST_MIN:
+            return None
+        return ("environment", f"was running when this machine ran short of memory ({avail / 2**30:.1f} GiB "
+                               f"available, {avail0 / 2**30:.1f} GiB when it started; floor {floor / 2**30:.1f} GiB) "
+                               "while its processes held far less: memory none of them holds (socket buffers, "
+                               "descriptors in flight) may be its, or another program's; not judged here")
+
+    def _disk(self):
+        used, entries = disk_used(self.spec.writable(), self.spec.disk_entries)
+        self.peak_disk = max(getattr(self, "peak_disk", 0), used)
+        if entries > self.spec.disk_entries:
+            return ("disk_limit", f"left more than {self.spec.disk_entries} files and folders in its temp and "
+                                  "build dirs")
+        if used > self.spec.disk_limit:
+            return ("disk_limit", f"wrote {used / 2**30:.1f} GiB into its temp and build dirs (limit "
+                                  f"{self.spec.disk_limit / 2**30:.1f} GiB)")
+        return None
+
     def _watchdog(self):
+        avail0, total = host_memory()
+        next_disk = time.monotonic() + DISK_CHECK_PERIOD_S
         while not self._stop.wait(WATCHDOG_PERIOD_S):
             if self.proc.poll() is not None:
+                return
+            why = self._host_low(avail0, total)
+            if why is None and time.monotonic() >= next_disk:
+                why = self._disk()
+                next_disk = time.monotonic() + DISK_CHECK_PERIOD_S
+            if why:
+                with self._lock:
+                    if self.limit_hit is None:
+                        self.limit_hit = why
+                self.kill()
                 return
             pids = self.tree()
             mem = tree_memory(pids)
@@ -383,9 +489,13 @@ def planned(device="cpu"):
              f"limits: host memory {default_memory_limit() / 2**30:.0f} GiB for the worker tree (memfds and "
              "shared memory counted), "
              f"files {FILE_SIZE_LIMIT_BYTES >> 30} GiB each, CPU time {CPU_LIMIT_S} s, "
+             f"{DISK_LIMIT_BYTES >> 30} GiB and {DISK_ENTRIES_LIMIT:,} files in its temp and build dirs, "
              f"{NPROC_LIMIT} processes and threads (each worker its own count" + (
                  "; watchdog only: root is exempt from RLIMIT_NPROC" if os.getuid() == 0 else "") + ")",
-             "killed with ktui (PR_SET_PDEATHSIG, SIGTERM/SIGHUP handlers)"]
+             "killed with ktui (PR_SET_PDEATHSIG, SIGTERM/SIGHUP handlers)",
+             f"ended, and the run not judged, when this machine's free memory falls below "
+             f"{HOST_MEMORY_FLOOR_FRACTION:.0%} (memory no process holds, such as socket buffers, is not counted "
+             "per worker without a cgroup)"]
     if d["namespaces"]:
         words += ["a root of its own: only the toolchain (system folders, Python, ktui), its temp dir and "
                   "its build dir are there, read-only but the last two; no home (HOME is its temp dir), no "
@@ -394,6 +504,8 @@ def planned(device="cpu"):
                   "own PID namespace (every descendant, setsid daemons included, dies with it; "
                   "ktui's /proc out of reach)",
                   "no network (own network namespace)",
+                  "its own IPC namespace (no SysV segment or message queue of yours; at most 64 MiB of "
+                  "shared memory and 16 queues), its own host name, no nested user namespace",
                   "a minimal /dev (null, zero, full, random, urandom" + (", the GPU's nvidia* nodes"
                                                                           if device != "cpu" else "")
                   + "; no disks, consoles or terminals)",
@@ -429,6 +541,10 @@ def describe(report, launched_with_namespaces):
         out.append("its own root (toolchain, temp and build dirs only: no home, no sockets of the user)")
     if report.get("masked"):
         out.append(f"{len(report['masked'])} folder(s) hidden (cache, credentials)")
+    if report.get("ipc_namespace"):
+        out.append("its own IPC namespace")
+    if "user/max_user_namespaces" in (report.get("ns_limits") or []):
+        out.append("no nested user namespace")
     if report.get("session_keyring"):
         out.append("its own session keyring")
     if report.get("caps_dropped"):

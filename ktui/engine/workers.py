@@ -5,12 +5,12 @@
 import os
 import re
 import select
-import shutil
 import tempfile
 import time
 
 from . import protocol, sandbox, shm
 from .errors import StageFailure
+from .oslib import remove_tree
 
 SIGNAL_WORDS = {
     "SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGFPE": "arithmetic error",
@@ -240,7 +240,8 @@ class Worker:
         where = j.describe_position()
         if lim is not None:
             # a breach is about the process that breached: the reference's is a reference error
-            kind = lim[0] if self.role == "candidate" else "reference_error"
+            # (but the host's shortage no process holds is no one's: not judged here)
+            kind = lim[0] if self.role == "candidate" or lim[0] == "environment" else "reference_error"
             return StageFailure(j.stage_name or "startup", kind, f"the {self.role} {lim[1]} {where} (worker ended)",
                                 trial=j.cur_trial, fatal=True)
         who = "reference" if self.role == "reference" else (
@@ -293,7 +294,7 @@ class Worker:
             self.sock.close()
         except OSError:
             pass
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(self.dir)
 
 
 def _renumber(value, fds, out):

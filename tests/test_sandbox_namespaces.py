@@ -1,0 +1,252 @@
+"""The sandbox against what lives outside the filesystem and the process tree (a third pass of
+attacks, none in tests/test_sandbox_attacks.py): System V shared memory and message queues and
+POSIX message queues (the host's IPC namespace: the user's other programs' segments, objects that
+outlive the run, memory nobody maps), nested user namespaces, files of /etc only root may read
+(a worker of a ktui run as root is root, its capabilities dropped but still the files' owner),
+the machine's name, and folders a worker makes unremovable.
+
+Each test plants or tries the thing outside the sandbox first (the control: it must get
+through there), then inside a sandboxed worker (ktui.engine.sandbox.Launched, no torch)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ktui.engine import sandbox
+from ktui.engine.oslib import remove_tree
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "sandbox"))
+from sandbox_corpus import (  # noqa: E402
+    DISK_FILL,
+    INODE_FILL,
+    LEAVE_IPC,
+    NESTED,
+    READ_IPC,
+    SCM_HIDE,
+    SYSV_HOARD,
+    _launch,
+    _wait,
+    run_code,
+)
+
+linux_ns = pytest.mark.skipif(not sandbox.detect()["namespaces"] or sys.platform != "linux",
+                              reason="needs user namespaces (unshare)")
+
+IPC_CREAT, IPC_RMID, IPC_NOWAIT = 0o1000, 0, 0o4000
+
+
+def _libc():
+    lc = ctypes.CDLL(None, use_errno=True)
+    lc.shmat.restype = ctypes.c_void_p
+    return lc
+
+
+def _librt():
+    name = ctypes.util.find_library("rt") or "librt.so.1"
+    try:
+        rt = ctypes.CDLL(name, use_errno=True)
+        rt.mq_open  # noqa: B018 - present?
+        return rt
+    except (OSError, AttributeError):
+        return None
+
+
+def _run(code: str, **kw) -> tuple[dict, sandbox.Launched]:
+    """``code`` (which prints one ``OUT {json}`` line) in a sandboxed worker."""
+    got, w = run_code(code, **kw)
+    assert got is not None, (w.limit_hit, w.tail("stdout")[-500:], w.tail("stderr")[-2000:])
+    return got, w
+
+
+def _control(code: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("OUT ")]
+    assert line, out.stderr[-2000:]
+    return json.loads(line[-1][4:])
+
+
+@pytest.fixture
+def planted_ipc():
+    """A SysV segment and a SysV message queue holding a secret, and a POSIX queue, as the user's
+    other programs leave them (this test's own, removed at the end)."""
+    lc, rt = _libc(), _librt()
+    tok = f"{os.getpid()}{time.time_ns() % 10**6}"
+    marker = f"ktui-fake-ipc-{tok}"
+    key = 0x6B740000 + os.getpid() % 0xFFFF
+    sid = lc.shmget(ctypes.c_int(key), ctypes.c_size_t(4096), IPC_CREAT | 0o600)
+    qid = lc.msgget(ctypes.c_int(key), IPC_CREAT | 0o600)
+    if sid < 0 or qid < 0:
+        pytest.skip("no System V IPC here")
+    a = lc.shmat(sid, None, 0)
+    ctypes.memmove(a, marker.encode(), len(marker))
+    lc.shmdt(ctypes.c_void_p(a))
+
+    class Buf(ctypes.Structure):
+        _fields_ = [("mtype", ctypes.c_long), ("mtext", ctypes.c_char * 256)]
+
+    lc.msgsnd(qid, ctypes.byref(Buf(1, marker.encode())), len(marker), 0)
+    mq = f"/ktui-test-{tok}"
+    if rt is not None:
+        rt.mq_open(mq.encode(), os.O_RDWR | os.O_CREAT, 0o600, None)
+    try:
+        yield {"markers": [marker], "key": key, "mq": mq}
+    finally:
+        lc.shmctl(sid, IPC_RMID, None)
+        lc.msgctl(qid, IPC_RMID, None)
+        if rt is not None:
+            rt.mq_unlink(mq.encode())
+
+
+@linux_ns
+def test_the_users_ipc_objects_are_out_of_reach(planted_ipc):
+    code = READ_IPC % json.dumps(planted_ipc)
+    control = _control(code)
+    assert any(c.startswith("shm ") for c in control) and any(c.startswith("msg ") for c in control), control
+    got, w = _run(code)
+    assert got == [], got
+
+
+@linux_ns
+def test_ipc_objects_made_by_a_worker_end_with_it():
+    lc, rt = _libc(), _librt()
+    plan = {"key": 0x6B750000 + os.getpid() % 0xFFFF, "mq": f"/ktui-test-left-{os.getpid()}"}
+
+    def left():
+        out = []
+        s = lc.shmget(ctypes.c_int(plan["key"]), 0, 0)
+        if s >= 0:
+            out.append("shm")
+            lc.shmctl(s, IPC_RMID, None)
+        q = lc.msgget(ctypes.c_int(plan["key"]), 0)
+        if q >= 0:
+            out.append("msg")
+            lc.msgctl(q, IPC_RMID, None)
+        if rt is not None and rt.mq_unlink(plan["mq"].encode()) == 0:
+            out.append("mq")
+        return out
+
+    made = _control(LEAVE_IPC % json.dumps(plan))
+    assert "shm" in made and left() == made, "outside the sandbox the objects outlive their process"
+    made, _w = _run(LEAVE_IPC % json.dumps(plan))
+    assert "shm" in made, made  # the worker could make them (in its own namespace)...
+    assert left() == []  # ...and none is left on the host
+
+
+@linux_ns
+def test_sysv_memory_nobody_maps_is_bounded():
+    """A segment nobody maps is in no process's RSS (the watchdog cannot see it): the worker's IPC
+    namespace caps it. Without its own namespace 1 GiB was held against a 256 MiB limit."""
+    try:
+        got, w = _run(SYSV_HOARD, memory_limit=256 << 20)
+    except AssertionError:
+        return  # the watchdog ended it before it said anything: held as well
+    assert got <= 64 << 20 or w.limit_hit is not None, (got, w.limit_hit)
+
+
+@linux_ns
+def test_no_nested_user_namespace():
+    """In a user namespace of its own the kernel is root again, with fresh IPC caps and mounts of
+    its own (a tmpfs of half the host's memory, in nobody's RSS)."""
+    if _control(NESTED)[0] != 0:
+        pytest.skip("this machine allows no user namespace to this process outside the sandbox either")
+    (r, _errno), _w = _run(NESTED)
+    assert r != 0
+
+
+@linux_ns
+@pytest.mark.skipif(os.getuid() != 0, reason="as a normal user these files are unreadable anyway")
+def test_files_of_etc_only_root_may_read_are_hidden():
+    secret = []
+    for dirpath, _dirnames, filenames in os.walk("/etc"):
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH and st.st_size and st.st_uid == 0 \
+                    and st.st_mode & stat.S_IRUSR:
+                secret.append(p)
+    if not secret:
+        pytest.skip("no file of /etc here that only root may read")
+    code = f'''
+import json
+got = []
+for p in {secret!r}:
+    try:
+        if open(p, "rb").read(64):
+            got.append(p)
+    except OSError:
+        pass
+print("OUT " + json.dumps(got), flush=True)
+'''
+    assert _control(code), "root reads them outside the sandbox"
+    got, _w = _run(code)
+    assert got == [], got
+
+
+@linux_ns
+def test_the_worker_does_not_see_the_machines_name():
+    here = socket.gethostname()
+    got, _w = _run('import json, socket\nprint("OUT " + json.dumps(socket.gethostname()), flush=True)')
+    assert got != here
+
+
+def test_a_folder_a_worker_made_unremovable_is_removed(tmp_path):
+    """A worker's files owned by the user, in folders it made mode 000: removed (shutil.rmtree
+    alone left them, for a normal user); a link out is never followed."""
+    outside = tmp_path / "outside"
+    (outside / "keep").mkdir(parents=True)
+    (outside / "keep" / "f").write_text("keep")
+    os.chmod(outside / "keep", 0o500)
+    work = tmp_path / "work"
+    (work / "a" / "b").mkdir(parents=True)
+    (work / "a" / "b" / "f").write_text("x")
+    (work / "a" / "link").symlink_to(outside / "keep")
+    os.chmod(work / "a" / "b", 0)
+    os.chmod(work / "a", 0o100)
+    remove_tree(str(work))
+    assert not work.exists()
+    assert (outside / "keep" / "f").read_text() == "keep"
+    assert stat.S_IMODE(os.stat(outside / "keep").st_mode) == 0o500  # not touched through the link
+    os.chmod(outside / "keep", 0o700)
+
+
+# ---- what no process of the tree holds ------------------------------------------------------------
+
+
+@linux_ns
+@pytest.mark.parametrize("code,kw", [(DISK_FILL, {"disk_limit": 128 << 20}), (INODE_FILL, {"disk_entries": 1000})],
+                         ids=["bytes", "inodes"])
+def test_what_a_worker_leaves_in_its_folders_is_counted(code, kw):
+    """Files in its temp dir are in no process's RSS (and on the host's disk, or in its memory where
+    /tmp is a tmpfs): 320 MiB written against a 256 MiB memory limit, or 3,000 files, went
+    unnoticed."""
+    w = _launch(code, memory_limit=256 << 20, **kw)
+    _wait(w, 120)
+    assert w.limit_hit is not None and w.limit_hit[0] == "disk_limit", (w.limit_hit, w.tail("stderr")[-500:])
+
+
+@linux_ns
+def test_memory_no_process_holds_ends_the_run_not_the_host():
+    """1.5 GiB of memfds sent over a socket and closed: in flight, in no process's table or RSS
+    (the watchdog counts 0 of it). The host's own count is what drops: below the floor the worker is
+    ended and the run is not judged here (it may be another program's doing)."""
+    avail, _total = sandbox.host_memory()
+    if avail is None or avail < 6 << 30:
+        pytest.skip("needs 6 GiB of free memory")
+    w = _launch(SCM_HIDE, memory_limit=256 << 20, host_memory_floor=avail - (512 << 20))
+    _wait(w, 120)
+    assert w.limit_hit is not None and w.limit_hit[0] == "environment", (w.limit_hit, w.tail("stderr")[-500:])
+    assert getattr(w, "peak_memory", 0) < 256 << 20  # what the tree's count saw: the floor caught it
