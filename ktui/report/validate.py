@@ -18,7 +18,11 @@ from ktui.view.text import one_line, safe_data
 def _is_trace(fp: Path) -> bool:
     """Under a directory, the files ``ktui runs`` lists: every ``*.jsonl`` and KernelBench sample
     file, and the ``.json`` / ``.traj`` / ``.eval`` files that are traces (a result or config file
-    is not)."""
+    is not, nor a KernelBench Triton generation's ``results.jsonl``)."""
+    if fp.name.endswith(".jsonl"):
+        from ktui.trace.results import is_sidecar
+
+        return not is_sidecar(str(fp))
     if not fp.name.endswith((".json", ".traj", ".eval")):
         return True
     from ktui.trace.importers import detect
@@ -72,7 +76,8 @@ def trace_files(paths: list[str], err) -> list[Path]:
         else:
             out.append(path)
     if skipped:
-        err.print(Text(f"ktui: {skipped} .json / .traj / .eval file(s) under the directories are not traces; skipped"))
+        err.print(Text(f"ktui: {skipped} .json / .jsonl / .traj / .eval file(s) under the directories are not traces "
+                       "(result files among them); skipped"))
     return _runs_inside(out)
 
 

@@ -225,7 +225,7 @@ def _imported(tf: TraceFile, whole: bytes | None = None) -> RunSummary | None:
                 return None
             if importers.many_runs(det) is not None and det.obj is not None:
                 return _many(tf, det, whole)
-            if det.name == "unknown" and not path.endswith(".jsonl"):
+            if det.name == "unknown" and (not path.endswith(".jsonl") or is_sidecar(path)):
                 sidecar = is_sidecar(path)
                 s = RunSummary(path=tf.path, real=tf.real, size=tf.size, mtime_ns=tf.mtime_ns,
                                format="result" if sidecar else "none")

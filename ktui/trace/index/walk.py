@@ -9,7 +9,6 @@ cannot be read becomes a :class:`~ktui.trace.index.summary.ScanIssue`.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterator
 from typing import Any
@@ -17,11 +16,12 @@ from typing import Any
 from ktui.trace.index.records import RECORD_FILES, Records
 from ktui.trace.index.summary import ScanIssue, TraceFile
 from ktui.trace.reader import file_problem
+from ktui.trace.results.kernelbench import SAMPLE
 
 # files looked at as traces (which format a file is comes from its content, never its name)
 TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval")  # .eval: Inspect's zipped logs
 # KernelBench run folders: one kernel file per sample (ktui.trace.results.kernelbench), a run each
-_SAMPLE_FILE = re.compile(r"^(?:level_\d+_)?problem_\d+(?:_sample_\d+)?_kernel\.py$")
+_SAMPLE_FILE = SAMPLE
 
 
 def looked_at(name: str) -> bool:

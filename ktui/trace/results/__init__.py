@@ -48,6 +48,7 @@ class Result:
     speedups: dict[str, float] = field(default_factory=dict)  # baseline -> x
     primary: str | None = None  # the baseline the harness's pass rule is about
     runtime_us: float | None = None
+    ref_runtime_us: float | None = None  # the reference's, as the harness timed it
     error: str = ""
     # the harness's own flags: (code, one line); harness_suspicious: it asks for a review (a speedup
     # it finds implausible, a cheat it suspects); harness_rejected: its anti-cheat check refused the kernel
@@ -127,10 +128,11 @@ def find(run: Run) -> list[Result]:
 
 
 def is_sidecar(path: str) -> bool:
-    """Whether a ``.json`` file the sweep walk meets is a result file (not a trace, not noise)."""
+    """Whether a ``.json`` (or a Triton generation ``results.jsonl``) file the sweep walk meets is a
+    result file (not a trace, not noise)."""
     from ktui.trace.results import harbor, kernelbench
 
-    return harbor.is_result_file(path) or kernelbench.is_result_file(path)
+    return harbor.is_result_file(path) or kernelbench.is_result_file(path) or kernelbench.is_lines_file(path)
 
 
 # ---- applying a result ------------------------------------------------------------------------------
@@ -176,6 +178,8 @@ def apply(run: Run, r: Result) -> None:
         m.speedup = None  # the trace's figure is not what the harness measured
     if r.runtime_us is not None:
         m.runtime_us = r.runtime_us
+    if r.ref_runtime_us is not None:
+        m.ref_runtime_us = r.ref_runtime_us
     rows = [Metric("result.source", "result file", r.source, "")]
     if r.rule:
         rows.append(Metric("result.rule", "pass rule", r.rule, ""))
@@ -189,6 +193,8 @@ def apply(run: Run, r: Result) -> None:
         rows.append(Metric(f"result.speedup.{base}", f"speedup vs {base}", v, "x"))
     if r.runtime_us is not None:
         rows.append(Metric("result.runtime", "runtime", r.runtime_us, "us"))
+    if r.ref_runtime_us is not None:
+        rows.append(Metric("result.ref_runtime", "reference runtime", r.ref_runtime_us, "us"))
     for k, v in r.values.items():
         rows.append(Metric(f"result.{k}", k.replace("_", " "), v, ""))
     if r.error:

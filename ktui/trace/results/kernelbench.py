@@ -11,6 +11,15 @@ Each sample file is a run of its own (format ``kernelbench-run``): one kernel ve
 problem ``L<L> P<P> <name>`` (the name and reference from a KernelBench checkout found above
 the run folder: ``KernelBench/level<L>/<P>_<name>.py``), the outcome from ``eval_results.json``:
 correct is a pass, compiled-but-wrong or not compiled a failure, no entry incomplete.
+
+KernelBench's Triton generation script (``scripts/run_triton_generation.py``, branch
+``sokserey/tritonDump``) writes ``<run>/kernels/level<L>_problem<P>_triton.py`` and, beside
+``kernels/``, ``<run>/results.jsonl``: one line per kernel ``{level, problem_id, problem_name,
+runtime_original_us, runtime_triton_us, speedup, kernel_path, runtime_{original,triton}_stats:
+{mean, ..., hardware}, attempts}``, written only for a kernel that compiled and was correct (a
+problem it never solved leaves no file). Its times are milliseconds although the fields say
+``_us``: they are KernelBench's ``time_execution_with_cuda_event`` means (CUDA events' elapsed
+time, in ms); a line is read so, and says so.
 """
 
 from __future__ import annotations
@@ -26,8 +35,11 @@ from ktui.trace.results import REFERENCE, Result, num, outcome_of, read_json, re
 NAME = "kernelbench"
 FORMAT = "kernelbench-run"
 # level_<L>_problem_<P>_sample_<S>_kernel.py (KernelBench), problem_<P>_kernel.py (forks' scripts)
-SAMPLE = re.compile(r"^(?:level_(\d+)_)?problem_(\d+)(?:_sample_(\d+))?_kernel\.py$")
+# level<L>_problem<P>_triton.py (KernelBench's Triton generation script)
+SAMPLE = re.compile(r"^(?:level_?(\d+)_)?problem_?(\d+)(?:_sample_(\d+))?_(?:kernel|triton)\.py$")
 RESULTS = "eval_results.json"
+LINES = "results.jsonl"  # the Triton generation script's, one line per correct kernel, beside kernels/
+_LINE_KEYS = ("runtime_triton_us", "runtime_original_us", "speedup", "kernel_path")
 _LEVEL_DIR = re.compile(r"level_?(\d+)", re.I)
 _MAX_KERNEL = 4 << 20
 _UP = 5  # levels above the run folder searched for a KernelBench checkout
@@ -85,13 +97,52 @@ def folder_results(run_dir: str) -> tuple[str, Any] | None:
         if is_results_object(obj):  # the one that says which run it is first (a checkpoint does not)
             cands.append((0 if isinstance(obj.get("run_info"), dict) or n == RESULTS else 1, n, obj))
     found = min(cands, key=lambda c: c[0])[1:] if cands else None
+    if found is None and os.path.basename(os.path.abspath(run_dir)) == "kernels":
+        lines = read_lines(os.path.join(os.path.dirname(os.path.abspath(run_dir)), LINES))
+        if lines is not None:
+            found = (f"../{LINES}", {"__lines__": lines})
     if len(_CACHE) > 256:
         _CACHE.clear()
     _CACHE[run_dir] = (sig, found)
     return found
 
 
-def _entry(obj: dict, problem: int, sample: int) -> dict | None:
+def is_line(v: Any) -> bool:
+    return isinstance(v, dict) and isinstance(v.get("problem_id"), int) and not isinstance(v["problem_id"], bool) \
+        and any(k in v for k in _LINE_KEYS)
+
+
+def read_lines(path: str) -> list[dict] | None:
+    """The lines of a Triton generation ``results.jsonl`` (None when it is not one); bounded."""
+    from ktui.trace.notes import JSONError, loads
+
+    raw = read_small(path)
+    if raw is None:
+        return None
+    out = []
+    for line in raw.splitlines()[:20000]:
+        if not line.strip():
+            continue
+        try:
+            obj = loads(line)
+        except JSONError:
+            return None
+        if not is_line(obj):
+            return None
+        out.append(obj)
+    return out or None
+
+
+def is_lines_file(path: str) -> bool:
+    return os.path.basename(path) == LINES and read_lines(path) is not None
+
+
+def _entry(obj: dict, problem: int, sample: int, level: int | None = None) -> dict | None:
+    if "__lines__" in obj:
+        for x in obj["__lines__"]:
+            if x.get("problem_id") == problem and (level is None or x.get("level") in (None, level)):
+                return _line_entry(x)
+        return None
     if _is_detailed(obj):
         for x in obj["results"]:
             if isinstance(x, dict) and str(x.get("problem_id")) == str(problem) and x.get("sample_id", 0) == sample:
@@ -110,6 +161,21 @@ def _entry(obj: dict, problem: int, sample: int) -> dict | None:
     if _is_entry(v) and v.get("sample_id", 0) == sample:
         return v
     return None
+
+
+def _line_entry(x: dict) -> dict:
+    """A results.jsonl line as an eval_results entry (every line is a kernel that compiled and was
+    correct; its runtimes are milliseconds)."""
+    st = x.get("runtime_triton_stats")
+    rs: dict[str, Any] = st if isinstance(st, dict) else {}
+    hw = rs.get("hardware") if isinstance(rs.get("hardware"), str) else None
+    md: dict[str, Any] = {"hardware": hw} if hw else {}
+    if isinstance(x.get("attempts"), int) and not isinstance(x["attempts"], bool):
+        md["attempts"] = str(x["attempts"])
+    return {"compiled": True, "correctness": True, "runtime": x.get("runtime_triton_us"),
+            "ref_runtime": x.get("runtime_original_us"), "speedup": x.get("speedup"), "metadata": md,
+            "units_note": "runtime_triton_us / runtime_original_us hold milliseconds (KernelBench's CUDA-event "
+                          "timing), read as such"}
 
 
 def _ms_to_us(v: Any) -> float | None:
@@ -139,9 +205,12 @@ def result_of(entry: dict, source: str) -> Result:
         if v not in (None, "", []):
             errs.append(f"{k}: {v}"[:600])
     r.error = "\n".join(errs)
-    for k in ("hardware", "correctness_trials"):
+    for k in ("hardware", "correctness_trials", "attempts"):
         if isinstance(md.get(k), str):
             r.values[k] = md[k][:120]
+    r.ref_runtime_us = ref_us
+    if isinstance(entry.get("units_note"), str):
+        r.values["units"] = entry["units_note"]
     return r
 
 
@@ -156,7 +225,7 @@ def find(run: Any) -> Result | None:
         return None
     name, obj = found
     problem, sample = int(m.group(2)), int(m.group(3) or 0)
-    e = _entry(obj, problem, sample)
+    e = _entry(obj, problem, sample, int(m.group(1)) if m.group(1) else None)
     if e is None:
         return Result(NAME, f"{name} (no entry for problem {problem} sample {sample})", outcome="incomplete")
     return result_of(e, f"{name} [{problem}]" + (f" sample {sample}" if sample else ""))
@@ -230,14 +299,15 @@ def load_sample(path: str) -> Run:
     code = raw[:_MAX_KERNEL].decode("utf-8", "replace")
     run.size_bytes = len(raw)
     run.n_events = 1
-    run.model = _model_of(run_dir) or (info.get("model") if isinstance(info.get("model"), str) else None) or \
-        os.path.basename(run_dir)
+    named = os.path.dirname(run_dir) if os.path.basename(run_dir) == "kernels" else run_dir  # <run>/kernels/
+    run.model = _model_of(named) or (info.get("model") if isinstance(info.get("model"), str) else None) or \
+        os.path.basename(named)
     run.persona = f"sample {sample}"
-    run.scenario = os.path.basename(run_dir)
+    run.scenario = os.path.basename(named)
     p = run.problem
     p.level, p.problem_id = level, problem
     p.dataset_variant = "KernelBench"
-    ld = checkout_level_dir(os.path.dirname(run_dir), level) if level is not None else None
+    ld = checkout_level_dir(os.path.dirname(named), level) if level is not None else None
     ref = problem_file(ld, problem) if ld else None
     if ref is not None:
         p.name = os.path.basename(ref)

@@ -300,8 +300,49 @@ def task_rule(run: Any, tasks_dir: str | None = None) -> TaskRule:
             hint = "" if tasks_dir else "; --tasks DIR (the benchmark's task folders) may tell it"
             return TaskRule(UNKNOWN, why=f"{res.source} names no correctness rule{hint}")
     if any(r.harness == "kernelbench" for r in results):
-        return TaskRule(KNOWN, source="KernelBench's own rule (src/eval.py, by precision)")
+        return _kernelbench_rule(run, tasks_dir)
     return TaskRule(DEFAULT)
+
+
+# KernelBench's own tolerance changed: atol = rtol = 1e-2 for every dtype (run_and_check_correctness)
+# until 2c3dbda (2025-11-04, "Precision Support"), by precision since (get_tolerance_for_precision:
+# fp32 1e-4, fp16/bf16 1e-2). Which one judged a run folder is read from the checkout's source.
+_KB_ALLCLOSE = re.compile(r"allclose\(\s*\w+\s*,\s*\w+\s*,\s*atol\s*=\s*([0-9.eE+-]+)\s*,\s*rtol\s*=\s*([0-9.eE+-]+)")
+_KB_EVAL = (("src", "kernelbench", "eval.py"), ("src", "eval.py"))
+KB_OLD_TOL = (1e-2, 1e-2)
+
+
+def _kernelbench_rule(run: Any, tasks_dir: str | None) -> TaskRule:
+    from ktui.trace.results.kernelbench import checkout_level_dir
+
+    level = getattr(run.problem, "level", None)
+    roots: list[str] = []
+    path = getattr(run, "path", None)
+    if isinstance(level, int) and path:
+        for start in ((tasks_dir,) if tasks_dir else ()) + (os.path.dirname(os.path.abspath(path)),):
+            ld = checkout_level_dir(start, level, start)
+            if ld:
+                roots += [os.path.dirname(os.path.dirname(ld)), os.path.dirname(ld)]
+    seen = False
+    for root in roots:
+        for rel in _KB_EVAL:
+            raw = read_small(os.path.join(root, *rel))
+            if raw is None:
+                continue
+            seen = True
+            src = raw.decode("utf-8", "replace")
+            shown = os.path.join(*rel)
+            if "def get_tolerance_for_precision" in src:
+                return TaskRule(KNOWN, source=f"KernelBench's rule by precision, its {shown} beside the problems")
+            m = _KB_ALLCLOSE.search(src)
+            a, r = (_finite(m.group(1)), _finite(m.group(2))) if m else (None, None)
+            if a is not None and r is not None:
+                return TaskRule(KNOWN, tol=_tol(a, r), source=f"KernelBench's allclose in its {shown} beside the problems")
+    where = ("the checkout's src/eval.py does not say which" if seen else
+             "no KernelBench source (src/eval.py) was found beside the problems")
+    return TaskRule(UNKNOWN, tol=KB_OLD_TOL,
+                    why=f"KernelBench judged by atol = rtol = 1e-2 until 2025-11 and by precision since (fp32 "
+                        f"1e-4); {where}, so ktui uses the looser")
 
 
 __all__ = ["DEFAULT", "KNOWN", "UNKNOWN", "TaskRule", "rule_in_folder", "task_folder", "task_rule", "trial_task_folder"]
