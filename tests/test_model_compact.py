@@ -50,3 +50,37 @@ def test_event_log_takes_40_bytes_an_event(tmp_path):
     cols = (log._line, log._offset, log._length, log._tick, log._ts, log._turn, log._kind, log._actor)
     assert sum(c.itemsize for c in cols) == 40
     assert [(e.line, e.turn) for e in log[:3]] == [(1, 0), (2, 0), (3, 0)]
+
+
+def test_a_turn_holds_no_empty_list_and_repeated_notes_and_actors_are_one_object(tmp_path):
+    """A turn without calls holds the empty tuple, with one call a tuple of one, then a list (an
+    empty list per turn was 56 bytes, a grown list of one 88); a file of many runs repeats its
+    system notes, graders and spawned actors: one string (and one tool list) per distinct value."""
+    from ktui.trace.model import Turn
+
+    t = Turn(0, "a", 1, 1)
+    assert t.calls == ()
+    a, b, c = load_calls = object(), object(), object()
+    t.add_call(a)  # type: ignore[arg-type]
+    assert type(t.calls) is tuple and list(t.calls) == [a]
+    t.add_call(b)  # type: ignore[arg-type]
+    t.add_call(c)  # type: ignore[arg-type]
+    assert type(t.calls) is list and t.calls == list(load_calls)
+    spawn = {"kind": "agent_spawned", "actor_id": "kernel_author", "model": "m-1", "persona": "normal",
+             "tools": ["compile_kernel", "submit_kernel"]}
+    lines = []
+    for i in range(2):
+        lines += [{"tick": 4 * i, "ts_ms": 1, "actor": "harness", "payload": {"kind": "system", "note": orjson.dumps(spawn).decode()}},
+                  {"tick": 4 * i + 1, "ts_ms": 2, "actor": "harness", "payload": {"kind": "system", "note": "ensemble: backend=mock"}},
+                  {"tick": 4 * i + 2, "ts_ms": 3, "actor": "kernel_author", "payload": {"kind": "assistant_message", "text": "hi"}},
+                  {"tick": 4 * i + 3, "ts_ms": 4, "actor": "harness",
+                   "payload": {"kind": "system", "note": 'grader: {"kind": "grader", "scores": {"submitted": 0.0}}'}}]
+    p = tmp_path / "two.jsonl"
+    p.write_bytes(b"\n".join(orjson.dumps(o) for o in lines) + b"\n")
+    run = load(p)
+    n1, n2 = [text for _, text in run.notes if "backend=mock" in text]
+    g1, g2 = run.terminal
+    x, y = run.actors
+    assert n1 == n2 and n1 is n2 and g1.text is g2.text and x.id is y.id and x.model is y.model
+    assert x.tools is y.tools and x.tools == ["compile_kernel", "submit_kernel"] and x.persona is y.persona
+    assert not run.turns[0].calls and run.turns[0].calls == ()

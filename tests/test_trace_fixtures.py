@@ -96,7 +96,7 @@ def test_v3_interleaved_results_and_meta():
     assert "[meta]" not in sc.result.summary
     assert any(f.code == "harness_identical_failures" for f in run.flags)
     assert run.final_score == 0.0
-    assert run.turns[-1].calls == [] and run.turns[-1].wall_ms == 1779691926992 - 1779691910170
+    assert not run.turns[-1].calls and run.turns[-1].wall_ms == 1779691926992 - 1779691910170
 
 
 def test_backend_error_key_redacted():

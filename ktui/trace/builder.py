@@ -72,6 +72,7 @@ class Builder:
         self._msgs: dict[int, list[str]] = {}  # turn index -> agent_message texts (V1)
         self._has_token_costs = False
         self._intern: dict[str, str] = {}
+        self._tool_sets: dict[tuple[str, ...], list[str]] = {}
         self._kinfos: dict[tuple[str, int, bool], tuple[str, int, bool]] = {}
         self._names: dict[str, str] = {}  # short names (kinds, actors, tools), one object each
         self._last_call_by_actor: dict[str | None, ToolCall] = {}
@@ -126,6 +127,11 @@ class Builder:
         """Intern long strings so replicated content is stored once."""
         if len(s) < 64:
             return s
+        return self._intern.setdefault(s, s)
+
+    def _one(self, s: str) -> str:
+        """One string per distinct value, whatever its length (notes, actors: a file of many runs
+        repeats them)."""
         return self._intern.setdefault(s, s)
 
     def _evid(self, variant: str) -> None:
@@ -228,7 +234,7 @@ class Builder:
             run.scores.update(info["scores"])
             if info.get("scenario"):
                 run.scenario = str(info["scenario"])
-            run.terminal.append(Terminal("grader", shown[len("grader: "):], ev.line))
+            run.terminal.append(Terminal("grader", self._one(shown[len("grader: "):]), ev.line))
             self._close_turns()
         elif form == "agent_spawn":
             self._spawn(info, "agent")
@@ -256,7 +262,7 @@ class Builder:
             if info.get("turn_limit") and run.max_turns is None:
                 run.max_turns = info["turn_limit"]
             self._close_turns()
-        run.notes.append((ev.line, self._s(shown)))
+        run.notes.append((ev.line, self._one(shown)))
 
     def _spawn(self, info: dict[str, Any], role: str) -> None:
         aid = info.get("actor_id")
@@ -267,8 +273,11 @@ class Builder:
         persona = info.get("persona") or params.get("persona")
         tools = info.get("tools") if isinstance(info.get("tools"), list) else None
         sp = info.get("system_prompt")
-        actor = Actor(id=aid, model=info.get("model") if isinstance(info.get("model"), str) else None,
-                      role=role, persona=persona if isinstance(persona, str) else None, tools=tools,
+        model = info.get("model")
+        if tools is not None and all(type(x) is str for x in tools):  # one list per distinct tool set
+            tools = self._tool_sets.setdefault(tuple(tools), tools)
+        actor = Actor(id=self._one(aid), model=self._one(model) if isinstance(model, str) else None,
+                      role=role, persona=self._one(persona) if isinstance(persona, str) else None, tools=tools,
                       system_prompt=self._s(sp) if isinstance(sp, str) else None, params=params)
         self.run.actors.append(actor)
         if role == "agent":
@@ -431,7 +440,7 @@ class Builder:
             t = self._new_turn(ev, actor)
         self._touch(t, ev)
         call.turn = t.index
-        t.calls.append(call)
+        t.add_call(call)
         if name == "submit_kernel":
             if self._final_turn is not None:
                 self._final_turn.is_final = False

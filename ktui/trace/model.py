@@ -269,8 +269,17 @@ class Turn:
     gpu_seconds: float | None = None
     reasoning: str | None = None
     text: str | None = None
-    calls: list[ToolCall] = field(default_factory=list)
+    # in order (:meth:`add_call`): (), a tuple of one, then a list (an empty list is 56 bytes, a
+    # list of one 88, a tuple of one 48: most turns make no call or one)
+    calls: Sequence[ToolCall] = ()
     is_final: bool = False  # contains the final submission
+
+    def add_call(self, call: ToolCall) -> None:
+        calls = self.calls
+        if type(calls) is list:
+            calls.append(call)
+        else:
+            self.calls = [*calls, call] if calls else (call,)
 
     @property
     def tokens_total(self) -> int | None:

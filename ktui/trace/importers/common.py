@@ -362,7 +362,7 @@ class Assembler:
                      actor=t.actor if t else None, turn=t.index if t else None)
         self.run.calls.append(c)
         if t is not None:
-            t.calls.append(c)
+            t.add_call(c)
             self.touch(t, line, ts_ms)
         if cid:
             if cid in self._by_id and self._by_id[cid].result is None:
