@@ -9,6 +9,10 @@
 #
 # Writes under $OUT: environment.txt, verify_correct.json/.log/.txt (the recorded-correct runs),
 # verify_rest.json/.log (the others). References come from each run's task prompt (no --reference).
+# The task folders (the benchmark's subset_final/, no licence either: carried like the jobs, default
+# .i21data/subset_final) give each task's correctness rule (cosine for nsa_block_sparse and
+# fused_silu_fp8): passed as --tasks when that folder is there; without it the verdicts say the
+# harness's rule is unknown.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the results directory}"
@@ -39,7 +43,9 @@ GOOD=$(sed -n 1p /tmp/real_sweep_lists.txt)
 REST=$(sed -n 2p /tmp/real_sweep_lists.txt)
 echo "recorded correct: $(echo $GOOD | wc -w) runs; others: $(echo $REST | wc -w)"
 T0=$(date +%s)
+TASKS="${TASKS:-.i21data/subset_final}"
 OPTS="--trials 30 --timeout 90 --compile-timeout 240"
+if [ -d "$TASKS" ]; then OPTS="$OPTS --tasks $TASKS"; echo "task folders: $TASKS"; else echo "no task folders ($TASKS)"; fi
 # shellcheck disable=SC2086
 timeout "$CORRECT_S" python3 -m ktui verify $GOOD $OPTS --json > "$OUT/verify_correct.json" 2> "$OUT/verify_correct.log"
 echo "verify (recorded correct) rc=$? in $(( $(date +%s) - T0 )) s"
