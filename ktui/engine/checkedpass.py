@@ -1,7 +1,6 @@
 # ---- ktui repro harness: the checked wall-clock pass ----------------------------------------------------
 # The worker keeps every call's output of the checked pass (copies, or fingerprints above a cap); the
 # judge names the calls it compares only after the loop (split from clockcheck.py). MIT license, part of ktui.
-import math
 import secrets
 import time
 
@@ -21,45 +20,6 @@ from .defaults import (
 )
 from .errors import StageFailure, now, round_, stats_us
 from .workers import Held, Timeout, value_nbytes
-
-
-def agreeing_cross_check(own_us: float, wall_us: float, forwards: int, tol: float) -> dict:
-    """The timer cross-check when the kernel's own timing is not below ktui's clock. It says
-    "agrees" only when the two are within ``tol`` of each other; ktui's clock reading nothing
-    (every microsecond of its window was a wait for a CPU, taken out) is "not checked", never an
-    agreement with 0.00 μs; an own timing well above the clock hid nothing from it."""
-    clock = f"ktui's clock ({wall_us:.2f} μs per forward over {forwards} forwards)"
-    if not wall_us > 0:
-        return {"name": "timer_cross_check", "ok": None,
-                "detail": f"own timing {own_us:.2f} μs (mean) not cross-checked: ktui's clock had no time left "
-                          f"once the waits for a CPU were taken out ({forwards} forwards; a busy host)"}
-    if own_us > wall_us * (1 + tol) + WALL_SLACK_US:
-        return {"name": "timer_cross_check", "ok": True,
-                "detail": f"own timing {own_us:.2f} μs (mean) is above {clock}: slower than the clock, "
-                          "it hides nothing from it"}
-    return {"name": "timer_cross_check", "ok": True,
-            "detail": f"own timing {own_us:.2f} μs (mean) agrees with {clock}"}
-
-def valid_samples(desc, fds, cap_n):
-    """A worker's timing samples, checked before they are read: one float64 vector of at most
-    ``cap_n`` values, every one finite and positive. Returns the list, or a string saying what
-    is wrong (the samples are a claim of the process that ran the code)."""
-    if not isinstance(desc, dict) or desc.get("dtype") != "float64":
-        return f"dtype {str((desc or {}).get('dtype'))[:20]} (float64 expected)"
-    shape = desc.get("shape") or []
-    if len(shape) != 1:
-        return f"shape {shape} (one vector expected)"
-    if not 1 <= shape[0] <= cap_n:
-        return f"{shape[0]} samples (1..{cap_n} expected)"
-    try:
-        vals = shm.import_tensor(desc, fds).tolist()
-    except protocol.ProtocolError as exc:
-        return f"not a sealed tensor ({exc})"
-    bad = [x for x in vals if not (isinstance(x, float) and math.isfinite(x) and x > 0)]
-    if bad:
-        return f"{len(bad)} of {len(vals)} samples not finite and positive (e.g. {str(bad[0])[:30]})"
-    return [float(x) for x in vals]
-
 
 
 def valid_fingerprints(data, fds, forwards):

@@ -37,8 +37,20 @@ def agreeing_cross_check(own_us: float, wall_us: float, forwards: int, tol: floa
         return {"name": "timer_cross_check", "ok": True,
                 "detail": f"own timing {own_us:.2f} μs (mean) is above {clock}: slower than the clock, "
                           "it hides nothing from it"}
+    if abs(own_us - wall_us) <= max(AGREE_RATIO * wall_us, AGREE_US):
+        return {"name": "timer_cross_check", "ok": True,
+                "detail": f"own timing {own_us:.2f} μs (mean) agrees with {clock}"}
+    # within the tolerance, but the two differ: say by how much, never "agrees" (33.83 μs "agreed"
+    # with 6.53 μs: a mean pulled up by a few slow calls on a shared CPU)
+    ratio = own_us / wall_us if own_us >= wall_us else wall_us / max(own_us, 1e-9)
+    side = "above" if own_us >= wall_us else "below"
+    tail = "it hides nothing from it" if own_us >= wall_us else f"within the {1 + tol:g}x a shared host allows"
     return {"name": "timer_cross_check", "ok": True,
-            "detail": f"own timing {own_us:.2f} μs (mean) agrees with {clock}"}
+            "detail": f"own timing {own_us:.2f} μs (mean) is {ratio:.1f}x {side} {clock}: {tail}"}
+
+
+AGREE_RATIO = 0.25  # the two timings "agree" when they differ by at most a quarter...
+AGREE_US = 1.0  # ...or by a microsecond (tiny kernels)
 
 def valid_samples(desc, fds, cap_n):
     """A worker's timing samples, checked before they are read: one float64 vector of at most
