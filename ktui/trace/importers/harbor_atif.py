@@ -33,6 +33,7 @@ from ktui.trace.importers.common import (
     shell_status,
     text_of,
 )
+from ktui.trace.importers.textcalls import text_calls
 from ktui.trace.model import OK, Actor, Run, Terminal, ToolCall, Turn
 
 NAME = "harbor-atif"
@@ -148,6 +149,7 @@ def load_object(obj: Any, path: str) -> Run:
         if _placeholder(named) and turns[-1].first_line == i + 1:  # the run ended on the agent's own message
             said = last.get("message") if isinstance(last.get("message"), str) else text_of(last.get("message"))
             run.terminal.append(Terminal("backend_error", (said or f"a message of model {named}")[:400], i + 1))
+    _finished(asm)
     # each step is timestamped once: a turn lasts until the next step starts
     timed = [(t, t.start_ms) for t in turns if t.start_ms is not None]
     for (a, sa), (_, sb) in zip(timed, timed[1:], strict=False):
@@ -168,6 +170,21 @@ def load_object(obj: Any, path: str) -> Run:
             asm.outcome("passed" if r > 0 else "failed", r, f"reward {r:g}", len(obj["steps"]), "score")
             break
     return asm.finish()
+
+
+FINISH_TOOLS = ("finish",)  # OpenHands' tool that ends the run; it has no observation by design
+
+
+def _finished(asm: Assembler) -> None:
+    """The run's last call is the agent's ``finish`` with no result: the agent ended the run (its
+    message the run's last word), not a call cut off while running."""
+    calls = asm.run.calls
+    if not calls or calls[-1].result is not None or calls[-1].name not in FINISH_TOOLS:
+        return
+    c = calls[-1]
+    said = c.args.get("message") if isinstance(c.args, dict) and isinstance(c.args.get("message"), str) else ""
+    asm.result(c, "(finish returns nothing: the agent ended the run)", c.line, None, status=OK)
+    asm.run.terminal.append(Terminal("halt", (f"{c.name}: {said}" if said else c.name)[:400], c.line))
 
 
 def _step(asm: Assembler, s: Any, i: int, turns: list[Turn], agent_model: Any = None) -> None:
@@ -226,6 +243,12 @@ def _step(asm: Assembler, s: Any, i: int, turns: list[Turn], agent_model: Any = 
     step_extra = _dict(s.get("extra"))
     if not tcs and isinstance(step_extra.get("tool_use_name"), str) and step_extra["tool_use_name"]:
         results = _extra_call(asm, t, s, step_extra, results, calls, line, ts)
+    elif not tcs:  # calls the model wrote as text (OpenHands without native function calling)
+        for k, (name, args) in enumerate(text_calls(text or "")):
+            calls.append(asm.call(t, name, args, line, ts, f"step{s.get('step_id')}-text{k}"))
+        if calls:
+            asm.note(line, f"step {s.get('step_id')}: {len(calls)} call(s) written in the message as "
+                           "<function=...> text (no native function calling)")
     failed = _failed_ids(step_extra, results, calls)
     for c in calls:  # a write or edit the tool refused changed nothing
         _observe(asm, step_extra, results, c)
