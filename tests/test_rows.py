@@ -116,3 +116,14 @@ def test_a_result_that_does_not_fit_the_columns_is_kept_whole():
     assert (b.line, b.ts_ms, b.status, b.is_error, b._brief, b.case_errors) == (7, 2**62, "failed", True, None,
                                                                                 ["case 1: nan"])
     assert type(b.is_error) is bool and t.status(5) == "ok" and t.ts_ms(2) == 2**62
+
+
+def test_add_message_is_append():
+    """The builder's add_message gives what append of the tuple gives, odd values included."""
+    a, b = R.messages(), R.messages()
+    rows = [(1, "user_message", "u", "hi"), (2, "assistant_message", None, "x" * 70), (True, "k", None, "bool"),
+            (4, "k", 5, "int actor"), (5, "k", "a", None)]
+    for line, kind, actor, text in rows:
+        a.add_message(line, kind, actor, text)  # type: ignore[arg-type]
+        b.append((line, kind, actor, text))
+    assert a == b == rows and a[2][0] is True and a._plain is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ktui.trace import derive
-from ktui.trace.lazy import LineSource, call_args, call_id, diff_items, lazy_min, result_fields
+from ktui.trace.lazy import LineSource, call_args, diff_items, lazy_min, result_fields
 from ktui.trace.model import (
     OK,
     READ_BACK,
@@ -33,6 +33,7 @@ from ktui.trace.model import (
     kernel_info,
 )
 from ktui.trace.notes import fenced_code, parse_note, split_think
+from ktui.trace.rows import Rows
 from ktui.trace.text import redact
 
 TOKEN_UNITS = {"tokens_in", "tokens_out", "tokens_reasoning", "usd"}
@@ -133,6 +134,13 @@ class Builder:
         """One string per distinct value, whatever its length (notes, actors: a file of many runs
         repeats them)."""
         return self._intern.setdefault(s, s)
+
+    def _add_message(self, line: int, kind: str, actor: str | None, text: str) -> None:
+        m = self.run.messages
+        if type(m) is Rows:
+            m.add_message(line, kind, actor, text)
+        else:  # a run whose messages were replaced by a list
+            m.append((line, kind, actor, text))
 
     def _evid(self, variant: str) -> None:
         self._evidence.add(variant)
@@ -304,7 +312,7 @@ class Builder:
             if ev.actor == "harness" and len(text) > 200 and not self.run.problem.prompt:
                 self.run.problem.prompt = text
                 derive.problem_from_prompt(self.run.problem, text)
-        self.run.messages.append((ev.line, ev.kind, ev.actor, text))
+        self._add_message(ev.line, ev.kind, ev.actor, text)
 
     def _message(self, ev: Event, text: str, reasoning: str | None = None) -> None:
         t = self._current.get(ev.actor)
@@ -324,7 +332,7 @@ class Builder:
                     code = fenced_code(text)
                     if code:
                         self._final_answers.append((ev.line, t.index, code))
-        self.run.messages.append((ev.line, ev.kind, ev.actor, text))
+        self._add_message(ev.line, ev.kind, ev.actor, text)
 
     def _on_agent_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
         text = p.get("text")
@@ -411,7 +419,9 @@ class Builder:
             args = self._src
         elif code is not None:
             args = dict(args, kernel_code=self._s(code))
-        cid = call_id(p)
+        cid = p.get("id")  # lazy.call_id, inline: one step fewer per call
+        if type(cid) is not str and not isinstance(cid, str):
+            cid = None
         name = self._names.setdefault(name, name)
         calls = self.run.calls
         index = len(calls)
@@ -440,7 +450,11 @@ class Builder:
             t = self._new_turn(ev, actor)
         self._touch(t, ev)
         call.turn = t.index
-        t.add_call(call)
+        tcalls = t.calls  # Turn.add_call, inline
+        if type(tcalls) is list:
+            tcalls.append(call)
+        else:
+            t.calls = [*tcalls, call] if tcalls else (call,)
         if name == "submit_kernel":
             if self._final_turn is not None:
                 self._final_turn.is_final = False

@@ -179,7 +179,7 @@ def kernel_versions(run: Run, final_answers: list[tuple[int, int | None, str]]) 
         if info is None:
             c.kernel = None
             continue
-        summary = c.result.brief if c.result is not None else ""
+        summary = c.result_brief
         c.kernel = use(c if c.lazy else c.kernel_code, c.line, c.turn,
                        KernelUse(c.turn, c.index, c.name, c.status, summary), info=info)
     # a final answer's code matches the first version with the same stripped text: one dict
@@ -231,7 +231,7 @@ def metrics_and_outcome(run: Run) -> None:
 def terminal_state(run: Run, final: bool) -> None:
     run.terminal = [t for t in run.terminal if t.kind not in ("dangling_call", "eof")]
     for c in run.calls:
-        if c.result is None and c.turn is not None:
+        if not c.has_result and c.turn is not None:
             run.terminal.append(Terminal("dangling_call", f"{c.name} called at line {c.line} has no result",
                                          c.line))
     if not run.terminal and run.events:

@@ -147,6 +147,22 @@ class ToolCall:
         self._result = value
 
     @property
+    def has_result(self) -> bool:
+        return self._result is not None
+
+    @property
+    def result_brief(self) -> str:
+        """What a kernel use of its result says ('' without a result): from the columns when
+        it was kept while reading, without making the result."""
+        r = self._result
+        if type(r) is ResultTable:
+            b = r.brief(self.index)
+            if b is not None:
+                return b
+        res = self.result
+        return res.brief if res is not None else ""
+
+    @property
     def diffs(self) -> Sequence[dict[str, Any]]:
         d = self._diffs
         if not d or type(d[0]) is not int:

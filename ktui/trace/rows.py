@@ -114,6 +114,21 @@ class Rows(MutableSequence[tuple]):
         for c, v in zip(self._cols, self._encode(value), strict=True):
             c.insert(i, v)
 
+    def add_message(self, line: int, kind: str, actor: str | None, text: str) -> None:
+        """``append((line, kind, actor, text))`` of a message without making the tuple (the
+        builder's one call per message)."""
+        if (self._plain is None and self._spec is MESSAGE and type(line) is int and _LO <= line < _HI
+                and type(kind) is str and (actor is None or type(actor) is str)):
+            ix = self._ix
+            k, a = ix.get(kind), ix.get(actor)
+            c = self._cols
+            c[0].append(line)
+            c[1].append(self._name(kind) if k is None else k)
+            c[2].append(self._name(actor) if a is None else a)
+            c[3].append(text)
+        else:
+            self.append((line, kind, actor, text))
+
     def append(self, value: tuple) -> None:
         if self._plain is None and self._fits(value):
             for c, v in zip(self._cols, self._encode(value), strict=True):

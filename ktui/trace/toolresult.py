@@ -133,17 +133,29 @@ class ResultTable:
                 or not (ts_ms is None or (type(ts_ms) is int and _NONE < ts_ms < 2**63))
                 or type(status) is not str or type(is_error) is not bool):
             return False
-        k = self._name(status)
+        ix = self._ix
+        k = ix.get(status)
+        if k is None:
+            k = self._name(status)
         if k > 255:
             return False
+        b = 0 if brief is None else ix.get(brief)
+        if b is None:
+            b = self._name(brief)
         n = len(self._line)
-        if index >= n:  # rows of calls without a result (yet) in between: zeros, never read
-            pad = [0] * (index + 1 - n)
-            for col in (self._line, self._ts, self._status, self._error, self._brief):
-                col.extend(pad)
-        self._line[index], self._ts[index] = line, _NONE if ts_ms is None else ts_ms
-        self._status[index], self._error[index] = k, is_error
-        self._brief[index] = 0 if brief is None else self._name(brief)
+        if index == n:  # the common case: the result of the last call
+            self._line.append(line)
+            self._ts.append(_NONE if ts_ms is None else ts_ms)
+            self._status.append(k)
+            self._error.append(is_error)
+            self._brief.append(b)
+        else:
+            if index > n:  # rows of calls without a result (yet) in between: zeros, never read
+                pad = [0] * (index + 1 - n)
+                for col in (self._line, self._ts, self._status, self._error, self._brief):
+                    col.extend(pad)
+            self._line[index], self._ts[index] = line, _NONE if ts_ms is None else ts_ms
+            self._status[index], self._error[index], self._brief[index] = k, is_error, b
         if case_errors is not None:
             self._cases[index] = case_errors
         return True
@@ -157,6 +169,10 @@ class ResultTable:
 
     def status(self, index: int) -> str:
         return self._names[self._status[index]]  # type: ignore[return-value]
+
+    def brief(self, index: int) -> str | None:
+        """What a kernel use of call ``index``'s result says, when it was kept while reading."""
+        return self._names[self._brief[index]]
 
     def ts_ms(self, index: int) -> int | None:
         ts = self._ts[index]
