@@ -36,6 +36,7 @@ from ktui.trace.importers import (
     kernelbench_agentic,
     mini_swe_agent,
     openhands,
+    openhands_v0,
     swe_agent,
 )
 from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded
@@ -55,6 +56,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("mini-swe-agent", mini_swe_agent),
     ("swe-agent", swe_agent),
     ("openhands", openhands),
+    ("openhands-v0", openhands_v0),
     ("kernelagent", kernelagent),
     ("aide", aide),
     ("kernelbench-agentic", kernelbench_agentic),
