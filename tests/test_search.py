@@ -272,8 +272,42 @@ def test_system_notes_and_other_actors_messages_are_searched_at_their_turn(tmp_p
     lines[AGENT_LINE + 1:AGENT_LINE + 1] = [json.dumps(note), json.dumps(nudge)]
     p = tmp_path / "t.jsonl"
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    from ktui.trace import load
+    from ktui.view.build import messages_by_turn
+
+    # the backend error ends turn 3: the nudge leads into turn 4, where the replay shows it; the
+    # error is how the run ended, shown with the last turn ("run ended")
+    run = load(p)
+    shown_at = [t for t, ms in messages_by_turn(run)[1].items() if any("ZebraNudge9" in m[3] for m in ms)]
+    assert shown_at == [4], shown_at
     hits = _hits(p, "quotagone7")
-    assert [(h.turn, h.field, h.where) for h in hits] == [(3, "text", "note")], hits
+    assert [(h.turn, h.field, h.where) for h in hits] == [(len(run.turns) - 1, "text", "note")], hits
     hits = _hits(p, "ZebraNudge9")
-    assert [(h.turn, h.field) for h in hits] == [(3, "text")] and "user_message" in hits[0].where, hits
+    assert [(h.turn, h.field) for h in hits] == [(4, "text")] and "user_message" in hits[0].where, hits
     assert _hits(p, "ZebraNudge9", fields=("calls", "results", "kernels", "reasoning")) == []
+
+
+def test_the_replay_opened_at_a_hit_on_how_the_run_ended_finds_it(tmp_path):
+    """The sweep search finds the run's end ('scheduler quiescent', a backend's error) at the last
+    turn; the replay shows it there ("run ended") and its search finds it there too (it searched
+    only the turn's own blocks: 'no match')."""
+    import asyncio
+
+    from ktui.tui.app import KtuiApp
+    from ktui.tui.screens.replay import ReplayScreen
+    from ktui.tui.screens.replay_parts import compile_search
+
+    hits = _hits(SEED_TRACE, "quiescent")
+    assert [(h.turn, h.field, h.where) for h in hits] == [(8, "text", "note")], hits
+
+    async def flow():
+        rep = ReplayScreen(SEED_TRACE, turn=hits[0].turn, search=compile_search("quiescent"))
+        app = KtuiApp(lambda: rep)
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if rep.ready and rep._search_turns:
+                    break
+            assert rep.turn_index == 8 and rep._search_turns == [8] and rep._search_total == 1
+
+    asyncio.run(flow())

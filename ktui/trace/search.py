@@ -250,32 +250,39 @@ _TURN_KINDS = frozenset({"agent_message", "assistant_message"})
 
 
 def _other_texts(run: Any, turns: list[Any]) -> dict[int | None, list[tuple[int | None, str, str, int | None, str]]]:
-    """The transcript's text outside the turns' own messages, by the turn it falls in: the run's
-    system notes (a backend's error, a halt, the harness's lines) and the messages of other
-    actors (the user's, a tool's). Field "text", ``where`` saying which ("note", "user_message
-    harness"); the turn is the one whose lines hold it (the last turn begun before it), None
-    before the first."""
-    starts: list[int] = []
-    for t in turns:
-        fl = getattr(t, "first_line", None)
-        if not isinstance(fl, int) or (starts and fl < starts[-1]):
-            starts = []  # lines unknown or out of order: every such text before the turns
-            break
-        starts.append(fl)
-    items: list[tuple[int | None, str, str]] = []
+    """The transcript's text outside the turns' own messages, by the turn the app shows it with:
+    the messages of other actors (the user's, a tool's), at the turn they lead into (the first
+    turn that ends at or after their line, else the last; None before the first turn), and the
+    system notes that say how the run ended (a backend's error, a halt, the grader), at the last
+    turn, where the replay shows "run ended" (every note of a run with no turns: None). Field
+    "text", ``where`` saying which ("note", "user_message harness")."""
+    items: list[tuple[int, str, str]] = []
+    # the notes the replay shows: how the run ended (after its last turn), or every note of a run
+    # with no turns; a note in the middle of a run is in the Events pane only, not searched here
+    ended = {getattr(x, "line", None) for x in getattr(run, "terminal", None) or []}
     for note in getattr(run, "notes", None) or []:
-        if isinstance(note, tuple) and len(note) == 2:
+        if isinstance(note, tuple) and len(note) == 2 and isinstance(note[0], int) and (not turns or note[0] in ended):
             items.append((note[0], "note", note[1]))
     for msg in getattr(run, "messages", None) or []:
-        if isinstance(msg, tuple) and len(msg) == 4 and msg[1] not in _TURN_KINDS:
+        if isinstance(msg, tuple) and len(msg) == 4 and msg[1] not in _TURN_KINDS and isinstance(msg[0], int):
             items.append((msg[0], " ".join(str(x) for x in msg[1:3] if x), msg[3]))
+    spans = sorted((t for t in turns if isinstance(getattr(t, "first_line", None), int)
+                    and isinstance(getattr(t, "last_line", None), int)), key=lambda t: t.first_line)
+    reach: list[int] = []  # the largest last line of spans[:i + 1]: never decreases
+    for t in spans:
+        reach.append(t.last_line if not reach else max(reach[-1], t.last_line))
     out: dict[int | None, list[tuple[int | None, str, str, int | None, str]]] = {}
-    for ln, where, text in sorted(items, key=lambda x: x[0] if isinstance(x[0], int) else -1):
+    for ln, where, text in sorted(items, key=lambda x: x[0]):
         if not isinstance(text, str) or not text:
             continue
-        k = bisect.bisect_right(starts, ln) - 1 if starts and isinstance(ln, int) else -1
-        turn = turns[k].index if k >= 0 else None
-        out.setdefault(turn, []).append((turn, "text", where, ln if isinstance(ln, int) else None, text))
+        if where == "note":  # the run's end: the replay shows it with its last turn
+            turn = len(turns) - 1 if turns else None
+        elif not spans or ln < spans[0].first_line:
+            turn = None
+        else:
+            i = bisect.bisect_left(reach, ln)
+            turn = spans[i].index if i < len(spans) else spans[-1].index
+        out.setdefault(turn, []).append((turn, "text", where, ln, text))
     return out
 
 

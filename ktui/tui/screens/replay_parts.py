@@ -12,7 +12,9 @@ from textual.message import Message
 
 from ktui.trace.model import ERROR, FAILED, MISSING, Event, Run, Turn
 from ktui.tui.follow import Snapshot
+from ktui.tui.widgets.doclines import LinesBlock
 from ktui.tui.widgets.documents import (
+    terminal_blocks,
     turn_view,
 )
 
@@ -83,8 +85,14 @@ class Written(Message):
 
 
 def turn_search_text(run: Run, t: Turn) -> Iterator[str]:
-    """The lines of turn ``t`` as its document shows them (unfolded): each hit is counted once."""
+    """The lines of turn ``t`` as its document shows them (unfolded): each hit is counted once.
+    The last turn's document ends with how the run ended (:func:`terminal_blocks`): searched too
+    (a sweep search finds a backend's error or a halt there, and opens this turn)."""
     yield from turn_view(run, t).plain_lines(expanded=True)
+    if t.index == len(run.turns) - 1:
+        for b in terminal_blocks(run):
+            if isinstance(b, LinesBlock):
+                yield from (b.source.plain(i) for i in range(len(b.source)))
 
 
 def count_matches(regex: re.Pattern[str], lines: Iterable[str]) -> int:
