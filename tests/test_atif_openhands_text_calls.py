@@ -21,7 +21,11 @@ KERNEL = ("import torch\nimport triton\nimport triton.language as tl\n\n@triton.
           "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        y = torch.empty_like(x)\n"
           "        _k[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), B=1024)\n        return y\n")
 EXAMPLE = ("Here's a running example of how to perform a task with the provided tools.\n\nASSISTANT: Sure!\n"
-           "<function=execute_bash>\n<parameter=command>\npwd && ls\n</parameter>\n</function>\n\n")
+           "<function=execute_bash>\n<parameter=command>\npwd && ls\n</parameter>\n</function>\n\n"
+           "--------------------- END OF EXAMPLE ---------------------\n\nDo NOT assume the environment is the same "
+           "as in the example above.\n\n--------------------- NEW TASK DESCRIPTION ---------------------\n")
+TAIL = ("\n\n--------------------- END OF NEW TASK DESCRIPTION ---------------------\n\nPLEASE follow the format "
+        "strictly! PLEASE EMIT ONE AND ONLY ONE FUNCTION CALL PER MESSAGE.\n")
 
 
 def _atif(steps: list, path) -> str:
@@ -33,7 +37,7 @@ def _atif(steps: list, path) -> str:
 
 def test_calls_written_as_text_are_calls(tmp_path):
     steps = [{"step_id": 1, "source": "system", "message": "You are OpenHands agent."},
-             {"step_id": 2, "source": "user", "message": EXAMPLE + "Write /app/solution.py with ModelNew."},
+             {"step_id": 2, "source": "user", "message": EXAMPLE + "Write /app/solution.py with ModelNew." + TAIL},
              {"step_id": 3, "source": "agent", "message": "<function=str_replace_editor>\n<parameter=command>create"
               "</parameter>\n<parameter=path>/app/solution.py</parameter>\n<parameter=file_text>\n" + KERNEL +
               "</parameter>\n<parameter=security_risk>LOW</parameter>\n</function>",
@@ -53,8 +57,9 @@ def test_calls_written_as_text_are_calls(tmp_path):
     kinds = [t.kind for t in run.terminal]
     assert "halt" in kinds and "dangling_call" not in kinds
     assert not run.problems
-    # the in-context example of the user message is not a call
+    # the in-context example of the user message is neither a call nor the task
     assert all(c.turn is not None for c in run.calls) and len(run.calls) == 3
+    assert run.problem.prompt == "Write /app/solution.py with ModelNew."
 
 
 def test_finish_with_native_function_calling_ends_the_run(tmp_path):

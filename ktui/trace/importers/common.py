@@ -344,7 +344,7 @@ class Assembler:
         if isinstance(text, str):
             self.run.messages.append((line, kind, actor, text))
             if kind == "user" and not self.run.problem.prompt and text.strip():
-                self.run.problem.prompt = text
+                self.run.problem.prompt = task_of(text)
 
     def note(self, line: int, text: str) -> None:
         self.run.notes.append((line, text))
@@ -582,3 +582,21 @@ def object_lines(asm: Assembler, path: str, data: bytes | None = None) -> Iterat
 __all__ = ["Assembler", "JSONError", "TooBig", "as_dict", "as_int", "as_list", "as_num", "as_str", "bad_json_line",
            "excerpt", "iso_ms", "iter_lines", "kernelbench_problem", "object_lines", "parse_json", "read_bounded", "shell_status", "text_of", "exit_code",
            "ERROR", "FAILED", "OK"]
+
+
+# OpenHands (its fn_call_converter, for models without native function calling) puts a worked
+# example before the task in the first user message and frames the task itself with these lines
+_TASK_START = re.compile(r"^-{5,}\s*NEW TASK DESCRIPTION\s*-{5,}\s*$", re.M)
+_TASK_END = re.compile(r"^-{5,}\s*END OF NEW TASK DESCRIPTION\s*-{5,}\s*$", re.M)
+
+
+def task_of(text: str) -> str:
+    """The task of a first user message: the framed NEW TASK DESCRIPTION when there is one (the
+    example before it is not the task), else the message."""
+    m = _TASK_START.search(text[:1 << 20])
+    if m is None:
+        return text
+    e = _TASK_END.search(text, m.end())
+    task = text[m.end(): e.start() if e else len(text)].strip("\n")
+    return task if task.strip() else text
+
