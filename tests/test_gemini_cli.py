@@ -85,3 +85,20 @@ def test_other_json_is_not_a_gemini_session(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"sessionId": "a", "messages": [{"role": "user", "content": "hi"}]}))
     assert detect(str(p)).name != "gemini-cli"
+
+
+def test_parts_content_and_an_edits_display_object(tmp_path):
+    # newer recordings: a user message's content as parts ([{"text": ...}]), an edit's resultDisplay
+    # an object ({fileDiff, fileName, filePath, originalContent, newContent}); the edit applies
+    s = _session()
+    s["messages"][0]["content"] = [{"text": "Write ModelNew to /app/solution.py"}]
+    s["messages"][1]["toolCalls"][1].update(status="success", args={
+        "file_path": "/app/solution.py", "old_string": "* 2", "new_string": "* 3"},
+        result=_resp("replace-2", "replace", "Successfully modified file"),
+        resultDisplay={"fileDiff": "@@ -1 +1 @@", "fileName": "solution.py", "newContent": "x"})
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(s))
+    run = load(str(p))
+    assert run.problem.prompt == "Write ModelNew to /app/solution.py"
+    assert run.calls[1].result.summary == "Successfully modified file" and not run.calls[1].result.is_error
+    assert len(run.kernels) == 2 and "* 3" in run.kernels[-1].code
