@@ -98,3 +98,36 @@ def test_follow_mode_re_imports_a_growing_file(tmp_path):
         fh.write(b"".join(lines[20:]))
     assert f.poll() is True
     assert len(f.run.turns) == 19 > first
+
+
+def _head_lines_by_split(buf: bytes, more: bool) -> tuple[list[bytes], bool]:
+    """The head's lines as detection took them before it stopped splitting the whole head."""
+    if buf.startswith(b"\xef\xbb\xbf"):
+        buf = buf[3:]
+    parts = buf.split(b"\n")
+    last_complete = buf.endswith(b"\n") or not more
+    complete = parts if last_complete else parts[:-1]
+    out: list[bytes] = []
+    for raw in complete:
+        if raw.strip():
+            out.append(raw.rstrip(b"\r"))
+            if len(out) >= 8:
+                return out, True
+    return out, more or (not last_complete and bool(parts[-1].strip()))
+
+
+def test_head_lines_line_by_line_equal_the_split_of_the_whole_head():
+    """Detection takes the head's first lines one at a time (the sweep index split every trace's
+    first MiB to read eight lines): the same lines and the same 'more' on every shape of head."""
+    import random
+
+    from ktui.trace.importers.registry import HEAD_LINES, head_lines_of
+
+    assert HEAD_LINES == 8
+    rng = random.Random(24)
+    pieces = [b"a", b'{"k":1}', b"\n", b"\n\n", b" ", b"\t", b"\r", b"\r\n", b"\xef\xbb\xbf"]
+    cases = [b"", b"\n", b"\xef\xbb\xbf", b"x", b"x\n", b"\n".join(b"l%d" % i for i in range(20))]
+    cases += [b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(20000)]
+    for buf in cases:
+        for more in (False, True):
+            assert head_lines_of(buf, more) == _head_lines_by_split(buf, more), (buf, more)

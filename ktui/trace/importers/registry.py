@@ -126,19 +126,35 @@ def _head_lines(path: str | None, data: bytes | None) -> tuple[list[bytes], bool
                     parts.append(c)
                     total += len(c)
                 buf = b"".join(parts)
+    return head_lines_of(buf, more)
+
+
+def head_lines_of(buf: bytes, more: bool) -> tuple[list[bytes], bool]:
+    """:func:`_head_lines` of a head already read: ``more``, whether the file goes on past it."""
     if buf.startswith(b"\xef\xbb\xbf"):
         buf = buf[3:]
-    parts = buf.split(b"\n")
-    last_complete = buf.endswith(b"\n") or not more
-    complete = parts if last_complete else parts[:-1]
+    # line by line up to the HEAD_LINES-th non-blank one (splitting the whole head cost the sweep
+    # index a split of every trace's first MiB just to look at eight lines)
     out: list[bytes] = []
-    for raw in complete:
+    pos = 0
+    while True:
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            break
+        raw = buf[pos:nl]
+        pos = nl + 1
         if raw.strip():
             out.append(raw.rstrip(b"\r"))
             if len(out) >= HEAD_LINES:
                 return out, True
-    rest = not last_complete and bool(parts[-1].strip())
-    return out, more or rest
+    tail = buf[pos:]  # after the last newline: a whole line only when the head is the whole file
+    if buf.endswith(b"\n") or not more:
+        if tail.strip():
+            out.append(tail.rstrip(b"\r"))
+            if len(out) >= HEAD_LINES:
+                return out, True
+        return out, more
+    return out, more or bool(tail.strip())
 
 
 def detect(path: str | None = None, data: bytes | None = None) -> Detection:
