@@ -398,3 +398,26 @@ def test_a_file_name_only_one_row_has_stays_when_cut():
     assert fit_middle(paths[0], 30, counts).endswith("x_unique.jsonl")
     assert fit_middle(paths[1], 30, counts).endswith("/…") and len(fit_middle(paths[1], 30, counts)) == 30
     assert fit_middle("short/t.jsonl", 30, counts) == "short/t.jsonl"  # what fits is never cut
+
+
+@needs_fixtures
+def test_the_sorted_column_shows_its_direction_at_100_columns():
+    """Sorted by speedup at 100x30 the header read 'speedu…': the column's width had no room for
+    its ' ▲', so the direction was cut off. The header shows it whole, both ways."""
+    async def go():
+        app = runs_app(FIXTURES)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _scanned(pilot)
+            table = app.screen.query_one(RunsTable)
+            for _ in range(len(table.all_columns()) + 1):
+                if table.sort_key == "speedup":
+                    break
+                await pilot.press(">")
+                await pilot.pause()
+            assert table.sort_key == "speedup"
+            assert "speedup ▲" in table.render_line(0).text, table.render_line(0).text
+            await pilot.press("I")
+            await pilot.pause()
+            assert "speedup ▼" in table.render_line(0).text, table.render_line(0).text
+
+    asyncio.run(go())

@@ -188,11 +188,15 @@ class RunsTable(ScrollView, can_focus=True):
         """Column widths that fit the widget (the columns chosen by priority; long ones shrink)."""
         avail = (self.scrollable_content_region.width or self.size.width) - 2
         cols = self.all_columns()
-        key = (avail, tuple(self.widths.items()), tuple(c[0] for c in cols))
+        key = (avail, tuple(self.widths.items()), tuple(c[0] for c in cols), self.sort_key)
         if getattr(self, "_fit_key", None) == key:
             return self._fitted
         keys = [k for k, _, _ in cols]
-        kept, w = fit_columns(keys, {k: self.widths[k] for k in keys}, max(avail, 1))
+        natural = {k: self.widths[k] for k in keys}
+        for k, header, _ in cols:  # the sorted column's header carries " ▲" / " ▼": room for it
+            if k == self.sort_key:
+                natural[k] = max(natural[k], cell_len(header) + 2)
+        kept, w = fit_columns(keys, natural, max(avail, 1))
         self._fitted_order = [c for c in cols if c[0] in kept] + [c for c in cols if c[0] not in kept]
         self._fit_key, self._fitted = key, w
         return w
