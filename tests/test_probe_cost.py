@@ -116,3 +116,129 @@ def test_probes_that_ignore_the_reference_output_do_not_ask_for_it():
             if unused and not asks_none:
                 bad.append(f"{path.name}:{node.lineno}")
     assert not bad, f"reference outputs computed and thrown away at {bad}"
+
+
+class _RunCtx:
+    def __init__(self, speedup, **timing):
+        self.result = {"timing": dict({"speedup": speedup}, **timing), "checks": []}
+        self.ran = []
+
+    def add_check(self, name, ok, detail):
+        self.result["checks"].append({"name": name, "ok": ok, "detail": detail})
+
+
+def _fake_battery(monkeypatch):
+    import ktui.engine.probes as pk
+
+    pk.load_all()
+    ran = []
+
+    def probe(name):
+        def fn(ctx):
+            ran.append(name)
+            ctx.add_check(name, True, "ran")
+        return fn
+
+    monkeypatch.setattr(pk, "JUDGE_PROBES", [("speedy", probe("speedy")), ("plain", probe("plain"))])
+    monkeypatch.setitem(pk.NEEDS, "speedy", {"device": "alone", "new_inputs": True, "fresh_process": False,
+                                             "speed_only": True})
+    monkeypatch.setitem(pk.NEEDS, "plain", {"device": "shared", "new_inputs": True, "fresh_process": False,
+                                            "speed_only": False})
+    return pk, ran
+
+
+@pytest.mark.parametrize("timing,runs_speedy", [
+    ({"speedup": 0.4}, False),                                   # clearly slower: nothing to earn
+    ({"speedup": 0.95}, True),                                   # within noise of the reference
+    ({"speedup": 3.0}, True),                                    # claims speed: the whole battery
+    ({"speedup": 0.4, "kernel_invalid_samples": "negative"}, True),  # its timer lied: not measured
+    ({"speedup": 0.4, "error": "timing failed"}, True),
+    ({"speedup": None}, True),
+    ({"speedup": True}, True),
+])
+def test_speed_only_probes_run_for_kernels_that_could_profit(monkeypatch, timing, runs_speedy):
+    pk, ran = _fake_battery(monkeypatch)
+    ctx = _RunCtx(**timing)
+    pk.run_judge_probes(ctx)
+    assert ("speedy" in ran) is runs_speedy and "plain" in ran
+    speedy = [c for c in ctx.result["checks"] if c["name"] == "speedy"]
+    assert len(speedy) == 1
+    if not runs_speedy:
+        assert speedy[0]["ok"] is None and "not needed" in speedy[0]["detail"]  # neither a pass nor a flag
+        assert ctx.result["probes"]["speedy"]["state"] == "not needed"
+
+
+def test_which_probes_are_speed_only():
+    """A deliberate list: a probe about correctness (stale results, inputs written, wrong sizes,
+    reduced precision, fake outputs...) must run whatever the kernel's speed."""
+    import ktui.engine.probes as pk
+
+    pk.load_all()
+    speed_only = {n for n, _ in pk.JUDGE_PROBES if pk.NEEDS[n].get("speed_only")}
+    assert speed_only == {"repeat_vs_fresh_inputs", "physical_floor", "stream_order", "timed_outputs"}
+
+
+def test_a_worker_lets_go_of_the_slots_the_judge_is_done_with():
+    from ktui.engine import protocol
+    from ktui.engine.roles import OPS, Server
+
+    assert "drop" in OPS["reference"] and "drop" in OPS["candidate"] and "drop" in protocol.REPLY_SCHEMAS
+    srv = Server("candidate", None, None)
+    srv.slots = {"t": [1], "c1": [2], "c2": [3], "p-f0": [4], "p-f1": [5], "p-var0": [6], "p-var0#nudged": [7]}
+    assert srv.op_drop({"prefix": "p-"}, [], []) == {"dropped": 4}
+    assert srv.op_drop({"slots": ["c1", "c2", "c3"]}, [], []) == {"dropped": 2}
+    assert set(srv.slots) == {"t"}  # the timed inputs stay
+    assert srv.op_drop({"prefix": ""}, [], []) == {"dropped": 0}  # an empty prefix drops nothing
+
+
+def test_every_probe_s_input_sets_are_let_go_after_it(monkeypatch):
+    pk, ran = _fake_battery(monkeypatch)
+    drops = []
+
+    class _J:
+        def drop_slots(self, slots=(), prefix=None):
+            drops.append((tuple(slots), prefix, tuple(ran)))
+
+    ctx = _RunCtx(speedup=2.0)
+    ctx.judge = _J()
+    pk.run_judge_probes(ctx)
+    # after each probe that ran, before the next one starts
+    assert drops == [((), "p-", ("speedy",)), ((), "p-", ("speedy", "plain"))]
+
+
+def test_the_correctness_slots_are_dropped_after_timing_not_before():
+    """The interleaved timing cycles over the correctness trials' slots (clockcheck._interleaved):
+    the judge lets them go only once timing is done."""
+    import inspect
+
+    from ktui.engine import pipeline
+
+    src = inspect.getsource(pipeline.Judge)
+    timing_at = src.index('self.result["timing"] = self._timing(')
+    drop_at = src.index('self.drop_slots([f"c{i}"')
+    assert timing_at < drop_at
+    from ktui.engine import correctness
+
+    assert "drop_slots([f\"c" not in inspect.getsource(correctness)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "complex64", "bool", "int8",
+                                   "int64", "float8_e4m3fn"])
+def test_a_tensor_goes_into_its_memfd_in_its_own_dtype(dtype):
+    """The device path of shm.export_tensor copies a flat tensor of its own dtype straight into
+    the memfd (no host copy); the bytes read back are the tensor's."""
+    torch = pytest.importorskip("torch")
+    from ktui.engine import shm
+
+    dt = getattr(torch, dtype, None)
+    if dt is None:
+        pytest.skip(f"torch has no {dtype}")
+    src = (torch.randn(37, 5) * 3).to(dt) if dt is not torch.bool else torch.randn(37, 5) > 0
+    nbytes = src.numel() * src.element_size()
+    fd = shm.write_tensor_sealed(src.reshape(-1), nbytes)
+    try:
+        back = shm.import_tensor({"__tensor__": 0, "dtype": shm.dtype_name(dt), "shape": [37, 5], "nbytes": nbytes},
+                                 [fd])
+        assert back.dtype == dt and torch.equal(back.view(torch.uint8), src.view(torch.uint8))
+    finally:
+        shm.close_fds([fd])

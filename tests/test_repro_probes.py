@@ -880,7 +880,9 @@ def test_the_kernel_is_stopped_while_the_reference_is_timed(tmp_path):
     assert st["windows"] >= 2 and st["processes"] >= 1, st
     assert st["seconds"] > 0.05, st  # long enough for a spinning thread to show on /proc's clock
     assert st["cpu_seconds"] <= 0.02 + 0.1 * st["seconds"], st
-    assert _check(res, "timed_outputs")["ok"] is True  # the candidate ran again after the windows
+    # the candidate ran again after the windows (a probe that runs whatever the kernel's speed:
+    # the spinner makes it slower than the reference, so the speed-only ones are not needed)
+    assert _check(res, "repeated_calls")["ok"] is True
     assert _check(res, "threads_left_running")["ok"] is False  # and the spinner is named
 
 

@@ -326,3 +326,62 @@ def test_reference_outputs_shared_and_out_of_a_candidates_reach(tmp_path, monkey
     assert again["correctness"]["passed"], again.get("failure")
     assert again["reference_cache"]["hits"] >= 7 and again["reference_cache"]["rejected"] == 0
     assert again["correctness"]["seeds"] == first["correctness"]["seeds"]
+
+
+OOM_BY_OTHERS = ("CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 139.80 GiB of "
+                 "which 318.69 MiB is free. Including non-PyTorch memory, this process has 32.11 GiB memory in use.")
+
+
+def test_a_kernel_that_ran_out_of_memory_beside_others_is_judged_again_alone(tmp_path, monkeypatch):
+    """H200, 2026-12-05: two kernels of real KernelBench sizes in flight on one GPU ran it out of
+    memory; the one that asked last was called "not reproducible". Now such a result is judged
+    again, once, with no other kernel's judge on the slot."""
+    lock = threading.Lock()
+    inflight, calls = set(), []
+    started1, first0_done = threading.Event(), threading.Event()
+
+    def fake(job, options, *, build_root, env_extra=None, cancel=None):
+        with lock:
+            inflight.add(job.key)
+            calls.append((job.key, frozenset(inflight)))
+            n0 = sum(1 for k, _ in calls if k == "job0")
+        try:
+            if job.key == "job1":
+                started1.set()
+                assert first0_done.wait(20)
+                time.sleep(0.5)  # still in flight when job0's retry would start without the gate
+                return {"status": "completed"}
+            if n0 == 1:
+                assert started1.wait(20)
+                first0_done.set()
+                return {"status": "failed", "failure": {"kind": "oom", "stage": "correctness",
+                                                        "message": OOM_BY_OTHERS}}
+            return {"status": "completed"}
+        finally:
+            with lock:
+                inflight.discard(job.key)
+
+    eng = _engine(tmp_path, fake, True, monkeypatch)
+    eng.run(FakeJob(i) for i in range(2))
+    assert eng.errors == []
+    job0 = [others for k, others in calls if k == "job0"]
+    assert len(job0) == 2  # the first ended while job1 was in flight (it waited for job1 to start)
+    assert job0[1] == frozenset({"job0"}), calls  # the retry had the slot alone
+    assert eng.results["job0"]["status"] == "completed"
+    assert "retried_alone" in eng.results["job0"]["verify"]
+
+
+def test_no_retry_without_the_pipeline_or_for_the_kernels_own_demand(tmp_path, monkeypatch):
+    n = []
+    own = OOM_BY_OTHERS.replace("this process has 32.11 GiB", "this process has 139.00 GiB")
+
+    def fake(job, options, *, build_root, env_extra=None, cancel=None):
+        n.append(job.key)
+        msg = OOM_BY_OTHERS if job.key == "job0" else own
+        return {"status": "failed", "failure": {"kind": "oom", "stage": "correctness", "message": msg}}
+
+    eng = _engine(tmp_path, fake, False, monkeypatch)  # one kernel at a time: nothing else held it
+    eng.run(FakeJob(i) for i in range(2))
+    eng2 = _engine(tmp_path, fake, True, monkeypatch)
+    eng2.run([FakeJob(1)])  # the kernel's own demand: a judgement, not retried
+    assert sorted(n) == ["job0", "job1", "job1"]

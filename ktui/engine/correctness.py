@@ -36,6 +36,7 @@ class CorrectnessStages:
                 out.close()
             finally:
                 inputs.close()
+            self.drop_slots(["jit"])
         jit = round_(now() - t0, 3)
         self.end_stage()
         self.result["stages"]["build"] = {"state": "done",

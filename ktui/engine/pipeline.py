@@ -156,6 +156,22 @@ class Judge(CorrectnessStages, ClockStages):
             if h in self.held:
                 self.held.remove(h)
 
+    def drop_slots(self, slots=(), prefix=None):
+        """Both workers let go of input slots the judge is done with (``slots`` by name, or every
+        one starting with ``prefix``). Memory only: a worker that is gone or will not answer is
+        left to the next request to find out."""
+        args = {"slots": [str(x) for x in slots]}
+        if prefix:
+            args["prefix"] = str(prefix)
+        for w in (getattr(self, "ref", None), getattr(self, "cand", None)):
+            if w is None or not w.proc.alive():
+                continue
+            try:
+                w.call("drop", args, timeout=30.0)
+            except StageFailure as f:
+                if f.fatal:
+                    raise
+
     # ---- run ---------------------------------------------------------------------------------
     def run(self, build=None):
         t0 = now()
@@ -410,6 +426,9 @@ class Judge(CorrectnessStages, ClockStages):
         # timing ------------------------------------------------------------------------------
         self.stage("timing")
         self.result["timing"] = self._timing(self.input_seed)
+        # the correctness trials' inputs served the interleaved timing (clockcheck._interleaved);
+        # each is a whole input set on the device in both workers
+        self.drop_slots([f"c{i}" for i in range(1, int(corr["trials"]) + 2)])
         # memory, launches (CUDA) ------------------------------------------------------------
         def both(op):  # one measurement of the timed inputs, in each worker
             with self.device(SHARED, op):

@@ -300,6 +300,7 @@ REPLY_SCHEMAS = {
     "init": ("dict", {"init_inputs": "value"}),
     "make_inputs": ("dict", {"inputs": "value", "forward": ("opt", OUTPUTS)}),
     "put_inputs": ("dict", {"slot": int}),
+    "drop": ("dict", {"dropped": int}),
     "refill": ("dict", {"slot": int}),
     "forward": OUTPUTS,
     "time": ("dict", {"samples": "tensor", "stats": STATS, "method_used": str, "batches": int,

@@ -47,9 +47,9 @@ from .values import plain as _plain
 REQUEST = ("dict", {"id": int, "op": str, "args": ("map", "any")})
 OPS = {
     "reference": {"hello", "ping", "setup", "floor", "load_reference", "init", "make_inputs", "put_inputs",
-                  "forward", "time", "wall", "wall_outputs", "memory", "launches", "probe", "bye"},
+                  "forward", "time", "wall", "wall_outputs", "memory", "launches", "probe", "drop", "bye"},
     "candidate": {"hello", "ping", "setup", "build", "init", "put_inputs", "refill", "forward", "time", "wall",
-                  "wall_outputs", "memory", "launches", "probe", "bye"},
+                  "wall_outputs", "memory", "launches", "probe", "drop", "bye"},
 }
 
 # what torch says when code asks for a CUDA tensor on a machine without one
@@ -367,6 +367,21 @@ class Server:
             outv = self._truth_call(str(args["slot"]), "correctness", args.get("trial"))
             fwd = self._outputs(outv, out)
         return {"inputs": enc, "forward": fwd}
+
+    def op_drop(self, args, fds, out):
+        """Let go of input slots the judge is done with: named ones, or every slot whose name
+        starts with ``prefix`` (a probe's). Each slot holds a whole input set on the device; a
+        sweep of real KernelBench sizes (1 GB an input set) ran out of GPU memory with every
+        trial's and every probe's slot kept."""
+        names = [str(x) for x in (args.get("slots") or [])]
+        prefix = args.get("prefix")
+        if isinstance(prefix, str) and prefix:
+            names += [k for k in self.slots if k.startswith(prefix)]
+        n = 0
+        for k in set(names):
+            if self.slots.pop(k, None) is not None:
+                n += 1
+        return {"dropped": n}
 
     def op_put_inputs(self, args, fds, out):
         v = self._value(args["inputs"], fds)

@@ -47,7 +47,8 @@ def write_sealed(buf, nbytes, name="ktui-tensor"):
 
 
 def write_tensor_sealed(raw, nbytes, name="ktui-tensor"):
-    """A sealed memfd holding the bytes of the contiguous CPU uint8 tensor `raw`.
+    """A sealed memfd holding the bytes of the contiguous CPU uint8 tensor `raw` (or of a flat
+    contiguous tensor of any dtype on any device, copied straight into the memfd).
 
     Copied through a shared mapping of the memfd (torch without numpy has no buffer protocol
     for tensors; numpy is not a dependency). The mapping and the tensor over it are released
@@ -60,6 +61,8 @@ def write_tensor_sealed(raw, nbytes, name="ktui-tensor"):
             mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
             try:
                 dst = torch.frombuffer(mm, dtype=torch.uint8, count=nbytes)
+                if raw.dtype != torch.uint8:  # a flat tensor of its own dtype, on a device
+                    dst = dst.view(raw.dtype)
                 dst.copy_(raw)
                 del dst
             finally:
@@ -76,12 +79,21 @@ def export_tensor(t, fds):
     torch = _torch()
     type_name = type(t).__name__
     base = torch.Tensor._make_subclass(torch.Tensor, t.detach()) if type(t) is not torch.Tensor else t.detach()
-    host = base.to("cpu").contiguous()
-    nbytes = host.numel() * host.element_size()
-    flat = host.reshape(-1)
-    fd = write_tensor_sealed(flat.view(torch.uint8) if nbytes else flat, nbytes)
+    nbytes = base.numel() * base.element_size()
+    fd = None
+    if base.device.type != "cpu" and nbytes:
+        # straight from the device into the memfd: no host copy in between (an input set of
+        # real KernelBench sizes is 1-6 GB, and the worker's host memory is limited)
+        try:
+            fd = write_tensor_sealed(base.contiguous().reshape(-1), nbytes)
+        except (RuntimeError, TypeError):  # a dtype the memfd's bytes cannot be viewed as
+            fd = None
+    if fd is None:
+        host = base.to("cpu").contiguous()
+        flat = host.reshape(-1)
+        fd = write_tensor_sealed(flat.view(torch.uint8) if nbytes else flat, nbytes)
     fds.append(fd)
-    return {"__tensor__": len(fds) - 1, "dtype": dtype_name(host.dtype), "shape": list(host.shape),
+    return {"__tensor__": len(fds) - 1, "dtype": dtype_name(base.dtype), "shape": list(base.shape),
             "nbytes": nbytes, "type": type_name}
 
 

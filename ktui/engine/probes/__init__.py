@@ -48,14 +48,22 @@ WORKER_PROBES: dict[str, object] = {}  # run in the candidate worker
 REFERENCE_PROBES: dict[str, object] = {}  # run in the reference worker
 _ORDER: dict[str, int] = {}
 ON_FAILURE: set[str] = set()
-NEEDS: dict[str, dict] = {}  # name -> {"device": "none"|"shared"|"alone", "new_inputs": bool, "fresh_process": bool}
+NEEDS: dict[str, dict] = {}  # name -> {"device": "none"|"shared"|"alone", "new_inputs": bool, "fresh_process": bool,
+#                                        "speed_only": bool}
+# a kernel measured at less than this fraction of the reference's speed gets no speed_only probe
+SPEED_ONLY_BELOW = 0.9
 DEVICE_KINDS = ("none", "shared", "alone")
 _loaded = False
 
 
-def judge_probe(name, order=50, on_failure=False, device="shared", new_inputs=True, fresh_process=False):
+def judge_probe(name, order=50, on_failure=False, device="shared", new_inputs=True, fresh_process=False,
+                speed_only=False):
     """``on_failure``: also run when correctness failed (timing and the other probes are then
     skipped): a probe that can say why the output is wrong (a thread still filling it).
+    ``speed_only``: it looks only for speed that is not earned (results reused, work hidden from
+    the timer, faster than physics, wrong answers while timed); a kernel measured here clearly
+    slower than the reference earns nothing such a hack could buy, so the probe is not run for
+    it (a check "not needed", never a pass or a flag).
     ``device``: "none" (it reads the result so far), "shared" (device work, not timed), "alone"
     (it measures time: see ``ctx.alone``); ``new_inputs``: it asks the reference for inputs of its
     own; ``fresh_process``: it needs a worker no other probe ran in (none does today: the ones
@@ -65,7 +73,8 @@ def judge_probe(name, order=50, on_failure=False, device="shared", new_inputs=Tr
 
     def deco(fn):
         if not any(n == name for n, _ in JUDGE_PROBES):
-            NEEDS[name] = {"device": device, "new_inputs": bool(new_inputs), "fresh_process": bool(fresh_process)}
+            NEEDS[name] = {"device": device, "new_inputs": bool(new_inputs), "fresh_process": bool(fresh_process),
+                           "speed_only": bool(speed_only)}
             JUDGE_PROBES.append((name, fn))
             _ORDER[name] = int(order)
             if on_failure:
@@ -94,7 +103,8 @@ def load_all():
 def run_judge_probes(ctx, correctness_failed=False):
     """The judge probes in order, each in the device window it declared; each one's cost in a
     ``probe`` event and in ``result["probes"]``. A kernel that failed correctness gets only the
-    ``on_failure`` probes (its failing evidence)."""
+    ``on_failure`` probes (its failing evidence); one measured clearly slower than the reference
+    gets no ``speed_only`` probe (said in a check that is neither a pass nor a flag)."""
     import time
 
     from ..errors import StageFailure, one_line
@@ -102,10 +112,19 @@ def run_judge_probes(ctx, correctness_failed=False):
     load_all()
     costs = ctx.result.setdefault("probes", {})
     judge = getattr(ctx, "judge", None)
+    slower = _clearly_slower(ctx.result)
     for name, fn in JUDGE_PROBES:
         if correctness_failed and name not in ON_FAILURE:
             continue
-        needs = NEEDS.get(name) or {"device": "shared", "new_inputs": True, "fresh_process": False}
+        needs = NEEDS.get(name) or {"device": "shared", "new_inputs": True, "fresh_process": False,
+                                    "speed_only": False}
+        if slower is not None and needs.get("speed_only") and not correctness_failed:
+            ctx.add_check(name, None, f"not needed: the kernel ran at {slower:.2f}x the reference's speed here; "
+                                      "this check looks for speed that is not earned")
+            costs[name] = dict(needs, seconds=0.0, state="not needed")
+            if judge is not None and hasattr(judge, "emit"):
+                judge.emit({"event": "probe", "name": name, "seconds": 0.0, "state": "not needed", **needs})
+            continue
         kind = "none" if needs["device"] == "none" else "shared"
         window = judge.device(kind, f"probe {name}") if judge is not None and hasattr(judge, "device") else None
         t0 = time.monotonic()
@@ -128,8 +147,20 @@ def run_judge_probes(ctx, correctness_failed=False):
         finally:
             secs = round(time.monotonic() - t0, 3)
             costs[name] = dict(needs, seconds=secs, state=state)
+            if state != "failed" and judge is not None and hasattr(judge, "drop_slots"):
+                judge.drop_slots(prefix="p-")  # the probe's input sets: each one is a whole set on the device
             if judge is not None and hasattr(judge, "emit"):
                 judge.emit({"event": "probe", "name": name, "seconds": secs, "state": state, **needs})
+
+
+def _clearly_slower(result):
+    """The kernel's measured speedup when it is below SPEED_ONLY_BELOW (ktui's own timing, after
+    its cross-checks; a timer the kernel tampered with counts as not measured), else None."""
+    t = result.get("timing") or {}
+    sp = t.get("speedup")
+    if t.get("error") or t.get("kernel_invalid_samples") or not isinstance(sp, (int, float)) or isinstance(sp, bool):
+        return None
+    return float(sp) if 0.0 < sp < SPEED_ONLY_BELOW else None
 
 
 # worker probes must be registered in the worker too (roles.op_probe looks them up here)

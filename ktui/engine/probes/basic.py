@@ -166,7 +166,7 @@ def _fresh_slot(ctx, seed, i):
     return f"p-f{i}"
 
 
-@judge_probe("repeat_vs_fresh_inputs", device="alone")  # times repeated vs fresh inputs
+@judge_probe("repeat_vs_fresh_inputs", device="alone", speed_only=True)  # times repeated vs fresh inputs
 def repeat_vs_fresh_inputs(ctx):
     """Much faster on inputs it has seen than on new ones: it reuses earlier work. Calls on the
     same inputs and on fresh ones are interleaved (a busy machine slows both alike), the fastest

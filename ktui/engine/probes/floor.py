@@ -165,7 +165,7 @@ def floor_us(nbytes, gbs):
     return nbytes / (gbs * 1e9) * 1e6
 
 
-@judge_probe("physical_floor")
+@judge_probe("physical_floor", speed_only=True)
 def physical_floor(ctx):
     t = ctx.result.get("timing") or {}
     # the kernel's own timer's median (when ktui's clock disagreed, the reported time is ktui's:

@@ -42,7 +42,7 @@ def timed_outputs_worker(wctx, args, fds, out_fds):
     return {"findings": [], "data": {"outputs": enc}}
 
 
-@judge_probe("timed_outputs")
+@judge_probe("timed_outputs", speed_only=True)
 def timed_outputs(ctx):
     seed = int(ctx.input_seed) + TIMED_SEED
     refs, slots = [], []

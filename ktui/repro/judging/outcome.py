@@ -21,6 +21,7 @@ from ktui.repro.judging.model import CANCELLED, HARNESS_ERROR, JUDGE_SIDE, NOT_J
 #: why a result was not judged, in words, and how to get it judged
 NO_GPU, NO_REFERENCE, NO_TOOLCHAIN, BUDGET, NO_CODE = "no GPU", "no reference", "no toolchain", "budget", "no code"
 SIZE = "size limit"
+GPU_MEMORY = "GPU memory"
 
 _HOW = {
     NO_GPU: "run it on a machine with a CUDA GPU (ktui repro TRACE --device cuda, or ktui verify there)",
@@ -28,9 +29,36 @@ _HOW = {
     NO_TOOLCHAIN: "install the toolchain it needs (nvcc / CUDA_HOME, a C++ compiler, triton) or run it where it exists",
     BUDGET: "run it again with a larger --timeout / --compile-timeout, or on a less loaded machine",
     NO_CODE: "the trace does not hold this version's code: nothing to run",
+    GPU_MEMORY: ("run it again on an idle GPU, or with one kernel on the GPU at a time (ktui verify --no-pipeline, "
+                 "--gpus with one slot)"),
     SIZE: (f"its inputs or outputs are larger than a value the sandbox may pass ({FILE_SIZE_LIMIT_BYTES >> 30} GiB "
            "each): judge it at a smaller size (a copy of the reference with smaller get_inputs, --reference FILE)"),
 }
+#: torch's CUDA out-of-memory message: what was asked, the GPU's capacity and free memory, this process's use
+_CUDA_OOM = re.compile(r"Tried to allocate ([\d.]+) ([KMGT]i?B).*?total capacity of ([\d.]+) ([KMGT]i?B) of which "
+                       r"([\d.]+) ([KMGT]i?B) is free.*?this process has ([\d.]+) ([KMGT]i?B) memory in use", re.S)
+_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+#: the process would have fitted on the GPU alone when what it held and asked for is under this share of it
+OOM_OTHERS_SHARE = 0.8
+
+
+def gpu_memory_held_by_others(msg: str) -> str | None:
+    """When a CUDA out-of-memory message shows that the process itself held and asked for far
+    less than the GPU has (others held the rest: in a sweep, the other kernels being judged),
+    the words that say so; else None (the kernel's own demand: a judgement)."""
+    m = _CUDA_OOM.search(msg or "")
+    if m is None:
+        return None
+    try:
+        ask, total, free, own = (float(m.group(i)) * _UNITS[m.group(i + 1)] for i in (1, 3, 5, 7))
+    except (KeyError, ValueError):
+        return None
+    if total <= 0 or own + ask >= OOM_OTHERS_SHARE * total:
+        return None
+    return (f"the GPU's memory was held by other work: this process had {own / 2**30:.1f} GiB and asked for "
+            f"{ask / 2**30:.2f} GiB more of {total / 2**30:.1f} GiB, {free / 2**30:.2f} GiB free")
+
+
 #: a value the sandbox passes (a memfd) went over the per-file limit: the problem's size, not the kernel
 _TOO_LARGE = re.compile(r"\[Errno 27\]|File too large|EFBIG")
 #: Triton's own launcher / driver stub failed to compile (its C file, not the kernel's code): the toolchain
@@ -53,7 +81,7 @@ _NO_COMPILER = re.compile(r"(?i)(?:\bc\+\+|\bg\+\+|\bgcc|\bclang|ninja)\b.*(?:no
 @dataclass(frozen=True, slots=True)
 class Unjudged:
     verdict: str  # NOT_JUDGED | HARNESS_ERROR | CANCELLED
-    why: str  # NO_GPU | NO_REFERENCE | NO_TOOLCHAIN | BUDGET | NO_CODE | SIZE | "judge" | "cancelled"
+    why: str  # NO_GPU | NO_REFERENCE | NO_TOOLCHAIN | BUDGET | NO_CODE | SIZE | GPU_MEMORY | "judge" | "cancelled"
     message: str  # what happened, one line
     how: str  # how to get it judged
 
@@ -100,6 +128,10 @@ def unjudged(result: Any) -> Unjudged | None:
     if _TOO_LARGE.search(msg):
         return Unjudged(NOT_JUDGED, SIZE, f"a tensor of the problem is larger than the sandbox passes ({msg})",
                         _HOW[SIZE])
+    if kind == "oom" or "out of memory" in msg.lower():
+        others = gpu_memory_held_by_others(str(f.get("message") or ""))
+        if others is not None:
+            return Unjudged(NOT_JUDGED, GPU_MEMORY, f"{others} ({msg[:160]})", _HOW[GPU_MEMORY])
     if kind in JUDGE_SIDE:
         return Unjudged(HARNESS_ERROR, "judge", msg or kind, "run it again (--fresh); if it repeats, report it")
     if kind == "no_reference":

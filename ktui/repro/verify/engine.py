@@ -33,7 +33,8 @@ import subprocess
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -237,6 +238,54 @@ class EngineBase:
             self.cancel.set()
 
 
+class SlotGate:
+    """Judges share a timing slot (the pipeline's lanes) or, for a retry, hold it alone: a kernel
+    that ran out of GPU memory while other kernels' workers held it is judged again once with
+    none beside it (a readers-writer lock; waiting ends when ``cancel`` is set)."""
+
+    def __init__(self, cancel: threading.Event):
+        self.cv = threading.Condition()
+        self.cancel = cancel
+        self.running = 0
+        self.exclusive = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self.cv:
+            while self.exclusive and not self.cancel.is_set():
+                self.cv.wait(0.5)
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self.cv:
+                self.running -= 1
+                self.cv.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        with self.cv:
+            while self.exclusive and not self.cancel.is_set():
+                self.cv.wait(0.5)
+            self.exclusive = True
+            while self.running > 0 and not self.cancel.is_set():
+                self.cv.wait(0.5)
+        try:
+            yield
+        finally:
+            with self.cv:
+                self.exclusive = False
+                self.cv.notify_all()
+
+
+def held_by_others(res: dict[str, Any]) -> bool:
+    """The result says the GPU's memory was held by other work (judging.outcome.GPU_MEMORY)."""
+    from ktui.repro.judging.outcome import GPU_MEMORY, unjudged
+
+    u = unjudged(res)
+    return u is not None and u.why == GPU_MEMORY
+
+
 class LocalEngine(EngineBase):
     """Run jobs on this machine. :meth:`run` blocks; :meth:`stop` (any thread) cancels the rest."""
 
@@ -272,6 +321,7 @@ class LocalEngine(EngineBase):
         self._building = 0  # builds in flight (their MAX_JOBS share the compilers budget)
         self._budget = steps.compilers_budget()
         self.errors: list[str] = []  # engine bugs (each also made its kernel's result)
+        self._gates = {s.name: SlotGate(self.cancel) for s in slots}
 
     def _build_env(self, i: int) -> dict[str, str]:
         env = steps.build_env()
@@ -381,17 +431,29 @@ class LocalEngine(EngineBase):
                 job.ref_cache = str(cache.cache_root() / "refcache")
             self.rec.emit(TIME_START, job, slot=slot.name)
             t0 = time.time()
-            try:
-                res = self.judge_fn(job, self.options, build_root=self.build_root, env_extra=slot.env,
-                                    cancel=self.cancel)
-            except Exception:
-                tb = traceback.format_exc()
-                self.errors.append(tb)
-                res = _failure_result("harness_error", f"ktui verify: judge step failed: {tb.splitlines()[-1]}",
-                                      "startup", None)
+            gate = self._gates[slot.name]
+            with gate.shared():
+                res = self._judge_one(job, slot)
+            retried = False
+            if self.depth > 1 and held_by_others(res) and not self.cancel.is_set():
+                with gate.alone():  # once more, with no other kernel's workers on the GPU
+                    res = self._judge_one(job, slot)
+                retried = True
             res.setdefault("verify", {}).update(slot=slot.name, lane=lane, started=t0, ended=time.time())
+            if retried:
+                res["verify"]["retried_alone"] = "the GPU's memory was held by other kernels' workers"
             self._cost_events(job, slot, res)
             self.rec.finish(job, res, slot=slot.name, stopping=self.cancel.is_set())
+
+    def _judge_one(self, job: Job, slot: Slot) -> dict[str, Any]:
+        try:
+            return self.judge_fn(job, self.options, build_root=self.build_root, env_extra=slot.env,
+                                 cancel=self.cancel)
+        except Exception:
+            tb = traceback.format_exc()
+            self.errors.append(tb)
+            return _failure_result("harness_error", f"ktui verify: judge step failed: {tb.splitlines()[-1]}",
+                                   "startup", None)
 
     # ---- run ----------------------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job]) -> dict[str, dict[str, Any]]:
