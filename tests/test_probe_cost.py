@@ -242,3 +242,31 @@ def test_a_tensor_goes_into_its_memfd_in_its_own_dtype(dtype):
         assert back.dtype == dt and torch.equal(back.view(torch.uint8), src.view(torch.uint8))
     finally:
         shm.close_fds([fd])
+
+
+def test_inputs_are_drawn_on_the_judged_device_and_fall_back_when_they_cannot_be():
+    """make_inputs_on: get_inputs runs with the device as torch's default (KernelBench's
+    torch.randn draws on the GPU, not seconds of CPU an input set), the same seed giving the
+    same values; one that cannot run that way runs as written. The meta device stands in for a
+    GPU here (factories follow the default device the same way)."""
+    torch = pytest.importorskip("torch")
+    from ktui.engine.compare import make_inputs_on
+    from ktui.engine.errors import guarded
+
+    def plain():
+        return [torch.randn(4, 8), torch.randint(0, 5, (3,))]
+
+    meta = torch.device("meta")
+    made = make_inputs_on(meta, 7, plain, "correctness", guarded)
+    assert all(t.device.type == "meta" for t in made)
+
+    def needs_host_values():  # reads values back: cannot be made on the device as the default
+        n = int(torch.randint(2, 5, (1,)).item())
+        return [torch.randn(n, 3)]
+
+    made = make_inputs_on(meta, 7, needs_host_values, "correctness", guarded)
+    assert made[0].device.type == "cpu"
+    again = make_inputs_on(meta, 7, needs_host_values, "correctness", guarded)
+    assert torch.equal(made[0], again[0])  # the fallback starts from the same seed
+    on_cpu = make_inputs_on(torch.device("cpu"), 7, plain, "correctness", guarded)
+    assert torch.equal(on_cpu[0], make_inputs_on(torch.device("cpu"), 7, plain, "correctness", guarded)[0])

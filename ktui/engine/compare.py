@@ -25,6 +25,27 @@ def set_seed(seed):
             pass
 
 
+
+def make_inputs_on(dev, seed, get_inputs, stage, guarded):
+    """The reference's ``get_inputs()`` after ``set_seed(seed)``, with ``dev`` as torch's default
+    device when it is not the CPU: KernelBench's ``torch.randn(...)`` then draws its gigabytes on
+    the GPU instead of the CPU (seconds an input set at real sizes, for every trial and probe).
+    A ``get_inputs`` that cannot run that way (it calls ``.numpy()``, mixes devices...) is run
+    again as written, from the same seed. The same seed gives the same inputs on one device, so
+    every kernel of a problem still gets the same values."""
+    import torch
+
+    if getattr(dev, "type", "cpu") != "cpu":
+        set_seed(seed)
+        try:
+            with torch.device(dev):
+                return guarded(stage, get_inputs, what="reference")
+        except Exception as exc:  # noqa: BLE001 - a StageFailure from guarded; fatal ones are raised
+            if getattr(exc, "fatal", False):
+                raise
+    set_seed(seed)
+    return guarded(stage, get_inputs, what="reference")
+
 def to_device(obj, device):
     import torch
 

@@ -29,7 +29,7 @@ from .build import (
     load_source,
     resolve_device,
 )
-from .compare import flatten, set_seed, to_device
+from .compare import flatten, make_inputs_on, set_seed, to_device
 from .defaults import FP32_DIRECTIVE
 from .errors import (
     StageFailure,
@@ -349,9 +349,8 @@ class Server:
 
     def op_make_inputs(self, args, fds, out):
         dev = self._dev()
-        set_seed(int(args["seed"]))
         try:
-            made = guarded("correctness", self.module.get_inputs, what="reference")
+            made = make_inputs_on(dev, int(args["seed"]), self.module.get_inputs, "correctness", guarded)
         except StageFailure as f:  # inputs made on a GPU this machine lacks: not tested here
             if dev.type == "cpu" and _CUDA_MISSING.search(str(f.message)):
                 raise StageFailure("reference", "unsupported",

@@ -63,12 +63,11 @@ def variant_inputs(wctx, args, fds, out_fds):
     import torch
 
     from .. import shm
-    from ..compare import set_seed, to_device
+    from ..compare import make_inputs_on, to_device
     from ..errors import guarded
 
     srv = wctx.server
-    set_seed(int(args["seed"]))
-    inputs = guarded("checks", wctx.module.get_inputs, what="reference")
+    inputs = make_inputs_on(wctx.device, int(args["seed"]), wctx.module.get_inputs, "checks", guarded)
     inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     gen = torch.Generator().manual_seed(int(args["seed"]))
     variant = str(args["variant"])
