@@ -240,7 +240,9 @@ def test_an_honest_top_k_kernel_judged_by_the_tasks_metric(tmp_path, cache):
     rep = reproduce(run, run.final_kernel, opts)
     assert rep.result["status"] == "completed", rep.result.get("failure")
     assert rep.result["correctness"]["passed"], rep.result["correctness"]
-    assert rep.comparison.verdict == "reproduced", rep.comparison.reason
+    # the correctness row (the overall verdict also weighs timings, which a loaded CPU may move)
+    row = next(r for r in rep.comparison.rows if r.key == "correctness")
+    assert row.verdict == "reproduced", rep.comparison.reason
     assert "correctness judged by the harness's rule: cosine similarity >= 0.99" in rep.comparison.reason
     assert rep.request["correctness_rule"]["status"] == KNOWN
     # the precision probe does not read a top-k task's by-design differences as fewer bits
@@ -249,5 +251,5 @@ def test_an_honest_top_k_kernel_judged_by_the_tasks_metric(tmp_path, cache):
     opts.tasks_dir = None
     rep2 = reproduce(run, run.final_kernel, opts)
     assert not rep2.result["correctness"]["passed"]
-    assert rep2.comparison.verdict == "correctness disagrees"
+    assert next(r for r in rep2.comparison.rows if r.key == "correctness").verdict == "correctness disagrees"
     assert "the harness's own rule is unknown" in rep2.comparison.reason
