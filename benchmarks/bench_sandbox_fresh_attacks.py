@@ -81,7 +81,10 @@ def plant(tmp: Path) -> tuple[dict, list, list]:
     run = tmp / "run" / "user" / str(os.getuid())
     socks = [_listen(run / "bus"), _listen(run / "keyring" / "control"), _listen(run / "gnupg" / "S.gpg-agent")]
     agent, agent_pid = _real_agent(tmp)
-    os.environ.update({"HOME": str(home), "XDG_RUNTIME_DIR": str(run),
+    env_m = [f"ktui-fake-env{i}-{tok}" for i in range(2)]
+    markers += env_m
+    os.environ.update({"LC_MYCOMPANY_PROD_PW": env_m[0], "TRITON_REMOTE_CACHE_URL": f"redis://u:{env_m[1]}@h:1/0",
+                       "HOME": str(home), "XDG_RUNTIME_DIR": str(run),
                        "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run / 'bus'}"})
     if agent:
         os.environ["SSH_AUTH_SOCK"] = agent
@@ -137,8 +140,10 @@ def run_probe(plan: dict, sandboxed: bool, fds: list) -> dict:
             got = json.loads(line[-1][6:]) if line else {"probe failed": [err[-300:]]}
             if isinstance(got, list):  # probe.py: one list, "CLASS: what"
                 d: dict = {}
+                names = {"file": "files", "socket": "sockets", "keyring": "keyrings"}
                 for item in got:
-                    d.setdefault("first pass: " + item.split(":", 1)[0], []).append(item)
+                    c = item.split(":", 1)[0]
+                    d.setdefault("first pass: " + names.get(c, c), []).append(item)
                 for c in ("files", "home", "env", "proc", "sockets", "keyrings"):
                     d.setdefault("first pass: " + c, [])
                 got = d
@@ -158,19 +163,6 @@ LIMITS = {
     "inodes_in_the_temp_dir": ("INODE_FILL", {"memory_limit": 256 << 20, "disk_entries": 1000}),
 }
 
-SOCKBUF = '''
-import socket, time
-socks = []; tot = 0
-try:
-    for i in range(1500):
-        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.setblocking(False)
-        try:
-            while True: tot += a.send(b"\\1" * 60000)
-        except BlockingIOError: pass
-        socks.append((a, b))
-except OSError: pass
-print("OUT", tot, flush=True); time.sleep(30)
-'''
 
 LEFTOVERS = '''
 import ctypes, os, time
@@ -214,12 +206,12 @@ def run_limits(sandboxed_ok: bool) -> dict:
                                                           "(limit 256 MiB)"}
         else:
             out[name] = {"held": False, "what": "not stopped: " + stdout[-100:]}
-    w = _launch(SOCKBUF, memory_limit=256 << 20)
+    w = _launch(T.SOCKET_HOARD, memory_limit=256 << 20)
     _wait(w, 90)
-    tot = int(w.tail("stdout").split("OUT")[-1].split()[0]) if "OUT" in w.tail("stdout") else 0
+    tot = int(w.tail("stdout").split("OUT ")[-1].split()[0]) if "OUT " in w.tail("stdout") else 0
     out["unix_socket_buffers"] = {"held": tot <= 256 << 20 or w.limit_hit is not None,
-                                  "what": f"{tot >> 20} MiB queued in one process's socket buffers (limit 256 MiB; "
-                                          f"stopped: {w.limit_hit})"}
+                                  "what": (f"{w.limit_hit[0]}: {w.limit_hit[1]}" if w.limit_hit else
+                                           f"{tot >> 20} MiB queued in one process's socket buffers (limit 256 MiB)")}
     mark = f"{1000 + os.getpid() % 1000}.321"
     work_holder = {}
     w = _launch(LEFTOVERS % mark)
@@ -329,7 +321,9 @@ def main() -> int:
         return 0
     who = "root" if os.getuid() == 0 else f"uid {os.getuid()}"
     root = run_here()
+    print("ROOT " + json.dumps(root), flush=True)
     user, note = run_as_nobody()
+    print("USER " + json.dumps(user), flush=True)
     body = "\n".join([
         f"# Sandbox, third pass of attacks (CPU, {platform.node() or 'host'}, {time.strftime('%Y-%m-%d')})", "",
         "Command: `python benchmarks/bench_sandbox_fresh_attacks.py --out "

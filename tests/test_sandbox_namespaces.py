@@ -34,6 +34,7 @@ from sandbox_corpus import (  # noqa: E402
     NESTED,
     READ_IPC,
     SCM_HIDE,
+    SOCKET_HOARD,
     SYSV_HOARD,
     _launch,
     _wait,
@@ -250,3 +251,12 @@ def test_memory_no_process_holds_ends_the_run_not_the_host():
     _wait(w, 120)
     assert w.limit_hit is not None and w.limit_hit[0] == "environment", (w.limit_hit, w.tail("stderr")[-500:])
     assert getattr(w, "peak_memory", 0) < 256 << 20  # what the tree's count saw: the floor caught it
+
+
+@linux_ns
+def test_socket_buffers_are_bounded_by_the_sockets_a_tree_may_hold():
+    """Unix socket pairs filled and left unread: their buffers are kernel memory (343 MiB in one
+    process against a 256 MiB limit went unnoticed). The tree's sockets and pipes are counted."""
+    w = _launch(SOCKET_HOARD, memory_limit=256 << 20)
+    _wait(w, 120)
+    assert w.limit_hit is not None and "sockets and pipes" in w.limit_hit[1], (w.limit_hit, w.tail("stdout")[-200:])

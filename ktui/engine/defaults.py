@@ -90,6 +90,10 @@ WATCHDOG_PERIOD_S = 0.2
 DISK_LIMIT_BYTES = 8 << 30
 DISK_ENTRIES_LIMIT = 200000  # files and folders (inodes)
 DISK_CHECK_PERIOD_S = 1.0
+# sockets and pipes open in a worker's tree: each may hold megabytes of kernel buffers (2 x
+# net.core.wmem_max for a unix socket) that are in no process's RSS (1,500 socket pairs held
+# 343 MiB against a 256 MiB limit); ktui's worker needs a handful, a parallel build a few dozen
+CHANNELS_LIMIT = 512
 # memory no process holds (socket buffers, descriptors in flight between sockets, a memfd sent and
 # closed): no watchdog can count it per tree without a cgroup, so when the host's available memory
 # falls below this share of its total (and at least HOST_MEMORY_LOST_MIN less than when the worker

@@ -97,10 +97,11 @@ def _mapped_shared(pid, mapped):
         pass
 
 
-def _unmapped_memfds(pid, mapped, seen):
+def _unmapped_memfds(pid, mapped, seen, channels=None):
     """Bytes allocated to memfds this process holds open but nobody in the tree maps, each
     counted once: a memfd filled with write() is in nobody's RSS and under no RLIMIT_AS, but it
-    is host memory all the same."""
+    is host memory all the same. ``channels`` (a set) gets the sockets and pipes it holds open
+    ("socket:[ino]"): their buffers are kernel memory in nobody's RSS either."""
     total = 0
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
@@ -109,7 +110,12 @@ def _unmapped_memfds(pid, mapped, seen):
     for fd in fds:
         p = f"/proc/{pid}/fd/{fd}"
         try:
-            if not os.readlink(p).startswith("/memfd:"):
+            target = os.readlink(p)
+            if target.startswith(("socket:", "pipe:")):
+                if channels is not None:
+                    channels.add(target)
+                continue
+            if not target.startswith("/memfd:"):
                 continue
             st = os.stat(p)
         except OSError:
@@ -144,9 +150,10 @@ def _shm_used(pids):
 def tree_memory(pids):
     """Host memory a worker tree holds: anonymous and file RSS of every process, its shared
     memory (RssShmem: mapped memfds, MAP_SHARED, SysV), memfds and /dev/shm files open but not
-    mapped (by inode, once), and what its private /dev/shm holds. {"total", "shared"} in bytes."""
+    mapped (by inode, once), and what its private /dev/shm holds. {"total", "shared"} in bytes, and
+    "channels": how many sockets and pipes the tree holds open (each once)."""
     rss = shmem = 0
-    mapped, seen = set(), set()
+    mapped, seen, channels = set(), set(), set()
     for p in pids:
         _mapped_shared(p, mapped)
     unmapped = 0
@@ -154,10 +161,10 @@ def tree_memory(pids):
         st = _status_kb(p, ("RssAnon", "RssFile", "RssShmem"))
         rss += st["RssAnon"] + st["RssFile"]
         shmem += st["RssShmem"]
-        unmapped += _unmapped_memfds(p, mapped, seen)
+        unmapped += _unmapped_memfds(p, mapped, seen, channels)
     dev_shm = _shm_used(pids)
     shared = shmem + unmapped + dev_shm
-    return {"total": rss + shared, "shared": shared}
+    return {"total": rss + shared, "shared": shared, "channels": len(channels)}
 
 
 def _signal(pid, sig):

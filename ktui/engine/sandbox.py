@@ -41,6 +41,7 @@ from .confine import (  # noqa: F401
     own_root,
 )
 from .defaults import (
+    CHANNELS_LIMIT,
     CPU_LIMIT_S,
     DISK_CHECK_PERIOD_S,
     DISK_ENTRIES_LIMIT,
@@ -144,7 +145,7 @@ class Spec:
     def __init__(self, work_dir, *, rw=(), mask=(), device="cpu", memory_limit=None, output_cap=OUTPUT_CAP_BYTES,
                  nproc=NPROC_LIMIT, file_size=FILE_SIZE_LIMIT_BYTES, cpu_s=CPU_LIMIT_S, env=None, python_path=(),
                  binds=(), root=True, argv=(), disk_limit=DISK_LIMIT_BYTES, disk_entries=DISK_ENTRIES_LIMIT,
-                 host_memory_floor=None):
+                 host_memory_floor=None, channels=CHANNELS_LIMIT):
         self.work_dir = os.path.realpath(work_dir)
         self.rw = [os.path.realpath(p) for p in rw]
         self.mask = [os.path.realpath(p) for p in mask]
@@ -162,6 +163,7 @@ class Spec:
         self.disk_limit = int(disk_limit)
         self.disk_entries = int(disk_entries)
         self.host_memory_floor = host_memory_floor  # bytes; None: HOST_MEMORY_FLOOR_FRACTION of the total
+        self.channels = int(channels)
 
     def writable(self):
         """The host folders this worker can write (its temp dir, ``rw``, the host side of ``binds``)."""
@@ -439,6 +441,9 @@ class Launched:
                 why = ("memory_limit", f"used {rss / 2**30:.1f} GiB of host memory (limit "
                                        f"{self.spec.memory_limit / 2**30:.1f} GiB; memfds and shared memory "
                                        f"{mem['shared'] / 2**30:.1f} GiB of it)")
+            elif mem.get("channels", 0) > self.spec.channels:
+                why = ("process_limit", f"held {mem['channels']} sockets and pipes open (limit {self.spec.channels}: "
+                                        "their buffers are kernel memory no process's RSS shows)")
             elif tasks > self.spec.nproc:
                 why = ("process_limit", f"started more than {self.spec.nproc} processes/threads ({len(pids)} "
                                         f"processes, {tasks} threads)")
@@ -490,7 +495,7 @@ def planned(device="cpu"):
              "shared memory counted), "
              f"files {FILE_SIZE_LIMIT_BYTES >> 30} GiB each, CPU time {CPU_LIMIT_S} s, "
              f"{DISK_LIMIT_BYTES >> 30} GiB and {DISK_ENTRIES_LIMIT:,} files in its temp and build dirs, "
-             f"{NPROC_LIMIT} processes and threads (each worker its own count" + (
+             f"{CHANNELS_LIMIT} sockets and pipes, {NPROC_LIMIT} processes and threads (each worker its own count" + (
                  "; watchdog only: root is exempt from RLIMIT_NPROC" if os.getuid() == 0 else "") + ")",
              "killed with ktui (PR_SET_PDEATHSIG, SIGTERM/SIGHUP handlers)",
              f"ended, and the run not judged, when this machine's free memory falls below "
