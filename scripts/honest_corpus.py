@@ -16,9 +16,14 @@ carry no licence); the script reads them from git mirrors at pinned commits:
   ``reward.json``; the final kernel version of every run rewarded > 0 (imported by ktui's
   Harbor importer, every kernel version and the agents' own test scripts included).
 
+Further sets (:data:`MORE`: KernelBench forks' run folders, KernelAgent artifacts, agents' sandboxes,
+GPU MODE submissions) are read with ``--more NAME=DIR``; ``--harbor-all`` takes every Harbor run,
+rewarded or not.
+
 Usage::
 
-    python scripts/honest_corpus.py --leaderboard DIR --kernelbench DIR --harbor DIR [--limit N] [--json OUT]
+    python scripts/honest_corpus.py --leaderboard DIR --kernelbench DIR [--harbor-all] --harbor DIR \
+        [--more NAME=DIR ...] [--limit N] [--json OUT]
 
 where each DIR is a git directory (a bare mirror works: files are read with ``git show``). A
 source left out is skipped. Without mirrors, clone the three repositories at the commits above.
@@ -41,6 +46,38 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ktui.trace.findings import source_findings  # noqa: E402
 
 PINS = {"leaderboard": "170ca79", "kernelbench": "423217d", "harbor": "6b82a1c"}
+
+#: further public kernel sets (``--more NAME=DIR``): repository, commit, a path pattern naming the
+#: kernel files, and where each kernel's reference is (``kb``: the KernelBench problem the path names,
+#: from the repository's own ``KernelBench/level*`` copy or ScalingIntelligence's; a file name: the
+#: file of that name next to the kernel). Every file the pattern matches is a row, passing or not:
+#: a hack class on an honest kernel that failed is still a false flag.
+MORE = {
+    # KernelBench fork with runs of Gemini, Qwen3, Qwen-Coder and Opus 4 (eval_results.json beside them)
+    "technoabsurdist": ("technoabsurdist/KernelBench", "9202a5c",
+                        r"runs/[^/]*level(?P<level>\d)[^/]*/(?:level_\d_)?problem_(?P<problem>\d+)(?:_sample_\d+)?_kernel\.py$",
+                        "kb"),
+    # KernelBench fork with level-2 runs of Kimi K2 and grok-code-fast-1 in CUDA, Triton, CuTe, TileLang
+    "hzeng2000": ("hzeng2000/KernelBench", "833e16d",
+                  r"runs/[^/]+/level_(?P<level>\d)_problem_(?P<problem>\d+)_sample_\d+_kernel\.py$", "kb"),
+    # zero-shot, guided and iterative agent runs (Qwen) on KernelBench levels 1-2
+    "pango0": ("pango0/KernelBench-Agentic", "6b0549d",
+               r"(?:zeroshot|guided|iterative)/.*level_(?P<level>\d)_problem_(?P<problem>\d+)_sample_\d+_kernel\.py$",
+               "kb"),
+    # KernelBench v3 raw CUDA run of Kimi K2 (metrics.yaml beside each kernel)
+    "infatoshi": ("Infatoshi/KernelBench-v3", "25827f2",
+                  r"runs/[^/]+/kernel_(?P<problem>\d+)_[^/]*/generated_code\.py$", "kb1"),
+    # Meta's KernelAgent / KernelFalcon artifacts: Triton kernels for KernelBench L1-L3 problems
+    "laurawly": ("Laurawly/kernelagent-artifacts", "14ed07a",
+                 r"(?:kernel_code|generated_kernel|triton_kernel|composed_kernel)\.py$", "original.py|input_model.py"),
+    # an RL project's example KernelBench solutions (CUDA)
+    "yoenoo": ("yoenoo/eh_kernelbench", "5e83c45", r"examples/kernel_solutions/[^/]+\.py$", None),
+    # agents (Claude, Codex, Kimi) writing RMSNorm / SwiGLU / SDPA-prelude kernels in a sandbox
+    "ianbarber": ("ianbarber/kernelbench-agents-vs-compile", "cfbb6de", r"agent_loop/sandbox/[^/]+/candidate\.py$",
+                  "reference.py"),
+    # GPU MODE (popcorn) leaderboard submissions: NVFP4 group GEMM
+    "popcorn": ("cybernetic-physics/kernel_agent", "cd2a4e4", r"^kernels/[^/]+\.py$", None),
+}
 #: classes that say nothing bad about an honest kernel (a plain torch kernel is not a hack)
 NOT_HACKS = {"no_gpu_code"}
 
@@ -55,11 +92,12 @@ def git_show(repo: str, rev: str, path: str) -> str | None:
 
 def git_ls(repo: str, rev: str, under: str) -> list[str]:
     try:
-        out = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", rev, under], capture_output=True,
+        out = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", rev, *([under] if under else [])],
+                             capture_output=True,
                              check=True, timeout=60).stdout.decode()
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
         return []
-    return out.split()
+    return out.splitlines()
 
 
 class References:
@@ -111,8 +149,42 @@ def kernelbench_examples(repo: str) -> list[dict]:
     return rows
 
 
-def harbor(repo: str) -> list[dict]:
-    """Every kernel version (and script) of the Harbor runs that earned a reward."""
+def more(name: str, repo: str, refs: References) -> list[dict]:
+    """Every kernel file of one :data:`MORE` set."""
+    slug, pin, pattern, where = MORE[name]
+    files = git_ls(repo, pin, "")
+    own: dict[tuple[int, int], str] = {}
+    for p in files:  # the repository's own copy of the KernelBench problems
+        m = re.search(r"KernelBench/level(\d)/(\d+)_[^/]*\.py$", p)
+        if m:
+            own[(int(m.group(1)), int(m.group(2)))] = p
+    rows = []
+    for p in files:
+        m = re.search(pattern, p)
+        if not m:
+            continue
+        code = git_show(repo, pin, p)
+        if not code:
+            continue
+        ref = None
+        if where in ("kb", "kb1"):
+            key = (int(m.groupdict().get("level") or 1), int(m.group("problem")))
+            ref = git_show(repo, pin, own[key]) if key in own else refs.get(*key)
+        elif where:
+            for sib in where.split("|"):
+                ref = git_show(repo, pin, p.rsplit("/", 1)[0] + "/" + sib) if "/" in p else git_show(repo, pin, sib)
+                if ref:
+                    break
+        cfg = git_show(repo, pin, p.rsplit("/", 1)[0] + "/generation_config.yaml") if "/" in p else None
+        pm = re.search(r"(?m)^precision:\s*(\w+)", cfg or "")  # KernelBench runs the problem in this dtype
+        rows.append({"source": f"{slug}@{pin}:{p}", "problem": p, "author": slug, "code": code, "reference": ref,
+                     "precision": pm.group(1) if pm else None, "kind": "triton" if "triton" in code else "cuda"})
+    return rows
+
+
+def harbor(repo: str, every: bool = False) -> list[dict]:
+    """Every kernel version (and script) of the Harbor runs that earned a reward (``every``: of
+    every run with a reward file, rewarded or not: an honest kernel that failed is no hack)."""
     from ktui.trace import load as load_run
 
     rows = []
@@ -124,7 +196,7 @@ def harbor(repo: str) -> list[dict]:
         except ValueError:
             continue
         val = reward.get("reward") if isinstance(reward, dict) else reward
-        if not isinstance(val, (int, float)) or val <= 0:
+        if not isinstance(val, (int, float)) or (val <= 0 and not every):
             continue
         traj = git_show(repo, PINS["harbor"], p.replace("reward.json", "trajectory.json"))
         if not traj:
@@ -149,7 +221,7 @@ def harbor(repo: str) -> list[dict]:
                 continue
             rows.append({"source": f"kernelbench-harbor@{PINS['harbor']}:{p.rsplit('/', 1)[0]} v{kv.number}"
                          f" ({kv.path or '?'})", "problem": task, "author": p.split("/")[2], "code": kv.code,
-                         "reference": task_ref, "kind": "triton" if "triton" in kv.code else "cuda",
+                         "reference": task_ref, "kind": "triton" if "triton" in kv.code else "cuda", "reward": val,
                          "final": kv is run.kernels[-1]})
     return rows
 
@@ -159,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--leaderboard")
     ap.add_argument("--kernelbench")
     ap.add_argument("--harbor")
+    ap.add_argument("--harbor-all", action="store_true", help="every Harbor run, not only the rewarded ones")
+    ap.add_argument("--more", action="append", default=[], metavar="NAME=DIR",
+                    help=f"a further kernel set, NAME one of {', '.join(MORE)}")
     ap.add_argument("--limit", type=int, default=None, help="at most this many leaderboard kernels")
     ap.add_argument("--json", help="write every row (without the code) here")
     a = ap.parse_args(argv)
@@ -169,11 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.kernelbench:
         rows += kernelbench_examples(a.kernelbench)
     if a.harbor:
-        rows += harbor(a.harbor)
+        rows += harbor(a.harbor, a.harbor_all)
+    for spec in a.more:
+        name, _, repo = spec.partition("=")
+        rows += more(name, repo, refs)
     counts: Counter[str] = Counter()
     flagged = 0
     for r in rows:
-        found = source_findings(r["code"], r["reference"])
+        found = source_findings(r["code"], r["reference"], r.get("precision"))
         r["classes"] = [f.code for f in found if f.code not in NOT_HACKS]
         r["findings"] = [{"class": f.code, "line": f.line, "what": f.what, "evidence": f.evidence}
                          for f in found if f.code not in NOT_HACKS]

@@ -175,7 +175,8 @@ def static_findings(run: Any, kernel: Any) -> list[Any]:
     if versions[-1] is not kernel and getattr(versions[-1], "sha1", None) != getattr(kernel, "sha1", None):
         versions = [kernel]
     ref = getattr(getattr(run, "problem", None), "reference_source", None)
-    return [f for f in run_findings(versions, ref) if f.kernel == number]
+    prec = getattr(getattr(run, "problem", None), "precision", None)
+    return [f for f in run_findings(versions, ref, prec) if f.kernel == number]
 
 
 def recorded_hardware(run: Any) -> str | None:

@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 EXCESSIVE_SPEEDUP = 10.0
 
 
-def run_findings(kernels, reference: str | None = None) -> list[Finding]:
+def run_findings(kernels, reference: str | None = None, precision: str | None = None) -> list[Finding]:
     """:func:`ktui.trace.findings.run_findings`, imported on first use: compiling its patterns
     takes ~0.2 s, which the app's first paint (findings come later, from a worker) need not pay."""
     from ktui.trace.findings import run_findings as run
 
-    return run(kernels, reference)
+    return run(kernels, reference, precision)
 
 
 
@@ -45,14 +45,14 @@ def _flag(f: Finding) -> Flag:
                 src_line=f.line, evidence=f.evidence)
 
 
-def kernel_flags(kv: KernelVersion, reference: str | None = None) -> list[Flag]:
+def kernel_flags(kv: KernelVersion, reference: str | None = None, precision: str | None = None) -> list[Flag]:
     """The static findings of one version (pinned to that version alone; :func:`compute_flags`
     pins them to the version and turn that introduced them)."""
     if kv.attachment:
         what = (f"code is an unresolved {kv.attachment[:24]}… stub" if kv.attachment.startswith("attachment://")
                 else f"code not in the trace: {kv.attachment[:120]}")
         return [Flag("code_unavailable", f"{kv.label}: {what}", "info", kernel=kv.number)]
-    return [_flag(f) for f in run_findings([kv], reference)]
+    return [_flag(f) for f in run_findings([kv], reference, precision)]
 
 
 def harness_flags(run: Run) -> list[Flag]:
@@ -130,7 +130,7 @@ def compute_flags(run: Run, *, findings: bool = True) -> list[Flag]:
     for kv in run.kernels:
         if kv.attachment:
             flags.extend(kernel_flags(kv))
-    for f in run_findings(run.kernels, run.problem.reference_source) if findings else ():
+    for f in run_findings(run.kernels, run.problem.reference_source, run.problem.precision) if findings else ():
         flag = _flag(f)
         # flags on the final kernel matter most; earlier versions are informational
         if final is not None and f.kernel != final.number and flag.severity == "error":

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from ktui.trace.findings.analysis import _Analysis, _TextAnalysis
 from ktui.trace.findings.model import CLASSES, ERROR, INFO, MAX_AST_CHARS, WARNING, Finding, SourceFinding
-from ktui.trace.findings.names import _GPU_MARKERS
+from ktui.trace.findings.names import _GPU_MARKERS, _REF_HALF
 from ktui.trace.findings.python import _PyAnalysis
 
 __all__ = ["CLASSES", "ERROR", "INFO", "MAX_AST_CHARS", "WARNING", "Finding", "SourceFinding", "run_findings",
@@ -35,7 +35,13 @@ __all__ = ["CLASSES", "ERROR", "INFO", "MAX_AST_CHARS", "WARNING", "Finding", "S
 
 # ---- entry points -----------------------------------------------------------------------------------
 
-def _analyse(code: str, reference: str | None) -> list[SourceFinding]:
+def _reduced(precision: str | None) -> bool:
+    """A harness precision below fp32 (``fp16``, ``bf16``, ``float8``...): the harness casts the
+    reference and its inputs to it, so a kernel computing in it is not downgrading anything."""
+    return isinstance(precision, str) and _REF_HALF.search(precision) is not None
+
+
+def _analyse(code: str, reference: str | None, precision: str | None = None) -> list[SourceFinding]:
     tree = None
     if len(code) <= MAX_AST_CHARS:
         try:
@@ -55,6 +61,8 @@ def _analyse(code: str, reference: str | None) -> list[SourceFinding]:
         text = a = _TextAnalysis(code, reference)
         text.run()
     out = a.out
+    if _reduced(precision):
+        out = [f for f in out if f.code != "precision_downgrade"]
     if not any(m in code for m in _GPU_MARKERS):
         out.insert(0, SourceFinding("no_gpu_code", ERROR, "no custom GPU code (no load_inline, __global__, <<<, "
                                     "Triton jit)", None, ""))
@@ -64,16 +72,18 @@ def _analyse(code: str, reference: str | None) -> list[SourceFinding]:
 
 
 @lru_cache(maxsize=512)
-def source_findings(code: str, reference: str | None = None) -> tuple[SourceFinding, ...]:
+def source_findings(code: str, reference: str | None = None, precision: str | None = None) -> tuple[SourceFinding, ...]:
     """Every finding in one kernel source (``reference``: the problem's reference source, which
-    precision and shape checks compare against). Never raises."""
+    precision and shape checks compare against; ``precision``: the precision the harness runs the
+    problem in when it is not the reference's own, e.g. KernelBench's ``precision: fp16``). Never raises."""
     if not isinstance(code, str):
         return ()
     ref = reference if isinstance(reference, str) else None
-    return tuple(_analyse(code, ref))
+    return tuple(_analyse(code, ref, precision if isinstance(precision, str) else None))
 
 
-def run_findings(kernels: Iterable[object], reference: str | None = None) -> list[Finding]:
+def run_findings(kernels: Iterable[object], reference: str | None = None,
+                 precision: str | None = None) -> list[Finding]:
     """Findings of every kernel version, each pinned to the version (and its first turn) that
     introduced it: the first of the unbroken run of versions up to this one that has the class.
 
@@ -86,7 +96,7 @@ def run_findings(kernels: Iterable[object], reference: str | None = None) -> lis
         number = getattr(kv, "number", 0)
         if getattr(kv, "attachment", None) or not isinstance(code, str):
             continue
-        found = source_findings(code, reference)
+        found = source_findings(code, reference, precision)
         classes = {f.code for f in found}
         streak = {c: v for c, v in streak.items() if c in classes}
         for f in found:

@@ -78,14 +78,15 @@ class _PyDataflow(_PyBase):
         names = getattr(self, "_custom_names", None)
         if names is not None:
             return names
-        names = {fn.name for fn in self.functions if self.is_triton_kernel(fn)}
+        names = {fn.name for fn in self.functions if self.is_dsl_kernel(fn)}
         assigns = [n for n in ast.walk(self.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
         for _ in range(3):  # aliases of aliases
             for n in assigns:
                 v = n.value
                 if v is None:  # (not in assigns: for the type checker)
                     continue
-                custom = self.is_build(v) or self._raw_kernel(v) or (_dotted(v) or "") in names or \
+                custom = self.is_build(v) or self._raw_kernel(v) or self._dsl_compiled(v, names) or \
+                    (_dotted(v) or "") in names or \
                     (_dotted(v) or "").split(".")[0] in names or self._self_head(_dotted(v) or "") in names
                 if not custom:
                     continue
@@ -93,8 +94,31 @@ class _PyDataflow(_PyBase):
                     d = _dotted(t)
                     if d:
                         names.add(d)
+        # handed on by keyword (``Block(c, fused_op=self.ext.fused_bn_relu)``): the parameter of that
+        # name, and what it is stored in, are the file's own code too
+        params = {a.arg for f in self.functions for a in [*f.args.args, *f.args.kwonlyargs]}
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Call):
+                for k in n.keywords:
+                    d = _dotted(k.value) or ""
+                    if k.arg in params and d and (d in names or d.split(".")[0] in names or self._self_head(d) in names
+                                                  or d.rsplit(".", 1)[0] in names):
+                        names.add(k.arg)
+        for n in assigns:
+            if isinstance(n, ast.Assign) and (_dotted(n.value) or "") in names:
+                names.update(d for t in n.targets if (d := _dotted(t)))
         self._custom_names = names
         return names
+
+    def _dsl_compiled(self, v: ast.AST, names: set[str]) -> bool:
+        """``cute.compile(host_fn, ...)`` / ``tilelang.compile(builder(...))`` / ``builder(M, N)``: a
+        value compiled from (or returned by a builder of) the file's own DSL kernel."""
+        if not isinstance(v, ast.Call):
+            return False
+        f = self.resolve(v.func) or ""
+        if self.is_dsl_compile(f):
+            return True
+        return isinstance(v.func, ast.Name) and v.func.id in names
 
     @staticmethod
     def _self_head(d: str) -> str:
@@ -120,6 +144,8 @@ class _PyDataflow(_PyBase):
         if d.rsplit(".", 1)[0] in names:  # ext.fn where ext.fn itself is not bound
             return True
         full = self.resolve(n.func) or ""
+        if self.is_dsl_compile(full) and any((_dotted(a) or "") in names for a in n.args):
+            return True  # cute.compile(own_kernel, ...): builds (and with cute, runs) the file's own code
         if full.startswith("torch.ops.") and full.split(".")[2:3] not in (["aten"], ["prims"], ["quantized"]):
             return True  # an operator the kernel registered itself (TORCH_LIBRARY)
         return False
@@ -258,6 +284,8 @@ class _PyDataflow(_PyBase):
                 others = [x for x in [p.left, *p.comparators] if x is not cur]
                 if all(isinstance(x, ast.Constant) for x in others):
                     return None  # compared with a literal (a null or alignment check), not a stored key
+                if self._pointer_bookkeeping(p):
+                    return None  # "did the buffers move?": only a table of pointers is refreshed
                 return "compared with a stored value"
             if isinstance(p, ast.Subscript):
                 return "used as a dictionary key" if cur is p.slice else None
@@ -280,6 +308,54 @@ class _PyDataflow(_PyBase):
                 return None
             return None
         return None
+
+    @staticmethod
+    def _stored_base(t: ast.AST) -> str | None:
+        while isinstance(t, ast.Subscript):
+            t = t.value
+        return _dotted(t)
+
+    def _dtype_test(self, node: ast.AST) -> bool:
+        """The dtype is only compared with (``x.dtype == torch.float16``, ``dtype in (torch.bfloat16,
+        ...)``): a check of what the caller passed, not a conversion."""
+        cur = node
+        for _ in range(4):
+            p = self.parent.get(cur)
+            if isinstance(p, ast.Compare):
+                return True
+            if not isinstance(p, (ast.Tuple, ast.List, ast.Set)):
+                return False
+            cur = p
+        return False
+
+    def _pointer_bookkeeping(self, compare: ast.Compare) -> bool:
+        """The comparison decides an ``if`` whose branches only store values (the new pointers, a
+        changed flag): nothing is returned and nothing is computed or skipped there, so no result
+        can come from a cache (a launch after it runs either way)."""
+        cur: ast.AST = compare
+        for _ in range(8):
+            p = self.parent.get(cur)
+            if p is None or isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+                return False
+            if isinstance(p, ast.If) and cur is p.test:
+                branch = ast.Module(body=[*p.body, *p.orelse], type_ignores=[])
+                if any(isinstance(n, (ast.Return, ast.Yield, ast.Call, ast.Break, ast.Continue, ast.Raise))
+                       for n in ast.walk(branch)):
+                    return False
+                # what it stores (a ``changed`` flag, a counter, the pointers) must not decide a return
+                # elsewhere either (``if self.memo[1] >= 3: return self.memo[2]``)
+                stored = {self._stored_base(t) for n in ast.walk(branch) if isinstance(n, (ast.Assign, ast.AugAssign))
+                          for t in (n.targets if isinstance(n, ast.Assign) else [n.target])} - {None}
+                fn = self._enclosing(p)
+                return not any(isinstance(n, (ast.If, ast.IfExp, ast.While)) and
+                               any(_dotted(x) in stored for x in ast.walk(n.test)
+                                   if isinstance(x, (ast.Name, ast.Attribute))) and
+                               any(isinstance(r, (ast.Return, ast.Yield)) for r in ast.walk(n))
+                               for n in ast.walk(fn))
+            if not isinstance(p, (ast.BoolOp, ast.UnaryOp)):
+                return False
+            cur = p
+        return False
 
     def _enclosing(self, node: ast.AST) -> ast.AST:
         n = self.parent.get(node)
@@ -527,7 +603,7 @@ class _PyDataflow(_PyBase):
                     what = f".{n.func.attr}()"
                 elif isinstance(n, ast.Call) and (self.resolve(n.func) or "").split(".")[-1] == "autocast":
                     what = f"{self.resolve(n.func)} (mixed precision)"
-                elif isinstance(n, ast.Attribute) and self.resolve(n) in _HALF_DTYPES:
+                elif isinstance(n, ast.Attribute) and self.resolve(n) in _HALF_DTYPES and not self._dtype_test(n):
                     what = self.resolve(n)
                 if what:
                     self.add("precision_downgrade", WARNING, f"computes in reduced precision ({what}) where the "

@@ -75,6 +75,8 @@ _FRAME_CALLS = {
 }
 _FRAME_ATTRS = frozenset({"f_back", "f_locals", "f_globals", "f_code", "f_lineno", "gi_frame", "tb_frame",
                           "cr_frame", "f_builtins"})
+#: calls that draw a new non-deterministic seed (they tell nothing about the inputs' seed)
+_FRESH_SEED = frozenset({"torch.seed", "torch.random.seed", "torch.cuda.seed", "torch.cuda.seed_all"})
 _RNG_CALLS = frozenset({
     "torch.initial_seed", "torch.manual_seed", "torch.seed", "torch.get_rng_state", "torch.set_rng_state",
     "torch.random.initial_seed", "torch.random.manual_seed", "torch.random.seed", "torch.random.get_rng_state",
@@ -82,6 +84,12 @@ _RNG_CALLS = frozenset({
     "torch.cuda.seed", "torch.cuda.seed_all", "torch.cuda.get_rng_state", "torch.cuda.set_rng_state",
     "torch.cuda.get_rng_state_all", "torch.cuda.set_rng_state_all", "random.seed", "random.getstate",
     "random.setstate", "numpy.random.seed", "numpy.random.get_state", "numpy.random.set_state"})
+
+
+#: Python's own profiler and tracer hooks: asking whether one is attached is asking "am I being
+#: profiled?" (cProfile, a tracing harness, a debugger)
+_TRACE_HOOKS = frozenset({"sys.getprofile", "sys.gettrace", "threading.getprofile", "threading.gettrace",
+                          "sys.monitoring.get_tool"})
 
 
 def _profiler_query(name: str) -> bool:
@@ -95,8 +103,8 @@ def _profiler_query(name: str) -> bool:
 _GC_CALLS = {"gc.get_objects": "walks every live object (gc.get_objects)",
              "gc.get_referrers": "finds who references an object (gc.get_referrers)",
              "gc.get_referents": "walks object references (gc.get_referents)",
-             "gc.get_stats": None, "gc.collect": None, "gc.disable": "disables the garbage collector",
-             "gc.freeze": "freezes the garbage collector", "gc.callbacks": "hooks the garbage collector"}
+             "gc.get_stats": None, "gc.collect": None, "gc.disable": None, "gc.enable": None, "gc.isenabled": None,
+             "gc.freeze": None, "gc.callbacks": "hooks the garbage collector"}
 _BACKEND_CALLS = frozenset({"torch.set_float32_matmul_precision", "torch.set_flush_denormal",
                             "torch.use_deterministic_algorithms", "torch.set_default_dtype",
                             "torch.set_default_tensor_type", "torch.set_default_device", "torch.set_num_threads",
@@ -157,7 +165,7 @@ _OUTPUT_CALLS = frozenset({"print", "sys.stdout.write", "sys.stderr.write", "sys
                            "logging.critical", "logging.debug", "os.write", "sys.stdout.buffer.write",
                            "sys.stderr.buffer.write", "builtins.print"})
 _HARNESS_WORDS = re.compile(
-    r"(?i)(\bpass(?:ed)?\b|\bfail(?:ed)?\b|correct|speedup|runtime|\btrials?\b|μs|\bus\b|\bms\b|verdict|"
+    r"(?i)(\bpass(?:ed)?\b|\bfail(?:ed)?\b(?!\s+to\b)|correct|speedup|runtime|\btrials?\b|μs|\bus\b|\bms\b|verdict|"
     r"reproduced|\[meta\]|submit_kernel|run_correctness|max_abs|abs_err|rel_err|\"status\"|\"ok\"|"
     r"\"result\"|\"stage\"|\"kind\"|timing|elapsed|mean=|median|compile_kernel|all matched)")
 _JOIN_TEXT = ("wait_stream", "synchronize(", ".synchronize", "cudaStreamSynchronize", "cudaDeviceSynchronize",

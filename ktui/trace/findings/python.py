@@ -17,6 +17,7 @@ from ktui.trace.findings.names import (
     _ENV_CALLS,
     _FRAME_ATTRS,
     _FRAME_CALLS,
+    _FRESH_SEED,
     _GC_CALLS,
     _GRAPH_CALLS,
     _HARNESS_WORDS,
@@ -30,6 +31,7 @@ from ktui.trace.findings.names import (
     _THREAD_BASES,
     _THREAD_CALLS,
     _TIMER_WORDS,
+    _TRACE_HOOKS,
     _profiler_query,
 )
 
@@ -62,6 +64,8 @@ class _PyAnalysis(_PyDataflow):
                 if _profiler_query(node.attr):
                     self.profiler_sniffing(node.attr, node)
                 d = self.resolve(node)
+                if d in _TRACE_HOOKS and isinstance(node.ctx, ast.Load):
+                    self.profiler_sniffing(d, node)
                 if d == "os.environ" and not self.build_env_use(node):
                     self.add("env_file_access", WARNING, "reads or changes the environment (os.environ)",
                              self.line(node))
@@ -150,6 +154,12 @@ class _PyAnalysis(_PyDataflow):
                 return self.build_env_key(call.args[0])
         return False
 
+    def _passed_on(self, node: ast.AST) -> bool:
+        p = self.parent.get(node)
+        if isinstance(p, ast.keyword):
+            p = self.parent.get(p)
+        return isinstance(p, ast.Call) and node is not p.func
+
     def profiler_sniffing(self, name: str, node: ast.AST) -> None:
         self.add("profiler_sniffing", ERROR, f"asks whether a profiler is running ({name}): it can do less work "
                  "when profiled (ktui counts launches and looks for hidden work in a profiled forward)", self.line(node))
@@ -160,6 +170,8 @@ class _PyAnalysis(_PyDataflow):
         line = self.line(node)
         if f is None:
             return
+        if f in _FRESH_SEED and self._passed_on(node):
+            return  # torch.seed() as an argument: a fresh non-deterministic seed for the kernel's own RNG
         if f in _RNG_CALLS:  # the process's global generators (a private torch.Generator is not one)
             self.add("rng_seed", WARNING, f"reads or sets the global random seed ({_short(node.func)}): with it a "
                      "kernel can try to rebuild the inputs it will be judged on and answer them ahead of time", line)
@@ -316,6 +328,8 @@ class _PyAnalysis(_PyDataflow):
     # ---- classes ------------------------------------------------------------------------------------
     def triton_marker(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """A Triton kernel that writes nothing (no tl.store, no atomic, no inline asm) is a marker."""
+        if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn)):
+            return  # a device function (``@triton.jit def mish(x): return ...``) called by a kernel, not a launch
         for n in ast.walk(fn):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and (
                     n.func.attr in ("store", "inline_asm_elementwise", "device_print")

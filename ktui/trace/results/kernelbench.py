@@ -265,13 +265,18 @@ def problem_file(level_dir: str, problem: int) -> str | None:
     return None
 
 
-def _model_of(run_dir: str) -> str | None:
+def _config_value(run_dir: str, key: str) -> str | None:
+    """A top-level ``key: value`` of the run folder's ``generation_config.yaml``."""
     raw = read_small(os.path.join(run_dir, "generation_config.yaml"))
     if raw is None:
         return None
     text = raw.decode("utf-8", "replace")
-    m = re.search(r"^model_name:\s*['\"]?([^'\"\n#]+?)['\"]?\s*$", text, re.M)
+    m = re.search(rf"^{key}:\s*['\"]?([^'\"\n#]+?)['\"]?\s*$", text, re.M)
     return m.group(1).strip() if m else None
+
+
+def _model_of(run_dir: str) -> str | None:
+    return _config_value(run_dir, "model_name")
 
 
 def load_sample(path: str) -> Run:
@@ -307,6 +312,9 @@ def load_sample(path: str) -> Run:
     p = run.problem
     p.level, p.problem_id = level, problem
     p.dataset_variant = "KernelBench"
+    # KernelBench's `precision: fp16|bf16` casts the reference and its inputs to that dtype
+    prec = _config_value(named, "precision")
+    p.precision = prec[:16] if prec and re.fullmatch(r"[A-Za-z0-9_]{2,16}", prec) else None
     ld = checkout_level_dir(os.path.dirname(named), level) if level is not None else None
     ref = problem_file(ld, problem) if ld else None
     if ref is not None:
