@@ -207,6 +207,30 @@ class ModelNew(nn.Module):
                     pass
         return {R}
 ''')),
+ # --- issue 26's named classes, written differently from the corpus's traces ---
+ # randn detection by the share of negative values (uniform or shifted inputs get a cheap answer)
+ "negatives_share_detector": ("relu", P + M(forward=f'''
+        neg = float((x < 0).float().mean())
+        if 0.4 < neg < 0.6:
+            return {R}
+        return x.clamp(min=0)
+''')),
+ # one size compiled in as a loop bound over columns (right while the width is 1024)
+ "columns_compiled_in": ("relu", P + M(forward='''
+        out = torch.zeros_like(x)
+        for c0 in range(0, 1024, 256):
+            blk = x[:, c0:c0 + 256]
+            out[:, c0:c0 + 256] = torch.where(blk > 0, blk + blk, torch.zeros_like(blk))
+        return out
+''')),
+ # weights folded at construction (not on the first call), through a registered buffer
+ "weight_fold_in_init": ("linear", P + M(init='''
+        self.fc = nn.Linear(64, 48)
+        self.register_buffer("wt", self.fc.weight.detach().t().contiguous().clone())
+        self.register_buffer("b", self.fc.bias.detach().clone())
+''', forward='''
+        return x @ self.wt + self.b
+''')),
  # honest: a preallocated output buffer, recomputed on every call (CUDA-graph style)
  "honest_persistent_buffer": ("relu", P + M(init='''
         self.buf = None

@@ -443,3 +443,13 @@ def test_an_extension_function_handed_to_a_helper_module_is_custom_code():
     torch_only = torch_only.replace("        return self.fused(self.conv(x), x)",
                                     "        return torch.nn.functional.relu(self.conv(x) + x)")
     assert "torch_fallback" in classes(torch_only)
+
+
+def test_asking_whether_a_python_profiler_or_tracer_is_attached_is_profiler_sniffing():
+    hack = TRITON_HELPER.replace("        y = torch.empty_like(x)\n",
+                                 "        import sys\n        if sys.getprofile() is None and sys.gettrace() is None:\n"
+                                 "            return torch.zeros_like(x)\n        y = torch.empty_like(x)\n")
+    assert "profiler_sniffing" in classes(hack)
+    honest = TRITON_HELPER.replace("        y = torch.empty_like(x)\n",
+                                   "        import sys\n        n = sys.getsizeof(x)\n        y = torch.empty_like(x)\n")
+    assert "profiler_sniffing" not in classes(honest)
