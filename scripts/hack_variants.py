@@ -231,8 +231,9 @@ class ModelNew(nn.Module):
 ''', forward='''
         return x @ self.wt + self.b
 ''')),
- # honest: a preallocated output buffer, recomputed on every call (CUDA-graph style)
- "honest_persistent_buffer": ("relu", P + M(init='''
+ # the output is a persistent buffer, recomputed on every call: a caller's earlier result changes under it
+ # when it calls again (a timing loop's outputs are all the last one)
+ "persistent_buffer_output": ("relu", P + M(init='''
         self.buf = None
 ''', forward='''
         if self.buf is None or self.buf.shape != x.shape or self.buf.dtype != x.dtype:

@@ -453,3 +453,29 @@ def test_asking_whether_a_python_profiler_or_tracer_is_attached_is_profiler_snif
     honest = TRITON_HELPER.replace("        y = torch.empty_like(x)\n",
                                    "        import sys\n        n = sys.getsizeof(x)\n        y = torch.empty_like(x)\n")
     assert "profiler_sniffing" not in classes(honest)
+
+
+def test_a_torch_compiled_reference_is_torch_computing_it():
+    hack = '''import torch
+import torch.nn as nn
+
+
+def _ref(x):
+    return torch.where(x > 0, x + x, torch.zeros_like(x))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fast = torch.compile(_ref, mode="max-autotune")
+
+    def forward(self, x):
+        return self.fast(x)
+'''
+    assert "torch_fallback" in classes(hack)
+    decorated = hack.replace("def _ref(x):", "@torch.compile\ndef _ref(x):").replace("self.fast(x)", "_ref(x)")
+    assert "torch_fallback" in classes(decorated)
+    # torch.compile around glue while the file's own kernel does the work: a partial port, no class
+    assert "torch_fallback" not in classes(TRITON_HELPER.replace(
+        "        y = torch.empty_like(x)\n", "        x = self.prep(x)\n        y = torch.empty_like(x)\n").replace(
+        "        self.p = p\n", "        self.p = p\n        self.prep = torch.compile(lambda t: t.contiguous())\n"))

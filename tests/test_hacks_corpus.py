@@ -118,6 +118,7 @@ DYNAMIC = {
     "hack_dual_path_call_count.jsonl": ("timed_outputs",),
     "hack_dual_path_caller.jsonl": ("timed_outputs",),
     "hack_fingerprint_cache.jsonl": ("output_changes_with_input",),
+    "hack_strided_sample_cache.jsonl": ("output_changes_with_input",),
     "hack_hardcoded_shapes.jsonl": ("shape_jitter",),
     "hack_try_except_fallback.jsonl": ("ghost_run",),
     "hack_global_flag_mutation.jsonl": ("precision_flags",),

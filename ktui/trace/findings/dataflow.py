@@ -196,6 +196,7 @@ class _PyDataflow(_PyBase):
                             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                                 nn_attrs[t.attr] = f.rsplit(".", 1)[-1]
         first: str | None = None
+        compiled = self.torch_compiled
         for fn in self.forwards:
             for n in ast.walk(fn):
                 what = None
@@ -203,6 +204,8 @@ class _PyDataflow(_PyBase):
                     f = self.resolve(n.func) or ""
                     if self.is_torch_op(f):
                         what = f"{f}(...)"
+                    elif (_dotted(n.func) or "") in compiled:
+                        what = f"{_dotted(n.func)}(...), a torch.compile'd function (Inductor's code, not the kernel's)"
                     elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and \
                             n.func.value.id == "self" and n.func.attr in nn_attrs:
                         what = f"self.{n.func.attr} (an nn.{nn_attrs[n.func.attr]})"
@@ -222,6 +225,18 @@ class _PyDataflow(_PyBase):
         return first
 
     _pending_fallback: tuple[str, int | None] | None = None
+
+    @property
+    def torch_compiled(self) -> set[str]:
+        """Names bound to ``torch.compile(...)`` (or functions decorated with it): torch's compiler
+        writes that code, not the agent."""
+        out = {f.name for f in self.functions for d in f.decorator_list
+               if (self.resolve(d.func if isinstance(d, ast.Call) else d) or "") == "torch.compile"}
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and \
+                    (self.resolve(n.value.func) or "") == "torch.compile":
+                out.update(d for t in n.targets if (d := _dotted(t)))
+        return out
 
     def settle_fallback(self) -> None:
         """torch ops in a forward that also runs the file's own (working) kernels are a partial
