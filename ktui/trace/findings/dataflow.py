@@ -97,9 +97,9 @@ class _PyDataflow(_PyBase):
         # handed on by keyword (``Block(c, fused_op=self.ext.fused_bn_relu)``): the parameter of that
         # name, and what it is stored in, are the file's own code too
         params = {a.arg for f in self.functions for a in [*f.args.args, *f.args.kwonlyargs]}
-        for n in ast.walk(self.tree):
-            if isinstance(n, ast.Call):
-                for k in n.keywords:
+        for c in ast.walk(self.tree):
+            if isinstance(c, ast.Call):
+                for k in c.keywords:
                     d = _dotted(k.value) or ""
                     if k.arg in params and d and (d in names or d.split(".")[0] in names or self._self_head(d) in names
                                                   or d.rsplit(".", 1)[0] in names):
