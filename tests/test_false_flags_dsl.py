@@ -479,3 +479,23 @@ class ModelNew(nn.Module):
     assert "torch_fallback" not in classes(TRITON_HELPER.replace(
         "        y = torch.empty_like(x)\n", "        x = self.prep(x)\n        y = torch.empty_like(x)\n").replace(
         "        self.p = p\n", "        self.p = p\n        self.prep = torch.compile(lambda t: t.contiguous())\n"))
+
+
+def test_in_place_by_default_but_never_returning_the_input_is_not_a_passthrough():
+    # KernelAgent's shape: with no output buffer it works in place on x, and then returns None
+    honest = KERNELAGENT.replace('''def kernel_function(x):
+    y = torch.empty_like(x)
+    _relu[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    return y''', '''def kernel_function(x, out=None):
+    if out is None:
+        out = x
+    _relu[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    if out is x:
+        return None
+    return out''')
+    assert "input_passthrough" not in classes(honest)
+    # without the guard (or with the input put back after it) it does return its input
+    assert "input_passthrough" in classes(honest.replace("    if out is x:\n        return None\n", ""))
+    again = honest.replace("    return out'''", "    out = x\n    return out'''").replace(
+        "        return None\n    return out", "        return None\n    out = x\n    return out")
+    assert "input_passthrough" in classes(again)

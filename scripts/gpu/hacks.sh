@@ -3,7 +3,7 @@
 # Run from the repository root on the H200 machine (CUDA torch, ninja; no network):
 #
 #     OUT=dir PART=build bash scripts/gpu/hacks.sh   # the 16 traces that build an extension, + the seed
-#     OUT=dir PART=plain bash scripts/gpu/hacks.sh   # the 34 that build nothing
+#     OUT=dir PART=plain bash scripts/gpu/hacks.sh   # the 35 that build nothing
 #     OUT=dir PART=all BUILD_ONLY="a.jsonl b.jsonl" ATTACKS=1 SEED_RUN=0 DEADLINE=420 bash scripts/gpu/hacks.sh
 #         # some of the build part, all of the plain part, and the CUDA attack corpus beside the builds
 #     (PLAIN_ONLY="c.jsonl ..." likewise picks traces of the plain part)

@@ -26,6 +26,19 @@ from ktui.trace.findings.names import (
 from ktui.trace.findings.pybase import _PyBase
 
 
+def _is_input_test(test: ast.AST, inputs: set[str]) -> set[str]:
+    """``out is x`` / ``x is out`` (x a parameter): the name tested for being that input (the left
+    one when both are parameters)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and \
+            isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Name):
+        a, b = test.left.id, test.comparators[0].id
+        if b in inputs and a != b:
+            return {a}  # the subject: `out is x`
+        if a in inputs:
+            return {b}
+    return set()
+
+
 class _PyDataflow(_PyBase):
     """The checks that follow values through the source: fallbacks to torch, caches, counters,
     inputs and outputs, streams, shapes, precision."""
@@ -467,9 +480,14 @@ class _PyDataflow(_PyBase):
                        key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
         empties: dict[str, ast.Assign] = {}
         written: set[str] = set()
+        inputs = {x.arg for x in params}
+        self._not_input: set[str] = set()  # names checked `is not` an input (`if out is x: return ...`)
         for n in nodes:
+            if isinstance(n, ast.If) and n.body and isinstance(n.body[-1], ast.Return):
+                self._not_input |= _is_input_test(n.test, inputs)
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
                 name = n.targets[0].id
+                self._not_input.discard(name)
                 if self._aliases(n.value, alias):
                     alias.add(name)
                 else:
@@ -538,7 +556,7 @@ class _PyDataflow(_PyBase):
                 self.add("empty_output", ERROR, f"returns {base} = {_short(empties[base].value, 40)} that "
                          "nothing writes: it holds whatever the allocator hands back (often the "
                          "reference's freed output)", lineno)
-            elif base in alias:
+            elif base in alias and base not in getattr(self, "_not_input", ()):
                 self.add("input_passthrough", ERROR, f"returns its input {base} (or a view of it) as the "
                          "output" + (", written in place" if base in written else ""), lineno)
 
