@@ -12,7 +12,7 @@ Traces (generated under ``$KTUI_BENCH_DIR``, default ``/tmp/ktui_bench``, never 
 Figures per load: resident anonymous memory after the load (``RssAnon``, less the interpreter's
 and imports' own), the peak (``VmHWM``), the bytes Python still holds (tracemalloc), CPU seconds.
 
-    python benchmarks/bench_memory.py [--sizes 40 400] [--skip-long]
+    python benchmarks/bench_memory.py [--sizes 40 400] [--skip-long] [--dense] [--traced]
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="*", default=[40, 400])
     ap.add_argument("--skip-long", action="store_true")
     ap.add_argument("--traced", action="store_true", help="also count Python's bytes (tracemalloc: slower)")
+    ap.add_argument("--dense", action="store_true",
+                    help="also the event-dense trace (tests/test_scaling.trace(30000), bench_parse's 'dense')")
     args = ap.parse_args()
     TRACES.mkdir(parents=True, exist_ok=True)
     files = []
@@ -78,6 +80,10 @@ def main() -> int:
         if not p.exists():
             write_trace(p, 25_000)
         files.append(p)
+    if args.dense:
+        from bench_parse import dense
+
+        files.append(dense())
     if args.sizes:
         from bench_first_paint import make
 
