@@ -260,3 +260,51 @@ def test_socket_buffers_are_bounded_by_the_sockets_a_tree_may_hold():
     w = _launch(SOCKET_HOARD, memory_limit=256 << 20)
     _wait(w, 120)
     assert w.limit_hit is not None and "sockets and pipes" in w.limit_hit[1], (w.limit_hit, w.tail("stdout")[-200:])
+
+
+# ---- the worker's own clock, patched from the kernel's module ------------------------------------------
+
+SLOW_CLOCK = '''
+import gc, time
+_real = time.perf_counter
+_t0 = _real()
+def _slow():  # a clock that runs 100x slow, planted in the worker's bound timing primitives
+    return _t0 + (_real() - _t0) / 100.0
+for o in gc.get_objects():
+    if type(o).__name__ == "Primitives" and hasattr(o, "perf"):
+        o.perf = _slow
+'''
+CTYPES_CLOCK = '''
+import ctypes, time
+# overwrite the C function pointer of time.perf_counter's method table entry (ml_meth): every
+# reference to the builtin, the worker's bound one included, now runs the replacement
+_real = time.perf_counter
+_t0 = _real()
+FN = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)
+@FN
+def _slow(self, args):
+    return _t0 + (_real_c() - _t0) / 100.0
+class PyMethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+class PyCFunctionObject(ctypes.Structure):
+    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p), ("m_ml", ctypes.POINTER(PyMethodDef))]
+_real_c = time.monotonic  # a second clock for the replacement itself
+cf = PyCFunctionObject.from_address(id(_real))
+cf.m_ml.contents.ml_meth = ctypes.cast(_slow, ctypes.c_void_p).value
+_keep = _slow
+'''
+
+
+@pytest.mark.parametrize("prelude", [SLOW_CLOCK, CTYPES_CLOCK], ids=["gc-bound-clock", "ctypes-builtin-clock"])
+def test_a_kernel_that_slows_its_workers_clock_is_timed_by_ktuis(tmp_path, prelude):
+    """The clock the worker bound before trace code loaded, replaced through gc (its Primitives
+    object) or in C (time.perf_counter's method table entry, which every reference to the builtin
+    runs): its samples are 100x too small; the judge's own clock over the same calls is reported."""
+    pytest.importorskip("torch")
+    from test_sandbox_attacks import judge_run, model
+
+    res = judge_run(tmp_path, model(prelude, body="import time; time.sleep(0.002)\n"))
+    assert res["status"] == "completed", res.get("failure")
+    t = res["timing"]
+    assert "timer_disagrees" in [f.get("class") for f in res.get("findings") or []], t.get("cross_check")
+    assert t["kernel"]["mean_us"] * 1.5 + 50 >= t["cross_check"]["kernel_wall_us"], (t["kernel"], t["cross_check"])
