@@ -1,0 +1,92 @@
+"""The sweep index's cost a trace file, and what reading files ahead saves a cold scan.
+
+    python benchmarks/bench_skim_file.py skim TREE [--src DIR] [--seed N] [--files 600]
+    python benchmarks/bench_skim_file.py readahead TREE [--ahead 8]
+
+``skim``: CPU time (``time.process_time``) of :func:`ktui.trace.index.summarize` a file, over
+``--files`` files of TREE picked at random (``--seed``), after 60 of them to warm the imports
+and the page cache. ``--src``: measure the ``ktui`` package under DIR (a ``git archive`` of
+another commit) instead of the installed one; run it alternately with two trees, same seed, to
+compare two commits on one machine at one moment.
+
+``readahead``: every file of TREE read once, cold (each file's page cache dropped first with
+``posix_fadvise(DONTNEED)``, as bench_runs.py does), plainly and then asking the kernel to read
+``--ahead`` files ahead (:func:`ktui.trace.index.walk.willneed`): the wall time the disk costs
+a scan that parses one file after another, and what the index's read-ahead takes off it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+
+def _use_src(src: str) -> None:
+    # the editable install's finder would win over sys.path: drop it so that ``src`` is imported
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()
+                        and "editable" not in type(f).__module__.lower()]
+    sys.path.insert(0, src)
+
+
+def skim(tree: str, src: str | None, seed: int, n: int) -> dict:
+    if src:
+        _use_src(src)
+    import ktui
+    from ktui.trace.index import discover, summarize
+    from ktui.trace.index.records import Records
+
+    files = discover(tree, [], Records())
+    sel = random.Random(seed).sample(files, min(n, len(files)))
+    for tf in sel[:60]:
+        summarize(tf)
+    t = time.process_time()
+    for tf in sel:
+        summarize(tf)
+    return {"code": os.path.dirname(os.path.dirname(ktui.__file__)), "files": len(sel),
+            "cpu_ms_per_file": round((time.process_time() - t) / len(sel) * 1000, 3),
+            "load": round(os.getloadavg()[0], 2)}
+
+
+def readahead(tree: str, ahead: int) -> dict:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_runs
+
+    from ktui.trace.index.walk import willneed
+
+    files = [os.path.join(d, f) for d, _, fs in os.walk(tree) for f in sorted(fs)]
+    files = [f for f in files if not os.path.islink(f)]
+    out = {"files": len(files)}
+    for mode in ("plain", "ahead"):
+        bench_runs.drop_page_cache(Path(tree))
+        t, c = time.perf_counter(), time.process_time()
+        for k, f in enumerate(files):
+            if mode == "ahead":
+                for j in range(k + 1 if k == 0 else k + ahead, min(k + ahead + 1, len(files))):
+                    willneed(files[j])
+            with open(f, "rb") as fh:
+                fh.read()
+        out[mode] = {"wall_s": round(time.perf_counter() - t, 3), "cpu_s": round(time.process_time() - c, 3)}
+    out["load"] = round(os.getloadavg()[0], 2)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=("skim", "readahead"))
+    ap.add_argument("tree")
+    ap.add_argument("--src")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--files", type=int, default=600)
+    ap.add_argument("--ahead", type=int, default=8)
+    a = ap.parse_args()
+    res = skim(a.tree, a.src, a.seed, a.files) if a.what == "skim" else readahead(a.tree, a.ahead)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
