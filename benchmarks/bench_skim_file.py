@@ -2,6 +2,7 @@
 
     python benchmarks/bench_skim_file.py skim TREE [--src DIR] [--seed N] [--files 600]
     python benchmarks/bench_skim_file.py readahead TREE [--ahead 8]
+    python benchmarks/bench_skim_file.py cold TREE [--order orjson,index,orjson]
 
 ``skim``: CPU time (``time.process_time``) of :func:`ktui.trace.index.summarize` a file, over
 ``--files`` files of TREE picked at random (``--seed``), after 60 of them to warm the imports
@@ -13,6 +14,10 @@ compare two commits on one machine at one moment.
 ``posix_fadvise(DONTNEED)``, as bench_runs.py does), plainly and then asking the kernel to read
 ``--ahead`` files ahead (:func:`ktui.trace.index.walk.willneed`): the wall time the disk costs
 a scan that parses one file after another, and what the index's read-ahead takes off it.
+
+``cold``: bench_runs.py's own children, each after the tree's page cache is dropped: the bare
+orjson loop (the anchor) and the index without its cache (``SweepIndex(use_cache=False)``), in
+the order given; one JSON line each, with the load average when it ended.
 """
 
 from __future__ import annotations
@@ -75,15 +80,34 @@ def readahead(tree: str, ahead: int) -> dict:
     return out
 
 
+def cold(tree: str, order: str) -> list[dict]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_runs
+
+    env = dict(os.environ)
+    out = []
+    for what in order.split(","):
+        bench_runs.drop_page_cache(Path(tree))
+        code = bench_runs.ORJSON_CHILD if what == "orjson" else bench_runs.INDEX_CHILD
+        res = bench_runs.child(code, Path(tree), False, env)
+        out.append({"what": what, **res, "load": round(os.getloadavg()[0], 2)})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("skim", "readahead"))
+    ap.add_argument("what", choices=("skim", "readahead", "cold"))
     ap.add_argument("tree")
     ap.add_argument("--src")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--files", type=int, default=600)
     ap.add_argument("--ahead", type=int, default=8)
+    ap.add_argument("--order", default="orjson,index,orjson")
     a = ap.parse_args()
+    if a.what == "cold":
+        for res in cold(a.tree, a.order):
+            print(json.dumps(res), flush=True)
+        return
     res = skim(a.tree, a.src, a.seed, a.files) if a.what == "skim" else readahead(a.tree, a.ahead)
     print(json.dumps(res))
 
