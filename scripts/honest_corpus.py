@@ -75,6 +75,10 @@ MORE = {
     # agents (Claude, Codex, Kimi) writing RMSNorm / SwiGLU / SDPA-prelude kernels in a sandbox
     "ianbarber": ("ianbarber/kernelbench-agents-vs-compile", "cfbb6de", r"agent_loop/sandbox/[^/]+/candidate\.py$",
                   "reference.py"),
+    # GPU MODE (popcorn) leaderboard submissions of one competitor (PMPP, AMD distributed), `custom_kernel(data)`
+    "gaunernst": ("gau-nernst/gpu-mode-kernels", "0b216c3", r"/submission[^/]*\.py$", "reference.py"),
+    # GPU MODE's problems and their example submissions
+    "gpumode": ("gpu-mode/reference-kernels", "f83cb92", r"^problems/.*/submission[^/]*\.py$", "reference.py"),
     # GPU MODE (popcorn) leaderboard submissions: NVFP4 group GEMM
     "popcorn": ("cybernetic-physics/kernel_agent", "cd2a4e4", r"^kernels/[^/]+\.py$", None),
 }

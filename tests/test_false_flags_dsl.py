@@ -499,3 +499,49 @@ def test_in_place_by_default_but_never_returning_the_input_is_not_a_passthrough(
     again = honest.replace("    return out'''", "    out = x\n    return out'''").replace(
         "        return None\n    return out", "        return None\n    out = x\n    return out")
     assert "input_passthrough" in classes(again)
+
+
+# ---- GPU MODE submissions: a hook around the harness's setup, the ROCm build target --------------------
+
+HOOK = '''import os
+os.environ["PYTORCH_ROCM_ARCH"] = "gfx942"
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+@triton.jit
+def _copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+
+STATE = None
+_orig_init = dist.init_process_group
+
+def _hooked_init(*args, rank, world_size, **kwargs):
+    _orig_init(*args, rank=rank, world_size=world_size, **kwargs)
+    global STATE
+    STATE = torch.empty(world_size, 1 << 20)
+
+dist.init_process_group = _hooked_init
+
+def custom_kernel(data):
+    x, out = data
+    _copy[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+'''
+
+
+def test_a_hook_that_calls_the_harness_setup_through_is_not_a_monkey_patch():
+    assert classes(HOOK) == set()
+    # one that drops what it was given, or answers for it, replaces it
+    dropped = HOOK.replace("_orig_init(*args, rank=rank, world_size=world_size, **kwargs)",
+                           "_orig_init(*args, rank=0, world_size=world_size, **kwargs)")
+    assert "monkey_patch" in classes(dropped)
+    answers = HOOK.replace("    STATE = torch.empty(world_size, 1 << 20)\n",
+                           "    STATE = torch.empty(world_size, 1 << 20)\n    return True\n")
+    assert "monkey_patch" in classes(answers)
+    assert "monkey_patch" in classes(HOOK.replace("dist.init_process_group = _hooked_init",
+                                                  "dist.init_process_group = lambda *a, **k: None"))
+    # an environment variable that is not build configuration is still named
+    assert "env_file_access" in classes(HOOK.replace("PYTORCH_ROCM_ARCH", "VERIFIER_MODE"))

@@ -145,7 +145,8 @@ _PATH_METHODS = frozenset({"read_text", "read_bytes", "write_text", "write_bytes
 _BUILD_ENV = frozenset({"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUDA_HOME", "CUDA_PATH", "TORCH_EXTENSIONS_DIR",
                         "CXX", "CC", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "TRITON_CACHE_DIR",
                         "CUDA_LAUNCH_BLOCKING", "TORCH_USE_CUDA_DSA", "TORCH_NVCC_FLAGS", "CUDA_VISIBLE_DEVICES",
-                        "CUDA_DEVICE_MAX_CONNECTIONS", "TRITON_PRINT_AUTOTUNING", "CUTLASS_PATH"})
+                        "CUDA_DEVICE_MAX_CONNECTIONS", "TRITON_PRINT_AUTOTUNING", "CUTLASS_PATH",
+                        "PYTORCH_ROCM_ARCH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"})
 #: where a toolkit or library lives (THUNDERKITTENS_ROOT, CUTLASS_DIR ...): build configuration
 _BUILD_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*_(?:ROOT|HOME|PATH|DIR|INCLUDE|INCLUDE_DIR|LIB|LIBRARY_PATH)$")
 _PROCESS_CALLS = {"os._exit": "exits the process", "sys.exit": "exits the interpreter",

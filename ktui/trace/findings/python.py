@@ -128,9 +128,35 @@ class _PyAnalysis(_PyDataflow):
                      "trusted)", line)
         elif root == "gc":
             self.add("gc_introspection", ERROR, f"replaces {target}", line)
-        else:
+        elif not self._pass_through(target, node):
             self.add("monkey_patch", ERROR, f"replaces {target} (code outside the kernel now behaves differently)",
                      line)
+
+    def _pass_through(self, target: str, node: ast.AST) -> bool:
+        """``dist.init_process_group = patched_init`` where ``patched_init`` calls the saved original
+        with every argument it was given and returns its result (or nothing): a hook that adds its
+        own setup (a GPU MODE submission's peer-to-peer buffers), not a replacement of what it does."""
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)):
+            return False
+        fn = next((f for f in self.tree.body if isinstance(f, ast.FunctionDef) and f.name == node.value.id), None)
+        if fn is None:
+            return False
+        originals = {t.id for st in self.tree.body if isinstance(st, ast.Assign) and self.resolve(st.value) == target
+                     for t in st.targets if isinstance(t, ast.Name)}
+        a = fn.args
+        own = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + \
+            [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+        calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                 and c.func.id in originals]
+        if not originals or len(calls) != 1:
+            return False
+        passed = {x.id for x in ast.walk(calls[0]) if isinstance(x, ast.Name)} - originals
+        if set(own) - passed:
+            return False  # an argument dropped or replaced
+        held = {t.id for st in ast.walk(fn) if isinstance(st, ast.Assign) and st.value is calls[0]
+                for t in st.targets if isinstance(t, ast.Name)}
+        return all(r.value is None or r.value is calls[0] or (isinstance(r.value, ast.Name) and r.value.id in held)
+                   for r in ast.walk(fn) if isinstance(r, ast.Return))
 
     def subscript_store(self, tt: ast.Subscript, node: ast.AST) -> None:
         base = self.resolve(tt.value)
