@@ -127,3 +127,11 @@ def test_add_message_is_append():
         a.add_message(line, kind, actor, text)  # type: ignore[arg-type]
         b.append((line, kind, actor, text))
     assert a == b == rows and a[2][0] is True and a._plain is not None
+
+
+def test_add_note_is_append():
+    a, b = R.notes(), R.notes()
+    for line, text in [(1, "ensemble: backend=mock"), (2**70, "big line"), (3, "after")]:
+        a.add_note(line, text)
+        b.append((line, text))
+    assert a == b and a[1][0] == 2**70 and a._plain is not None

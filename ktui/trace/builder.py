@@ -137,7 +137,8 @@ class Builder:
 
     def _add_message(self, line: int, kind: str, actor: str | None, text: str) -> None:
         m = self.run.messages
-        if type(m) is Rows:
+        if type(m) is Rows:  # bound once: the builder's run keeps its Rows
+            self._add_message = m.add_message  # type: ignore[method-assign]
             m.add_message(line, kind, actor, text)
         else:  # a run whose messages were replaced by a list
             m.append((line, kind, actor, text))
@@ -270,7 +271,11 @@ class Builder:
             if info.get("turn_limit") and run.max_turns is None:
                 run.max_turns = info["turn_limit"]
             self._close_turns()
-        run.notes.append((ev.line, self._one(shown)))
+        notes = run.notes
+        if type(notes) is Rows:
+            notes.add_note(ev.line, self._one(shown))
+        else:  # a run whose notes were replaced by a list
+            notes.append((ev.line, self._one(shown)))
 
     def _spawn(self, info: dict[str, Any], role: str) -> None:
         aid = info.get("actor_id")

@@ -59,9 +59,12 @@ def harness_flags(run: Run) -> list[Flag]:
     out: list[Flag] = []
     errors_by_kernel: dict[int, set[str]] = {}
     for c in run.calls:
-        if c.name != "run_correctness" or c.status != FAILED or c.result is None:
+        if c.name != "run_correctness" or c.status != FAILED:
             continue
-        errs = c.result.case_errors
+        r = c.result  # made on access when kept by column: once
+        if r is None:
+            continue
+        errs = r.case_errors
         if len(errs) >= 2 and len(set(errs)) == 1:
             if c.kernel is not None:
                 errors_by_kernel.setdefault(c.kernel, set()).add(errs[0])

@@ -129,6 +129,15 @@ class Rows(MutableSequence[tuple]):
         else:
             self.append((line, kind, actor, text))
 
+    def add_note(self, line: int, text: str) -> None:
+        """``append((line, text))`` of a note without making the tuple."""
+        if self._plain is None and self._spec is NOTE and type(line) is int and _LO <= line < _HI:
+            c = self._cols
+            c[0].append(line)
+            c[1].append(text)
+        else:
+            self.append((line, text))
+
     def append(self, value: tuple) -> None:
         if self._plain is None and self._fits(value):
             for c, v in zip(self._cols, self._encode(value), strict=True):
