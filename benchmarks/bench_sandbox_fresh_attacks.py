@@ -244,9 +244,98 @@ def run_limits(sandboxed_ok: bool) -> dict:
     return out
 
 
-def run_here() -> dict:
+def run_ipc() -> dict:
+    """The IPC, /etc and host-name attacks of tests/test_sandbox_namespaces.py, control and
+    sandboxed: {attack: {"control": [...], "inside": [...]}} (what got through)."""
+    import ctypes.util
+
+    import sandbox_corpus as T
+
+    lc = ctypes.CDLL(None, use_errno=True)
+    lc.shmat.restype = ctypes.c_void_p
+    name = ctypes.util.find_library("rt") or "librt.so.1"
+    try:
+        rt = ctypes.CDLL(name, use_errno=True)
+    except OSError:
+        rt = None
+    tok = f"{os.getpid()}{time.time_ns() % 10**6}"
+    marker = f"ktui-fake-ipc-{tok}"
+    key = 0x6B760000 + os.getpid() % 0xFFFF
+    sid = lc.shmget(ctypes.c_int(key), ctypes.c_size_t(4096), 0o1000 | 0o600)
+    qid = lc.msgget(ctypes.c_int(key), 0o1000 | 0o600)
+    a = lc.shmat(sid, None, 0)
+    ctypes.memmove(a, marker.encode(), len(marker))
+    lc.shmdt(ctypes.c_void_p(a))
+
+    class Buf(ctypes.Structure):
+        _fields_ = [("mtype", ctypes.c_long), ("mtext", ctypes.c_char * 256)]
+
+    lc.msgsnd(qid, ctypes.byref(Buf(1, marker.encode())), len(marker), 0)
+    mq = f"/ktui-bench-{tok}"
+    if rt is not None:
+        rt.mq_open(mq.encode(), os.O_RDWR | os.O_CREAT, 0o600, None)
+    leave = {"key": key + 1, "mq": f"/ktui-bench-left-{tok}"}
+
+    def left():
+        out = []
+        s_ = lc.shmget(ctypes.c_int(leave["key"]), 0, 0)
+        if s_ >= 0:
+            out.append("shm")
+            lc.shmctl(s_, 0, None)
+        q = lc.msgget(ctypes.c_int(leave["key"]), 0)
+        if q >= 0:
+            out.append("msg")
+            lc.msgctl(q, 0, None)
+        if rt is not None and rt.mq_unlink(leave["mq"].encode()) == 0:
+            out.append("mq")
+        return out
+
+    def control(code):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith("OUT ")]
+        return json.loads(line[-1][4:]) if line else ["failed: " + r.stderr[-200:]]
+
+    def inside(code):
+        got, w = T.run_code(code)
+        return got if got is not None else ["failed: " + w.tail("stderr")[-200:]]
+
+    etc = [os.path.join(d, n) for d, _s, fs in os.walk("/etc") for n in fs
+           if os.path.isfile(os.path.join(d, n)) and not os.path.islink(os.path.join(d, n))
+           and not os.stat(os.path.join(d, n)).st_mode & 0o004 and os.stat(os.path.join(d, n)).st_size]
+    read_etc = ("import json\ngot = []\nfor p in %r:\n    try:\n        if open(p, 'rb').read(64):\n"
+                "            got.append(p)\n    except OSError:\n        pass\nprint('OUT ' + json.dumps(got), flush=True)"
+                % etc)
+    host = "import json, socket\nprint('OUT ' + json.dumps([socket.gethostname()]), flush=True)"
+    out = {}
+    try:
+        plan = json.dumps({"markers": [marker], "key": key, "mq": mq})
+        out["ipc: the user's SysV segments and queues, POSIX queues"] = {
+            "control": control(T.READ_IPC % plan), "inside": inside(T.READ_IPC % plan)}
+        c = control(T.LEAVE_IPC % json.dumps(leave))
+        still = left()
+        c = [f"{x} left after the process ended" for x in c if x in still]
+        inside(T.LEAVE_IPC % json.dumps(leave))
+        out["ipc: objects that outlive the worker"] = {"control": c,
+                                                       "inside": [f"{x} left after the worker ended" for x in left()]}
+        out["/etc files only root may read"] = {"control": control(read_etc), "inside": inside(read_etc)}
+        here = socket.gethostname()
+        out["the machine's name"] = {"control": [h for h in control(host) if h == here],
+                                     "inside": [h for h in inside(host) if h == here]}
+    finally:
+        lc.shmctl(sid, 0, None)
+        lc.msgctl(qid, 0, None)
+        if rt is not None:
+            rt.mq_unlink(mq.encode())
+        left()
+    return out
+
+
+def run_here(ipc_only: bool = False) -> dict:
     from ktui.engine import sandbox
 
+    ipc = run_ipc() if sandbox.detect()["namespaces"] else {}
+    if ipc_only:
+        return {"control": {}, "inside": {}, "limits": {}, "ipc": ipc, "ssh_agent": False, "namespaces": True}
     tmp = Path(tempfile.mkdtemp(prefix="ktui-fresh-"))
     os.chmod(tmp, 0o755)
     plan, socks, (sibling, agent_pid, fds) = plant(tmp)
@@ -265,10 +354,10 @@ def run_here() -> dict:
             os.close(fd)
         shutil.rmtree(tmp, ignore_errors=True)
     return {"control": control, "inside": inside, "limits": limits, "ssh_agent": bool(agent_pid),
-            "namespaces": ns}
+            "namespaces": ns, "ipc": ipc}
 
 
-def run_as_nobody() -> tuple[dict | None, str]:
+def run_as_nobody(ipc_only: bool = False) -> tuple[dict | None, str]:
     py = "/usr/bin/python3"
     if os.getuid() != 0:
         return None, "not root: this run is the normal-user column"
@@ -276,7 +365,7 @@ def run_as_nobody() -> tuple[dict | None, str]:
         return None, "no /usr/bin/python3 or setpriv"
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--reset-env", py,
-                        str(Path(__file__).resolve()), "--child"], capture_output=True, text=True, timeout=3000,
+                        str(Path(__file__).resolve()), "--child"] + (["--ipc-only"] if ipc_only else []), capture_output=True, text=True, timeout=3000,
                        env=env, cwd="/tmp")
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("ROWS ")]
     if not lines:
@@ -302,6 +391,11 @@ def table(root: dict, user: dict | None, who: str) -> str:
         out.append(f"| {c} | {len(ctl)} item(s) | {_cell(root['inside'].get(c))} | "
                    f"{'not run' if uctl is None else f'{len(uctl)} item(s)'} | "
                    f"{_cell((user or {}).get('inside', {}).get(c)) if user else 'not run'} |")
+    for c, r in (root.get("ipc") or {}).items():
+        u = (user or {}).get("ipc", {}).get(c) if user else None
+        out.append(f"| {c} | {len(r['control'])} item(s) | {_cell(r['inside'])} | "
+                   f"{'not run' if u is None else str(len(u['control'])) + ' item(s)'} | "
+                   f"{'not run' if u is None else _cell(u['inside'])} |")
     out += ["", "| limit / leftover attack | " + who + " | uid 65534 |", "|---|---|---|"]
     for c, r in root["limits"].items():
         u = (user or {}).get("limits", {}).get(c)
@@ -315,14 +409,15 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     ap.add_argument("--child", action="store_true")
+    ap.add_argument("--ipc-only", action="store_true", help="only the IPC, /etc and host-name rows (a minute)")
     a = ap.parse_args()
     if a.child:
-        print("ROWS " + json.dumps(run_here()), flush=True)
+        print("ROWS " + json.dumps(run_here(a.ipc_only)), flush=True)
         return 0
     who = "root" if os.getuid() == 0 else f"uid {os.getuid()}"
-    root = run_here()
+    root = run_here(a.ipc_only)
     print("ROOT " + json.dumps(root), flush=True)
-    user, note = run_as_nobody()
+    user, note = run_as_nobody(a.ipc_only)
     print("USER " + json.dumps(user), flush=True)
     body = "\n".join([
         f"# Sandbox, third pass of attacks (CPU, {platform.node() or 'host'}, {time.strftime('%Y-%m-%d')})", "",
