@@ -477,7 +477,8 @@ def test_willneed_reads_a_file_ahead_and_never_blocks_on_a_fifo(tmp_path):
     assert willneed(str(fifo)) is False
 
 
-def test_a_scan_reads_the_files_ahead_that_it_skims(tmp_path, monkeypatch):
+@pytest.mark.parametrize("jobs", [1, 0], ids=["helper", "alone"])
+def test_a_scan_reads_the_files_ahead_that_it_skims(tmp_path, monkeypatch, jobs):
     """Every file skimmed in a cold scan, here and in a helper, was asked to be read ahead first
     (the disk overlaps the parse), each once; a cached scan asks for none."""
     asked: list[str] = []
@@ -489,13 +490,13 @@ def test_a_scan_reads_the_files_ahead_that_it_skims(tmp_path, monkeypatch):
             mini_trace("m", passed=True, speedup=1.5, tokens_in=1, tokens_out=1, wall_ms=10, tag=f"k{i}") + "\n",
             encoding="utf-8")
     monkeypatch.setattr(SweepIndex, "PARALLEL_MIN", 4)
-    idx = SweepIndex(sweep, jobs=1)
+    idx = SweepIndex(sweep, jobs=jobs)
     assert len(list(idx.summaries())) == 60
-    assert idx.helpers_used == 1
+    assert idx.helpers_used == jobs
     skimmed = {os.path.realpath(p) for p in asked}
     assert len(asked) == len(skimmed)
-    # all but the very first few (skimmed here before the queue had more) were read ahead
-    assert len(skimmed) >= 55, len(skimmed)
+    # all but the very first few (the first rows, skimmed as the walk finds them) were read ahead
+    assert len(skimmed) >= 50, len(skimmed)
     asked.clear()
-    assert len(list(SweepIndex(sweep, jobs=1).summaries())) == 60
+    assert len(list(SweepIndex(sweep, jobs=jobs).summaries())) == 60
     assert asked == []

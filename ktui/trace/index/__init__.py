@@ -48,6 +48,7 @@ class _Scan:
     (cache, helpers, this process) and handed out in the walk's order."""
 
     PREFETCH_AHEAD = 4  # files this process asks the kernel to read ahead of its own skims
+    FIRST_ROWS = 8  # files handed out one by one as the walk finds them (the first screen's rows)
 
     def __init__(self, idx: SweepIndex, given: Mapping[str, RunSummary] | None = None) -> None:
         self.idx = idx
@@ -100,8 +101,9 @@ class _Scan:
             self.uncached += 1
             if idx.jobs and not self.helpers and self.uncached >= idx.PARALLEL_MIN:
                 self.start_helpers()
-            if self.next_out == i and not self.ready:
-                return  # the very first rows: do not make them wait for a burst
+            if self.next_out == i and not self.ready and i < self.FIRST_ROWS:
+                return  # the very first rows: do not make them wait for a burst (after them the
+                # walk keeps ahead of the skim, so that the next files can be read ahead)
 
     def from_cache(self, i: int, tf: TraceFile) -> bool:
         ent = self.cached.get(tf.real)
