@@ -311,3 +311,52 @@ def test_the_replay_opened_at_a_hit_on_how_the_run_ended_finds_it(tmp_path):
             assert rep.turn_index == 8 and rep._search_turns == [8] and rep._search_total == 1
 
     asyncio.run(flow())
+
+
+def test_the_search_screen_tells_runs_apart_that_differ_in_the_middle_of_their_path():
+    """Hits of a sweep laid out as <cell>/<uuid>/trace.jsonl all read 'l1_p10_…trace.jsonl' in the
+    search screen's run column (the path cut in its middle): the end of the run's folder stays."""
+    from ktui.tui.screens.search import _middle_path
+
+    paths = [f"l1_p10_gemini-3-pro_careful_s{s}/{u}/trace.jsonl"
+             for s, u in ((147, "5cf1d1e6452aa8e0"), (1107, "6ed8fe6240587f21"), (1587, "c9a7137ea92ae8e8"))]
+    for n in (16, 25, 40):
+        cut = [_middle_path(p, n) for p in paths]
+        assert all(len(c) <= n for c in cut), cut
+        assert len(set(cut)) == 3, (n, cut)
+    assert _middle_path(paths[0], 25).endswith("/trace.jsonl")
+    assert _middle_path("short/t.jsonl", 25) == "short/t.jsonl"
+    assert len(_middle_path("a/" + "x" * 80 + ".jsonl", 25)) <= 25
+
+
+def test_the_runs_screen_search_shows_each_run_of_a_folder_layout_apart(tmp_path):
+    import asyncio
+
+    from textual.widgets import DataTable
+
+    from ktui.tui.app import KtuiApp
+    from ktui.tui.screens.runs import RunsScreen
+
+    for s, u in ((147, "5cf1d1e6452aa8e0"), (1107, "6ed8fe6240587f21"), (1587, "c9a7137ea92ae8e8")):
+        _with_text(tmp_path / f"l1_p10_gemini-3-pro_careful_s{s}" / u / "trace.jsonl", f"marker Qz7 of {s}")
+
+    async def flow():
+        app = KtuiApp(lambda: RunsScreen(tmp_path, use_cache=False))
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if getattr(app.screen, "scan_done", False):
+                    break
+            await pilot.press("F")
+            await pilot.pause()
+            scr = app.screen
+            await pilot.press(*"Qz7", "enter")
+            for _ in range(300):
+                await pilot.pause(0.02)
+                if scr.stats is not None:
+                    break
+            table = scr.query_one(DataTable)
+            cells = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert len(cells) == 3 and len(set(cells)) == 3, cells
+
+    asyncio.run(flow())

@@ -344,7 +344,7 @@ class RunsScreen(KtuiScreen):
     def action_find(self) -> None:
         from ktui.tui.screens.search import SearchScreen
 
-        self.app.push_screen(SearchScreen(self.root))
+        self.app.push_screen(SearchScreen(self.root, names=self.query_one(RunsTable).name_counts))
 
     def action_mark(self) -> None:
         self.query_one(RunsTable).action_mark()

@@ -11,6 +11,7 @@ A pattern that starts with ``re:`` is a regular expression; anything else is lit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.text import Text
@@ -44,6 +45,26 @@ def _middle(s: str, n: int) -> str:
     return s[: keep // 2] + "…" + s[len(s) - (keep - keep // 2):]
 
 
+def _middle_path(s: str, n: int) -> str:
+    """A trace path whose file name other runs share, cut to ``n`` characters: the name kept (cut
+    in its own middle past half the room), the folders cut in their middle so that the end of the
+    last one stays. Runs laid out as ``<cell>/<uuid>/trace.jsonl`` differ only there: cut in the
+    middle of the whole path every hit read ``l1_p10_…trace.jsonl``. (A name no other run has
+    is cut like any path, :func:`_middle`: its end tells the runs apart.)"""
+    head, sep, name = s.rpartition("/")
+    if len(s) <= n or not sep:
+        return _middle(s, n)
+    max_name = max(8, n // 2)  # a name other runs share says little: the folders get half
+    name_part = name if len(name) <= max_name else _middle(name, max_name)
+    room = n - len(name_part) - 1
+    if room < 5:
+        return _middle(s, n)
+    if len(head) > room:
+        keep = room - 1
+        head = head[: keep // 3] + "…" + head[len(head) - (keep - keep // 3):]
+    return head + "/" + name_part
+
+
 class SearchScreen(KtuiScreen):
     CONTENT = "#search-hits"
     HELP_TITLE = "ktui runs · search the sweep · keys"
@@ -62,9 +83,11 @@ class SearchScreen(KtuiScreen):
         Key("escape", "back", "back to the runs (a running search stops)"),
     ]
 
-    def __init__(self, root: str | Path, *, pattern: str = "", name: str | None = None) -> None:
+    def __init__(self, root: str | Path, *, pattern: str = "", name: str | None = None,
+                 names: Mapping[str, int] | None = None) -> None:
         super().__init__(name=name)
         self.root = Path(root)
+        self.names = names or {}  # runs of the sweep by trace file name: a shared one is cut first
         self.initial = pattern
         self.hits: list[Hit] = []
         self.matcher: Matcher | None = None
@@ -166,7 +189,9 @@ class SearchScreen(KtuiScreen):
             ex.append(one_line(h.match), style="bold reverse")
             ex.append(one_line(h.after))
             field = one_line(h.field + (f" {h.where}" if h.where else ""))
-            table.add_row(Text(_middle(one_line(h.run), run_w)), Text("seed" if h.turn is None else str(h.turn)),
+            run = one_line(h.run)
+            shared = self.names.get(run.rpartition("/")[2], 0) > 1
+            table.add_row(Text(_middle_path(run, run_w) if shared else _middle(run, run_w)), Text("seed" if h.turn is None else str(h.turn)),
                           Text(field), ex)
 
     def on_search_finished(self, message: SearchFinished) -> None:

@@ -123,6 +123,11 @@ class RunsTable(ScrollView, can_focus=True):
         self.fitted_widths()
         return self._fitted_order
 
+    @property
+    def name_counts(self) -> Counter[str]:
+        """The rows by trace file name (a name several rows share is cut first)."""
+        return self._names
+
     def _cell(self, s: RunSummary, key: str) -> str:
         return self.reproduced.get(s.real, "—") if key == "reproduced" else cell(s, key)
 
