@@ -204,6 +204,19 @@ def test_the_worker_does_not_see_the_machines_name():
     assert got != here
 
 
+@linux_ns
+def test_a_cpu_worker_sees_no_network_interface_of_the_machine():
+    """The host's /sys, bound, listed the machine's interfaces (eth0, ...) in /sys/class/net: a CPU
+    worker gets a sysfs of its own network namespace (its loopback only)."""
+    try:
+        here = set(os.listdir("/sys/class/net")) - {"lo"}
+    except OSError:
+        pytest.skip("no /sys/class/net here")
+    if not here:
+        pytest.skip("this machine has no interface but the loopback")
+    got, _w = _run('import json, os\nprint("OUT " + json.dumps(sorted(os.listdir("/sys/class/net"))), flush=True)')
+    assert not set(got) & here, got
+
 def test_a_folder_a_worker_made_unremovable_is_removed(tmp_path):
     """A worker's files owned by the user, in folders it made mode 000: removed (shutil.rmtree
     alone left them, for a normal user); a link out is never followed."""

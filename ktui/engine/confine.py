@@ -216,6 +216,20 @@ def _hide_unreadable(src, target, report, limit=20000):
                 report["errors"].append(f"{p}: {exc}")
 
 
+def _own_sysfs(target, report):
+    """A sysfs of the worker's own network namespace at ``target`` (read-only) instead of the
+    host's /sys: /sys/class/net then lists its loopback only, not the machine's interfaces. CPU
+    workers only (a GPU worker keeps the host's bind: the driver's view of /sys has not been
+    tried there). False when the kernel refuses (the bind is used then)."""
+    try:
+        _mount("sysfs", target, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        report["own_sysfs"] = True
+        return True
+    except OSError as exc:
+        report["errors"].append(f"sysfs: {exc}")
+        return False
+
+
 def own_root(spec, report):
     """Give this process (in its own user + mount namespace) a root of its own: an empty tmpfs
     holding, at their own paths, only the toolchain (read-only), its temp dir and the folders of
@@ -246,6 +260,8 @@ def own_root(spec, report):
                     os.makedirs(os.path.dirname(target), exist_ok=True)
                     if not os.path.exists(target):
                         open(target, "wb").close()
+                if dst == "/sys" and spec.get("device", "cpu") == "cpu" and _own_sysfs(target, report):
+                    continue
                 _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
                 if (src, dst) in writable:
                     report["writable"].append(dst)
