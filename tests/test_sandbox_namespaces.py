@@ -321,3 +321,27 @@ def test_a_kernel_that_slows_its_workers_clock_is_timed_by_ktuis(tmp_path, prelu
     t = res["timing"]
     assert "timer_disagrees" in [f.get("class") for f in res.get("findings") or []], t.get("cross_check")
     assert t["kernel"]["mean_us"] * 1.5 + 50 >= t["cross_check"]["kernel_wall_us"], (t["kernel"], t["cross_check"])
+
+
+SLOW_EVENTS = '''
+import gc
+for o in gc.get_objects():  # the CUDA event timer the worker bound: every elapsed time 100x too small
+    if type(o).__name__ == "Primitives" and hasattr(o, "ev_elapsed"):
+        _real_elapsed = o.ev_elapsed
+        o.ev_elapsed = lambda s, e, _r=_real_elapsed: _r(s, e) / 100.0
+'''
+
+
+def test_a_kernel_that_shrinks_its_workers_cuda_events_is_timed_by_ktuis(tmp_path):
+    """GPU only (KTUI_TEST_ATTACK_DEVICE=cuda, scripts/gpu/sandbox_namespaces.sh): the worker's bound
+    CUDA event timer patched through gc to report 1/100 of every elapsed time."""
+    torch = pytest.importorskip("torch")
+    if os.environ.get("KTUI_TEST_ATTACK_DEVICE") != "cuda" or not torch.cuda.is_available():
+        pytest.skip("a GPU attack: KTUI_TEST_ATTACK_DEVICE=cuda on a CUDA machine")
+    from test_sandbox_attacks import judge_run, model
+
+    res = judge_run(tmp_path, model(SLOW_EVENTS, body="import time; time.sleep(0.002)\n"), device="cuda")
+    assert res["status"] == "completed", res.get("failure")
+    t = res["timing"]
+    assert "timer_disagrees" in [f.get("class") for f in res.get("findings") or []], t.get("cross_check")
+    assert t["kernel"]["mean_us"] * 1.5 + 50 >= t["cross_check"]["kernel_wall_us"], (t["kernel"], t["cross_check"])

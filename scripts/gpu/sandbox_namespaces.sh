@@ -48,9 +48,11 @@ echo; echo "## seed trace v4 (--fresh)" >> "$S"
 timeout 240 python -m ktui repro traces/popcorn_l1_p27_grok-4.3.jsonl --version v4 --fresh --json > "$OUT/v4.json" 2>>"$S"
 python -c "import json,sys; d=json.load(open(sys.argv[1])); print('v4 verdict:', d['verdict'], '|', d['reason'][:200]); print('sandbox:', d['result'].get('sandbox', {}).get('candidate'))" "$OUT/v4.json" >> "$S" 2>&1
 
-# 3. the attacks with a GPU worker around (IPC, leftovers, floods)
+# 3. the attacks with a GPU worker around (IPC, leftovers, floods), and the CUDA-event timer patched
+#    from the kernel's module (test_a_kernel_that_shrinks_its_workers_cuda_events_is_timed_by_ktuis)
 echo; echo "## tests/test_sandbox_namespaces.py" >> "$S"
-timeout 150 python -m pytest -q -p no:cacheprovider tests/test_sandbox_namespaces.py > "$OUT/pytest_namespaces.txt" 2>&1
+KTUI_TEST_ATTACK_DEVICE=cuda timeout 200 python -m pytest -q -rs -p no:cacheprovider tests/test_sandbox_namespaces.py \
+  > "$OUT/pytest_namespaces.txt" 2>&1
 echo "exit $?: $(tail -1 "$OUT/pytest_namespaces.txt")" >> "$S"
 
 # 4. Nsight Compute's target (the profiler keeps the masked tree; it runs in the same namespaces)
