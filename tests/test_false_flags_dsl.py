@@ -545,3 +545,23 @@ def test_a_hook_that_calls_the_harness_setup_through_is_not_a_monkey_patch():
                                                   "dist.init_process_group = lambda *a, **k: None"))
     # an environment variable that is not build configuration is still named
     assert "env_file_access" in classes(HOOK.replace("PYTORCH_ROCM_ARCH", "VERIFIER_MODE"))
+
+
+# ---- a timer reached through a local name or a name spelled in pieces ------------------------------------
+
+def test_a_timer_patched_through_an_alias_or_an_assembled_name_is_a_timer_patch():
+    def with_body(body: str) -> str:
+        return TRITON_HELPER.replace("        y = torch.empty_like(x)\n", body + "        y = torch.empty_like(x)\n")
+
+    assembled = ('        mod = getattr(torch, "cu" + "da")\n        ev = getattr(mod, "Event")\n'
+                 '        name = "elapsed" + "_time"\n        real = getattr(ev, name)\n'
+                 '        setattr(ev, name, lambda a, b: real(a, b) * 0.1)\n')
+    aliased = "        c = torch.cuda\n        c.synchronize = lambda *a, **k: None\n"
+    fetched = '        ev = getattr(torch.cuda, "Event")\n        ev.elapsed_time = lambda s, o: 0.001\n'
+    for body in (assembled, aliased, fetched):
+        assert "timer_patch" in classes(with_body(body)), body
+    # reading through an alias, calling the timer, or a dtype fetched by name: nothing
+    honest = ('        c = torch.cuda\n        c.synchronize()\n        ev = getattr(torch.cuda, "Event")\n'
+              '        t0 = ev(enable_timing=True)\n        dt = getattr(torch, "float" + "32")\n'
+              '        x = x.to(dt)\n')
+    assert classes(with_body(honest)) == set()

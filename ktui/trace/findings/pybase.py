@@ -8,6 +8,11 @@ from collections.abc import Sequence
 
 from ktui.trace.findings.analysis import _Analysis, _dotted, _is_main_test
 
+#: roots whose modules and classes, reached through a local name, are followed (a write through the
+#: name is a write to them)
+_ALIAS_ROOTS = frozenset({"torch", "time", "timeit", "statistics", "numpy", "triton", "gc", "sys", "os", "builtins",
+                          "threading", "random"})
+
 #: the packages of kernel DSLs whose decorated functions are the file's own GPU code
 _DSL_ROOTS = frozenset({"triton", "cutlass", "cute", "tilelang", "tvm", "numba", "helion", "cuda", "warp",
                         "thunderkittens", "cupyx", "cupy"})
@@ -38,6 +43,7 @@ class _PyBase(_Analysis):
                         self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
         if "F" not in self.alias:  # the usual spelling, even where the import is missing
             self.alias["F"] = "torch.nn.functional"
+        self._value_aliases(tree)
         self.functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         self.forwards = [f for f in self.functions if f.name in ("forward", "__call__")]
         entry = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -155,6 +161,45 @@ class _PyBase(_Analysis):
             if name in ("triton.jit", "jit") or name.endswith(".jit") and name.startswith("triton"):
                 return True
         return False
+
+    def _value_aliases(self, tree: ast.Module) -> None:
+        """Names bound to a module or class reached by value (``c = torch.cuda``,
+        ``E = getattr(torch.cuda, "Ev" + "ent")``): a write through them is a write to the original
+        (``c.synchronize = ...`` patches ``torch.cuda.synchronize``)."""
+        assigns = [(t.id, n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                   and isinstance(t := n.targets[0], ast.Name)]
+        for _ in range(3):  # aliases of aliases
+            for name, v in assigns:
+                if name in self.alias:
+                    continue
+                full = None
+                if isinstance(v, (ast.Name, ast.Attribute)):
+                    full = self.resolve(v)
+                elif isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "getattr" \
+                        and len(v.args) >= 2:
+                    base, attr = self.resolve(v.args[0]), self.const_str(v.args[1])
+                    full = f"{base}.{attr}" if base and attr else None
+                if full and full.split(".")[0] in _ALIAS_ROOTS and full != name:
+                    self.alias[name] = full
+
+    def const_str(self, node: ast.AST, depth: int = 0) -> str | None:
+        """A string the code spells in pieces: ``"elapsed" + "_time"``, a name bound once to one."""
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            a, b = self.const_str(node.left, depth + 1), self.const_str(node.right, depth + 1)
+            return a + b if a is not None and b is not None else None
+        if isinstance(node, ast.JoinedStr):
+            parts = [self.const_str(x, depth + 1) for x in node.values]
+            return "".join(x for x in parts if x is not None) if all(x is not None for x in parts) else None
+        if isinstance(node, ast.Name):
+            vals = [a.value for a in ast.walk(self.tree) if isinstance(a, ast.Assign) and len(a.targets) == 1
+                    and isinstance(a.targets[0], ast.Name) and a.targets[0].id == node.id]
+            if len(vals) == 1:
+                return self.const_str(vals[0], depth + 1)
+        return None
 
     def is_dsl_kernel(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Compiled by a kernel DSL: Triton, CuTe / CUTLASS Python (``@cute.kernel``, ``@cute.jit``),

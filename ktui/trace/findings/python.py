@@ -204,7 +204,8 @@ class _PyAnalysis(_PyDataflow):
             return
         if f in ("setattr", "builtins.setattr", "object.__setattr__") and len(node.args) >= 2:
             obj = self.resolve(node.args[0])
-            name = node.args[1].value if isinstance(node.args[1], ast.Constant) else "?"
+            cs = self.const_str(node.args[1])
+            name = cs if cs is not None else node.args[1].value if isinstance(node.args[1], ast.Constant) else "?"
             if obj:
                 self.patch(f"{obj}.{str(name)}", node)  # (str: a bytes constant reads as b'...', as before)
             return
