@@ -99,6 +99,7 @@ CHANNELS_LIMIT = 512
 # falls below this share of its total (and at least HOST_MEMORY_LOST_MIN less than when the worker
 # started) the worker is ended and the run is not judged here (another program may be the cause)
 HOST_MEMORY_FLOOR_FRACTION = 0.05
+HOST_MEMORY_FLOOR_MAX = 4 << 30  # ...but never above this (5 % of a 2 TiB machine is 100 GiB)
 HOST_MEMORY_LOST_MIN = 1 << 30
 
 # protocol

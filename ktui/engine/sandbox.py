@@ -48,6 +48,7 @@ from .defaults import (
     DISK_LIMIT_BYTES,
     FILE_SIZE_LIMIT_BYTES,
     HOST_MEMORY_FLOOR_FRACTION,
+    HOST_MEMORY_FLOOR_MAX,
     HOST_MEMORY_LOST_MIN,
     MEMORY_LIMIT_BYTES,
     NPROC_LIMIT,
@@ -395,7 +396,8 @@ class Launched:
         if avail is None or avail0 is None or not total:
             return None
         floor = self.spec.host_memory_floor
-        floor = int(floor) if floor is not None else int(total * HOST_MEMORY_FLOOR_FRACTION)
+        floor = int(floor) if floor is not None else min(int(total * HOST_MEMORY_FLOOR_FRACTION),
+                                                         HOST_MEMORY_FLOOR_MAX)
         if avail >= floor or avail0 - avail < HOST_MEMORY_LOST_MIN:
             return None
         return ("environment", f"was running when this machine ran short of memory ({avail / 2**30:.1f} GiB "
@@ -499,8 +501,8 @@ def planned(device="cpu"):
                  "; watchdog only: root is exempt from RLIMIT_NPROC" if os.getuid() == 0 else "") + ")",
              "killed with ktui (PR_SET_PDEATHSIG, SIGTERM/SIGHUP handlers)",
              f"ended, and the run not judged, when this machine's free memory falls below "
-             f"{HOST_MEMORY_FLOOR_FRACTION:.0%} (memory no process holds, such as socket buffers, is not counted "
-             "per worker without a cgroup)"]
+             f"{HOST_MEMORY_FLOOR_FRACTION:.0%} of it (at most {HOST_MEMORY_FLOOR_MAX >> 30} GiB; memory no process "
+             "holds, such as descriptors in flight between sockets, is not counted per worker without a cgroup)"]
     if d["namespaces"]:
         words += ["a root of its own: only the toolchain (system folders, Python, ktui), its temp dir and "
                   "its build dir are there, read-only but the last two; no home (HOME is its temp dir), no "
@@ -515,7 +517,8 @@ def planned(device="cpu"):
                                                                           if device != "cpu" else "")
                   + "; no disks, consoles or terminals)",
                   "builds in a throwaway folder: ktui copies the result into its cache (regular files only)",
-                  "capabilities dropped"]
+                  "capabilities dropped"] + (["a /sys of its own network namespace (no interface of this machine)"]
+                                             if device == "cpu" else [])
     else:
         words += [f"NO namespaces ({d['why']}): trace code can read and write whatever this user can, "
                   "and see ktui's /proc entries; descendants are swept by process tree"]
