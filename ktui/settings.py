@@ -39,6 +39,9 @@ VARIABLES: dict[str, str] = {
     "KTUI_MAX_LINE_MB": "a trace line longer than this many MiB is not read (default 64; may be a fraction)",
     "KTUI_LAZY_MIN": "tool arguments and results of trace lines at least this many bytes long are read back from "
                      "the file when shown, not kept in memory (default 0: every line)",
+    "KTUI_WORKER_MEMORY_GB": "host memory (GiB; may be a fraction) each sandboxed worker of ktui repro / verify may "
+                             "use (default 16, at most half the host's; a value set here is capped at three "
+                             "quarters of the host's memory)",
     "KTUI_VERIFY_SHARE_REFERENCE": "0: ktui verify gives every kernel its own input seed and computes the "
                                    "reference's outputs for each (default 1: once per problem, shared; benchmarks)",
 }
@@ -90,6 +93,12 @@ class Settings:
     lazy_min: int | None = None  # KTUI_LAZY_MIN (None: ktui.trace.lazy's default)
     build_dir: Path | None = None  # KTUI_BUILD_DIR (None: repro_cache_dir / "build")
     verify_share_reference: bool = True  # KTUI_VERIFY_SHARE_REFERENCE (0: off)
+    worker_memory_gb: float | None = None  # KTUI_WORKER_MEMORY_GB (None: the engine's default)
+
+    @property
+    def worker_memory_bytes(self) -> int | None:
+        """The worker memory limit asked for, in bytes (the engine caps it by the host's memory)."""
+        return int(self.worker_memory_gb * 2**30) if self.worker_memory_gb else None
 
     @property
     def labels_file(self) -> Path:
@@ -122,7 +131,8 @@ class Settings:
                    max_line_mb=_positive(env.get("KTUI_MAX_LINE_MB")),
                    lazy_min=int(lazy_s) if lazy_s.isdigit() else None,
                    build_dir=_given_dir(env, build) if build else None,
-                   verify_share_reference=(env.get("KTUI_VERIFY_SHARE_REFERENCE") or "1").strip() != "0")
+                   verify_share_reference=(env.get("KTUI_VERIFY_SHARE_REFERENCE") or "1").strip() != "0",
+                   worker_memory_gb=_positive(env.get("KTUI_WORKER_MEMORY_GB")))
 
 
 _lock = threading.Lock()

@@ -939,6 +939,11 @@ _t.sleep(30)
     assert res["status"] == "failed"
     assert res["failure"]["kind"] == "reference_error", res["failure"]
     assert "reference" in res["failure"]["message"] and "memory" in res["failure"]["message"]
+    # the problem's size against ktui's limit: not judged here (how to raise it), not a broken judge
+    from ktui.repro.judging.outcome import HOST_MEMORY, unjudged
+
+    u = unjudged(res)
+    assert u is not None and u.why == HOST_MEMORY and "KTUI_WORKER_MEMORY_GB" in u.reason, (u, res["failure"])
 
 
 # ---- held out: variants of attacks documented in public write-ups, none of them in the corpus --------

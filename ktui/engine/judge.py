@@ -88,7 +88,9 @@ def main() -> None:
                                           "trial": None, "fatal": True}}) + "\n")
         out.flush()
         os._exit(2)
-    limit = bound_memory(job.get("judge_memory"))
+    # the judge holds what the workers send: a raised worker limit raises its own bound too
+    limit = bound_memory(job.get("judge_memory") or (sandbox.worker_memory_limit(job.get("memory_limit"))
+                                                             if job.get("memory_limit") else None))
     lock = threading.Lock()
 
     def emit(ev):

@@ -152,7 +152,7 @@ class Spec:
         self.mask = [os.path.realpath(p) for p in mask]
         self.binds = [(os.path.realpath(a), b) for a, b in binds]
         self.device = device or "cpu"
-        self.memory_limit = int(memory_limit or default_memory_limit())
+        self.memory_limit = worker_memory_limit(memory_limit)
         self.output_cap = int(output_cap)
         self.nproc = int(nproc)
         self.file_size = int(file_size)
@@ -192,6 +192,20 @@ def default_memory_limit():
     except (OSError, ValueError):
         pass
     return MEMORY_LIMIT_BYTES
+
+
+def worker_memory_limit(requested=None):
+    """A worker tree's host-memory limit: ``requested`` bytes (the user's ``KTUI_WORKER_MEMORY_GB``,
+    carried in the job's ``memory_limit``) capped at three quarters of the host's memory, or the
+    default (:func:`default_memory_limit`) when none is asked for or it is not a positive number."""
+    try:
+        req = int(requested) if requested is not None and not isinstance(requested, bool) else 0
+    except (TypeError, ValueError, OverflowError):
+        req = 0
+    if req <= 0:
+        return default_memory_limit()
+    total = host_memory()[1]
+    return min(req, total * 3 // 4) if total else req
 
 
 def host_memory():

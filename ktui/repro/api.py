@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ktui import settings
 from ktui.engine import sha1_text
 from ktui.engine.defaults import CORRECTNESS_TRIALS, METHOD, METHODS, STAGE_TIMEOUT_S, TRIALS
 from ktui.repro import cache
@@ -200,9 +201,17 @@ def _resolve(run: Any, reference_path: str | None, tasks_dir: str | None) -> tup
 
 # ---- requests and the cache ---------------------------------------------------------------------
 
+def worker_limits() -> dict[str, Any]:
+    """The request's fields for the user's worker limits: ``memory_limit`` (bytes) from
+    ``KTUI_WORKER_MEMORY_GB`` (the engine caps it by the host's memory); empty: the defaults."""
+    mem = settings.current().worker_memory_bytes
+    return {"memory_limit": mem} if mem else {}
+
+
 def make_request(kv: Any, options: ReproOptions, reference: str | None, reference_origin: str,
                  rule: Any = None) -> dict[str, Any]:
     return {
+        **worker_limits(),
         "correctness_rule": rule.to_dict() if rule is not None else None,
         "kernel_code": kv.code,
         "kernel_sha1": kv.sha1,

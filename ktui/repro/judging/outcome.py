@@ -22,6 +22,7 @@ from ktui.repro.judging.model import CANCELLED, HARNESS_ERROR, JUDGE_SIDE, NOT_J
 NO_GPU, NO_REFERENCE, NO_TOOLCHAIN, BUDGET, NO_CODE = "no GPU", "no reference", "no toolchain", "budget", "no code"
 SIZE = "size limit"
 GPU_MEMORY = "GPU memory"
+HOST_MEMORY = "host memory"
 
 _HOW = {
     NO_GPU: "run it on a machine with a CUDA GPU (ktui repro TRACE --device cuda, or ktui verify there)",
@@ -31,6 +32,9 @@ _HOW = {
     NO_CODE: "the trace does not hold this version's code: nothing to run",
     GPU_MEMORY: ("run it again on an idle GPU, or with one kernel on the GPU at a time (ktui verify --no-pipeline, "
                  "--gpus with one slot)"),
+    HOST_MEMORY: ("raise the workers' host-memory limit (KTUI_WORKER_MEMORY_GB=N, capped at three quarters of the "
+                  "host's memory) and run it again on a machine with enough memory, or judge it at a smaller size "
+                  "(a copy of the reference with smaller get_inputs, --reference FILE)"),
     SIZE: (f"its inputs or outputs are larger than a value the sandbox may pass ({FILE_SIZE_LIMIT_BYTES >> 30} GiB "
            "each): judge it at a smaller size (a copy of the reference with smaller get_inputs, --reference FILE)"),
 }
@@ -61,6 +65,9 @@ def gpu_memory_held_by_others(msg: str) -> str | None:
 
 #: a value the sandbox passes (a memfd) went over the per-file limit: the problem's size, not the kernel
 _TOO_LARGE = re.compile(r"\[Errno 27\]|File too large|EFBIG")
+#: the reference's worker went over ktui's host-memory limit (the engine's words, workers.py): the problem's
+#: size against ktui's limit, not a broken judge
+_REFERENCE_OVER_LIMIT = re.compile(r"^the reference used [\d.]+ GiB of host memory \(limit [\d.]+ GiB")
 #: Triton's own launcher / driver stub failed to compile (its C file, not the kernel's code): the toolchain
 _TRITON_STUB = re.compile(r"(?:cuda_utils|__triton_launcher|driver)\.c\b.*returned non-zero|"
                           r"Command '\[[^\]]*(?:cuda_utils|__triton_launcher)\.c")
@@ -81,7 +88,7 @@ _NO_COMPILER = re.compile(r"(?i)(?:\bc\+\+|\bg\+\+|\bgcc|\bclang|ninja)\b.*(?:no
 @dataclass(frozen=True, slots=True)
 class Unjudged:
     verdict: str  # NOT_JUDGED | HARNESS_ERROR | CANCELLED
-    why: str  # NO_GPU | NO_REFERENCE | NO_TOOLCHAIN | BUDGET | NO_CODE | SIZE | GPU_MEMORY | "judge" | "cancelled"
+    why: str  # NO_GPU | NO_REFERENCE | NO_TOOLCHAIN | BUDGET | NO_CODE | SIZE | GPU_MEMORY | HOST_MEMORY | "judge" | "cancelled"
     message: str  # what happened, one line
     how: str  # how to get it judged
 
@@ -132,6 +139,9 @@ def unjudged(result: Any) -> Unjudged | None:
         others = gpu_memory_held_by_others(str(f.get("message") or ""))
         if others is not None:
             return Unjudged(NOT_JUDGED, GPU_MEMORY, f"{others} ({msg[:160]})", _HOW[GPU_MEMORY])
+    if kind == "reference_error" and _REFERENCE_OVER_LIMIT.match(msg):
+        return Unjudged(NOT_JUDGED, HOST_MEMORY, f"the problem's reference needs more host memory than ktui's workers "
+                        f"may use ({msg})", _HOW[HOST_MEMORY])
     if kind in JUDGE_SIDE:
         return Unjudged(HARNESS_ERROR, "judge", msg or kind, "run it again (--fresh); if it repeats, report it")
     if kind == "no_reference":

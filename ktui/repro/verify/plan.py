@@ -23,7 +23,7 @@ from typing import Any
 
 from ktui.engine import sha1_text
 from ktui.repro import cache
-from ktui.repro.api import ReproError, ReproOptions, resolve_judging
+from ktui.repro.api import ReproError, ReproOptions, resolve_judging, worker_limits
 from ktui.repro.recorded import Recorded, recorded_for
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex, summarize
 from ktui.trace.model import INCOMPLETE
@@ -54,6 +54,7 @@ class Job:
     def request(self, options: ReproOptions, build_root: str, *, with_reference: bool = True) -> dict[str, Any]:
         """The worker request (the same fields as :func:`ktui.repro.api.make_request`)."""
         return {
+            **worker_limits(),
             "kernel_code": self.kernel_code,
             "kernel_sha1": self.kernel_sha1,
             "kernel_label": self.label,
