@@ -16,7 +16,6 @@ from ktui.trace.lazy import LineSource, call_args, diff_items, lazy_min, result_
 from ktui.trace.model import (
     OK,
     READ_BACK,
-    UNKNOWN,
     V0,
     V1,
     V2,
@@ -467,30 +466,8 @@ class Builder:
         its kernel versions (``run.findings_pending``; :func:`ktui.trace.flags.compute_flags`
         adds them)."""
         run = self.run
-        ev = self._evidence
-        if V3 in ev:
-            run.variant = V3
-        elif V0 in ev and V1 not in ev:
-            run.variant = V0
-        elif V1 in ev:
-            run.variant = V1
-        elif V2 in ev:
-            run.variant = V2
-        elif "assistant" in self._actors_seen and self._actors_seen <= {None, "assistant", "harness"}:
-            run.variant = V2
-        else:
-            run.variant = V1 if self._has_token_costs else UNKNOWN
-        # reasoning vs visible text in V1 agent_messages
-        for idx, msgs in self._msgs.items():
-            t = run.turns[idx]
-            if len(msgs) >= 2:
-                t.reasoning, t.text = msgs[0], "\n\n".join(msgs[1:])
-            elif msgs:
-                m = msgs[0]
-                if t.calls or m.lstrip().startswith("**"):
-                    t.reasoning, t.text = m, None
-                else:
-                    t.reasoning, t.text = None, m
+        run.variant = derive.variant(self._evidence, self._actors_seen, self._has_token_costs)
+        derive.agent_message_text(run, self._msgs)  # reasoning vs visible text in V1 agent_messages
         derive.turn_timing(run, self._turn_prev_ts)
         derive.kernel_versions(run, self._final_answers)
         derive.metrics_and_outcome(run)
@@ -511,11 +488,4 @@ _HANDLERS = {name[4:]: name for name in dir(Builder) if name.startswith("_on_") 
 
 
 def _add_diffs(call: ToolCall, items: list[dict[str, Any]], line: int) -> None:
-    """Append to the call's diffs (an empty tuple until it has some: most calls have none): the
-    entries of the state_diff event on ``line``, or, for a call read back from the file, that
-    line's number (:attr:`ToolCall.diffs` reads it back)."""
-    entry: list[Any] = [line] if call.lazy else items
-    if isinstance(call._diffs, list):
-        call._diffs.extend(entry)
-    else:
-        call._diffs = list(entry)
+    call.add_diffs(items, line)

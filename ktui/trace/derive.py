@@ -18,6 +18,9 @@ from ktui.trace.model import (
     OK,
     OUTCOME_FAILED,
     PASSED,
+    UNKNOWN,
+    V0,
+    V1,
     V2,
     V3,
     KernelUse,
@@ -244,3 +247,31 @@ def flags(run: Run, *, findings: bool = True) -> None:
     run.flags = compute_flags(run, findings=findings)
     run.findings_pending = not findings
 
+
+def variant(evidence: set[str], actors_seen: set[str | None], has_token_costs: bool) -> str:
+    """The trace variant (format doc, section 4) from the markers the builder saw."""
+    if V3 in evidence:
+        return V3
+    if V0 in evidence and V1 not in evidence:
+        return V0
+    if V1 in evidence:
+        return V1
+    if V2 in evidence:
+        return V2
+    if "assistant" in actors_seen and actors_seen <= {None, "assistant", "harness"}:
+        return V2
+    return V1 if has_token_costs else UNKNOWN
+
+
+def agent_message_text(run: Run, msgs: dict[int, list[str]]) -> None:
+    """A V1 turn's agent_message texts: reasoning first, then the visible text."""
+    for idx, texts in msgs.items():
+        t = run.turns[idx]
+        if len(texts) >= 2:
+            t.reasoning, t.text = texts[0], "\n\n".join(texts[1:])
+        elif texts:
+            m = texts[0]
+            if t.calls or m.lstrip().startswith("**"):
+                t.reasoning, t.text = m, None
+            else:
+                t.reasoning, t.text = None, m

@@ -174,6 +174,15 @@ class ToolCall:
     def diffs(self, value: Sequence[dict[str, Any]]) -> None:
         self._diffs = value
 
+    def add_diffs(self, items: list[dict[str, Any]], line: int) -> None:
+        """Append the entries of the state_diff event on ``line`` (an empty tuple until there are
+        some: most calls have none); a call read back from the file keeps that line's number."""
+        entry: list[Any] = [line] if self.lazy else items
+        if isinstance(self._diffs, list):
+            self._diffs.extend(entry)
+        else:
+            self._diffs = list(entry)
+
     @property
     def args(self) -> dict[str, Any]:
         a = self._args
