@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ktui.trace.results.evaluated import evaluated_other_code
+
 CORRECTNESS_TOOLS = ("run_correctness", "submit_kernel")
 COMPILE_TOOLS = ("compile_kernel",)
 
@@ -58,6 +60,8 @@ class Recorded:
     hardware: str | None = None
     precision: str | None = None
     findings: list[Any] = field(default_factory=list)  # ktui.trace.findings.Finding of this version
+    # the harness's result file, set aside: its record is about other code than this version (why, in words)
+    set_aside: str = ""
 
     @property
     def failure(self) -> RecordedOutcome | None:
@@ -145,6 +149,10 @@ def _from_result_file(run: Any, kernel: Any, final: Any, rec: Recorded) -> None:
     if r.correct is None and r.compiled is None:
         return
     err = r.error or ""
+    other = "" if r.correct else evaluated_other_code(err, getattr(kernel, "code", None))
+    if other:  # never compared with this version: only the trace's own checks are
+        rec.set_aside = f"{r.source} ({r.harness}) set aside: {other}"
+        return
     if r.correct:
         status, kind = "ok", ""
     else:

@@ -21,6 +21,7 @@ from ktui.repro.judging.model import (
     HELD_OUT,
     MAX_TIME_TOL,
     MEM_TOL,
+    NOT_JUDGED,
     NOT_RECORDED,
     NOT_REPRODUCIBLE,
     RATIO_TOL,
@@ -138,6 +139,18 @@ def judge_correctness(ev: Evidence) -> Judgement:
     if ev.cancelled:
         j.verdict, j.reason = CANCELLED, (failure or {}).get("message", "cancelled")
         return j
+    aside = getattr(rec, "set_aside", "")
+    if aside and rc is None and unjudged(ev.result) is None:
+        # the harness's record is about code ktui does not have, and the trace checked nothing else
+        f = failure or {}
+        here = correctness_text(row.reproduced or ({"failed": f.get("kind") or "failed", "message": f.get("message")}
+                                                   if f else None))
+        row.verdict = NOT_RECORDED
+        j.verdict = NOT_JUDGED
+        j.reason = f"not judged here (what the harness evaluated is not in the trace): {aside}; here: {here}"
+        return j
+    if aside:
+        j.notes.append(aside)
     if failure:
         _failed(ev, j, row)
         return j
