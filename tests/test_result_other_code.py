@@ -91,6 +91,8 @@ def test_a_syntax_error_past_the_end_of_the_version_is_set_aside(tmp_path):
     assert comp.verdict == NOT_JUDGED and comp.verdict != CORRECTNESS_DISAGREES
     assert "not in the trace" in comp.reason and "pass 5/5" in comp.reason
     assert run.outcome == "failed"  # the sweep's count is still the result file's
+    flags = {f.code: f.message for f in run.flags}
+    assert "line 61" in flags.get("result_other_code", "") and "v2" in flags["result_other_code"]
 
 
 def test_a_syntax_error_the_version_does_not_have_is_set_aside(tmp_path):
@@ -105,6 +107,7 @@ def test_an_error_that_may_be_about_this_version_is_still_compared(tmp_path):
     rec = recorded_for(run, run.kernels[-1])
     assert rec.set_aside == "" and rec.correctness is not None
     assert compare(rec, PASSED_HERE).verdict == CORRECTNESS_DISAGREES
+    assert "result_other_code" not in {f.code for f in run.flags}
 
 
 @pytest.mark.parametrize("error,code,other", [

@@ -206,6 +206,7 @@ def apply(run: Run, r: Result) -> None:
     for code, c in r.cheats:
         sev = "info" if code == "harness_rejected" else "warning"
         run.flags.append(Flag(code, f"{r.harness} flagged this run: {c} ({r.source})", sev))
+    _other_code(run, r)
     # the trace's own verdict against the file's
     if r.outcome in (PASSED, OUTCOME_FAILED) and traced in (PASSED, OUTCOME_FAILED) and traced != r.outcome:
         run.flags.append(Flag("result_disagrees", f"the trace says {traced}, {r.source} says {r.outcome}",
@@ -214,6 +215,22 @@ def apply(run: Run, r: Result) -> None:
         run.flags.append(Flag("result_disagrees",
                               f"the trace's last check says correct={'yes' if traced_correct else 'no'}, "
                               f"{r.source} says correct={'yes' if r.correct else 'no'}", "warning"))
+
+
+def _other_code(run: Run, r: Result) -> None:
+    """Flag a result file whose error cannot be about the final version the trace holds
+    (:mod:`ktui.trace.results.evaluated`): the harness evaluated code that is not in the trace."""
+    from ktui.trace.results.evaluated import evaluated_other_code, names_syntax_error
+
+    if r.correct or not names_syntax_error(r.error):
+        return
+    try:
+        fk = run.final_kernel
+        other = evaluated_other_code(r.error, fk.code if fk is not None else None)
+    except (OSError, ValueError, AttributeError):
+        return
+    if other:
+        run.flags.append(Flag("result_other_code", f"{r.source}: {other} ({fk.label if fk else ''})", "warning"))
 
 
 def outcome_of(passed: bool | None) -> str:

@@ -46,6 +46,11 @@ def _parses(code: str) -> bool | None:
     return True
 
 
+def names_syntax_error(error: str) -> bool:
+    """Whether ``error`` records a Python syntax error (cheap: a kernel's code is read only then)."""
+    return bool(error) and _SYNTAX.search(error[:8000]) is not None
+
+
 def evaluated_other_code(error: str, code: str | None) -> str:
     """Why ``error`` (a harness's recorded error text) cannot be about ``code`` (the version ktui
     rebuilt), in words; "" when it may be (or says nothing that tells)."""
