@@ -85,3 +85,9 @@ def test_the_limit_is_capped_by_the_host_memory(monkeypatch, tmp_path):
     assert sandbox.Spec(str(tmp_path), memory_limit=500 * GIB).memory_limit == 96 * GIB
     assert sandbox.Spec(str(tmp_path), memory_limit=40 * GIB).memory_limit == 40 * GIB
     assert sandbox.Spec(str(tmp_path)).memory_limit == sandbox.default_memory_limit()
+
+
+def test_the_confirmation_says_the_limit_the_worker_will_get(monkeypatch):
+    monkeypatch.setattr(sandbox, "host_memory", lambda: (100 * GIB, 128 * GIB))
+    assert any("host memory 40 GiB" in w for w in sandbox.planned("cpu", 40 * GIB))
+    assert any("host memory 96 GiB" in w for w in sandbox.planned("cpu", 900 * GIB))

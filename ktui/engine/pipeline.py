@@ -99,7 +99,7 @@ class Judge(CorrectnessStages, ClockStages):
             "reference_sha1": sha1_text(self.job.reference_source) if self.job.reference_source else None,
             "stages": {}, "environment": None, "build": None, "correctness": None, "timing": None,
             "memory": None, "launches": None, "checks": [], "findings": [], "notes": [],
-            "sandbox": {"planned": sandbox.planned(self.device_kind)},
+            "sandbox": {"planned": sandbox.planned(self.device_kind, self.job.memory_limit)},
             "seeds": {"init": int(self.job.seed), "inputs": self.input_seed},
         }
 

@@ -500,14 +500,15 @@ class Launched:
 
 # ---- in words ---------------------------------------------------------------------------------
 
-def planned(device="cpu"):
-    """What a worker started now would get, before it starts (for the confirmation dialog)."""
+def planned(device="cpu", memory_limit=None):
+    """What a worker started now would get, before it starts (for the confirmation dialog);
+    ``memory_limit``: the job's (KTUI_WORKER_MEMORY_GB), capped as the worker's will be."""
     d = detect()
     words = ["a fresh process per kernel for the reference and for the candidate",
              "an environment allow-listed by exact name (no credentials; HOME and TMPDIR in its temp dir)",
              "stdin from /dev/null, stdout/stderr captured (at most "
              f"{OUTPUT_CAP_BYTES >> 20} MiB)",
-             f"limits: host memory {default_memory_limit() / 2**30:.0f} GiB for the worker tree (memfds and "
+             f"limits: host memory {worker_memory_limit(memory_limit) / 2**30:.0f} GiB for the worker tree (memfds and "
              "shared memory counted), "
              f"files {FILE_SIZE_LIMIT_BYTES >> 30} GiB each, CPU time {CPU_LIMIT_S} s, "
              f"{DISK_LIMIT_BYTES >> 30} GiB and {DISK_ENTRIES_LIMIT:,} files in its temp and build dirs, "

@@ -47,6 +47,7 @@ from ktui.repro.api import (
     cached_report,
     latest_report,
     reproduce,
+    worker_limits,
 )
 from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
@@ -207,7 +208,7 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
         dev = opts.device or "cuda if available, else cpu"
         self._status("This re-executes model-written code from the trace on this machine.")
         try:
-            words = sandbox.planned("cpu" if opts.device == "cpu" else "cuda")
+            words = sandbox.planned("cpu" if opts.device == "cpu" else "cuda", worker_limits().get("memory_limit"))
         except Exception as exc:  # noqa: BLE001 - say so rather than claim protections
             words = [f"(could not determine the sandbox: {exc})"]
         protections = "\n".join(f"  • {w}" for w in words)
