@@ -119,8 +119,9 @@ def test_probes_that_ignore_the_reference_output_do_not_ask_for_it():
 
 
 class _RunCtx:
-    def __init__(self, speedup, **timing):
-        self.result = {"timing": dict({"speedup": speedup}, **timing), "checks": []}
+    def __init__(self, speedup, checks=(), findings=(), **timing):
+        self.result = {"timing": dict({"speedup": speedup, "method_used": "cuda_event"}, **timing),
+                       "checks": list(checks), "findings": list(findings)}
         self.ran = []
 
     def add_check(self, name, ok, detail):
@@ -155,13 +156,17 @@ def _fake_battery(monkeypatch):
     ({"speedup": 0.4, "error": "timing failed"}, True),
     ({"speedup": None}, True),
     ({"speedup": True}, True),
+    ({"speedup": 0.4, "method_used": "host"}, True),                 # CPU timing: as before
+    ({"speedup": 0.4, "kernel": {"source": "judge wall clock"}}, True),  # ktui's clock replaced its time
+    ({"speedup": 0.4, "checks": [{"name": "timer_cross_check", "ok": False}]}, True),  # already in doubt
+    ({"speedup": 0.4, "findings": [{"class": "timer_disagrees"}]}, True),
 ])
 def test_speed_only_probes_run_for_kernels_that_could_profit(monkeypatch, timing, runs_speedy):
     pk, ran = _fake_battery(monkeypatch)
     ctx = _RunCtx(**timing)
     pk.run_judge_probes(ctx)
     assert ("speedy" in ran) is runs_speedy and "plain" in ran
-    speedy = [c for c in ctx.result["checks"] if c["name"] == "speedy"]
+    speedy = [c for c in ctx.result["checks"] if c.get("name") == "speedy"]
     assert len(speedy) == 1
     if not runs_speedy:
         assert speedy[0]["ok"] is None and "not needed" in speedy[0]["detail"]  # neither a pass nor a flag

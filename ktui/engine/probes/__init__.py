@@ -154,11 +154,17 @@ def run_judge_probes(ctx, correctness_failed=False):
 
 
 def _clearly_slower(result):
-    """The kernel's measured speedup when it is below SPEED_ONLY_BELOW (ktui's own timing, after
-    its cross-checks; a timer the kernel tampered with counts as not measured), else None."""
+    """The kernel's measured speedup when it is below SPEED_ONLY_BELOW, else None. Only for CUDA
+    timing that nothing has put in doubt: a timer the kernel tampered with, a time ktui's clock
+    replaced, or any finding or failed check so far (a kernel that knows when it is timed can be
+    slow in ktui's clock and fast in its harness's) gets the whole battery."""
     t = result.get("timing") or {}
     sp = t.get("speedup")
     if t.get("error") or t.get("kernel_invalid_samples") or not isinstance(sp, (int, float)) or isinstance(sp, bool):
+        return None
+    if t.get("method_used") in (None, "host") or (t.get("kernel") or {}).get("source"):
+        return None
+    if result.get("findings") or any(isinstance(c, dict) and c.get("ok") is False for c in result.get("checks") or []):
         return None
     return float(sp) if 0.0 < sp < SPEED_ONLY_BELOW else None
 
