@@ -113,7 +113,7 @@ def _few_changed(ctx, base, seed, slot, out_before):
 
     from .. import shm
 
-    c_in, _ = ctx.reference_io(seed + 3, "p-c")
+    c_in, _none = ctx.reference_io(seed + 3, "p-c", outputs=False)
     draws = c_in.decoded()
     gen = torch.Generator().manual_seed(seed + 4)
     changed, few = 0, []
