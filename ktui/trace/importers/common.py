@@ -17,6 +17,7 @@ from typing import Any
 
 from ktui.trace.derive import flags as derive_flags
 from ktui.trace.importers.evidence import evidence
+from ktui.trace.importers.framing import task_of
 from ktui.trace.importers.kernels import backend_of
 from ktui.trace.importers.tracker import FileTracker
 from ktui.trace.model import (
@@ -582,21 +583,3 @@ def object_lines(asm: Assembler, path: str, data: bytes | None = None) -> Iterat
 __all__ = ["Assembler", "JSONError", "TooBig", "as_dict", "as_int", "as_list", "as_num", "as_str", "bad_json_line",
            "excerpt", "iso_ms", "iter_lines", "kernelbench_problem", "object_lines", "parse_json", "read_bounded", "shell_status", "text_of", "exit_code",
            "ERROR", "FAILED", "OK"]
-
-
-# OpenHands (its fn_call_converter, for models without native function calling) puts a worked
-# example before the task in the first user message and frames the task itself with these lines
-_TASK_START = re.compile(r"^-{5,}\s*NEW TASK DESCRIPTION\s*-{5,}\s*$", re.M)
-_TASK_END = re.compile(r"^-{5,}\s*END OF NEW TASK DESCRIPTION\s*-{5,}\s*$", re.M)
-
-
-def task_of(text: str) -> str:
-    """The task of a first user message: the framed NEW TASK DESCRIPTION when there is one (the
-    example before it is not the task), else the message."""
-    m = _TASK_START.search(text[:1 << 20])
-    if m is None:
-        return text
-    e = _TASK_END.search(text, m.end())
-    task = text[m.end(): e.start() if e else len(text)].strip("\n")
-    return task if task.strip() else text
-
