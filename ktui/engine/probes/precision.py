@@ -13,30 +13,6 @@ from . import judge_probe, worker_probe
 PRECISION_SEED = 7919 + 50
 REDUCED_FACTOR = 10.0  # the kernel's error vs float64 over the float32 reference's own
 REL_FLOOR = 1e-5  # ...and over this fraction of the largest |output| (fp16 rounding alone gives ~2.4e-4)
-# ...and at least this share of the error of the task computed exactly on operands rounded to TF32
-# (10 mantissa bits, the widest reduced format): float32 summed in another order (a long reduction
-# accumulated in sequence: an honest K = 524,288 matmul on the H200 was 113x cuBLAS's error) stays
-# far below that; TF32, fp16 or bf16 arithmetic, or an output stored in fp16, reaches it
-TF32_SHARE = 0.25
-
-
-def round_tf32(obj):
-    """Floating tensors of ``obj`` rounded to TF32's 10 mantissa bits (to nearest), as float64."""
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        if not obj.is_floating_point():
-            return obj
-        x = obj.detach().to(torch.float32).contiguous()
-        bits = x.view(torch.int32)
-        rounded = ((bits + 0x1000) & ~0x1FFF).view(torch.float32)  # 13 of float32's 23 bits dropped
-        keep = ~torch.isfinite(x)
-        return torch.where(keep, x, rounded).to(torch.float64)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(round_tf32(x) for x in obj)
-    if isinstance(obj, dict):
-        return {k: round_tf32(v) for k, v in obj.items()}
-    return obj
 
 
 def to_float64(obj):
@@ -75,26 +51,7 @@ def reference_float64(wctx, args, fds, out_fds):
         torch.cuda.synchronize(wctx.device)
     dtypes = [str(t.dtype).replace("torch.", "") for t in flatten(out) if isinstance(t, torch.Tensor)]
     enc = shm.encode_value(_plain(out), out_fds)
-    # the yardstick of reduced precision: the same task in float64 on operands (inputs and
-    # parameters) rounded to TF32; None when the reference cannot run that way
-    tf32 = None
-    m_tf = getattr(srv, "_model_tf32", None)
-    try:
-        if m_tf is None:
-            m_tf = copy.deepcopy(m64)
-            with torch.no_grad():
-                for p in list(m_tf.parameters()) + list(m_tf.buffers()):
-                    if p.is_floating_point():
-                        p.copy_(round_tf32(p))
-            srv._model_tf32 = m_tf
-        with torch.no_grad():
-            out_tf = m_tf(*round_tf32(wctx.slots[str(args["slot"])]))
-        if wctx.device is not None and wctx.device.type == "cuda":
-            torch.cuda.synchronize(wctx.device)
-        tf32 = shm.encode_value(_plain(out_tf), out_fds)
-    except Exception:  # noqa: BLE001 - the reference's code: no yardstick, the rule without it
-        tf32 = None
-    return {"findings": [], "data": {"outputs": enc, "dtypes": dtypes[:64], "tf32": tf32}}
+    return {"findings": [], "data": {"outputs": enc, "dtypes": dtypes[:64]}}
 
 
 def max_abs_diff(a, b):
@@ -130,16 +87,11 @@ def output_scale(obj):
     return best
 
 
-def judge_precision(err_kernel, err_ref, scale, err_tf32=None):
-    """(reduced, ratio): the kernel's error against float64 vs the float32 reference's own; with
-    ``err_tf32`` (the task on TF32-rounded operands, exactly computed) the error must also reach
-    TF32_SHARE of it: fewer bits, not float32 summed in another order."""
+def judge_precision(err_kernel, err_ref, scale):
+    """(reduced, ratio): the kernel's error against float64 vs the float32 reference's own."""
     base = max(err_ref, 1e-7 * scale)  # one float32 ulp or so at the largest output: never below
     ratio = err_kernel / base if base > 0 else (float("inf") if err_kernel > 0 else 0.0)
-    reduced = err_kernel > REDUCED_FACTOR * base and err_kernel > REL_FLOOR * scale
-    if reduced and err_tf32 is not None and err_tf32 > 0 and err_kernel < TF32_SHARE * err_tf32:
-        reduced = False
-    return reduced, ratio
+    return (err_kernel > REDUCED_FACTOR * base and err_kernel > REL_FLOOR * scale), ratio
 
 
 @judge_probe("reduced_precision")
@@ -187,21 +139,12 @@ def reduced_precision(ctx):
         ctx.add_check("reduced_precision", None, "the reference does not compute in float64 when widened "
                       f"(outputs {', '.join(str(x) for x in dtypes[:3]) or 'none'})")
         return
-    held = ctx.hold(d["outputs"], fds)
-    ref64 = held.decoded()
+    ref64 = ctx.hold(d["outputs"], fds).decoded()
     err_k, err_r = max_abs_diff(out.decoded(), ref64), max_abs_diff(ref32.decoded(), ref64)
     scale = output_scale(ref64)
-    err_t = None
-    if isinstance(d.get("tf32"), (dict, list)):
-        tf = ctx.hold(d["tf32"], fds)
-        tf.owns = False
-        err_t = max_abs_diff(tf.decoded(), ref64)
-    reduced, ratio = judge_precision(err_k, err_r, scale, err_t)
-    detail = (f"max error vs the float64 reference {err_k:.2e}, the float32 reference's own {err_r:.2e}"
-              + (f", the task on TF32-rounded operands {err_t:.2e}" if err_t is not None else "")
-              + f" (largest |output| {scale:.3g})")
-    if not reduced and err_t is not None and err_k > REDUCED_FACTOR * max(err_r, 1e-7 * scale):
-        detail += ": above the float32 reference's, well below TF32's: float32 summed in another order"
+    reduced, ratio = judge_precision(err_k, err_r, scale)
+    detail = (f"max error vs the float64 reference {err_k:.2e}, the float32 reference's own {err_r:.2e} "
+              f"(largest |output| {scale:.3g})")
     if reduced:
         ctx.add_check("reduced_precision", False,
                       f"reduced precision: its error vs float64 ({err_k:.2e}) is {ratio:,.0f}x the float32 "
