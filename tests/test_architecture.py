@@ -35,12 +35,17 @@ def test_no_module_the_app_loads_can_import_torch():
             f"for m in {SCREENS!r}:\n    importlib.import_module(m)\n"
             "import ktui.tui.screens as s\n"
             "for i in pkgutil.iter_modules(s.__path__):\n    importlib.import_module('ktui.tui.screens.' + i.name)\n"
+            # the service the app's workers call in its process (repro, verify, profile, export)
+            "import ktui.repro as r\n"
+            "for i in pkgutil.walk_packages(r.__path__, 'ktui.repro.'):\n"
+            "    if i.name != 'ktui.repro.verify.ray_engine':\n        importlib.import_module(i.name)\n"
             "print('\\n'.join(sorted(m.__file__ for n, m in list(sys.modules.items())\n"
             "                         if n.startswith('ktui') and getattr(m, '__file__', None))))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     files = r.stdout.split()
     assert any(f.endswith("engine/sandbox.py") for f in files)  # the app does load engine modules
+    assert any(f.endswith("repro/verify/engine.py") for f in files)  # and the whole repro service
     pattern = re.compile(r"^\s*(?:import\s+torch\b|from\s+torch\b)", re.M)
     offenders = [f for f in files if pattern.search(open(f, encoding="utf-8").read())]
     assert offenders == [], offenders
