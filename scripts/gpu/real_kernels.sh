@@ -11,19 +11,10 @@
 # Writes $OUT/pipeline_compare.md/.json (wall, verdicts, hack classes, per-stage and per-probe
 # seconds, time in timing windows over the wall, kernels/min) and environment.txt, pipeline.log.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${OUT:?set OUT to the results directory}"
+. "$(dirname "$0")/common.sh"
 SWEEP="${SWEEP:-.i26sweep}"
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-{
-    echo "date: $(date -u +%FT%TZ)"
-    nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1
-    echo "cpu cores: $(nproc); memory: $(grep MemAvailable /proc/meminfo)"
-    python3 -c "import sys, torch; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda', torch.version.cuda)" 2>&1
-    echo "sweep: $SWEEP ($(ls "$SWEEP"/*.jsonl | wc -l) traces)"
-} > "$OUT/environment.txt"
-cat "$OUT/environment.txt"
+gpu_setup
+gpu_environment "sweep: $SWEEP ($(ls "$SWEEP"/*.jsonl | wc -l) traces)"
 timeout -s INT $(( ${BUDGET:-520} + 30 )) python3 benchmarks/bench_verify.py --pipeline-compare --modes "${MODES:-on}" \
     --sweep "$SWEEP" --out "$OUT" --trials "${TRIALS:-100}" --timeout 120 --compile-timeout "${COMPILE_TIMEOUT:-400}" --gpus "${GPUS:-0}" --budget "${BUDGET:-520}" \
     ${DEVICE:+--device "$DEVICE"} > "$OUT/pipeline.log" 2>&1

@@ -14,21 +14,12 @@
 # fused_silu_fp8): passed as --tasks when that folder is there; without it the verdicts say the
 # harness's rule is unknown.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${OUT:?set OUT to the results directory}"
+. "$(dirname "$0")/common.sh"
 SWEEP="${SWEEP:-.i21data/jobs}"
 BUDGET="${BUDGET:-420}"  # seconds for both verify calls together
 CORRECT_S="${CORRECT_S:-$((BUDGET * 2 / 3))}"  # of which the recorded-correct runs
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export KTUI_CACHE_DIR="${KTUI_CACHE_DIR:-/tmp/ktui-real-sweep-cache}"
-{
-    echo "date: $(date -u +%FT%TZ)"
-    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1
-    echo "cpu cores: $(nproc)"
-    python3 -c "import sys, torch, triton; print('python', sys.version.split()[0], '| torch', torch.__version__, '| triton', triton.__version__, '| cuda available', torch.cuda.is_available())" 2>&1
-} > "$OUT/environment.txt"
-cat "$OUT/environment.txt"
+gpu_setup /tmp/ktui-real-sweep-cache
+gpu_environment
 python3 - "$SWEEP" > /tmp/real_sweep_lists.txt <<'PY'
 import glob, json, os, sys
 root = sys.argv[1]

@@ -13,21 +13,12 @@
 # then the others with the time left. Writes under $OUT: environment.txt, verify_h200.json/.log/.txt,
 # verify_h100.json/.log.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${OUT:?set OUT to the results directory}"
+. "$(dirname "$0")/common.sh"
 SWEEP="${SWEEP:-.i21kb/triton_runs}"
 BUDGET="${BUDGET:-540}"  # seconds for both verify calls together
 FIRST_S="${FIRST_S:-$((BUDGET * 2 / 3))}"
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export KTUI_CACHE_DIR="${KTUI_CACHE_DIR:-/tmp/ktui-triton-sweep-cache}"
-{
-    echo "date: $(date -u +%FT%TZ)"
-    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1
-    echo "cpu cores: $(nproc)"
-    python3 -c "import sys, torch, triton; print('python', sys.version.split()[0], '| torch', torch.__version__, '| triton', triton.__version__, '| cuda available', torch.cuda.is_available())" 2>&1
-} > "$OUT/environment.txt"
-cat "$OUT/environment.txt"
+gpu_setup /tmp/ktui-triton-sweep-cache
+gpu_environment
 python3 - "$SWEEP" > /tmp/triton_sweep_lists.txt <<'PY'
 import glob, json, os, sys
 root = sys.argv[1]
