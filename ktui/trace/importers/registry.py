@@ -38,6 +38,7 @@ from ktui.trace.importers import (
     mini_swe_agent,
     openhands,
     openhands_v0,
+    result_run,
     swe_agent,
 )
 from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded
@@ -62,6 +63,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("kernelagent", kernelagent),
     ("aide", aide),
     ("kernelbench-agentic", kernelbench_agentic),
+    ("result-file", result_run),  # a result file that names its kernel file: after every trace format
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
 BY_NAME = dict(FORMATS)

@@ -12,11 +12,11 @@ from typing import Any
 from ktui import __version__, settings
 from ktui.trace.notes import JSONError, loads
 
-SCHEMA = 20  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
+SCHEMA = 21  # bump when RunSummary, the skim, an importer's reading or the static findings change: invalidates
 # cached entries (14: Codex refused patches, exit headers, formatters; Claude Code 2.x out-of-order, repeated
 # and torn records; 15: one content fingerprint for every format, labels key on it; no_gpu_final;
 # 16: the trace's reference sha1; 17: long lines are parsed in full, as the reader does; 18: record signatures;
-# 20: rows are kept before the sweep's records, which are applied at every read)
+# 20: rows are kept before the sweep's records, which are applied at every read; 21: result-file runs)
 
 
 def cache_dir() -> str:

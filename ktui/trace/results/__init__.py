@@ -106,10 +106,10 @@ def read_json(path: str) -> Any:
 def sidecars() -> list[tuple[str, Any]]:
     """The registry: (harness, reader) in the order they are tried; a reader's ``find(run)``
     returns a :class:`Result` or None."""
-    from ktui.trace.results import harbor, inline, kernelbench
+    from ktui.trace.results import harbor, inline, kernelbench, runfile
 
     # file sidecars first (they are what the sweep counted), then what the trace holds itself
-    return [("harbor", harbor), ("kernelbench", kernelbench), ("inspect", inline.INSPECT),
+    return [("harbor", harbor), ("kernelbench", kernelbench), ("result file", runfile), ("inspect", inline.INSPECT),
             ("ensemble", inline.ENSEMBLE)]
 
 
@@ -130,9 +130,12 @@ def find(run: Run) -> list[Result]:
 def is_sidecar(path: str) -> bool:
     """Whether a ``.json`` (or a Triton generation ``results.jsonl``) file the sweep walk meets is a
     result file (not a trace, not noise)."""
-    from ktui.trace.results import harbor, kernelbench
+    from ktui.trace.results import harbor, kernelbench, runfile
 
-    return harbor.is_result_file(path) or kernelbench.is_result_file(path) or kernelbench.is_lines_file(path)
+    if harbor.is_result_file(path) or kernelbench.is_result_file(path) or kernelbench.is_lines_file(path):
+        return True
+    # a harness's verdict on a kernel with no kernel file named (a re-evaluation beside a run's result)
+    return path.endswith(".json") and runfile.is_result_object(read_json(path))
 
 
 # ---- applying a result ------------------------------------------------------------------------------

@@ -1,0 +1,163 @@
+"""Runs known only by their harness's result file (format ``result-file``, issue 21).
+
+The files here are written for these tests with the structure of a real sweep that keeps no
+transcript: github.com/ianbarber/kernelbench-agents-vs-compile @ cfbb6de (no licence file: nothing
+copied), whose ``agent_loop/runs/<id>/result.json`` names ``agent_loop/sandbox/<id>/candidate.py``
+relative to the repository root and holds ``harness_result.verdict``, ``speedup_vs_inductor`` and
+the times; a ``result_strict.json`` beside three of them judged the same kernels again with a
+stricter harness (one of them: FAIL_MUTATION where result.json says PASS). The class is wider
+than that file: the kernel-file key, the verdict words and the layouts vary below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ktui.trace.index import scan
+from ktui.trace.reader import load
+from ktui.trace.results import is_sidecar, runfile
+
+TRITON = ("import torch\nimport triton\nimport triton.language as tl\n\n@triton.jit\n"
+          "def _k(x_ptr, o_ptr, n, B: tl.constexpr):\n    i = tl.program_id(0) * B + tl.arange(0, B)\n"
+          "    tl.store(o_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)\n\n"
+          "def run(x):\n    o = torch.empty_like(x)\n    _k[(1,)](x, o, x.numel(), B=1024)\n    return o\n")
+
+
+def _w(p: Path, text: str) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def _sweep(root: Path, run_id: str, cli: str, verdict: str = "PASS_STRICT", speedup: float | None = 1.5,
+           loc: str | None = None, extra: dict | None = None) -> Path:
+    box = root / "agent_loop" / "sandbox" / run_id
+    _w(box / "candidate.py", TRITON)
+    _w(box / "task.md", f"# Task: beat inductor on {run_id.split('_')[0]}\n")
+    _w(box / "reference.py", "import torch\n\ndef run(x):\n    return x.clone()\n")
+    hr = {"correctness": {"pass": verdict.startswith("PASS"), "cos_sim": 0.99999}, "candidate_us": 100.0,
+          "reference_us": 140.0, "verdict": verdict}
+    if speedup is not None:
+        hr["speedup_vs_inductor"] = speedup
+    obj = {"cli": cli, "task": run_id.split("_")[0], "run_id": run_id, "wall_clock_s": 300.0,
+           "harness_result": hr,
+           "final_candidate_loc": loc if loc is not None else f"agent_loop/sandbox/{run_id}/candidate.py",
+           "started_at": "2026-05-15T01:27:43.455964+00:00", "ended_at": "2026-05-15T01:32:43.455964+00:00",
+           **(extra or {})}
+    return _w(root / "agent_loop" / "runs" / run_id / "result.json", json.dumps(obj))
+
+
+def test_a_result_file_naming_its_kernel_is_a_run_with_its_verdict_kernel_task_and_reference(tmp_path):
+    f = _sweep(tmp_path, "swiglu_claude_v1", "claude")
+    run = load(f)
+    assert run.format == "result-file" and not [p for p in run.problems if p.severity == "error"]
+    assert run.outcome == "passed" and run.model == "claude" and run.problem.name == "swiglu"
+    fk = run.final_kernel
+    assert fk is not None and "triton.jit" in fk.code and run.backend == "triton"
+    assert fk.uses and fk.uses[-1].status == "ok"  # the harness's evaluation judged this version
+    assert run.problem.prompt and "beat inductor" in run.problem.prompt
+    assert "reference.py beside the kernel file" in run.problem.reference_origin
+    m = run.metrics
+    assert m is not None and m.correct is True and m.speedup == pytest.approx(1.5)
+    assert m.runtime_us == pytest.approx(100.0) and m.ref_runtime_us == pytest.approx(140.0)
+    assert "speedup vs torch.compile" in [r.label for r in m.groups["result"]]
+    assert run.wall_ms == 300_000
+
+
+@pytest.mark.parametrize("verdict,outcome", [("PASS", "passed"), ("FAIL_MUTATION", "failed"),
+                                             ("FAIL_CORRECTNESS", "failed"), ("ERROR", "failed")])
+def test_verdict_words_give_the_outcome(tmp_path, verdict, outcome):
+    run = load(_sweep(tmp_path, "rmsnorm_codex_v1", "codex", verdict=verdict,
+                      speedup=None if outcome == "failed" else 1.1))
+    assert run.outcome == outcome
+
+
+def test_other_spellings_of_the_class(tmp_path):
+    """A kernel_path beside the result, a bool ``correct``, ``speedup_over_eager``, times in ms."""
+    _w(tmp_path / "r7" / "kernel.cu", "__global__ void k(float* x) { x[0] = 1; }\n")
+    f = _w(tmp_path / "r7" / "eval.json", json.dumps(
+        {"model": "m-1", "problem_name": "19_ReLU", "kernel_path": "kernel.cu", "correct": False,
+         "speedup_over_eager": 0.5, "kernel_runtime_ms": 2.0, "error": "max abs diff 3.1"}))
+    run = load(f)
+    assert run.format == "result-file" and run.outcome == "failed" and run.model == "m-1"
+    assert run.final_kernel is not None and "__global__" in run.final_kernel.code
+    r = runfile.result_of(json.loads(f.read_text()), "eval.json")
+    assert r.speedups == {"eager": 0.5} and "max abs diff" in r.error
+
+
+def test_an_absolute_path_from_the_authors_machine_is_found_by_its_tail(tmp_path):
+    f = _sweep(tmp_path, "sdpa_kimi_v1", "kimi",
+               loc="/home/someone/Projects/KB/agent_loop/sandbox/sdpa_kimi_v1/candidate.py")
+    run = load(f)
+    assert run.final_kernel is not None and "triton.jit" in run.final_kernel.code
+
+
+@pytest.mark.parametrize("loc", ["../../../../secret.py", "/etc/ktui-secret.py", "agent_loop/sandbox/x/../../../../secret.py"])
+def test_a_hostile_path_reads_nothing_outside_the_sweep(tmp_path, loc):
+    outside = tmp_path / "home"
+    _w(outside / "secret.py", "ModelNew = 'SECRET-TOKEN'\n")
+    root = tmp_path / "home" / "sweeps" / "deep" / "er"
+    f = _sweep(root, "swiglu_x_v1", "x", loc=loc)
+    run = load(f)
+    assert run.final_kernel is None
+    assert "SECRET-TOKEN" not in json.dumps([c.args for c in run.calls])
+    assert any("no kernel read" in p.message for p in run.problems)
+
+
+def test_a_link_out_of_the_folder_and_a_file_with_no_kernel_are_not_read(tmp_path):
+    secret = _w(tmp_path / "outside" / "id.py", "triton.jit = 'SECRET-TOKEN'\n")
+    root = tmp_path / "a" / "b" / "c" / "d"
+    box = root / "agent_loop" / "sandbox" / "v1"
+    box.mkdir(parents=True)
+    os.symlink(secret, box / "candidate.py")
+    f = _sweep(root, "v1", "x")
+    (box / "candidate.py").unlink()
+    os.symlink(secret, box / "candidate.py")
+    assert load(f).final_kernel is None
+    (box / "candidate.py").unlink()
+    _w(box / "candidate.py", "print('no kernel here')\n")
+    assert load(f).final_kernel is None
+
+
+def test_a_reevaluation_beside_the_result_that_disagrees_is_flagged(tmp_path):
+    f = _sweep(tmp_path, "swiglu_codex_smoke", "codex", verdict="PASS", speedup=3.36)
+    _w(f.parent / "result_strict.json", json.dumps(
+        {"correctness": {"pass": True}, "mutates_y": True, "verdict": "FAIL_MUTATION"}))
+    run = load(f)
+    assert run.outcome == "passed"  # what the run recorded; the re-evaluation is said beside it
+    flags = {fl.code: fl.message for fl in run.flags}
+    assert "result_reevaluated" in flags and "FAIL_MUTATION" in flags["result_reevaluated"]
+    # one that agrees: shown, not flagged
+    g = _sweep(tmp_path / "o", "swiglu_kimi_smoke", "kimi", verdict="PASS", speedup=3.4)
+    _w(g.parent / "result_strict.json", json.dumps({"correctness": {"pass": True}, "verdict": "PASS_STRICT",
+                                                    "speedup_vs_inductor": 3.49}))
+    run = load(g)
+    assert "result_reevaluated" not in {fl.code for fl in run.flags}
+    assert "PASS_STRICT" in str(run.metrics.groups["result"])
+
+
+def test_the_sweep_lists_one_run_per_result_and_counts_the_rest_as_result_files(tmp_path):
+    for rid, cli, v in [("swiglu_claude_v1", "claude", "PASS_STRICT"), ("swiglu_codex_v1", "codex", "FAIL_MUTATION"),
+                        ("rmsnorm_kimi_v1", "kimi", "PASS")]:
+        _sweep(tmp_path, rid, cli, verdict=v)
+    strict = _w(tmp_path / "agent_loop" / "runs" / "swiglu_claude_v1" / "result_strict.json",
+                json.dumps({"correctness": {"pass": True}, "verdict": "PASS_STRICT"}))
+    _w(tmp_path / "agent_loop" / "sandbox" / "swiglu_claude_v1" / "inductor_baseline_us.json", '{"median_us": 109.6}')
+    runs, issues = scan(tmp_path, use_cache=False, jobs=0)
+    assert sorted((r.model, r.outcome) for r in runs) == [("claude", "passed"), ("codex", "failed"), ("kimi", "passed")]
+    assert is_sidecar(str(strict))
+    assert not is_sidecar(str(tmp_path / "agent_loop" / "sandbox" / "swiglu_claude_v1" / "inductor_baseline_us.json"))
+
+
+@pytest.mark.parametrize("obj", [
+    {"kernel_path": "k.py"},  # no verdict
+    {"verdict": "PASS", "notes_file": "k.py"},  # no kernel-file key
+    {"verdict": "PASS", "kernel_path": "k.txt"},  # not a source file
+    {"name": "pkg", "version": "1.0", "scripts": {"test": "pytest"}},
+])
+def test_what_is_not_such_a_run(obj):
+    assert not runfile.is_run_object(obj)
