@@ -360,3 +360,69 @@ def test_the_runs_screen_search_shows_each_run_of_a_folder_layout_apart(tmp_path
             assert len(cells) == 3 and len(set(cells)) == 3, cells
 
     asyncio.run(flow())
+
+
+def _with_notes(dst: Path, notes: dict[int, list[dict]]) -> Path:
+    """The seed trace with system events inserted after the given 0-based lines."""
+    lines = SEED_TRACE.read_text(encoding="utf-8").splitlines()
+    for at in sorted(notes, reverse=True):
+        env = json.loads(lines[at])
+        lines[at + 1:at + 1] = [json.dumps(dict(env, actor=None, message_id=None, payload=p)) for p in notes[at]]
+    dst.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dst
+
+
+def test_notes_in_the_middle_of_a_run_are_searched_and_shown_at_their_turn(tmp_path):
+    """Issue 24: only the notes that end a run were searched; one in its middle (a persona's
+    fallback, a retried backend, an actor spawned late, a JSON note carrying a message) was in
+    no search and in no turn's document. Each is found at the turn it leads into (where the
+    replay now shows it); a JSON body's strings are searched with their escapes undone (the file
+    holds them escaped twice: the byte and text prefilter must not rule the file out); a spawned
+    actor's system prompt, which its note only names, is found where the preamble shows it."""
+    kickoff = {"kind": "kickoff", "actor_id": "harness", "to": "kernel_author",
+               "message": 'please say "PangolinQ7" twice\nthen stop'}
+    spawned = {"kind": "agent_spawned", "actor_id": "reviewer", "model": "m-2", "tools": None,
+               "system_prompt": "You review kernels. Mention OkapiZ3 in every reply.", "params": {}}
+    p = _with_notes(tmp_path / "t.jsonl", {
+        AGENT_LINE: [{"kind": "system", "note": "trained-persona fallback: adapter WombatX5 unavailable"},
+                     {"kind": "system", "note": json.dumps(kickoff)}],
+        AGENT_LINE + 10: [{"kind": "system", "note": json.dumps(spawned)}]})
+    from ktui.trace import load
+
+    run = load(p)
+    at = {ln: t.index for t in run.turns for ln in range(t.first_line, t.last_line + 1)}
+    n1 = next(ln for ln, text in run.notes if "WombatX5" in text)
+    n3 = next(ln for ln, text in run.notes if "reviewer" in text)
+    lead1 = min(t.index for t in run.turns if t.last_line >= n1)
+    lead3 = min(t.index for t in run.turns if t.last_line >= n3)
+    assert lead1 > 0 and lead3 > lead1 < len(run.turns) - 1, (lead1, lead3, at)
+    for pattern, turn in (("wombatx5", lead1), ('say "PangolinQ7" twice', lead1), ("reviewer", lead3)):
+        hits = _hits(p, pattern)
+        assert [(h.turn, h.field, h.where) for h in hits] == [(turn, "text", "note")], (pattern, hits)
+    first = min(run.turns, key=lambda t: t.first_line).index
+    hits = _hits(p, "OkapiZ3")
+    assert [(h.turn, h.field, h.where) for h in hits] == [(first, "text", "system prompt reviewer")], hits
+    assert _hits(p, "WombatX5", fields=("calls", "results", "kernels", "reasoning")) == []
+    # the replay shows each note with that turn, and its own search counts it there
+    from ktui.tui.screens.replay_parts import compile_search, count_matches, turn_search_text
+
+    for pattern, turn in (("WombatX5", lead1), ('say "PangolinQ7" twice', lead1), ("reviewer model=m-2", lead3)):
+        rx = compile_search(re_escape(pattern))
+        counts = {t.index: count_matches(rx, turn_search_text(run, t)) for t in run.turns}
+        assert {k: v for k, v in counts.items() if v} == {turn: 1}, (pattern, counts)
+
+
+def re_escape(s: str) -> str:
+    import re
+
+    return re.escape(s)
+
+
+def test_notes_before_the_first_turn_and_spawned_prompts_in_a_real_trace_are_searched():
+    """The ensemble recorder's own sample (several actors, a persona's fallback note before any
+    turn): the fallback note, a user actor's system prompt and an agent's were found nowhere."""
+    p = fixture_path("ensemble") / "v1_ensemble_site_sample_non_kernel.jsonl"
+    hits = _hits(p, "adapter_name")
+    assert [(h.turn, h.field, h.where) for h in hits] == [(None, "text", "note")], hits
+    hits = _hits(p, "long-tenured Plank customer")
+    assert [(h.turn, h.where) for h in hits] == [(0, "system prompt alice")], hits

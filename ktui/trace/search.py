@@ -64,7 +64,10 @@ def _unescape_match(m: re.Match[str]) -> str:
 
 def json_unescaped(raw: bytes) -> str:
     """The file's text with JSON's string escapes undone (structure characters stay)."""
-    text = raw.decode("utf-8", "replace")
+    return _unescape_text(raw.decode("utf-8", "replace"))
+
+
+def _unescape_text(text: str) -> str:
     return _ESCAPE.sub(_unescape_match, text) if "\\" in text else text
 
 
@@ -112,7 +115,12 @@ class Matcher:
                 return False
         if not self.whole_file:
             return True
-        return self.rx.search(json_unescaped(raw)) is not None
+        text = json_unescaped(raw)
+        if self.rx.search(text) is not None:
+            return True
+        # text a note or a result carries as JSON inside a JSON string is escaped twice in the
+        # file (a system note's ``{"kind": "kickoff", "message": "say \\"hi\\""}``): undone twice
+        return "\\" in text and self.rx.search(_unescape_text(text)) is not None
 
     def finditer(self, text: str) -> Iterator[tuple[int, int]]:
         for m in self.rx.finditer(text):
@@ -250,40 +258,101 @@ _TURN_KINDS = frozenset({"agent_message", "assistant_message"})
 
 
 def _other_texts(run: Any, turns: list[Any]) -> dict[int | None, list[tuple[int | None, str, str, int | None, str]]]:
-    """The transcript's text outside the turns' own messages, by the turn the app shows it with:
-    the messages of other actors (the user's, a tool's), at the turn they lead into (the first
-    turn that ends at or after their line, else the last; None before the first turn), and the
-    system notes that say how the run ended (a backend's error, a halt, the grader), at the last
-    turn, where the replay shows "run ended" (every note of a run with no turns: None). Field
-    "text", ``where`` saying which ("note", "user_message harness")."""
-    items: list[tuple[int, str, str]] = []
-    # the notes the replay shows: how the run ended (after its last turn), or every note of a run
-    # with no turns; a note in the middle of a run is in the Events pane only, not searched here
+    """The transcript's text outside the turns' own messages, by the turn the app shows it with
+    (field "text", ``where`` saying which):
+
+    - the messages of other actors (the user's, a tool's) and every system note (``note``), at the
+      turn they lead into (the first turn that ends at or after their line, else the last; None
+      before the first turn); the notes that say how the run ended (a backend's error, a halt, the
+      grader) at the last turn, where the replay shows "run ended". A note in the middle of a run
+      (a persona's fallback, a retried backend, an actor spawned late) is searched like any other;
+      a note whose body is JSON is searched in its string values too (its escapes undone);
+    - each actor's system prompt (``system prompt ID``) at the first turn, whose document the
+      run's preamble leads, and the problem's prompt (``problem prompt``) before the first turn
+      (the spawn and prompt notes name them only: "agent_spawned: rep1 model=...").
+
+    Every note of a run with no turns, every message and prompt before its first turn: None."""
+    items: list[tuple[int, str, str, str]] = []  # (line, where, text, placement)
     ended = {getattr(x, "line", None) for x in getattr(run, "terminal", None) or []}
     for note in getattr(run, "notes", None) or []:
-        if isinstance(note, tuple) and len(note) == 2 and isinstance(note[0], int) and (not turns or note[0] in ended):
-            items.append((note[0], "note", note[1]))
+        if isinstance(note, tuple) and len(note) == 2 and isinstance(note[0], int) and isinstance(note[1], str):
+            place = "end" if turns and note[0] in ended else "flow"
+            items.append((note[0], "note", note[1], place))
+            for s in _note_strings(note[1]):
+                items.append((note[0], "note", s, place))
     for msg in getattr(run, "messages", None) or []:
         if isinstance(msg, tuple) and len(msg) == 4 and msg[1] not in _TURN_KINDS and isinstance(msg[0], int):
-            items.append((msg[0], " ".join(str(x) for x in msg[1:3] if x), msg[3]))
+            items.append((msg[0], " ".join(str(x) for x in msg[1:3] if x), msg[3], "flow"))
     spans = sorted((t for t in turns if isinstance(getattr(t, "first_line", None), int)
                     and isinstance(getattr(t, "last_line", None), int)), key=lambda t: t.first_line)
+    for a in getattr(run, "actors", None) or []:
+        sp = getattr(a, "system_prompt", None)
+        if isinstance(sp, str) and sp:
+            items.append((-1, f"system prompt {getattr(a, 'id', '')}", sp, "first"))
+    prompt = getattr(getattr(run, "problem", None), "prompt", None)
+    if isinstance(prompt, str) and prompt and not any(
+            prompt in (getattr(a, "system_prompt", None) or "") for a in getattr(run, "actors", None) or []):
+        items.append((-1, "problem prompt", prompt, "before"))
     reach: list[int] = []  # the largest last line of spans[:i + 1]: never decreases
     for t in spans:
         reach.append(t.last_line if not reach else max(reach[-1], t.last_line))
     out: dict[int | None, list[tuple[int | None, str, str, int | None, str]]] = {}
-    for ln, where, text in sorted(items, key=lambda x: x[0]):
+    for ln, where, text, place in sorted(items, key=lambda x: x[0]):
         if not isinstance(text, str) or not text:
             continue
-        if where == "note":  # the run's end: the replay shows it with its last turn
+        turn: int | None
+        if place == "end":  # the run's end: the replay shows it with its last turn
             turn = len(turns) - 1 if turns else None
-        elif not spans or ln < spans[0].first_line:
+        elif place == "first":
+            turn = spans[0].index if spans else None
+        elif place == "before" or not spans or ln < spans[0].first_line:
             turn = None
         else:
             i = bisect.bisect_left(reach, ln)
             turn = spans[i].index if i < len(spans) else spans[-1].index
-        out.setdefault(turn, []).append((turn, "text", where, ln, text))
+        out.setdefault(turn, []).append((turn, "text", where, ln if ln >= 0 else None, text))
     return out
+
+
+def notes_in_turns(run: Any) -> dict[int, list[tuple[int, list[str]]]]:
+    """The system notes in the middle of a run, by the turn they lead into (the rule of
+    :func:`_other_texts`): not how it ended (shown with the last turn), not those before its
+    first turn. Each as (line, texts): the note, then the strings of a JSON body that the note
+    holds escaped. The replay shows them with their turn, where the sweep search opens its hits."""
+    turns = list(getattr(run, "turns", None) or [])
+    if not turns:
+        return {}
+    return run.lookup("notes_in_turns", _notes_in_turns) if hasattr(run, "lookup") else _notes_in_turns(run)
+
+
+def _notes_in_turns(run: Any) -> dict[int, list[tuple[int, list[str]]]]:
+    turns = list(run.turns)
+    ended = {getattr(x, "line", None) for x in getattr(run, "terminal", None) or []}
+    out: dict[int, list[tuple[int, list[str]]]] = {}
+    for turn, _fld, where, line, text in (x for xs in _other_texts(run, turns).values() for x in xs):
+        if where == "note" and turn is not None and line is not None and line not in ended:
+            got = out.setdefault(turn, [])
+            if got and got[-1][0] == line:  # a JSON note's strings, after the note
+                got[-1][1].append(text)
+            else:
+                got.append((line, [text]))
+    return out
+
+
+def _note_strings(note: str) -> list[str]:
+    """The string values of a note whose body is JSON (``{...}``, ``grader: {...}``) that the
+    note's own text does not hold as they are (a quote, a newline, a non-ASCII character escaped
+    in a message the note carries): searched besides the note, so a hit is not found twice."""
+    body = note[len("grader: "):] if note.startswith("grader: ") else note
+    if not body.startswith("{") or "\\" not in body:
+        return []
+    from ktui.trace.notes import JSONError, loads
+
+    try:
+        obj = loads(body)
+    except JSONError:
+        return []
+    return [s for s in _strings(obj) if s and s not in note]
 
 
 def search_run(run: Any, matcher: Matcher, *, fields: Iterable[str] = FIELDS, run_name: str = "", real: str = "",

@@ -14,6 +14,7 @@ from ktui.trace.model import ERROR, FAILED, MISSING, Event, Run, Turn
 from ktui.tui.follow import Snapshot
 from ktui.tui.widgets.doclines import LinesBlock
 from ktui.tui.widgets.documents import (
+    note_blocks,
     terminal_blocks,
     turn_view,
 )
@@ -89,6 +90,9 @@ def turn_search_text(run: Run, t: Turn) -> Iterator[str]:
     The last turn's document ends with how the run ended (:func:`terminal_blocks`): searched too
     (a sweep search finds a backend's error or a halt there, and opens this turn)."""
     yield from turn_view(run, t).plain_lines(expanded=True)
+    for b in note_blocks(run, t):  # the notes in the middle of the run shown with this turn
+        if isinstance(b, LinesBlock):
+            yield from (b.source.plain(i) for i in range(len(b.source)))
     if t.index == len(run.turns) - 1:
         for b in terminal_blocks(run):
             if isinstance(b, LinesBlock):

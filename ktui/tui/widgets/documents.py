@@ -190,8 +190,26 @@ def turn_document(run: Run, t: Turn, opts: ViewOptions) -> list[Block]:
                 blocks.extend(diff_blocks(prev, k, opts.split))
                 continue
         blocks += convert(b, opts)
+    blocks.extend(note_blocks(run, t))
     if t.index == len(run.turns) - 1:
         blocks.extend(terminal_blocks(run))
+    return blocks
+
+
+def note_blocks(run: Run, t: Turn) -> list[Block]:
+    """The system notes in the middle of the run that lead into turn ``t`` (a persona's fallback,
+    a retried backend, an actor spawned late: :func:`ktui.trace.search.notes_in_turns`), where
+    the sweep search finds them."""
+    from ktui.trace.search import notes_in_turns
+
+    notes = notes_in_turns(run).get(t.index)
+    if not notes:
+        return []
+    blocks: list[Block] = [blank(), heading(Text(" system notes ", style="bold"), "grey50")]
+    for line, texts in notes[:100]:
+        blocks.append(text_block(T(f"  line {line}", "grey62")))
+        for k, text in enumerate(texts[:50]):  # the note; a JSON body's strings under it, unescaped
+            blocks.append(LinesBlock(PlainLines(clean(redact(text[:20_000]))), wrap=True, indent=4 if k == 0 else 6))
     return blocks
 
 
