@@ -165,3 +165,30 @@ def test_columns_widen_instead_of_cutting(monkeypatch):
     assert log._line.typecode == "q"
     assert [(e.line, e.offset, e.length, e.tick, e.ts_ms, e.actor, e.turn) for e in log] == [
         (1, 0, 10, None, 5, None, 0), (2**32 + 5, 2**40, 2**32 + 1, 3, None, "x", 2**31)]
+
+
+def test_offsets_of_lines_taken_in_bulk_point_at_their_lines(tmp_path, monkeypatch):
+    """The fast path appends the line, offset and length columns of the lines it takes in runs
+    (one run between two lines it leaves to feed_line): every event's offset and length still
+    find its own line in the file, also across reads (small chunks), blank, bad and CRLF lines."""
+    import ktui.trace.reader as reader
+
+    monkeypatch.setattr(reader, "CHUNK", 1000)
+    rows = []
+    for i in range(400):
+        line = orjson.dumps({"tick": i, "ts_ms": i, "actor": "a", "payload": {"kind": "progress", "n": "x" * (i % 37)}})
+        rows.append(line + (b"\r" if i % 11 == 0 else b""))
+        if i % 13 == 0:
+            rows.append(b"" if i % 2 else b"{bad json")
+    p = tmp_path / "t.jsonl"
+    data = b"\n".join(rows) + b"\n"
+    p.write_bytes(data)
+    run = load(p)
+    assert len(run.events) == 400
+    for e in run.events:
+        raw = data[e.offset:e.offset + e.length]
+        assert orjson.loads(raw)["tick"] == e.tick
+        assert data.count(b"\n", 0, e.offset) == e.line - 1
+    fast = everything(run)
+    monkeypatch.setattr(LineParser, "feed_batch", _one_at_a_time)
+    assert everything(load(p)) == fast

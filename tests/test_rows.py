@@ -135,3 +135,17 @@ def test_add_note_is_append():
         a.add_note(line, text)
         b.append((line, text))
     assert a == b and a[1][0] == 2**70 and a._plain is not None
+
+
+def test_message_adder_is_append_before_and_after_the_rows_turn_plain():
+    """The builder's bound adder (``Rows.message_adder``) appends as ``append`` does, also once
+    an odd row turned the container into a plain list (its bound columns are gone then)."""
+    m, ref = R.messages(), []
+    add = m.message_adder()
+    rows = [(1, "user_message", None, "a"), (2, "assistant_message", "agent", "b"), (3, "x", 5, "odd actor"),
+            (4, "assistant_message", "agent", "c"), (2**70, "k", None, "big line")]
+    for row in rows:
+        add(*row)
+        ref.append(row)
+        assert list(m) == ref
+    assert m._plain is not None and m == ref

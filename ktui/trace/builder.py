@@ -31,6 +31,7 @@ from ktui.trace.model import (
 )
 from ktui.trace.notes import fenced_code, split_think
 from ktui.trace.rows import Rows
+from ktui.trace.toolresult import brief_text, case_errors
 
 TOKEN_UNITS = {"tokens_in", "tokens_out", "tokens_reasoning", "usd"}
 _AFTER_TOOL = ("tool_result", "state_diff")  # a message or call after these starts a turn (without token costs)
@@ -134,8 +135,8 @@ class Builder:
     def _add_message(self, line: int, kind: str, actor: str | None, text: str) -> None:
         m = self.run.messages
         if type(m) is Rows:  # bound once: the builder's run keeps its Rows
-            self._add_message = m.add_message  # type: ignore[method-assign]
-            m.add_message(line, kind, actor, text)
+            self._add_message = m.message_adder()  # type: ignore[method-assign]
+            self._add_message(line, kind, actor, text)
         else:  # a run whose messages were replaced by a list
             m.append((line, kind, actor, text))
 
@@ -220,7 +221,9 @@ class Builder:
         t = self._current.get(ev.actor)
         if t is None or t.calls:
             t = self._new_turn(ev, ev.actor)
-        self._touch(t, ev)
+            ev.turn = t.index  # _touch of a turn that starts here: nothing else to move
+        else:
+            self._touch(t, ev)
         if len(text) >= 64:
             text = self._s(text)
         if ev.kind == "agent_message":
@@ -244,7 +247,7 @@ class Builder:
         self._message(ev, text)
 
     def _on_assistant_message(self, ev: Event, p: dict[str, Any], envelope) -> None:
-        self._evid(V2)
+        self._evidence.add(V2)
         text = p.get("text")
         if not isinstance(text, str):
             self.problem(ev.line, "assistant_message without a string 'text'", "", "warning")
@@ -350,7 +353,9 @@ class Builder:
         t = self._current.get(actor)
         if t is None or (not self._has_token_costs and self._last_kind in _AFTER_TOOL):
             t = self._new_turn(ev, actor)
-        self._touch(t, ev)
+            ev.turn = t.index  # _touch of a turn that starts here: nothing else to move
+        else:
+            self._touch(t, ev)
         call.turn = t.index
         tcalls = t.calls  # Turn.add_call, inline
         if type(tcalls) is list:
@@ -395,7 +400,7 @@ class Builder:
         pid = call._id
         if pid and self._pending_by_id.get(pid) is call:
             del self._pending_by_id[pid]
-        if pid is not None and call.lazy:  # paired: its id is read back from its line when shown
+        if pid is not None and type(call._args) is not dict and call.lazy:  # paired: its id is read back when shown
             call._id = READ_BACK
         if cid is None and cname != name and name is not None:
             self.problem(ev.line, f"tool_result '{name}' paired with call '{cname}'", "", "warning")
@@ -419,15 +424,10 @@ class Builder:
                 t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
         status = derive.result_status(name, effect, summary, meta, is_error)
         if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
-            brief = cases = None
-            want_brief = call._kinfo is not None  # a kernel_code: known while reading (kernel_info)
-            want_cases = name == "run_correctness" and status != OK  # what the harness flags read
-            if want_brief or want_cases:  # what the kernel versions list says of it
-                kept = ToolResult(ev.line, ev.ts_ms, status, summary, effect, meta, is_error)
-                if want_brief:
-                    brief = kept.brief
-                if want_cases:
-                    cases = kept.case_errors
+            # what the kernel versions list says of it (a kernel_code: known while reading), and
+            # what the harness flags read (a failed correctness run's cases)
+            brief = brief_text(status, summary, effect, meta) if call._kinfo is not None else None
+            cases = case_errors(summary) if name == "run_correctness" and status != OK else None
             if self._results.put(call.index, ev.line, ev.ts_ms, status, is_error, brief, cases):
                 return self._results, effect  # by column: a ToolResult made on access
             res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error, self._src, name)

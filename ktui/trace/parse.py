@@ -7,10 +7,12 @@ event log's columns itself (issue 25: the Python steps per line, against a bare 
 from __future__ import annotations
 
 import math
+from itertools import accumulate, repeat
+from operator import add
 
 from ktui.trace.builder import Builder
 from ktui.trace.lines import BOM, MAX_DEPTH, cap_depth, max_line_bytes, too_long_message
-from ktui.trace.model import Event, EventLog
+from ktui.trace.model import V0, V1, Event, EventLog
 from ktui.trace.notes import JSONError, loads
 
 _EXCERPT = 60
@@ -87,18 +89,26 @@ class LineParser:
         object payload, a non-empty string kind, integer tick and ts_ms and a string or no actor
         goes straight to its handler and the event log's columns; every other line (blank, bad
         JSON, the first line of a file, deep nesting, odd fields) goes through :meth:`feed_line`,
-        which checks it field by field and says what is wrong."""
+        which checks it field by field and says what is wrong.
+
+        The event log's line, offset and length columns of the lines the loop takes are appended
+        in bulk (:func:`_bulk`: one run of consecutive lines at a time, before any line that goes
+        through :meth:`feed_line`), the other columns line by line."""
         b = self.b
         run = b.run
         keep = b.keep_events
         log = run.events
-        ap_line, ap_off, ap_len, ap_tick, ap_ts, ap_turn, ap_kind, ap_actor = _appenders(log)
+        ap_tick, ap_ts, ap_turn, ap_kind, ap_actor = _appenders(log)
         kinds, actors = b._kinds, b._actors
         ev = b._scratch
         none = EventLog._NONE
         deep = 2 * MAX_DEPTH  # a line this short cannot nest deeper than MAX_DEPTH
         lazy_at = b._lazy_min if b._src is not None else 1 << 62  # a tool call this long keeps no arguments
         line_no, offset, n_events = self.line_no, self.offset, b.n_events
+        line0 = line_no  # lines[i] is line line0 + i + 1
+        seg, seg_off = 0, offset  # the first line taken whose line, offset and length are not appended yet
+        evidence = b._evidence
+        v0, v1 = V0 in evidence, V1 in evidence  # what an envelope can still show (envelope_evidence)
         big = 1 << 62
         inf = math.inf  # no time yet (no integer equals it)
         tmin = inf if run.started_ms is None else run.started_ms
@@ -126,19 +136,28 @@ class LineParser:
                         # or walks the payload; most kinds read a string or two from it (k[3])
                         if k is not None and (n <= deep or k[3] == 1 or (k[3] == 2 and n >= lazy_at)
                                               or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH):
+                            kid, kname, handler, _ = k
                             a = actors.get(actor)
                             if a is None:
                                 a = b.actor_entry(actor)
+                            aid, aname = a
                             if ts < tmin:
                                 tmin = ts
                             if ts > tmax:
                                 tmax = ts
-                            if actor is None or len(obj) > 4:
-                                b.envelope_evidence(obj)
+                            if not (v0 and v1) and (actor is None or len(obj) > 4):  # envelope_evidence, inline
+                                if not v1:
+                                    mid = obj.get("message_id")
+                                    if type(mid) is str and mid.startswith("msg-"):
+                                        evidence.add(V1)
+                                        v1 = True
+                                if not v0 and "costs" in obj:
+                                    evidence.add(V0)
+                                    v0 = True
                             ev.line, ev.offset, ev.length, ev.kind, ev.ts_ms, ev.actor, ev.turn = (
-                                line_no, off, n, k[1], ts, a[1], None)
+                                line_no, off, n, kname, ts, aname, None)
                             try:
-                                k[2](ev, p, obj)
+                                handler(ev, p, obj)
                             except Exception as exc:  # noqa: BLE001 - never raise on data
                                 b.problem(line_no, f"could not interpret '{kind}' event ({type(exc).__name__}: {exc})")
                             n_events += 1
@@ -147,25 +166,25 @@ class LineParser:
                                 if turn is None:
                                     turn = -1
                                 try:  # the narrow columns first: a value past one widens them all
-                                    ap_line(line_no)
-                                    ap_len(n)
                                     ap_turn(turn)
-                                    ap_kind(k[0])
-                                    ap_actor(a[0])
+                                    ap_kind(kid)
+                                    ap_actor(aid)
                                 except OverflowError:
-                                    _widen(log, line_no, n, turn, k[0], a[0])
-                                    ap_line, ap_off, ap_len, ap_tick, ap_ts, ap_turn, ap_kind, ap_actor = _appenders(log)
-                                ap_off(off)
+                                    _widen(log, turn, kid, aid)
+                                    ap_tick, ap_ts, ap_turn, ap_kind, ap_actor = _appenders(log)
                                 try:
                                     ap_tick(tick)
                                 except OverflowError:  # not a 64-bit integer: unknown, as EventLog.append
                                     ap_tick(none)
                                 ap_ts(ts)
-                            b._last_kind = k[1]
+                            b._last_kind = kname
                             b._prev_ts = ts
                             fed = True
                             continue
             # everything else, one check at a time
+            i = line_no - line0 - 1
+            if keep:
+                _bulk(log, lines, seg, i, line0 + seg + 1, seg_off)
             run.started_ms = None if tmin == inf else int(tmin)
             run.ended_ms = None if tmax == -inf else int(tmax)
             b.n_events = n_events
@@ -174,9 +193,14 @@ class LineParser:
                 fed = False
             self.line_no, self.offset = line_no - 1, off
             self.feed_line(raw)
+            seg, seg_off = i + 1, self.offset
             tmin = inf if run.started_ms is None else run.started_ms
             tmax = -inf if run.ended_ms is None else run.ended_ms
             n_events = b.n_events
+            ap_tick, ap_ts, ap_turn, ap_kind, ap_actor = _appenders(log)  # feed_line may have widened them
+            v0, v1 = V0 in evidence, V1 in evidence
+        if keep:
+            _bulk(log, lines, seg, line_no - line0, line0 + seg + 1, seg_off)
         self.line_no, self.offset = line_no, offset
         run.started_ms = None if tmin == inf else int(tmin)
         run.ended_ms = None if tmax == -inf else int(tmax)
@@ -208,20 +232,34 @@ class LineParser:
 
 
 def _appenders(log: EventLog):
-    """The append methods of the event log's columns, in the order the fast path names them."""
-    return (log._line.append, log._offset.append, log._length.append, log._tick.append, log._ts.append,
-            log._turn.append, log._kind.append, log._actor.append)
+    """The append methods of the event log's columns the fast path appends line by line, in the
+    order it names them (line, offset and length: :func:`_bulk`)."""
+    return log._tick.append, log._ts.append, log._turn.append, log._kind.append, log._actor.append
 
 
-def _widen(log: EventLog, line: int, length: int, turn: int, kind: int, actor: int) -> None:
+def _bulk(log: EventLog, lines, start: int, stop: int, first_line: int, first_offset: int) -> None:
+    """The line, offset and length columns of ``lines[start:stop]``, consecutive lines that are
+    all events, the first on line ``first_line`` at byte ``first_offset`` (each line is followed
+    by a one-byte separator): appended in a few C loops instead of three appends a line."""
+    if start >= stop:
+        return
+    seg = lines if start == 0 and stop == len(lines) else lines[start:stop]
+    lens = list(map(len, seg))
+    last = first_line + len(lens) - 1
+    if log._line.typecode != "q" and (last >= 2**32 or max(lens) >= 2**32):
+        log.widen()
+    log._line.extend(range(first_line, last + 1))
+    log._length.extend(lens)
+    log._offset.extend(accumulate(map(add, lens[:-1], repeat(1)), initial=first_offset))
+
+
+def _widen(log: EventLog, turn: int, kind: int, actor: int) -> None:
     """A value did not fit a narrow column: drop the row's part appended so far, widen the
     columns, append that part again (the rest of the row follows)."""
-    n = len(log._offset)  # appended after the narrow columns: the row's length before it
-    for name in EventLog._NARROW:
+    n = len(log._tick)  # appended after the narrow columns: the rows before this one
+    for name in ("_turn", "_kind", "_actor"):
         del getattr(log, name)[n:]
     log.widen()
-    log._line.append(line)
-    log._length.append(length)
     log._turn.append(turn)
     log._kind.append(kind)
     log._actor.append(actor)

@@ -129,6 +129,27 @@ class Rows(MutableSequence[tuple]):
         else:
             self.append((line, kind, actor, text))
 
+    def message_adder(self):
+        """:meth:`add_message`, as a function with the columns' appends bound (the builder's one
+        call per message); it goes on working after the rows turned into a plain list."""
+        if self._spec is not MESSAGE or self._plain is not None:
+            return self.add_message
+        ix, name = self._ix, self._name
+        lines, kinds, actors, texts = (c.append for c in self._cols)
+
+        def add(line: int, kind: str, actor: str | None, text: str) -> None:
+            if (self._plain is None and type(line) is int and _LO <= line < _HI and type(kind) is str
+                    and (actor is None or type(actor) is str)):
+                k, a = ix.get(kind), ix.get(actor)
+                lines(line)
+                kinds(name(kind) if k is None else k)
+                actors(name(actor) if a is None else a)
+                texts(text)
+            else:
+                self.append((line, kind, actor, text))
+
+        return add
+
     def add_note(self, line: int, text: str) -> None:
         """``append((line, text))`` of a note without making the tuple."""
         if self._plain is None and self._spec is NOTE and type(line) is int and _LO <= line < _HI:

@@ -71,35 +71,51 @@ class ToolResult:
     def error_text(self) -> str:
         """The most specific error message available, '' when none."""
         summary, eff, meta = self._fields()
-        eff = eff or {}
-        det = eff.get("details")
-        det = det if isinstance(det, dict) else {}
-        for key in ("runtime_error", "compile_error", "correctness_issue"):
-            v = det.get(key)
-            if v:
-                return str(v)
-        if isinstance(eff.get("error"), str) and eff["error"]:
-            return eff["error"]
-        if meta and isinstance(meta.get("error"), str):
-            return meta["error"]
-        if self.status != OK:
-            lines = [ln for ln in summary.splitlines() if ln.strip()]
-            return "\n".join(lines[1:4]) if len(lines) > 1 else (lines[0] if lines else "")
-        return ""
+        return error_text(self.status, summary, eff, meta)
 
     @property
     def brief(self) -> str:
         """What a kernel use of this result says: the error, or the summary's first line."""
-        if self._brief is None:  # one string per distinct text: most are a few status lines, repeated
-            self._brief = sys.intern(self.error_text if self.status != OK else self.summary.split("\n", 1)[0])
+        if self._brief is None:
+            self._brief = brief_text(self.status, *self._fields())
         return self._brief
 
     @property
     def case_errors(self) -> list[str]:
         """The per-case errors a failed correctness run lists (``[case] error`` lines)."""
         if self._case_errors is None:
-            self._case_errors = [sys.intern(m.group(2).strip()) for m in _CASE_ERR.finditer(self.summary)]
+            self._case_errors = case_errors(self.summary)
         return self._case_errors
+
+
+def error_text(status: str, summary: str, eff: dict[str, Any] | None, meta: dict[str, Any] | None) -> str:
+    """:attr:`ToolResult.error_text` of a result with these fields."""
+    eff = eff or {}
+    det = eff.get("details")
+    det = det if isinstance(det, dict) else {}
+    for key in ("runtime_error", "compile_error", "correctness_issue"):
+        v = det.get(key)
+        if v:
+            return str(v)
+    if isinstance(eff.get("error"), str) and eff["error"]:
+        return eff["error"]  # type: ignore[no-any-return]
+    if meta and isinstance(meta.get("error"), str):
+        return meta["error"]  # type: ignore[no-any-return]
+    if status != OK:
+        lines = [ln for ln in summary.splitlines() if ln.strip()]
+        return "\n".join(lines[1:4]) if len(lines) > 1 else (lines[0] if lines else "")
+    return ""
+
+
+def brief_text(status: str, summary: str, eff: dict[str, Any] | None, meta: dict[str, Any] | None) -> str:
+    """:attr:`ToolResult.brief` of a result with these fields (the builder's, without making the
+    result): one string per distinct text, as most are a few status lines, repeated."""
+    return sys.intern(error_text(status, summary, eff, meta) if status != OK else summary.split("\n", 1)[0])
+
+
+def case_errors(summary: str) -> list[str]:
+    """:attr:`ToolResult.case_errors` of a result with this summary."""
+    return [sys.intern(m.group(2).strip()) for m in _CASE_ERR.finditer(summary)]
 
 
 _NONE = -(2**63)  # ts_ms: none
