@@ -230,6 +230,52 @@ def _own_sysfs(target, report):
         return False
 
 
+#: what of the worker's /proc is read-only (the defaults of runc/moby's ``ReadonlyPaths``): /proc/sys
+#: above all. A sysctl file's permission is its mode against the caller's uid, not a capability: as
+#: root (ktui run as root maps the worker's root to the host's) a worker could write the host's
+#: ``kernel.core_pattern`` (a ``|program`` there runs as the host's root on the next crash anywhere),
+#: ``vm.drop_caches``; as any user, the caps the prologue lowered in its own IPC namespace (shmmax:
+#: 1 TiB again) are its to raise back
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+#: ...and what is hidden (moby's ``MaskedPaths``): /proc/keys lists the descriptions of the keys in
+#: the user's own keyrings (@u, @us), which no session keyring of its own hides; kernel memory and
+#: timer tables
+PROC_MASKED = ("/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/timer_list", "/proc/sched_debug",
+               "/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/proc/asound")
+
+
+def harden_proc(report):
+    """Make :data:`PROC_READ_ONLY` read-only and cover :data:`PROC_MASKED` (a file with /dev/null, a
+    folder with an empty read-only tmpfs) in this process's /proc (its own mount namespace's; the
+    capabilities dropped after this keep the worker from undoing it). Fills ``report["proc_read_only"]``
+    and ``report["proc_masked"]``; True when /proc/sys is read-only."""
+    import stat
+
+    for p in PROC_READ_ONLY:
+        if not os.path.lexists(p):
+            continue
+        try:
+            _mount(p, p, None, MS_BIND | MS_REC)
+            _mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(p))
+            report["proc_read_only"].append(p)
+        except OSError as exc:
+            report["errors"].append(f"{p}: {exc}")
+    for p in PROC_MASKED:
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                _mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
+            else:
+                _mount("/dev/null", p, None, MS_BIND)
+            report["proc_masked"].append(p)
+        except OSError as exc:
+            report["errors"].append(f"{p}: {exc}")
+    return "/proc/sys" in report["proc_read_only"]
+
+
 def own_root(spec, report):
     """Give this process (in its own user + mount namespace) a root of its own: an empty tmpfs
     holding, at their own paths, only the toolchain (read-only), its temp dir and the folders of
@@ -309,7 +355,7 @@ def enter(private_shm=True):
               "read_only": 0, "read_only_failed": [], "masked": [], "writable": [], "caps_dropped": False,
               "net_namespace": False, "dev_writable": False, "errors": [], "own_root": False,
               "session_keyring": False, "nproc_in_namespace": False, "ipc_namespace": False, "ns_limits": [],
-              "hidden": []}
+              "hidden": [], "proc_read_only": [], "proc_masked": []}
     raw = os.environ.pop(SPEC_ENV, None)
     spec = json.loads(raw) if raw else None
     # a fresh session keyring, with or without namespaces (the keys of ktui's session stay out)
@@ -375,6 +421,7 @@ def enter(private_shm=True):
             return report  # never half a sandbox: the judge refuses a worker without its own root
     else:
         _mask_and_bind(spec, report)
+    harden_proc(report)
     rw = [p for p in rw_inside if os.path.isdir(p)]
     for mp in sorted(set(_mount_points())):
         # /dev is skipped either way: the minimal one is read-only already, the host's is kept
@@ -442,11 +489,20 @@ def _pid_namespace():
 #: 16 message queues of 16 KiB, 16 POSIX queues; ktui, torch and CUDA use none of them). And no
 #: nested user namespace (``user/max_user_namespaces`` 0): in one the kernel would be root again,
 #: with an IPC namespace of its own whose caps are the kernel's defaults.
+#: inotify instances and watches of the worker's user namespace. The kernel counts them per user
+#: up the namespace tree: without a cap of its own, a worker took all 128 of the host user's
+#: instances (fs.inotify.max_user_instances) and the user's other programs (an editor, a file
+#: manager, systemd's user units) got EMFILE until it ended; with it, at most these many
+INOTIFY_INSTANCES = 16
+INOTIFY_WATCHES = 8192
+
+
 def _ipc_limits():
     page = os.sysconf("SC_PAGE_SIZE")
     return (("kernel/shmmax", 64 << 20), ("kernel/shmall", (64 << 20) // page), ("kernel/shmmni", 64),
             ("kernel/msgmni", 16), ("kernel/msgmnb", 16384), ("fs/mqueue/queues_max", 16),
-            ("user/max_user_namespaces", 0))
+            ("user/max_user_namespaces", 0), ("user/max_inotify_instances", INOTIFY_INSTANCES),
+            ("user/max_inotify_watches", INOTIFY_WATCHES))
 
 
 def limit_namespaces(spec, report):

@@ -527,7 +527,10 @@ def planned(device="cpu", memory_limit=None):
                   "ktui's /proc out of reach)",
                   "no network (own network namespace)",
                   "its own IPC namespace (no SysV segment or message queue of yours; at most 64 MiB of "
-                  "shared memory and 16 queues), its own host name, no nested user namespace",
+                  "shared memory and 16 queues), its own host name, no nested user namespace, at most "
+                  "16 inotify instances (of your 128)",
+                  "/proc/sys read-only (no kernel setting of this machine or of its own namespaces changed); "
+                  "/proc/keys and kernel tables hidden",
                   "a minimal /dev (null, zero, full, random, urandom" + (", the GPU's nvidia* nodes"
                                                                           if device != "cpu" else "")
                   + "; no disks, consoles or terminals)",
@@ -568,6 +571,8 @@ def describe(report, launched_with_namespaces):
         out.append("its own IPC namespace")
     if "user/max_user_namespaces" in (report.get("ns_limits") or []):
         out.append("no nested user namespace")
+    if "/proc/sys" in (report.get("proc_read_only") or []):
+        out.append("/proc/sys read-only")
     if report.get("session_keyring"):
         out.append("its own session keyring")
     if report.get("caps_dropped"):

@@ -1,0 +1,335 @@
+"""A fourth pass of attacks on the sandbox, each from a published escape or reward hack outside the
+project (tests/fixtures/sandbox/probe_outside.py, and the limit attacks below), run at the sandbox
+level (ktui.engine.sandbox.Launched, no torch) as the current user and, when run as root, again as
+uid 65534 through setpriv with the system Python. Planted: the third pass's fake home, a key in the
+user's own keyrings (@u, @us), a secret in this process's memory at a known address (it stands for
+the judge holding the expected outputs), a file handle of a secret file, a terminal (this process
+runs in a pseudo-terminal session of its own, as ktui run from a shell does), a sealed memfd passed
+in as the judge passes inputs. Every class runs twice: outside the sandbox (the control) and inside.
+
+    python benchmarks/bench_sandbox_outside_attacks.py [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIX = REPO / "tests" / "fixtures" / "sandbox"
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(FIX))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+#: each class, where it comes from (the published attack it is written after)
+SOURCES = {
+    "keyrings_beyond_session": "keyrings(7); Docker's default seccomp profile blocks keyctl as 'not namespaced'",
+    "open_by_handle": "'shocker' (Docker 1.0 escape, 2014): open_by_handle_at with a guessed handle",
+    "terminal": "TIOCSTI: CVE-2017-5226 (bubblewrap), CVE-2016-7545 (SELinux sandbox); "
+                "dev.tty.legacy_tiocsti is 1 on this machine",
+    "judge_memory": "METR, 'Recent frontier models are reward hacking' (2025): reading the grader's answer; "
+                    "pygpubench PR #7 gc_copy/gc_nan (the expected tensors); process_vm_readv(2), pidfd_getfd(2)",
+    "kernel_tunables": "core_pattern pipe escape of privileged containers; sysrq; the namespace caps the prologue set",
+    "perf_events": "perf_event_open: CVE-2013-2094; Docker's seccomp profile blocks it",
+    "startup_hijack": "Berkeley RDI, 'How We Broke Top AI Agent Benchmarks' (2026): conftest.py hook, trojaned "
+                      "curl; .pth / sitecustomize / pycache poisoning",
+    "memfd_rewrite": "pygpubench PR #7 'fd_overwrite' (dup the grader's descriptor, overwrite what it holds)",
+    "inotify_watch": "inotify(7) on the user's files (the brief); gpu-mode reference-kernels #162 'file replay'",
+    "inotify_instances_of_the_user": "inotify(7) max_user_instances: a per-user count the host's user shares "
+                                     "with every namespace it owns (kernel ucounts)",
+    "memfd_secret_memory": "memfd_secret(2) (Linux 5.14): pages unmapped from the kernel; windows mapped one at a "
+                           "time within RLIMIT_MEMLOCK, touched, unmapped, the file kept",
+    "core_dump": "core(5): core_pattern, RLIMIT_CORE (a crash leaving a file outside the run)",
+}
+
+
+def plant_outside(tmp: Path) -> tuple[dict, list, list]:
+    from bench_sandbox_fresh_attacks import plant
+    from sandbox_corpus import plant_key
+
+    plan, socks, extra = plant(tmp)
+    tok = f"{os.getpid()}{time.time_ns() % 10**9}"
+    keys = []
+    for ring in (-4, -5):  # @u, @us: the user's own keyrings (the third pass planted in @s)
+        m = f"ktui-fake-ukey{-ring}-{tok}"
+        plan["markers"].append(m)
+        keys.append((plant_key(m.encode(), ring), ring))
+    m = f"ktui-fake-mem-{tok}"
+    plan["markers"].append(m)
+    secret = ctypes.create_string_buffer(m.encode() * 4)
+    plan["secret_mem"] = {"pid": os.getpid(), "addr": ctypes.addressof(secret), "len": len(secret.raw)}
+    # a file handle of a secret file (as 'shocker' brute-forces one; here it is given)
+    lc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(8 + 128)
+    ctypes.memmove(buf, (128).to_bytes(4, "little"), 4)
+    mid = ctypes.c_int()
+    f = Path(plan["home"]) / ".netrc"
+    if lc.name_to_handle_at(-100, str(f).encode(), buf, ctypes.byref(mid), 0) == 0:
+        n = int.from_bytes(buf.raw[:4], "little")
+        plan["handle"] = {"type": int.from_bytes(buf.raw[4:8], "little", signed=True),
+                          "bytes": buf.raw[8:8 + n].hex()}
+    plan["watch"] = [plan["home"], *plan["targets"]]
+    return plan, socks, extra + [secret, keys]
+
+
+def run_probe(plan: dict, sandboxed: bool, fds: list) -> dict:
+    from ktui.engine import sandbox, shm
+    from ktui.engine.oslib import remove_tree
+
+    work = tempfile.mkdtemp(prefix="ktui-outside-worker-")
+    build = tempfile.mkdtemp(prefix="ktui-outside-build-")
+    sealed = shm.write_sealed(b"judge's input " * 64, 14 * 64)
+    os.set_inheritable(sealed, True)
+    open_fd = os.memfd_create("careless", 0)  # the control alone: what an unsealed channel would give
+    os.write(open_fd, b"x" * 4096)
+    os.set_inheritable(open_fd, True)
+    p = dict(plan, enter=str(REPO) if sandboxed else None, mine=[work, build, sandbox.BUILD_MOUNT],
+             mine_rw=[work, build, sandbox.BUILD_MOUNT])
+    argv = [sys.executable, str(FIX / "probe_outside.py"), json.dumps(p)]
+    try:
+        if not sandboxed:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=600, pass_fds=fds + [sealed, open_fd],
+                               cwd=work)
+            text, err = r.stdout, r.stderr
+        else:
+            spec = sandbox.Spec(work, binds=[(build, sandbox.BUILD_MOUNT)], python_path=[str(REPO), str(FIX)],
+                                argv=argv, memory_limit=2 << 30)
+            w = sandbox.Launched(spec, argv, pass_fds=[sealed])
+            try:
+                w.proc.wait(timeout=600)
+            finally:
+                w.close()
+            text, err = w.tail("stdout"), w.tail("stderr")
+        after = os.pread(sealed, 14 * 64, 0)
+        line = [ln for ln in text.splitlines() if ln.startswith("PROBE ")]
+        got = json.loads(line[-1][6:]) if line else {"probe failed": [err[-300:]]}
+        if after != b"judge's input " * 64:
+            got.setdefault("memfd_rewrite", []).append("the judge's sealed input CHANGED")
+        return got
+    finally:
+        os.close(sealed)
+        os.close(open_fd)
+        remove_tree(work)
+        remove_tree(build)
+
+
+CORE = '''
+import os, resource, signal, time
+try:
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+except (ValueError, OSError):
+    pass
+if os.fork() == 0:
+    os.kill(os.getpid(), signal.SIGSEGV)
+os.wait()
+print("OUT " + str(resource.getrlimit(resource.RLIMIT_CORE)[1]), flush=True)
+'''
+
+
+def run_limits(sandboxed: bool) -> dict:
+    """The limit attacks, control (a plain child) and sandboxed: {attack: {"control": words, "inside": words,
+    "held": bool}}."""
+    from sandbox_corpus import INOTIFY_HOARD, SECRETMEM_WINDOWS, _launch, _wait, inotify_free
+
+    out = {}
+
+    def plain(code):
+        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True, start_new_session=True)
+
+    def end(c):
+        try:
+            os.killpg(c.pid, 9)
+        except OSError:
+            pass
+        c.wait()
+
+    def first_out(stream, deadline=90):
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            ln = stream.readline()
+            if not ln:
+                return None
+            if ln.startswith("OUT "):
+                return ln[4:].strip()
+        return None
+
+    # inotify instances: while the worker holds them, can the user's other programs get one?
+    c = plain(INOTIFY_HOARD)
+    n = first_out(c.stdout)
+    ctl = f"held {n} instances; the user's next inotify_init: {'ok' if inotify_free() else 'REFUSED'}"
+    end(c)
+    inside = "not run"
+    held = True
+    if sandboxed:
+        w = _launch(INOTIFY_HOARD, memory_limit=1 << 30)
+        until = time.monotonic() + 90
+        while time.monotonic() < until and "OUT " not in w.tail("stdout") and w.alive():
+            time.sleep(0.2)
+        free = inotify_free()
+        got = w.tail("stdout").split("OUT ")[-1].split()[0] if "OUT " in w.tail("stdout") else "?"
+        inside = f"held {got} instances; the user's next inotify_init: {'ok' if free else 'REFUSED'}"
+        held = free and got.isdigit() and int(got) < 128
+        _wait(w, 1)
+    out["inotify_instances_of_the_user"] = {"control": ctl, "inside": inside, "held": held}
+
+    # memfd_secret: memory unmapped from the kernel; with memlock raised, as NGC containers run
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    try:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        raised = "memlock unlimited (as `--ulimit memlock=-1`)"
+    except (ValueError, OSError):
+        raised = f"memlock {soft >> 10} KiB (could not raise it)"
+    try:
+        c = plain(SECRETMEM_WINDOWS)
+        n = first_out(c.stdout)
+        end(c)
+        ctl = f"{raised}: {int(n) >> 20 if n and n.lstrip('-').isdigit() and int(n) >= 0 else n} MiB held"
+        inside, held = "not run", True
+        if sandboxed:
+            w = _launch(SECRETMEM_WINDOWS, memory_limit=256 << 20)
+            _wait(w, 40)
+            s = w.tail("stdout")
+            got = s.split("OUT ")[-1].split()[0] if "OUT " in s else None
+            if w.limit_hit:
+                inside = f"{w.limit_hit[0]}: {w.limit_hit[1][:120]}"
+            else:
+                inside = f"{int(got) >> 20 if got and int(got) >= 0 else got} MiB held against a 256 MiB limit, not stopped"
+                held = not got or int(got) <= 256 << 20
+    finally:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+    out["memfd_secret_memory"] = {"control": ctl, "inside": inside, "held": held}
+
+    # a crash: a core file where the run's folder is not
+    if sandboxed:
+        w = _launch(CORE)
+        work = w.spec.work_dir
+        try:
+            w.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+        w.close()
+        cores = [n for n in os.listdir(work) if n.startswith("core")] if os.path.isdir(work) else []
+        from ktui.engine.oslib import remove_tree
+
+        remove_tree(work)
+        s = w.tail("stdout")
+        out["core_dump"] = {"control": "core_pattern " + Path("/proc/sys/kernel/core_pattern").read_text().strip(),
+                            "inside": f"RLIMIT_CORE hard {s.split('OUT ')[-1].split()[0] if 'OUT ' in s else '?'}; "
+                                      f"{len(cores)} core file(s)", "held": not cores}
+    return out
+
+
+def run_here() -> dict:
+    from ktui.engine import sandbox
+
+    ns = sandbox.detect()["namespaces"]
+
+    def session():
+        tmp = Path(tempfile.mkdtemp(prefix="ktui-outside-"))
+        os.chmod(tmp, 0o755)
+        plan, socks, (sibling, agent_pid, fds, secret, keys) = plant_outside(tmp)
+        try:
+            control = run_probe(plan, False, fds)
+            inside = run_probe(plan, True, fds) if ns else {}
+        finally:
+            from sandbox_corpus import unlink_key
+
+            for kid, ring in keys:
+                unlink_key(kid, ring)
+            sibling.kill()
+            if agent_pid:
+                os.kill(agent_pid, 15)
+            for s in socks:
+                s.close()
+            for fd in fds:
+                os.close(fd)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return {"control": control, "inside": inside}
+
+    from sandbox_corpus import pty_session
+
+    rows = pty_session(session)
+    rows["limits"] = run_limits(ns)
+    rows["namespaces"] = ns
+    return rows
+
+
+def run_as_nobody() -> tuple[dict | None, str]:
+    py = "/usr/bin/python3"
+    if os.getuid() != 0:
+        return None, "not root: this run is the normal-user column"
+    if not os.path.exists(py) or not shutil.which("setpriv"):
+        return None, "no /usr/bin/python3 or setpriv"
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--reset-env", py,
+                        str(Path(__file__).resolve()), "--child"], capture_output=True, text=True, timeout=3000,
+                       env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, cwd="/tmp")
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("ROWS ")]
+    if not lines:
+        return None, f"the unprivileged run failed: {(r.stderr or r.stdout)[-600:]}"
+    return json.loads(lines[-1][5:]), "uid 65534 via setpriv, /usr/bin/python3"
+
+
+def _cell(items) -> str:
+    if items is None:
+        return "not run"
+    if not items:
+        return "held"
+    return "GOT THROUGH: " + "; ".join(str(s)[:100] for s in items[:2]) + (f" (+{len(items) - 2})" if len(items) > 2
+                                                                           else "")
+
+
+def table(root: dict, user: dict | None, who: str) -> str:
+    out = [f"| attack (class) | source | control ({who}) | sandboxed ({who}) | control (uid 65534) | "
+           "sandboxed (uid 65534) |", "|---|---|---|---|---|---|"]
+    for c in root["control"]:
+        ctl = root["control"].get(c) or []
+        uctl = (user or {}).get("control", {}).get(c) if user else None
+        out.append(f"| {c} | {SOURCES.get(c, '')} | {len(ctl)} item(s) | {_cell(root['inside'].get(c))} | "
+                   f"{'not run' if uctl is None else f'{len(uctl)} item(s)'} | "
+                   f"{_cell((user or {}).get('inside', {}).get(c)) if user else 'not run'} |")
+    out += ["", f"| limit attack | source | control ({who}) | sandboxed ({who}) | sandboxed (uid 65534) |",
+            "|---|---|---|---|---|"]
+    for c, r in root["limits"].items():
+        u = (user or {}).get("limits", {}).get(c)
+
+        def cell(x):
+            return "not run" if x is None else ("held" if x["held"] else "GOT THROUGH") + ": " + x["inside"][:160]
+        out.append(f"| {c} | {SOURCES.get(c, '')} | {r['control'][:120]} | {cell(r)} | {cell(u)} |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--child", action="store_true")
+    a = ap.parse_args()
+    if a.child:
+        print("ROWS " + json.dumps(run_here()), flush=True)
+        return 0
+    who = "root" if os.getuid() == 0 else f"uid {os.getuid()}"
+    root = run_here()
+    print("ROOT " + json.dumps(root), flush=True)
+    user, note = run_as_nobody()
+    print("USER " + json.dumps(user), flush=True)
+    body = "\n".join([
+        f"Kernel {platform.release()}, Python {platform.python_version()}; normal-user column: {note}.", "",
+        table(root, user, who), ""])
+    print(body)
+    if a.out:
+        Path(a.out).write_text(body + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
