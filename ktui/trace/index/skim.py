@@ -23,12 +23,14 @@ from typing import Any
 
 from ktui.trace import facts
 from ktui.trace.builder import Builder
+from ktui.trace.index import rowskim
 from ktui.trace.index.summary import RunSummary, TraceFile, problem_key
 from ktui.trace.labels import content_id, fingerprint, part_fingerprint
 from ktui.trace.model import OK, V2, Run
 from ktui.trace.reader import LineParser, open_regular, split_lines
 
 CHUNK = 4 << 20
+ROW_SKIM = True  # the row skim first (rowskim.py); False: the full reader and builder on every file
 _MAX_PROBLEMS = 20
 
 
@@ -156,6 +158,11 @@ def _summarize(tf: TraceFile | str) -> RunSummary:
             other = _imported(tf, first if len(first) < CHUNK else None)
             if other is not None:
                 return other
+            if len(first) < CHUNK and ROW_SKIM:  # the whole file: the row skim reads it, if it can
+                s = _row(tf, first)
+                if s is not None:
+                    return s
+            rowskim.stats["full"] += 1
             LineParser(b).feed_all(split_lines(chunks(f, first)))
     except OSError as exc:
         return _unreadable(tf, f"cannot read: {exc.strerror or exc}")
@@ -166,6 +173,23 @@ def _summarize(tf: TraceFile | str) -> RunSummary:
     s = summary_of_run(attach(b.finish(final=True)), tf)
     head.update(b"|" + tail + b"|" + str(tf.size).encode())
     s.fingerprint = head.hexdigest()
+    return s
+
+
+def _row(tf: TraceFile, data: bytes) -> RunSummary | None:
+    """The row of an ensemble trace read whole (``data``) by :mod:`ktui.trace.index.rowskim`;
+    None where it gives up (the full reader then reads the file)."""
+    try:
+        run = rowskim.row_run(tf.path, data)
+    except Exception:  # noqa: BLE001 - a row skim's own failure: the full reader decides
+        run = None
+    if run is None:
+        return None
+    from ktui.trace.results import attach
+
+    rowskim.stats["row"] += 1
+    s = summary_of_run(attach(run), tf)
+    s.fingerprint = fingerprint(data[:4096], data[-4096:], tf.size)
     return s
 
 
