@@ -22,13 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from ktui.engine import confine, sandbox, shm
+from ktui.engine import confine, defaults, sandbox, shm
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "sandbox"
 sys.path.insert(0, str(FIX))
 from sandbox_corpus import (  # noqa: E402
     INOTIFY_HOARD,
     SECRETMEM_WINDOWS,
+    SIGQUEUE_HOARD,
     SYSV_HOARD,
     _launch,
     _wait,
@@ -36,6 +37,7 @@ from sandbox_corpus import (  # noqa: E402
     pty_session,
     run_code,
     unlink_key,
+    user_can_sigqueue,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -204,3 +206,22 @@ def test_published_escapes_that_hold(tmp_path):
 
     got = pty_session(session)
     assert {k: v for k, v in got.items() if v} == {}, got
+
+
+@linux_ns
+def test_a_worker_cannot_take_the_users_queued_signals():
+    """Queued signals are counted per user up the namespace tree: a worker holding its inherited
+    RLIMIT_SIGPENDING (96,362 on the VM) of queued real-time signals made every sigqueue() of the
+    user's other programs fail with EAGAIN while it ran. Its own limit is now small."""
+    w = _launch(SIGQUEUE_HOARD, memory_limit=1 << 30)
+    try:
+        end = time.monotonic() + 120
+        while time.monotonic() < end and "OUT " not in w.tail("stdout") and w.alive():
+            time.sleep(0.2)
+        out = w.tail("stdout")
+        assert "OUT " in out, (w.tail("stderr")[-1000:], w.limit_hit)
+        held = int(out.split("OUT ")[-1].split()[0])
+        assert held <= defaults.SIGPENDING_LIMIT, held
+        assert user_can_sigqueue()
+    finally:
+        _wait(w, 1)

@@ -82,6 +82,12 @@ FILE_SIZE_LIMIT_BYTES = 2 << 30  # RLIMIT_FSIZE: no single file beyond this
 NPROC_LIMIT = 4096  # RLIMIT_NPROC (not enforced for root) and the watchdog's process count
 CPU_LIMIT_S = 7200  # RLIMIT_CPU
 OPEN_FILES_LIMIT = 4096
+# signals queued and POSIX queue bytes: the kernel counts both per user up the namespace tree, so a
+# worker holding its inherited RLIMIT_SIGPENDING (96,362 here) of queued real-time signals made
+# every sigqueue() of the user's other programs fail (EAGAIN) while it ran; ktui, torch and CUDA
+# queue none and use no POSIX queue
+SIGPENDING_LIMIT = 1024
+MSGQUEUE_LIMIT_BYTES = 64 << 10
 OUTPUT_CAP_BYTES = 16 << 20  # stdout + stderr of one worker; more ends it
 OUTPUT_TAIL_BYTES = 16 << 10  # what is kept of it
 WATCHDOG_PERIOD_S = 0.2

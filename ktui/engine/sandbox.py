@@ -51,10 +51,12 @@ from .defaults import (
     HOST_MEMORY_FLOOR_MAX,
     HOST_MEMORY_LOST_MIN,
     MEMORY_LIMIT_BYTES,
+    MSGQUEUE_LIMIT_BYTES,
     NPROC_LIMIT,
     OPEN_FILES_LIMIT,
     OUTPUT_CAP_BYTES,
     OUTPUT_TAIL_BYTES,
+    SIGPENDING_LIMIT,
     WATCHDOG_PERIOD_S,
 )
 from .oslib import _under, libc, prctl, set_pdeathsig  # noqa: F401
@@ -316,7 +318,8 @@ def command(spec, argv, prefix=()):
 def preexec(spec):
     """The ``preexec_fn`` of a sandboxed worker (run in the child before its exec): a session of
     its own, SIGKILL when ktui dies, and the rlimits of ``spec`` (file size, CPU time, open files,
-    no core dumps; processes unless root; address space on the CPU). :func:`popen` uses it."""
+    no core dumps, few queued signals and POSIX queue bytes; processes unless root; address space on
+    the CPU). :func:`popen` uses it."""
     import resource
 
     libc()  # loaded before the fork: nothing in the child may take a lock
@@ -325,7 +328,9 @@ def preexec(spec):
         os.setsid()
         set_pdeathsig(signal.SIGKILL)
         lim = [(resource.RLIMIT_FSIZE, spec.file_size), (resource.RLIMIT_CPU, spec.cpu_s),
-               (resource.RLIMIT_NOFILE, OPEN_FILES_LIMIT), (resource.RLIMIT_CORE, 0)]
+               (resource.RLIMIT_NOFILE, OPEN_FILES_LIMIT), (resource.RLIMIT_CORE, 0),
+               # counted per user up the namespace tree: the user's other programs keep theirs
+               (resource.RLIMIT_SIGPENDING, SIGPENDING_LIMIT), (resource.RLIMIT_MSGQUEUE, MSGQUEUE_LIMIT_BYTES)]
         if spec.device == "cpu":
             # address space: CUDA reserves terabytes of it, so only on the CPU
             lim.append((resource.RLIMIT_AS, spec.memory_limit + (4 << 30)))
@@ -512,7 +517,8 @@ def planned(device="cpu", memory_limit=None):
              "shared memory counted), "
              f"files {FILE_SIZE_LIMIT_BYTES >> 30} GiB each, CPU time {CPU_LIMIT_S} s, "
              f"{DISK_LIMIT_BYTES >> 30} GiB and {DISK_ENTRIES_LIMIT:,} files in its temp and build dirs, "
-             f"{CHANNELS_LIMIT} sockets and pipes, {NPROC_LIMIT} processes and threads (each worker its own count" + (
+             f"{CHANNELS_LIMIT} sockets and pipes, {SIGPENDING_LIMIT:,} queued signals, "
+             f"{NPROC_LIMIT} processes and threads (each worker its own count" + (
                  "; watchdog only: root is exempt from RLIMIT_NPROC" if os.getuid() == 0 else "") + ")",
              "killed with ktui (PR_SET_PDEATHSIG, SIGTERM/SIGHUP handlers)",
              f"ended, and the run not judged, when this machine's free memory falls below "
