@@ -161,3 +161,13 @@ def test_the_sweep_lists_one_run_per_result_and_counts_the_rest_as_result_files(
 ])
 def test_what_is_not_such_a_run(obj):
     assert not runfile.is_run_object(obj)
+
+
+def test_a_kernelbench_triton_results_line_stays_the_sidecar_of_its_kernel_file():
+    from ktui.trace.importers import result_run
+
+    line = {"level": 2, "problem_id": 1, "problem_name": "1_Conv2D_ReLU_BiasAdd.py", "speedup": 1.2,
+            "kernel_path": "triton_runs/level2_triton/kernels/level2_problem1_triton.py",
+            "runtime_original_us": 1.0, "runtime_triton_us": 0.8}
+    assert runfile.is_run_object(line)  # the class matches ...
+    assert not result_run.detect_object(line)  # ... but its kernel file is the run (kernelbench-run)

@@ -28,9 +28,11 @@ _REFERENCE_FILES = ("reference.py", "ref.py", "reference_impl.py")
 
 
 def detect_object(obj: Any) -> bool:
-    from ktui.trace.results import runfile
+    from ktui.trace.results import kernelbench, runfile
 
-    return runfile.is_run_object(obj)
+    # a line of KernelBench's Triton results.jsonl names its kernel too, but its kernel files are the
+    # runs (kernelbench-run) and that file their sidecar: a one-line results.jsonl is not a run of its own
+    return runfile.is_run_object(obj) and not kernelbench.is_line(obj)
 
 
 def _side_text(folder: str, names: tuple[str, ...]) -> tuple[str, str] | None:
