@@ -39,6 +39,7 @@ from ktui.trace.importers.common import (
     ERROR,
     FAILED,
     Assembler,
+    as_dict,
     as_int,
     as_str,
     excerpt,
@@ -57,7 +58,7 @@ _EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit"}
 BOOKKEEPING = {"queue-operation", "file-history-snapshot", "custom-title", "ai-title", "last-prompt", "progress",
                "attachment", "agent-name", "tag", "pr-link", "mode", "worktree-state", "permission-mode",
                "content-replacement", "marble-origami-commit", "marble-origami-snapshot", "agent-setting",
-               "atis-latch", "cost-state"}
+               "atis-latch", "cost-state", "teleported-from"}
 
 
 def _stream_json(obj: dict) -> bool:
@@ -82,6 +83,8 @@ def detect_line(obj: Any) -> bool:
         return True
     if t == "file-history-snapshot" and "messageId" in obj and isinstance(obj.get("snapshot"), dict):
         return True
+    if t == "teleported-from" and "remoteSessionId" in obj:  # a session brought over from the web
+        return True
     if t in ("user", "assistant", "system") and "uuid" in obj and "sessionId" in obj:
         return isinstance(obj.get("message"), dict) or t == "system"
     return False
@@ -99,6 +102,10 @@ class _State:
         self.unknown_types: dict[str, int] = {}  # line types without a message, not known: first line
         self.uuids: set[str] = set()  # records read (Claude Code writes a record once per uuid)
         self.repeats = 0
+        # (kind, time, message id, block) of the records read: a history written again with new
+        # uuids (the same times, message ids and content) is read once
+        self.keys: set[tuple] = set()
+        self.replayed = 0
         # results written before their call (2.x writes lines out of order at times): tool_use_id ->
         # (block, toolUseResult, line, time)
         self.early: dict[str, tuple[dict, Any, int, int | None]] = {}
@@ -125,6 +132,9 @@ def load(path: str, data: bytes | None = None) -> Run:
         asm.warn(no, f"tool_result for {cid!r} has no tool_use")
     if st.repeats:
         asm.note(0, f"{st.repeats} record(s) written twice (the same uuid) were read once")
+    if st.replayed:
+        asm.note(0, f"{st.replayed} record(s) written again under new uuids (a history replayed: the same times, "
+                    "message ids and content) were read once")
     for c in st.deferred.values():  # edits whose result never came
         asm.track_call(c, st.cwd)
     if st.stream:
@@ -162,12 +172,19 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
         # a subagent's transcript (2.x: <session>/subagents/agent-<id>.jsonl) starts on the side chain
         run.persona = f"subagent {obj['agentId'][:40]}"
     uid = obj.get("uuid")
+    msg = obj.get("message")
     if isinstance(uid, str) and kind in ("user", "assistant"):
         if uid in st.uuids:  # the same record again (two writers, or a write redone): read once
             st.repeats += 1
             return
         st.uuids.add(uid)
-    msg = obj.get("message")
+        keys = _record_keys(kind, obj.get("timestamp"), msg)
+        if keys and all(k in st.keys for k in keys):  # the same record under a new uuid (a history written again)
+            st.replayed += 1
+            st.asm.ts(ts)  # what comes next in this chain follows it
+            st.turn = None
+            return
+        st.keys.update(keys)
     if not isinstance(msg, dict) and kind in BOOKKEEPING:
         if kind == "queue-operation" and obj.get("operation") == "enqueue" and as_str(obj.get("content")):
             asm.note(no, f"queued while the agent was busy: {obj['content']}")
@@ -175,7 +192,9 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
             _cost_state(asm, obj, no)
         return
     if kind == "system":
-        asm.note(no, as_str(obj.get("content")) or "system")
+        said = _system_note(obj)
+        if said:
+            asm.note(no, said)
         asm.ts(ts)
         return
     if not isinstance(msg, dict):
@@ -299,6 +318,10 @@ def _cost_state(asm: Assembler, obj: dict, no: int) -> None:
 def _user(st: _State, obj: dict, content: Any, no: int, ts: int | None) -> None:
     asm = st.asm
     st.turn = None  # the next assistant line starts a new turn
+    if obj.get("isCompactSummary") is True:  # what the compaction kept of the conversation, not a prompt
+        asm.message(no, "user:compact-summary", content if isinstance(content, str) else text_of(content))
+        asm.ts(ts)
+        return
     if isinstance(content, str):
         asm.message(no, "user:meta" if obj.get("isMeta") else "user", content)
         asm.ts(ts)
@@ -335,7 +358,12 @@ def _tool_result(st: _State, c: ToolCall, b: dict, tur: Any, no: int, ts: int | 
     if key in st.deferred:
         deferred = st.deferred.pop(key)
         if not is_err:  # a failed Edit / Write changed nothing
-            asm.track_call(deferred, st.cwd)
+            done = _edited_by_tool(deferred, tur)
+            if done is not None:  # the tool matched its old text its own way: its own patch says what it wrote
+                asm.files.write(norm_path(done[0], st.cwd), done[1], deferred, deferred.turn, deferred.line,
+                                f"{deferred.name} (the tool's own patch: its old text matched as the tool matches)")
+            else:
+                asm.track_call(deferred, st.cwd)
     text = text_of(b.get("content"))
     status = None
     if is_err:
@@ -362,3 +390,116 @@ def _observe(st: _State, c: ToolCall, tur: Any, is_error: bool = False) -> None:
     fp = tur.get("filePath") or c.args.get("file_path")
     if isinstance(orig, str) and isinstance(fp, str):
         st.asm.files.observe(norm_path(fp, st.cwd), orig)
+
+
+def _record_keys(kind: str, ts: Any, msg: Any) -> list[tuple]:
+    """What makes a message record itself, whatever its uuid: its time, message id and each content
+    block (a history written again may split one record's blocks over several records)."""
+    if not isinstance(ts, str) or not isinstance(msg, dict):
+        return []
+    content, mid = msg.get("content"), msg.get("id")
+    if isinstance(content, str):
+        return [(kind, ts, mid, "s", len(content), content[:64])]
+    keys = []
+    for b in content if isinstance(content, list) else ():
+        if not isinstance(b, dict):
+            return []
+        body = b.get("text", b.get("thinking", b.get("content", b.get("input"))))
+        keys.append((kind, ts, mid, b.get("type"), b.get("id") or b.get("tool_use_id"),
+                     len(body) if isinstance(body, (str, list, dict)) else None,
+                     body[:64] if isinstance(body, str) else None))
+    return keys
+
+
+def _system_note(obj: dict) -> str | None:
+    """What a ``system`` line says (2.x: API errors and retries, compactions, hooks, local commands)."""
+    sub = as_str(obj.get("subtype")) or ""
+    content = as_str(obj.get("content"))
+    if sub == "turn_duration":
+        return None  # the turn's own times say it
+    if sub == "api_error":
+        return "API error: " + _api_error_text(obj)
+    meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else \
+        obj.get("microcompactMetadata") if isinstance(obj.get("microcompactMetadata"), dict) else None
+    if meta is not None:
+        parts = [f"{k} {meta[k]:,}" if isinstance(meta.get(k), int) else f"{k} {meta[k]}"
+                 for k in ("trigger", "preTokens", "postTokens", "tokensSaved") if isinstance(meta.get(k), (str, int))]
+        return (content or sub) + (f" ({', '.join(parts)})" if parts else "")
+    if sub == "stop_hook_summary":
+        errs = [as_str(e) or str(e) for e in obj.get("hookErrors") or [] if e]
+        if not errs and obj.get("preventedContinuation") is not True:
+            return None  # the hooks ran and said nothing
+        return "stop hook" + (" stopped the agent" if obj.get("preventedContinuation") is True else "") + \
+            (": " + "; ".join(errs) if errs else "") + (f" ({obj['stopReason']})" if as_str(obj.get("stopReason")) else "")
+    return content or (f"system: {sub}" if sub else None)
+
+
+def _api_error_text(obj: dict) -> str:
+    """A failed API call Claude Code will retry: its cause (a connection error code, an HTTP status
+    and the provider's error type and message) and the retry."""
+    err = as_dict(obj.get("error"))
+    cause = obj.get("cause") if isinstance(obj.get("cause"), dict) else err.get("cause")
+    parts = []
+    if isinstance(cause, dict) and as_str(cause.get("code")):
+        parts.append(cause["code"])
+    if isinstance(err.get("status"), int):
+        parts.append(f"status {err['status']}")
+    body = err.get("error")
+    for _ in range(3):  # {"error": {"error": {"type", "message"}, "type": "error"}}
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            body = body["error"]
+    if isinstance(body, dict):
+        parts += [x for x in (as_str(body.get("type")), as_str(body.get("message"))) if x]
+    what = " ".join(parts[:3]) if parts else (as_str(obj.get("content")) or "no detail recorded")
+    n, most, wait = as_int(obj.get("retryAttempt")), as_int(obj.get("maxRetries")), obj.get("retryInMs")
+    if n is not None:
+        what += f"; retry {n}/{most if most is not None else '?'}"
+        if isinstance(wait, (int, float)) and not isinstance(wait, bool):
+            what += f" in {wait / 1000:.1f} s"
+    return what[:300]
+
+
+def _edited_by_tool(c: ToolCall, tur: Any) -> tuple[str, str] | None:
+    """The file an Edit / MultiEdit left, from its result's ``originalFile`` and ``structuredPatch``,
+    where its old text is not in the original as written (the tool matched it its own way, e.g.
+    typographic quotes as ASCII ones); None where the edit applies as written."""
+    if c.name not in ("Edit", "MultiEdit") or not isinstance(tur, dict):
+        return None
+    orig, hunks, path = tur.get("originalFile"), tur.get("structuredPatch"), tur.get("filePath") or c.args.get("file_path")
+    if not isinstance(orig, str) or not isinstance(hunks, list) or not hunks or not isinstance(path, str):
+        return None
+    edits = c.args.get("edits") if c.name == "MultiEdit" else [c.args]
+    if not isinstance(edits, list):
+        return None
+    text = orig
+    for e in edits:
+        old, new = (e.get("old_string"), e.get("new_string")) if isinstance(e, dict) else (None, None)
+        if not isinstance(old, str) or not isinstance(new, str) or (old and old not in text):
+            break
+        text = text.replace(old, new) if e.get("replace_all") is True else text.replace(old, new, 1)
+    else:
+        return None  # it applies as written
+    done = _apply_hunks(orig, hunks)
+    return (path, done) if done is not None else None
+
+
+def _apply_hunks(orig: str, hunks: list) -> str | None:
+    """A jsdiff ``structuredPatch`` (hunks of ``oldStart`` / ``oldLines`` and ' ', '-', '+' lines)
+    applied to the text it was made from; None where it does not fit."""
+    lines = orig.split("\n")
+    shift = 0
+    for h in hunks:
+        if not isinstance(h, dict) or not isinstance(h.get("lines"), list):
+            return None
+        start, n = as_int(h.get("oldStart")), as_int(h.get("oldLines"))
+        if start is None or n is None:
+            return None
+        at = (start - 1 if n > 0 else start) + shift
+        body = [x for x in h["lines"] if isinstance(x, str) and not x.startswith("\\")]
+        old = [x[1:] for x in body if x[:1] in (" ", "-")]
+        new = [x[1:] for x in body if x[:1] in (" ", "+")]
+        if len(old) != n or at < 0 or lines[at:at + n] != old:
+            return None
+        lines[at:at + n] = new
+        shift += len(new) - len(old)
+    return "\n".join(lines)

@@ -279,6 +279,8 @@ class Assembler:
         self._prev_ts: int | None = None
         self._turn_prev: dict[int, int | None] = {}
         self._by_id: dict[str, ToolCall] = {}
+        self._later: dict[str, list[ToolCall]] = {}  # calls whose id an earlier waiting call has
+        self._shared = 0
         self._explicit_outcome: str | None = None
 
     # -- problems
@@ -367,12 +369,20 @@ class Assembler:
             self.touch(t, line, ts_ms)
         if cid:
             if cid in self._by_id and self._by_id[cid].result is None:
-                self.warn(line, f"tool call id {cid!r} repeats an earlier call's id still waiting for a result")
-            self._by_id[cid] = c
+                # parallel calls given one id (a proxy's or a model's ids): results pair in order
+                self._later.setdefault(cid, []).append(c)
+                self._shared += 1
+            else:
+                self._by_id[cid] = c
         return c
 
     def pending(self, call_id: Any) -> ToolCall | None:
         c = self._by_id.get(call_id) if isinstance(call_id, str) else None
+        if c is not None and c.result is not None and call_id in self._later:
+            queue = self._later[call_id]
+            c = self._by_id[call_id] = queue.pop(0)
+            if not queue:
+                del self._later[call_id]
         return c if c is not None and c.result is None else None
 
     def result(self, c: ToolCall, text: Any, line: int, ts_ms: int | None = None, *, status: str | None = None,
@@ -465,6 +475,9 @@ class Assembler:
     # -- the end
     def finish(self) -> Run:
         run = self.run
+        if self._shared:
+            self.note(0, f"{self._shared} tool call(s) share the id of an earlier call (ids given twice by the model or a "
+                         "proxy): their results are paired with them in order")
         self.files.finish(run)
         fk = run.final_kernel
         if fk is not None and run.backend is None:
