@@ -192,3 +192,20 @@ def test_offsets_of_lines_taken_in_bulk_point_at_their_lines(tmp_path, monkeypat
     fast = everything(run)
     monkeypatch.setattr(LineParser, "feed_batch", _one_at_a_time)
     assert everything(load(p)) == fast
+
+
+def test_a_cost_counts_only_a_number_that_is_not_a_boolean():
+    """A cost's amount is an int or a float (a boolean is not one, nor a string); its unit a
+    string: anything else is a warning, and counts nothing."""
+    def ev(tick, **p):
+        return orjson.dumps({"tick": tick, "ts_ms": tick, "actor": "agent", "payload": {"kind": "cost", **p}})
+
+    data = b"\n".join([
+        ev(1, unit="tokens_in", amount=10), ev(2, unit="tokens_in", amount=True), ev(3, unit="tokens_out", amount="7"),
+        ev(4, unit="usd", amount=0.5), ev(5, unit=3, amount=1), ev(6, unit="tokens_out", amount=2),
+    ]) + b"\n"
+    run = load_bytes(data, "costs.jsonl")
+    assert run.tokens_by_actor == {"agent": {"tokens_in": 10, "usd": 0.5, "tokens_out": 2}}
+    bad = sorted(p.line for p in run.problems if "numeric 'amount'" in p.message)
+    assert bad == [2, 3, 5]
+    assert (run.turns[0].tokens_in, run.turns[-1].tokens_out) == (10, 2)

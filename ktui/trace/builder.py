@@ -270,21 +270,27 @@ class Builder:
 
     # -- costs
     def _on_cost(self, ev: Event, p: dict[str, Any], envelope) -> None:
-        self._evid(V1)
+        self._evidence.add(V1)
         unit, amount = p.get("unit"), p.get("amount")
-        if not isinstance(unit, str) or not isinstance(amount, (int, float)) or isinstance(amount, bool):
+        if (type(unit) is not str and not isinstance(unit, str)) or not (
+                type(amount) is int or type(amount) is float
+                or (isinstance(amount, (int, float)) and not isinstance(amount, bool))):
             self.problem(ev.line, "cost event without a string 'unit' and a numeric 'amount'", "", "warning")
             return
-        by = self.run.tokens_by_actor.setdefault(ev.actor or "-", {})
+        actor = ev.actor
+        by = self.run.tokens_by_actor.get(actor or "-")
+        if by is None:
+            by = self.run.tokens_by_actor[actor or "-"] = {}
         by[unit] = by.get(unit, 0) + amount
-        if unit in TOKEN_UNITS and ev.actor is not None:
+        if unit in TOKEN_UNITS and actor is not None:
             self._has_token_costs = True
-            t = self._current.get(ev.actor)
-            starts = not (self._last_kind == "cost" and self._last_token_actor == ev.actor)
-            if t is None or starts:
-                t = self._new_turn(ev, ev.actor)
-            self._touch(t, ev)
-            self._last_token_actor = ev.actor
+            t = self._current.get(actor)
+            if t is None or not (self._last_kind == "cost" and self._last_token_actor == actor):
+                t = self._new_turn(ev, actor)
+                ev.turn = t.index  # _touch of a turn that starts here: nothing else to move
+            else:
+                self._touch(t, ev)
+            self._last_token_actor = actor
             if unit == "tokens_in":
                 t.tokens_in = (t.tokens_in or 0) + int(amount)
             elif unit == "tokens_out":
@@ -404,9 +410,10 @@ class Builder:
             call._id = READ_BACK
         if cid is None and cname != name and name is not None:
             self.problem(ev.line, f"tool_result '{name}' paired with call '{cname}'", "", "warning")
-        call.result, effect = self._result(ev, p, call)
-        if call.turn is not None:
-            self._touch(self.run.turns[call.turn], ev)
+        call._result, effect = self._result(ev, p, call)  # ToolCall.result's setter, inline
+        turn = call.turn
+        if turn is not None:
+            self._touch(self.run.turns[turn], ev)
         if effect and (cname in _FETCH or call.seed and cname == "fetch_problem"):
             derive.problem_from_fetch(self.run.problem, effect, ev.line)
 
