@@ -83,3 +83,51 @@ def test_claude_code_session_teleported_from_the_web_with_no_message_yet(tmp_pat
     assert detect(str(p)).name == "claude-code"
     run = load(p)
     assert run.format == "claude-code" and run.problems == [] and run.turns == []
+
+
+# ---- Codex CLI -----------------------------------------------------------------------------------
+CX_FORK = ST / "codex_0.119_forked_subagent_thread_inherited_history.jsonl"
+CX_ERR = ST / "codex_0.121_backend_errors_ended_on_one.jsonl"
+
+
+def test_codex_forked_thread_does_not_count_its_parents_history_as_its_own():
+    run = load(CX_FORK)
+    # the parent's session_meta, prompt, turn context and token totals (234,714 / 2,323) were
+    # copied at the start of the subagent's rollout; its own rounds start from those totals
+    assert run.tokens_in == (274056 - 234714) + (320000 - 274056) and run.tokens_out == 3100 - 2323
+    assert run.problem.prompt == "Inspect softmax.py and report only what blocks a correct fused kernel."
+    assert run.model == "gpt-5.4-mini" and len(run.turns) == 2 and len(run.calls) == 1
+    assert run.persona == "subagent Archimedes (explorer)"
+    assert any("history of the thread it was forked from (019d9249-e0ee" in n for _, n in run.notes)
+    assert ("system", "You are Codex, a coding agent based on GPT-5.") in [(m[1], m[3]) for m in run.messages]
+    assert run.problems == []
+
+
+def test_codex_fork_without_time_ordered_ids_is_read_as_before(tmp_path):
+    rows = [json.loads(x) for x in CX_FORK.read_text().splitlines()]
+    rows[0]["payload"]["id"] = "thread-1"  # not a UUIDv7: nothing tells the copied history apart
+    p = tmp_path / "r.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    run = load(p)
+    assert run.tokens_in == 320000 and run.problems == []
+
+
+def test_codex_run_that_ended_on_a_backend_error_says_so():
+    run = load(CX_ERR)
+    ends = [(t.kind, t.text) for t in run.terminal]
+    assert ends == [("backend_error", "exceeded retry limit, last status: 429 Too Many Requests, request id: "
+                                      "2501f768-260b-4fb8-846b-42dbb1674731 (response_too_many_failed_attempts)")]
+    notes = [n for _, n in run.notes]
+    # the first error (the provider's JSON body, read) was followed by a new prompt and a round
+    assert "error: registry.ollama.ai/library/mistral:7b-instruct-q4_K_M does not support tools" in notes
+    assert run.problems == []
+
+
+def test_codex_error_followed_by_a_response_is_a_note_only(tmp_path):
+    rows = CX_ERR.read_text().splitlines()
+    cut = [r for r in rows if '"exceeded retry limit' not in r]
+    p = tmp_path / "r.jsonl"
+    p.write_text("\n".join(cut) + "\n")
+    run = load(p)
+    assert "backend_error" not in [t.kind for t in run.terminal]
+    assert any(n.startswith("error: registry.ollama.ai") for _, n in run.notes)

@@ -35,6 +35,7 @@ from typing import Any
 from ktui.trace.importers.common import (
     Assembler,
     JSONError,
+    as_dict,
     as_int,
     as_str,
     excerpt,
@@ -80,6 +81,11 @@ class _State:
         self.cwd: str | None = None
         self.user_typed: list[str] = []
         self.patches: dict[str, tuple[ToolCall, str, str | None]] = {}  # call key -> (call, patch, cwd)
+        self.own_id: str | None = None  # this thread's id (the first session_meta's)
+        self.forked_from: str | None = None
+        self.inherited = 0  # lines of the thread it was forked from, copied at its start (0: not in them)
+        self.inherited_lines = 0
+        self.last_error: tuple[int, int, str] | None = None  # (line, turns so far, message) of the last error
 
 
 def load(path: str, data: bytes | None = None) -> Run:
@@ -98,6 +104,9 @@ def load(path: str, data: bytes | None = None) -> Run:
             continue
         pt = payload.get("type")
         ptype = pt if isinstance(pt, str) else ""
+        if st.inherited and _inherited(st, typ, ptype, payload):
+            asm.event(no, off, len(raw), f"{typ}:{ptype}" if ptype else typ, ts)
+            continue
         try:
             _item(st, typ, ptype, payload, no, ts)
         except (TypeError, AttributeError, KeyError, ValueError) as exc:
@@ -106,6 +115,13 @@ def load(path: str, data: bytes | None = None) -> Run:
                   st.turn.index if st.turn is not None and st.open else None)
     for c, body, cwd in st.patches.values():  # patches whose output never came: applied
         _apply_patch(st, c, body, cwd)
+    if st.inherited_lines:
+        asm.note(0, f"{st.inherited_lines} line(s) at its start are the history of the thread it was forked from "
+                    f"({st.forked_from}), copied when it was made: not read as this thread's work")
+    if st.last_error is not None and st.last_error[1] == len(asm.run.turns):  # nothing after it: it ended on it
+        from ktui.trace.model import Terminal
+
+        asm.run.terminal.append(Terminal("backend_error", st.last_error[2][:400], st.last_error[0]))
     if st.completions and asm.run.turns:  # more token counts than rounds: the last round's
         t = asm.run.turns[-1]
         while st.completions:
@@ -173,17 +189,7 @@ def _args(v: Any) -> dict:
 def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) -> None:
     asm, run = st.asm, st.asm.run
     if typ == "session_meta":
-        m = p.get("meta")
-        meta = m if isinstance(m, dict) else p
-        st.cwd = as_str(meta.get("cwd")) or st.cwd
-        ver = as_str(meta.get("cli_version"))
-        asm.note(no, f"session {as_str(meta.get('id')) or '?'} · codex {ver or '?'} · "
-                     f"{as_str(meta.get('originator')) or ''} · cwd {st.cwd or '?'}")
-        instr = as_str(meta.get("instructions"))
-        if instr:
-            run.messages.append((no, "system", None, instr))
-        asm.ts(ts)
-        _input(st, ts)
+        _session_meta(st, p, no, ts)
         return
     if typ == "turn_context":
         m = as_str(p.get("model"))
@@ -222,6 +228,11 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
                 run.problem.prompt = text
         elif ptype == "turn_aborted":
             asm.note(no, f"turn aborted: {as_str(p.get('reason')) or ''}")
+        elif ptype in ("error", "stream_error"):  # a failed model call (after Codex's retries, or one it retries)
+            said = _error_text(p)
+            asm.note(no, ("error: " if ptype == "error" else "stream error (retried): ") + said)
+            if ptype == "error":
+                st.last_error = (no, len(run.turns), said)
         _event_ts(asm, ts)  # model-side and UI events: part of the run's span, never "input ready"
         return
     if typ == "compacted":
@@ -282,6 +293,77 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
         asm.ts(ts)
         return
     asm.ts(ts)
+
+
+def _session_meta(st: _State, p: dict, no: int, ts: int | None) -> None:
+    asm, run = st.asm, st.asm.run
+    m = p.get("meta")
+    meta = m if isinstance(m, dict) else p
+    sid = as_str(meta.get("id"))
+    if st.own_id is not None and st.forked_from is not None and sid != st.own_id and _v7(st.own_id):
+        # a forked thread starts with the history of the one it was forked from, its
+        # session_meta first: read up to this thread's first turn, not as its work
+        st.inherited = no
+        return
+    st.cwd = as_str(meta.get("cwd")) or st.cwd
+    ver = as_str(meta.get("cli_version"))
+    asm.note(no, f"session {sid or '?'} · codex {ver or '?'} · "
+                 f"{as_str(meta.get('originator')) or ''} · cwd {st.cwd or '?'}")
+    if st.own_id is None:
+        st.own_id, st.forked_from = sid, as_str(meta.get("forked_from_id"))
+        spawn = as_dict(as_dict(as_dict(meta.get("source")).get("subagent")).get("thread_spawn"))
+        who = as_str(meta.get("agent_nickname")) or as_str(spawn.get("agent_nickname"))
+        role = as_str(meta.get("agent_role")) or as_str(spawn.get("agent_role"))
+        if who or role or spawn:  # a thread another agent spawned
+            run.persona = run.persona or " ".join(
+                x for x in ("subagent", who, f"({role})" if role else None) if x)[:80]
+    instr = as_str(meta.get("instructions")) or as_str(as_dict(meta.get("base_instructions")).get("text"))
+    if instr:
+        run.messages.append((no, "system", None, instr))
+    asm.ts(ts)
+    _input(st, ts)
+
+
+def _v7(uid: str | None) -> bool:
+    """A UUIDv7 (Codex's thread and turn ids): its first 48 bits are its time, so ids order by time."""
+    return isinstance(uid, str) and len(uid) == 36 and uid[14:15] == "7" and uid[8:9] == "-"
+
+
+def _inherited(st: _State, typ: str, ptype: str, p: dict) -> bool:
+    """A line of the history a forked thread copied from its parent: its token totals are where
+    this thread's counts start; the first turn made after this thread (a later UUIDv7) ends it."""
+    if typ == "turn_context" or (typ == "event_msg" and ptype == "task_started"):
+        tid = as_str(p.get("turn_id"))
+        if _v7(tid) and st.own_id is not None and tid is not None and tid[:13] + tid[14:18] >= \
+                st.own_id[:13] + st.own_id[14:18]:
+            st.inherited = 0
+            return False
+    if typ == "event_msg" and ptype == "token_count":
+        info = p.get("info")
+        tot = info.get("total_token_usage") if isinstance(info, dict) else None
+        if isinstance(tot, dict):
+            parts = {k: as_int(tot.get(k)) or 0 for k in ("input_tokens", "cached_input_tokens", "output_tokens",
+                                                          "reasoning_output_tokens", "total_tokens")}
+            st.last_total, st.last_parts = parts["total_tokens"], parts
+    st.inherited_lines += 1
+    return True
+
+
+def _error_text(p: dict) -> str:
+    """An ``error`` event's message (the provider's JSON error body, read), and its kind."""
+    msg = (as_str(p.get("message")) or "").strip()
+    if msg.startswith("{"):
+        try:
+            body = loads(msg)
+        except JSONError:
+            body = None
+        err = body.get("error") if isinstance(body, dict) else None
+        inner = as_str(err.get("message")) if isinstance(err, dict) else as_str(err)
+        if inner:
+            msg = inner
+    info = p.get("codex_error_info")
+    kind = next(iter(info), None) if isinstance(info, dict) else as_str(info)
+    return (msg or "error") + (f" ({kind})" if kind and kind != "other" else "")
 
 
 def _event_ts(asm: Assembler, ts: int | None) -> None:
