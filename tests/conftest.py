@@ -49,6 +49,8 @@ SLOW_TESTS = {f"{f}::{t}" for f, ts in {
     "test_profile.py": ("test_cli_profile_end_to_end_with_a_stand_in_ncu", "test_cli_with_ncu_but_no_gpu_or_no_counters",
                         "test_sigterm_ends_ncu_and_the_worker"),
     "test_results.py": ("test_verify_compares_the_recorded_speedup_over_eager",),
+    "test_reference_timing.py": ("test_real_judges_time_the_reference_once_and_a_candidate_cannot_reach_the_entry",
+                                 "test_a_sweep_times_the_reference_once_and_a_rerun_not_again"),
     "test_verify_pipeline.py": ("test_real_judge_windows_probe_costs_and_failing_kernels",
                                 "test_reference_outputs_shared_and_out_of_a_candidates_reach"),
 }.items() for t in ts}

@@ -21,6 +21,7 @@ from .defaults import (
     WALL_WINDOW_S,
 )
 from .errors import StageFailure, now, round_, stats_us
+from .reftime import RefTimingStages
 
 
 def agreeing_cross_check(own_us: float, wall_us: float, forwards: int, tol: float) -> dict:
@@ -74,7 +75,7 @@ def valid_samples(desc, fds, cap_n):
 
 
 
-class ClockStages(CheckedPass):
+class ClockStages(CheckedPass, RefTimingStages):
     """The timing stage (the kernel's and the reference's own timers, then ktui's clock), mixed
     into :class:`ktui.engine.pipeline.Judge`."""
 
@@ -84,22 +85,36 @@ class ClockStages(CheckedPass):
         the kernel left running (a thread, a native thread, a child) can load the host or launch
         GPU work that slows the reference and so inflates the speedup. What it queued on the GPU
         before is finished: its own timing ended with a synchronize. The candidate's CPU time
-        over the window (from /proc, which it cannot understate) is recorded: about 0."""
+        over the window (from /proc, which it cannot understate) is recorded: about 0. A reference
+        timing replayed from the cache (reftime.py) runs nothing: the candidate is stopped only
+        when a measurement is live."""
+        self._stop_for, self._stopped = timing, None
+        try:
+            if not self._rt_replaying():
+                self._stop_candidate()
+            yield
+        finally:
+            self._stop_for = None
+            if self._stopped is not None:
+                self._continue_candidate()
+
+    def _stop_candidate(self):
         proc = self.cand.proc.proc
         pids = sandbox.stop_tree(proc)
         sandbox.wait_stopped(pids)
-        cpu0, t0 = sandbox.cpu_seconds(pids), now()
-        try:
-            yield
-        finally:
-            cpu1 = sandbox.cpu_seconds(pids)
-            sandbox.continue_tree(proc, pids)
-            rec = timing.setdefault("candidate_stopped", {"processes": 0, "windows": 0, "seconds": 0.0,
-                                                          "cpu_seconds": 0.0})
-            rec["processes"] = max(rec["processes"], len(pids))
-            rec["windows"] += 1
-            rec["seconds"] = round_(rec["seconds"] + now() - t0, 3)
-            rec["cpu_seconds"] = round_(rec["cpu_seconds"] + max(0.0, cpu1 - cpu0), 3)
+        self._stopped = (pids, sandbox.cpu_seconds(pids), now(), self._stop_for)
+
+    def _continue_candidate(self):
+        pids, cpu0, t0, timing = self._stopped
+        self._stopped = None
+        cpu1 = sandbox.cpu_seconds(pids)
+        sandbox.continue_tree(self.cand.proc.proc, pids)
+        rec = timing.setdefault("candidate_stopped", {"processes": 0, "windows": 0, "seconds": 0.0,
+                                                      "cpu_seconds": 0.0})
+        rec["processes"] = max(rec["processes"], len(pids))
+        rec["windows"] += 1
+        rec["seconds"] = round_(rec["seconds"] + now() - t0, 3)
+        rec["cpu_seconds"] = round_(rec["cpu_seconds"] + max(0.0, cpu1 - cpu0), 3)
 
     def _time_side(self, w, label, cap_s=None, method=None):
         job = self.job
@@ -200,10 +215,17 @@ class ClockStages(CheckedPass):
             self.cand.call("put_inputs", {"slot": "t", "inputs": v}, f)
         self._pending_wall_check = None
         self._wall_ref = ref_out  # the size of the outputs the checked pass keeps
+        done = []
         try:
-            with self.device("alone", "timing"):
+            # the reference's timing: measured, or replayed from the cache (reftime.py); the cache is
+            # written as the window is given up (host work), before the judge waits for anything else
+            with self.device("alone", "timing", after=lambda: self._rt_finish(timing, bool(done))):
+                self._rt_open()
                 self._timing_alone(timing, ref_out)
+                if not timing.get("error"):
+                    done.append(True)
         finally:
+            self._rt_finish(timing, False)  # a no-op once done (the lock let go on every path)
             if getattr(self, "_pending_wall_check", None) is not None and not timing.get("error"):
                 self._judge_wall_outputs()
             elif getattr(self, "_pending_wall_check", None) is not None:
@@ -226,7 +248,7 @@ class ClockStages(CheckedPass):
         try:
             kdata, ks = self._time_side(self.cand, "kernel")
             with self._candidate_stopped(timing):
-                rdata, rs = self._time_side(self.ref, "reference")
+                rdata, rs = self._ref_time("reference")
         except StageFailure as f:
             if f.kind != "method_unsupported":
                 raise
@@ -241,7 +263,7 @@ class ClockStages(CheckedPass):
             timing["graph_unsupported"] = f.message
             kdata, ks = self._time_side(self.cand, "kernel", method="cuda_event")
             with self._candidate_stopped(timing):
-                rdata, rs = self._time_side(self.ref, "reference", method="cuda_event")
+                rdata, rs = self._ref_time("reference", method="cuda_event")
         if ks is None:  # the kernel's process sent samples that cannot be true: ktui's clock decides
             timing["kernel_invalid_samples"] = kdata["invalid_samples"]
             ks = [float("inf")]
@@ -276,9 +298,9 @@ class ClockStages(CheckedPass):
         self._unsure = {"kernel": self.wall_unsure_us}
         knoise = self._noise_us(self.cand)
         with self._candidate_stopped(timing):
-            rper, rf, _ = self._wall(self.ref, slots, "reference")
+            rper, rf, _ = self._ref_wall(slots, "reference")
             self._unsure["reference"] = self.wall_unsure_us
-            rnoise = self._noise_us(self.ref)
+            rnoise = self._ref_noise()
         noise = {"kernel": knoise, "reference": rnoise}
         self._noise = noise
         cc = {"inputs": n, "kernel_forwards": kf, "checked_by": checked[0],
@@ -320,7 +342,6 @@ class ClockStages(CheckedPass):
             # off in every re-measurement. When they then agree, the time reported is the
             # re-measured one (never the first, which ktui's clock did not confirm).
             tol = WALL_TOLERANCE_CPU if self.device_kind == "cpu" else WALL_TOLERANCE
-            w = self.cand if side == "kernel" else self.ref
             # what a busy host adds to a pass of few forwards (one slow wake-up), per forward
             slack = WALL_SLACK_US + noise[side] / max(1, fw)
             remeasured = 0
@@ -329,8 +350,8 @@ class ClockStages(CheckedPass):
                     break
                 remeasured += 1
                 with self._candidate_stopped(timing) if side == "reference" else contextlib.nullcontext():
-                    _d, again = self._time_side(w, side, cap_s=max(0.1, float(self.job.time_cap_s) / 4))
-                    more, _f, _o = self._wall(w, slots, side)
+                    _d, again = self._side_time(side, side, cap_s=max(0.1, float(self.job.time_cap_s) / 4))
+                    more, _f, _o = self._side_wall(side, slots, side)
                 per = list(more)
                 if again is None:  # invalid samples this time: the disagreement stands
                     st = {"invalid_samples": _d.get("invalid_samples")}
@@ -411,7 +432,7 @@ class ClockStages(CheckedPass):
         kmix, _kf, _ = self._wall(self.cand, mixed, "kernel interleaved")
         unsure_mix = {"kernel": self.wall_unsure_us}
         with self._candidate_stopped(timing):
-            rmix, _rf, _ = self._wall(self.ref, mixed, "reference interleaved")
+            rmix, _rf, _ = self._ref_wall(mixed, "reference interleaved")
             unsure_mix["reference"] = self.wall_unsure_us
         ident = {"kernel": cc["kernel_wall_us"], "reference": cc["reference_wall_us"]}
         inter = {"kernel": min(kmix), "reference": min(rmix)}
@@ -432,13 +453,12 @@ class ClockStages(CheckedPass):
                 continue
             # measured again, both ways, in turn, before it is a finding: a pause of the host
             # during one pass (a loaded machine) must not make an honest side look slowed or replayed
-            w = self.cand if side == "kernel" else self.ref
             confirmed = True
             for _ in range(WALL_CONFIRM):
                 with self._candidate_stopped(timing) if side == "reference" else contextlib.nullcontext():
-                    again_ident, _f1, _ = self._wall(w, ["t"], side)
+                    again_ident, _f1, _ = self._side_wall(side, ["t"], side)
                     ua = self.wall_unsure_us
-                    again_mix, _f2, _ = self._wall(w, mixed, f"{side} interleaved")
+                    again_mix, _f2, _ = self._side_wall(side, mixed, f"{side} interleaved")
                     ub = self.wall_unsure_us
                 if not holds(min(again_ident), min(again_mix), ua, ub):
                     confirmed = False

@@ -62,6 +62,7 @@ class CorrectnessStages:
                                                     "trial": self.cur_trial})
             inputs = self.hold(iv["inputs"], ifd)
             digest = inputs_digest(inputs.value, inputs.fds)
+            self._note_digest(slot, digest)
             outs = rc.get(seed, digest)
             if outs is not None:
                 return inputs, CachedOutputs(outs)
@@ -71,13 +72,21 @@ class CorrectnessStages:
         inputs = self.hold(iv["inputs"], ifd)
         outputs = Held(iv["forward"]["outputs"], ifd, owns=False)  # same reply: closed with the inputs
         if rc is not None:
+            digest = inputs_digest(inputs.value, inputs.fds[:_n_fds(inputs.value)])
+            self._note_digest(slot, digest)
             try:
                 decoded = outputs.decoded()
             except protocol.ProtocolError:
                 decoded = None  # the comparison says so (compare_checked)
             if decoded is not None:
-                rc.put(seed, inputs_digest(inputs.value, inputs.fds[:_n_fds(inputs.value)]), decoded)
+                rc.put(seed, digest, decoded)
         return inputs, outputs
+
+    def _note_digest(self, slot, digest):
+        """The digest of the inputs the reference holds in ``slot`` (the reference timing's key)."""
+        if not hasattr(self, "_ref_digests"):
+            self._ref_digests = {}
+        self._ref_digests[str(slot)] = digest
 
     def candidate_forward(self, inputs, slot, return_inputs=False):
         v, f = inputs.send_args()

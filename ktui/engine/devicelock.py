@@ -107,11 +107,18 @@ class DeviceWindows:
         self.mode = None
 
     @contextlib.contextmanager
-    def window(self, kind, what):
+    def window(self, kind, what, after=None):
         """Hold the device in ``kind`` ("alone", "shared"; "none" holds nothing) for ``what``.
-        Raises :class:`Cancelled` / :class:`Timeout` (from workers.py) when the wait is cut short."""
+        Raises :class:`Cancelled` / :class:`Timeout` (from workers.py) when the wait is cut short.
+        ``after()`` runs once the window is given up and before anything else is waited for (the
+        outer shared hold taken again): host work that must not wait for another judge's window
+        (the reference-timing cache's write, whose lock another judge may be waiting on in its own)."""
         if kind == NONE or self.mode == ALONE or (self.mode == SHARED and kind == SHARED):
-            yield self
+            try:
+                yield self
+            finally:
+                if after is not None:
+                    after()
             return
         outer = self.mode
         if outer == SHARED:  # upgrading: give the shared hold up, then wait to be alone
@@ -131,8 +138,12 @@ class DeviceWindows:
             self._release()
             rec["end"] = round_(rec["start"] + (now() - t0), 4)
             self.records.append(rec)
-            if outer == SHARED:
-                self._acquire(SHARED)
+            try:
+                if after is not None:
+                    after()
+            finally:
+                if outer == SHARED:
+                    self._acquire(SHARED)
 
     def close(self):
         self._release()

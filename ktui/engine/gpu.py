@@ -85,3 +85,29 @@ def not_idle(before, ours):
     if u is not None and u > 10:
         bits.append(f"utilization {u:.0f}% before timing")
     return "; ".join(bits) or None
+
+
+# what makes a timing on this GPU comparable with another on it (not what moves from second to second)
+STATIC_QUERY = ("uuid,name,driver_version,clocks.max.sm,clocks.max.memory,clocks.applications.graphics,"
+                "clocks.applications.memory,power.limit,enforced.power.limit,persistence_mode,compute_mode,"
+                "mig.mode.current,ecc.mode.current")
+STATIC_QUERY_MIN = "uuid,name,driver_version,clocks.max.sm,clocks.max.memory"
+
+
+def static_state(device):
+    """The GPU's identity and settings that a timing depends on: its UUID, driver, maximum and
+    application clocks, power limits, MIG and ECC modes (nvidia-smi; a field an older driver does
+    not know falls back to a shorter query). None without nvidia-smi."""
+    which = physical_index(device)
+    for query in (STATIC_QUERY, STATIC_QUERY_MIN):
+        out = _smi([f"--query-gpu=index,{query}", "--format=csv,noheader,nounits"])
+        if out is None:
+            continue
+        keys = ["index"] + query.split(",")
+        rows = [dict(zip(keys, [c.strip() for c in ln.split(",")], strict=False))
+                for ln in out.strip().splitlines() if ln.strip()]
+        for r in rows:
+            if r.get("index") == which or r.get("uuid") == which:
+                r.pop("index", None)
+                return r
+    return None

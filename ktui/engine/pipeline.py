@@ -228,18 +228,19 @@ class Judge(CorrectnessStages, ClockStages):
         it never counts against a stage's limit (the stage's deadline moves by it)."""
         return float(self.job.compile_timeout) + 12 * float(self.job.run_timeout) + 60.0
 
-    def device(self, kind, what):
+    def device(self, kind, what, after=None):
         """A window on the device (devicelock.py): "alone" for timing-sensitive work, "shared" for
         other device work, "none" for host work; the time waited for it is added to the stage's
-        deadline (waiting for another kernel's timing is not this kernel's time)."""
+        deadline (waiting for another kernel's timing is not this kernel's time). ``after()``: host
+        work run as the window is given up, before anything else is waited for."""
         if self.windows is None or kind == NONE:
-            return contextlib.nullcontext()
-        return self._timed_window(kind, what)
+            return _then(after) if after is not None else contextlib.nullcontext()
+        return self._timed_window(kind, what, after)
 
     @contextlib.contextmanager
-    def _timed_window(self, kind, what):
+    def _timed_window(self, kind, what, after=None):
         before = self.windows.waited_s
-        with self.windows.window(kind, what):
+        with self.windows.window(kind, what, after=after):
             self.deadline += self.windows.waited_s - before
             yield
 
@@ -252,6 +253,11 @@ class Judge(CorrectnessStages, ClockStages):
             self.windows.close()
         if self.refcache is not None:
             self.result["reference_cache"] = self.refcache.summary()
+        ops = {}
+        for w in self.workers:  # requests per role and op (what was run, e.g. the reference's timing)
+            for op, n in w.ops.items():
+                ops.setdefault(w.role, {})[op] = ops.get(w.role, {}).get(op, 0) + n
+        self.result["worker_ops"] = ops
         if self.compare_spans:  # when the judge compared (host work): never inside an "alone" window
             self.result["compare_spans"] = [[round_(a, 4), round_(b, 4)] for a, b in self.compare_spans[:500]]
         for h in self.held:
@@ -322,6 +328,7 @@ class Judge(CorrectnessStages, ClockStages):
 
     def _setup(self, w):
         data, _ = w.call("setup", {"device": self.job.device})
+        w.setup_env = data.get("environment")  # before any trace code loaded in it
         if self.result["environment"] is None:
             self.result["environment"] = data["environment"]
             self.result["device"] = data["device"]
@@ -481,6 +488,14 @@ class Judge(CorrectnessStages, ClockStages):
             t["host_bound"] = {"device_kernel_us": round_(busy, 3), "event_us": med, "pageable_copy": pageable,
                                "reason": why}
             self.result["notes"].append(why)
+
+
+@contextlib.contextmanager
+def _then(after):
+    try:
+        yield
+    finally:
+        after()
 
 
 def judge(job, build=None, emit=None, cancel=None):

@@ -87,6 +87,8 @@ class Worker:
         finally:
             child.close()
         self.seq = 0
+        self.ops = {}  # requests sent, per op
+        self.setup_env = None
         self.report = {}
         self.closed = False
         self.trace_code_loaded = False  # from here on, what this process says is a claim
@@ -137,6 +139,7 @@ class Worker:
         worker's health (the wall-clock runs wake up less: see :meth:`Pipeline._wall`)."""
         j = self.judge
         self.seq += 1
+        self.ops[op] = self.ops.get(op, 0) + 1
         if op in TRACE_CODE_OPS:
             self.trace_code_loaded = True
         try:

@@ -56,6 +56,22 @@ def _environment_notes(rec: Any, env: dict[str, Any]) -> list[str]:
     return []
 
 
+def reference_time_cached(result: Any) -> str | None:
+    """Words for a result whose reference time was not measured for this kernel but replayed from
+    the judge's reference-timing cache (another kernel of the problem, same inputs and device
+    state): said in the verdict with its age. None otherwise."""
+    t = result.get("timing") if isinstance(result, dict) else None
+    rt = t.get("reference_timing") if isinstance(t, dict) else None
+    if not isinstance(rt, dict) or rt.get("source") != "cache":
+        return None
+    age = rt.get("age_s")
+    if not isinstance(age, (int, float)) or isinstance(age, bool) or not age == age:
+        return "reference time from the cache (age unknown)"
+    a = max(0.0, float(age))
+    words = f"{a:.0f} s" if a < 90 else (f"{a / 60:.0f} min" if a < 5400 else f"{a / 3600:.1f} h")
+    return f"reference time from the cache, measured {words} earlier"
+
+
 def compare(rec: Any, result: dict[str, Any], static: list[Any] | None = None,
             rule: dict[str, Any] | None = None) -> Comparison:
     """Recorded vs reproduced for one kernel version. ``static``: the version's static findings
@@ -63,6 +79,9 @@ def compare(rec: Any, result: dict[str, Any], static: list[Any] | None = None,
     the correctness rule it was judged by (``TaskRule.to_dict()``, kept in the request): said in
     the reason of every verdict that rests on the kernel's correctness."""
     comp = _compare(rec, result, static)
+    cached = reference_time_cached(result)
+    if cached:
+        comp.reason += f"; {cached}"
     text_ = rule.get("text") if isinstance(rule, dict) else None
     if isinstance(text_, str) and text_:
         comp.rule = text_[:600]

@@ -50,6 +50,9 @@ BUILD_PROGRESS = "build_progress"  # the build worker says what it compiles (det
 TIME_START, TIMED, FAILED, CACHED, CANCELLED = "time_start", "timed", "failed", "cached", "cancelled"
 QUEUED = "queued"
 STAGE, PROBE = "stage", "probe"  # one per stage and per probe of a judged kernel, with its seconds (detail: name)
+# where a judged kernel's reference time came from (detail: "measured" / "cache, measured N s earlier";
+# seconds: the cached measurement's age)
+REFERENCE_TIME = "reference_time"
 
 
 @dataclass
@@ -162,6 +165,43 @@ class Recorder:
             self.results[job.key] = result
         ok = result.get("status") == "completed"
         self.emit(TIMED if ok else FAILED, job, slot=slot, seconds=result.get("wall_seconds"), result=result)
+
+
+SEED_MAX_AGE_S = 7 * 86400.0  # a problem's kept input seed is replaced after a week
+
+
+def refcache_root() -> str:
+    return str(cache.cache_root() / "refcache")
+
+
+def problem_seed(reference_sha1: str, *, fresh: bool = False, root: str | None = None) -> int:
+    """The problem's kept secret input seed (``<refcache>/seeds/<sha1>.json``), or a new one, kept."""
+    import json
+    import re
+    import secrets
+
+    path = os.path.join(root or refcache_root(), "seeds", re.sub(r"[^0-9a-f]", "", reference_sha1.lower())[:40] + ".json")
+    if not fresh:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                d = json.load(fh)
+            seed, at = d.get("seed"), d.get("created")
+            if (isinstance(seed, int) and 0 < seed < 2**31 and isinstance(at, (int, float))
+                    and 0 <= time.time() - at < SEED_MAX_AGE_S):
+                return seed
+        except (OSError, ValueError, AttributeError):
+            pass
+    seed = 1 + secrets.randbelow(2**31 - 2)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"seed": seed, "created": time.time()}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # not kept: this sweep still uses it
+    return seed
 
 
 _DONE = object()
@@ -393,13 +433,14 @@ class LocalEngine(EngineBase):
                     self._ready_q.put(_DONE)
 
     def _problem_seed(self, reference_sha1: str) -> int:
-        """The sweep's secret input seed for one problem (a new one per sweep; never in a candidate's
-        reach: the judge hands candidates inputs, never seeds)."""
-        import secrets
-
+        """The secret input seed for one problem (never in a candidate's reach: the judge hands
+        candidates inputs, never seeds). Kept in the reference cache's root (masked from every
+        worker, like the reference's outputs and timings it keys) so that a later sweep of the same
+        problem (resumed, or with new kernels) judges on the same inputs and reuses the reference's
+        outputs and time; ``--fresh`` draws a new one, and so does a seed older than SEED_MAX_AGE_S."""
         with self._lock:
             if reference_sha1 not in self._seeds:
-                self._seeds[reference_sha1] = 1 + secrets.randbelow(2**31 - 2)
+                self._seeds[reference_sha1] = problem_seed(reference_sha1, fresh=self.options.fresh)
             return self._seeds[reference_sha1]
 
     def _cost_events(self, job: Job, slot: Slot, res: dict[str, Any]) -> None:
@@ -409,6 +450,17 @@ class LocalEngine(EngineBase):
                 secs = rec.get("seconds") if isinstance(rec, dict) else None
                 if isinstance(secs, (int, float)):
                     self.rec.emit(kind, job, slot=slot.name, seconds=float(secs), detail=str(name))
+        rt = (res.get("timing") or {}).get("reference_timing") if isinstance(res.get("timing"), dict) else None
+        if isinstance(rt, dict):
+            ops = ((res.get("worker_ops") or {}).get("reference") or {}) if isinstance(res.get("worker_ops"), dict) else {}
+            timed = sum(int(ops.get(k) or 0) for k in ("time", "wall"))
+            age = rt.get("age_s") if rt.get("source") == "cache" else None
+            detail = (f"cache, measured {float(age):.1f} s earlier" if isinstance(age, (int, float))
+                      else f"measured ({timed} reference timing requests)"
+                      + (f"; not cached: {rt['why_not_cached']}" if rt.get("why_not_cached") else "")
+                      + ("; stored" if rt.get("stored") else ""))
+            self.rec.emit(REFERENCE_TIME, job, slot=slot.name,
+                          seconds=float(age) if isinstance(age, (int, float)) else None, detail=detail)
 
     def _build_progress(self, job: Job) -> Callable[[Any], None]:
         t0 = time.monotonic()
@@ -428,7 +480,7 @@ class LocalEngine(EngineBase):
             job, _br = item
             if self.share_reference and job.reference_sha1:
                 job.input_seed = self._problem_seed(job.reference_sha1)
-                job.ref_cache = str(cache.cache_root() / "refcache")
+                job.ref_cache = refcache_root()
             self.rec.emit(TIME_START, job, slot=slot.name)
             t0 = time.time()
             gate = self._gates[slot.name]
