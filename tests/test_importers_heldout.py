@@ -131,3 +131,37 @@ def test_codex_error_followed_by_a_response_is_a_note_only(tmp_path):
     run = load(p)
     assert "backend_error" not in [t.kind for t in run.terminal]
     assert any(n.startswith("error: registry.ollama.ai") for _, n in run.notes)
+
+
+# ---- Inspect AI ----------------------------------------------------------------------------------
+IN_GRADED = Path(__file__).resolve().parent / "fixtures" / "formats" / "real" / \
+    "inspect_0.3.95_security-guide_model_graded_scorer.json"
+
+
+def test_inspect_model_graded_scorer_calls_are_not_the_agents_turns():
+    run = load(IN_GRADED)  # a real log: each sample's grader (model_graded_fact) calls the model too
+    assert run.problems == []  # it was "2 model event(s) for 1 assistant message(s)" three times
+    assert [(t.tokens_in, t.tokens_out) for t in run.turns] == [(61, 17), (60, 9), (61, 23)]
+    graded = [n for _, n in run.notes if "scorer model_graded_fact" in n]
+    assert graded[0] == "1 model call(s) of the scorer model_graded_fact (not the agent's turns): 259 tokens in, 292 out"
+    assert len(graded) == 3
+
+
+def test_inspect_scorer_steps_of_older_logs_are_the_graders_too(tmp_path):
+    obj = json.loads(IN_GRADED.read_text())
+    for s in obj["samples"]:  # as logs before spans had it: step begin / end events around the scorer
+        evs, scorer = [], None
+        for e in s["events"]:
+            if e["event"] == "span_begin" and e.get("type") == "scorer":
+                scorer = e["id"]
+                evs.append({"event": "step", "action": "begin", "type": "scorer", "name": e["name"]})
+            elif e["event"] == "span_end" and e.get("id") == scorer:
+                evs.append({"event": "step", "action": "end", "type": "scorer", "name": "model_graded_fact"})
+            elif e["event"] not in ("span_begin", "span_end"):
+                evs.append({k: v for k, v in e.items() if k != "span_id"})
+        s["events"] = evs
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(obj))
+    run = load(p)
+    assert run.problems == [] and [(t.tokens_in, t.tokens_out) for t in run.turns][0] == (61, 17)
+    assert sum("scorer model_graded_fact" in n for _, n in run.notes) == 3

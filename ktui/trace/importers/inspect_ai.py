@@ -318,7 +318,19 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
     if not isinstance(events, list):
         return
     calls: dict[str, ToolCall] = {c.id: c for t in turns for c in t.calls if c.id}
-    model_events = [e for e in events if isinstance(e, dict) and e.get("event") == "model"]
+    graded = _scorer_events(events)
+    model_events = [e for i, e in enumerate(events) if isinstance(e, dict) and e.get("event") == "model"
+                    and i not in graded]
+    if graded:  # a model-graded scorer's calls: the grader's, not the agent's turns
+        g = [events[i] for i in sorted(graded) if isinstance(events[i], dict) and events[i].get("event") == "model"]
+        if g:
+            use = [as_dict(as_dict(e.get("output")).get("usage")) for e in g]
+            names = sorted({str(graded[i]) for i in graded if graded[i]})
+            asm.note(turns[0].first_line if turns else 0,
+                     f"{len(g)} model call(s) of the scorer{'s' if len(names) > 1 else ''} "
+                     f"{', '.join(names) or '?'} (not the agent's turns): "
+                     f"{sum(as_int(u.get('input_tokens')) or 0 for u in use):,} tokens in, "
+                     f"{sum(as_int(u.get('output_tokens')) or 0 for u in use):,} out")
     for t, e in zip(turns, model_events, strict=False):
         out = as_dict(e.get("output"))
         u = as_dict(out.get("usage"))
@@ -361,6 +373,39 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
     for t in turns:  # samples run concurrently: a turn's time is its own span, not since the previous event
         if t.start_ms is not None and t.end_ms is not None:
             t.wall_ms = max(0, t.end_ms - t.start_ms)
+
+
+def _scorer_events(events: list) -> dict[int, str]:
+    """The events a scorer made (index -> its name): those inside a ``scorer`` span (``span_begin``
+    ``type: scorer``, or under one through ``parent_id``), or, in older logs, between a ``step``
+    ``begin`` / ``end`` of ``type: scorer``."""
+    spans: dict[str, tuple[str | None, str | None, str | None]] = {}  # id -> (type, name, parent)
+    for e in events:
+        if isinstance(e, dict) and e.get("event") == "span_begin" and isinstance(e.get("id"), str):
+            spans[e["id"]] = (as_str(e.get("type")), as_str(e.get("name")), as_str(e.get("parent_id")))
+
+    def scorer_of(sid: str | None) -> str | None:
+        for _ in range(64):
+            if sid is None or sid not in spans:
+                return None
+            typ, name, parent = spans[sid]
+            if typ == "scorer":
+                return name or "scorer"
+            sid = parent
+        return None
+
+    out: dict[int, str] = {}
+    step: str | None = None
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            continue
+        if e.get("event") == "step" and e.get("type") == "scorer":
+            step = (as_str(e.get("name")) or "scorer") if e.get("action") == "begin" else None
+            continue
+        who = scorer_of(as_str(e.get("span_id"))) if spans else None
+        if who or step:
+            out[i] = who or step or "scorer"
+    return out
 
 
 def _needed(path: str | None) -> str:
