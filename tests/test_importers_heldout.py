@@ -165,3 +165,18 @@ def test_inspect_scorer_steps_of_older_logs_are_the_graders_too(tmp_path):
     run = load(p)
     assert run.problems == [] and [(t.tokens_in, t.tokens_out) for t in run.turns][0] == (61, 17)
     assert sum("scorer model_graded_fact" in n for _, n in run.notes) == 3
+
+
+def test_codex_web_search_is_a_call_with_its_query(tmp_path):
+    rows = CX_ERR.read_text().splitlines()
+    at = next(i for i, r in enumerate(rows) if '"function_call"' in r)
+    search = {"timestamp": "2026-04-20T04:06:05.000Z", "type": "response_item", "payload": {
+        "type": "web_search_call", "status": "completed",
+        "action": {"type": "search", "query": "triton tl.maximum NaN", "queries": ["triton tl.maximum NaN"]}}}
+    p = tmp_path / "r.jsonl"
+    p.write_text("\n".join(rows[:at] + [json.dumps(search)] + rows[at:]) + "\n")
+    run = load(p)
+    c = run.calls[0]
+    assert c.name == "web_search" and c.args["query"] == "triton tl.maximum NaN"
+    assert c.result is not None and c.result.status == "ok" and c.result.summary == "search completed"
+    assert len(run.turns) == 1 and run.calls[1].name == "shell" and run.problems == []

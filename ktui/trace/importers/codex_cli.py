@@ -289,7 +289,15 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
                 status = FAILED
         asm.result(pc, text, no, ts, status=status, effect={"exit_code": code} if code is not None else None)
         return
-    if ptype in ("ghost_snapshot", "web_search_call"):
+    if ptype == "web_search_call":  # a search the model ran on the provider's side: a call with no output item
+        t = _model_turn(st, no, ts)
+        act = as_dict(p.get("action"))
+        c = asm.call(t, "web_search", act or {"status": p.get("status")}, no, ts, as_str(p.get("id")))
+        status = as_str(p.get("status")) or "?"
+        asm.result(c, f"{as_str(act.get('type')) or 'search'} {status}", no, ts,
+                   status=OK if status == "completed" else FAILED if status == "failed" else None)
+        return
+    if ptype == "ghost_snapshot":
         asm.ts(ts)
         return
     asm.ts(ts)
