@@ -180,3 +180,55 @@ def test_codex_web_search_is_a_call_with_its_query(tmp_path):
     assert c.name == "web_search" and c.args["query"] == "triton tl.maximum NaN"
     assert c.result is not None and c.result.status == "ok" and c.result.summary == "search completed"
     assert len(run.turns) == 1 and run.calls[1].name == "shell" and run.problems == []
+
+
+def _persisted_session(root: Path) -> Path:
+    """A session whose benchmark output Claude Code saved to <session>/tool-results/ (its result
+    holds a 2 KB preview), laid out as ~/.claude/projects/<project>/ keeps it."""
+    sid = "7a1e0c2d-0000-4000-8000-0000000000c3"
+    proj = root / "-home-dev-kb"
+    (proj / sid / "tool-results").mkdir(parents=True)
+    autotune = "".join(f"autotune BLOCK={b} num_warps={w}: {b * w / 1000:.3f} ms\n" for b in (64, 128, 256, 512)
+                       for w in (1, 2, 4, 8)) * 40
+    full = autotune + "[KernelBench] correct: True, speedup: 1.42x\n"
+    (proj / sid / "tool-results" / "toolu_01P.txt").write_text(full)
+    saved = (f"<persisted-output>\nOutput too large ({len(full) / 1024:.1f}KB). Full output saved to: "
+             f"/home/dev/.claude/projects/-home-dev-kb/{sid}/tool-results/toolu_01P.txt\n\nPreview (first 2KB):\n"
+             f"{full[:2048]}\n...\n</persisted-output>")
+    env = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/kb", "sessionId": sid, "version": "2.1.19"}
+    code = "import torch\nimport triton\n\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+    rows = [
+        {**env, "parentUuid": None, "type": "user", "uuid": "u1", "timestamp": "2026-01-25T17:00:00.000Z",
+         "message": {"role": "user", "content": "Autotune solution.py and benchmark it."}},
+        {**env, "parentUuid": "u1", "type": "assistant", "uuid": "a1", "timestamp": "2026-01-25T17:00:10.000Z",
+         "message": {"model": "claude-sonnet-4-5", "id": "msg_1", "role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_01W", "name": "Write",
+              "input": {"file_path": "/home/dev/kb/solution.py", "content": code}}]}},
+        {**env, "parentUuid": "a1", "type": "user", "uuid": "u2", "timestamp": "2026-01-25T17:00:10.100Z",
+         "message": {"role": "user", "content": [{"tool_use_id": "toolu_01W", "type": "tool_result", "content": "ok"}]},
+         "toolUseResult": {"type": "create", "filePath": "/home/dev/kb/solution.py", "content": code}},
+        {**env, "parentUuid": "u2", "type": "assistant", "uuid": "a2", "timestamp": "2026-01-25T17:00:20.000Z",
+         "message": {"model": "claude-sonnet-4-5", "id": "msg_2", "role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_01P", "name": "Bash", "input": {"command": "python bench.py"}}]}},
+        {**env, "parentUuid": "a2", "type": "user", "uuid": "u3", "timestamp": "2026-01-25T17:02:20.000Z",
+         "message": {"role": "user", "content": [{"tool_use_id": "toolu_01P", "type": "tool_result", "content": saved}]},
+         "toolUseResult": {"stdout": saved, "stderr": "", "interrupted": False, "isImage": False}},
+    ]
+    p = proj / f"{sid}.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return p
+
+
+def test_claude_code_result_saved_to_a_file_is_read_from_it_where_it_lies_beside_the_trace(tmp_path):
+    p = _persisted_session(tmp_path)
+    run = load(p)
+    bench = run.calls[1]
+    # the verdict was printed at the end of the output: only in the saved file, not in the preview
+    assert "[KernelBench] correct: True, speedup: 1.42x" in bench.result.summary
+    assert "saved output's end" in bench.result.summary and len(bench.result.summary) < 2048 + 9000
+    assert run.kernels[0].uses and any(u.verdict for u in run.kernels[0].uses)
+    assert run.metrics is not None and run.metrics.speedup == 1.42
+    # without the folder (the session file alone), the preview is what there is
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(p.read_text())
+    assert "1.42x" not in load(alone).calls[1].result.summary

@@ -33,6 +33,8 @@ Streaming: the file is read line by line.
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 from ktui.trace.importers.common import (
@@ -365,6 +367,8 @@ def _tool_result(st: _State, c: ToolCall, b: dict, tur: Any, no: int, ts: int | 
             else:
                 asm.track_call(deferred, st.cwd)
     text = text_of(b.get("content"))
+    if text.startswith("<persisted-output>"):
+        text = _persisted(st, text)
     status = None
     if is_err:
         status = FAILED if c.name == "Bash" and "blocked" not in text and "approval" not in text else ERROR
@@ -372,6 +376,35 @@ def _tool_result(st: _State, c: ToolCall, b: dict, tur: Any, no: int, ts: int | 
     if isinstance(effect, dict):
         effect = {k: v for k, v in effect.items() if k not in ("originalFile", "file")}
     asm.result(c, text, no, ts, status=status, is_error=is_err, effect=effect)
+
+
+_PERSISTED = re.compile(r"saved to: (?:.*[/\\])?([\w.-]{1,200})[/\\]tool-results[/\\]([\w.-]{1,200}\.txt)\b")
+_TAIL = 8192  # what is read of a saved output: its end, where a run's verdict is printed
+
+
+def _persisted(st: _State, text: str) -> str:
+    """A result Claude Code saved to a file (``<persisted-output>``: "Output too large ... saved to:
+    .../<session>/tool-results/<id>.txt" and a 2 KB preview): its end is read from that file where
+    it lies beside the trace (the session's folder, or the one above a subagent's transcript)."""
+    m = _PERSISTED.search(text[:2000])
+    path = st.asm.run.path
+    if m is None or not path or not os.path.isfile(path):
+        return text
+    here = os.path.dirname(os.path.abspath(path))
+    for base in (os.path.join(here, m.group(1)), os.path.dirname(here)):  # a session's file; a subagent's
+        if os.path.basename(base) != m.group(1):
+            continue  # only that session's own folder
+        f = os.path.join(base, "tool-results", m.group(2))
+        try:
+            size = os.path.getsize(f)
+            with open(f, "rb") as fh:
+                fh.seek(max(0, size - _TAIL))
+                tail = fh.read(_TAIL).decode("utf-8", "replace")
+        except OSError:
+            continue
+        cut = "…" if size > _TAIL else ""
+        return f"{text}\n\n[the saved output's end ({size:,} bytes in tool-results/{m.group(2)}):]\n{cut}{tail}"
+    return text
 
 
 def _observe(st: _State, c: ToolCall, tur: Any, is_error: bool = False) -> None:
