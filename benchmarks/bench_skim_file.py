@@ -1,8 +1,8 @@
 """The sweep index's cost a trace file, and what reading files ahead saves a cold scan.
 
-    python benchmarks/bench_skim_file.py skim TREE [--src DIR] [--seed N] [--files 600]
+    python benchmarks/bench_skim_file.py skim TREE [--src DIR] [--seed N] [--files 600] [--row on|off]
     python benchmarks/bench_skim_file.py readahead TREE [--ahead 8]
-    python benchmarks/bench_skim_file.py cold TREE [--order orjson,index,orjson]
+    python benchmarks/bench_skim_file.py cold TREE [--order orjson,index,index-full,orjson]
 
 ``skim``: CPU time (``time.process_time``) of :func:`ktui.trace.index.summarize` a file, over
 ``--files`` files of TREE picked at random (``--seed``), after 60 of them to warm the imports
@@ -15,9 +15,13 @@ compare two commits on one machine at one moment.
 ``--ahead`` files ahead (:func:`ktui.trace.index.walk.willneed`): the wall time the disk costs
 a scan that parses one file after another, and what the index's read-ahead takes off it.
 
+``--row off``: the full reader and builder on every file (``KTUI_ROW_SKIM=0``), not the row skim
+(:mod:`ktui.trace.index.rowskim`); ``read`` says how many files each read.
+
 ``cold``: bench_runs.py's own children, each after the tree's page cache is dropped: the bare
-orjson loop (the anchor) and the index without its cache (``SweepIndex(use_cache=False)``), in
-the order given; one JSON line each, with the load average when it ended.
+orjson loop (the anchor), the index without its cache (``SweepIndex(use_cache=False)``) and the
+same with the full reader on every file (``index-full``), in the order given; one JSON line
+each, with the load average when it ended.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ def _use_src(src: str) -> None:
     sys.path.insert(0, src)
 
 
-def skim(tree: str, src: str | None, seed: int, n: int) -> dict:
+def skim(tree: str, src: str | None, seed: int, n: int, row: str = "on") -> dict:
+    os.environ["KTUI_ROW_SKIM"] = "0" if row == "off" else "1"
     if src:
         _use_src(src)
     import ktui
@@ -52,7 +57,10 @@ def skim(tree: str, src: str | None, seed: int, n: int) -> dict:
     t = time.process_time()
     for tf in sel:
         summarize(tf)
-    return {"code": os.path.dirname(os.path.dirname(ktui.__file__)), "files": len(sel),
+    from ktui.trace.index import rowskim
+
+    return {"code": os.path.dirname(os.path.dirname(ktui.__file__)), "row_skim": row, "read": dict(rowskim.stats),
+            "files": len(sel),
             "cpu_ms_per_file": round((time.process_time() - t) / len(sel) * 1000, 3),
             "load": round(os.getloadavg()[0], 2)}
 
@@ -84,9 +92,9 @@ def cold(tree: str, order: str) -> list[dict]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import bench_runs
 
-    env = dict(os.environ)
     out = []
     for what in order.split(","):
+        env = dict(os.environ, KTUI_ROW_SKIM="0" if what == "index-full" else "1")
         bench_runs.drop_page_cache(Path(tree))
         code = bench_runs.ORJSON_CHILD if what == "orjson" else bench_runs.INDEX_CHILD
         res = bench_runs.child(code, Path(tree), False, env)
@@ -103,12 +111,14 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=600)
     ap.add_argument("--ahead", type=int, default=8)
     ap.add_argument("--order", default="orjson,index,orjson")
+    ap.add_argument("--row", choices=("on", "off"), default="on",
+                    help="skim: the row skim (on) or the full reader on every file (off, KTUI_ROW_SKIM=0)")
     a = ap.parse_args()
     if a.what == "cold":
         for res in cold(a.tree, a.order):
             print(json.dumps(res), flush=True)
         return
-    res = skim(a.tree, a.src, a.seed, a.files) if a.what == "skim" else readahead(a.tree, a.ahead)
+    res = skim(a.tree, a.src, a.seed, a.files, a.row) if a.what == "skim" else readahead(a.tree, a.ahead)
     print(json.dumps(res))
 
 

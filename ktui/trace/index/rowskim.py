@@ -37,6 +37,9 @@ _FETCH = ("fetch_problem", "fetch_translation_problem")
 _SHALLOW = frozenset({"system", "user_message", "assistant_message", "agent_message", "cost", "progress",
                       "tool_timeout"})
 _BIG = 1 << 62
+# the messages a row reads: the first 20 (ktui.trace.results.reference looks for the prompt there)
+_MESSAGES_READ = 20
+_SCALARS = (str, int, float, bool, type(None))
 
 stats = {"row": 0, "full": 0}  # files read by the row skim, and given up to the full reader
 
@@ -61,7 +64,6 @@ class _Rows:
         self.last_kind: str | None = None
         self.last_token_actor: str | None = None
         self.prev_ts: int | None = None
-        self.msgs: dict[int, list[str]] = {}
         self.has_token_costs = False
         self.last_call_by_actor: dict[str | None, ToolCall] = {}
         self.orphan_diffs: list[tuple[int, list[dict[str, Any]]]] = []
@@ -114,7 +116,7 @@ class _Rows:
             t = self.new_turn(line, ts, actor)
         self.touch(t, line, ts)
         if kind == "agent_message":
-            self.msgs.setdefault(t.index, []).append(text)
+            pass  # its text is the turn's reasoning or text (derive.agent_message_text): no row reads it
         else:
             if reasoning:
                 t.reasoning = reasoning if not t.reasoning else t.reasoning + "\n\n" + reasoning
@@ -128,6 +130,8 @@ class _Rows:
 
     def add_message(self, line: int, kind: str, actor: str | None, text: str) -> None:
         m = self.run.messages
+        if len(m) >= _MESSAGES_READ:
+            return
         if type(m) is Rows:
             m.add_message(line, kind, actor, text)
         else:
@@ -171,7 +175,8 @@ class _Rows:
                 self.problem(line, "message without a string 'content'", "", "warning")
                 return
             if p.get("role", "assistant") != "assistant":
-                self.run.messages.append((line, f"message:{p.get('role')}", actor, content))
+                if len(self.run.messages) < _MESSAGES_READ:
+                    self.run.messages.append((line, f"message:{p.get('role')}", actor, content))
                 return
             reasoning, visible = split_think(content)
             self.message(kind, line, ts, actor, visible, reasoning)
@@ -293,10 +298,10 @@ class _Rows:
     # ---- the run ------------------------------------------------------------------------------
     def finish(self, n_events: int) -> Run:
         """:meth:`ktui.trace.builder.Builder.finish` for a row: the same derivations, less what
-        no row reads (the turns' timing, the messages' split into reasoning and text)."""
+        no row reads (the turns' timing, the agent messages' split into reasoning and text, the
+        messages past the first 20)."""
         run = self.run
         run.variant = derive.variant(self.evidence, self.actors_seen, self.has_token_costs)
-        derive.agent_message_text(run, self.msgs)
         derive.kernel_versions(run, self.final_answers)
         derive.metrics_and_outcome(run)
         derive.terminal_state(run, True)
@@ -323,6 +328,13 @@ def row_run(path: str, data: bytes) -> Run | None:
         return None
     except RecursionError:
         return None
+
+
+def _flat_args(p: dict[str, Any]) -> bool:
+    """A tool call whose arguments are an object of strings and numbers: nested three deep at
+    most, whatever its brackets (a kernel's source has hundreds)."""
+    args = p.get("args")
+    return type(args) is dict and all(type(v) in _SCALARS for v in args.values())
 
 
 def _envelope(obj: Any) -> tuple[dict[str, Any], str, int, str | None]:
@@ -382,7 +394,8 @@ def _read(path: str, data: bytes) -> Run:  # noqa: C901 - one loop over every li
                 raise GiveUp
         except (KeyError, TypeError, IndexError, GiveUp):
             p, kind, ts, actor = _envelope(obj)
-        if len(raw) > deep and kind not in _SHALLOW and raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+        if len(raw) > deep and kind not in _SHALLOW and not (kind == "tool_call" and _flat_args(p)) \
+                and raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
             obj = cap_depth(obj, MAX_DEPTH)
             p = obj["payload"]
         if ts < tmin:

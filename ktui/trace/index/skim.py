@@ -30,7 +30,9 @@ from ktui.trace.model import OK, V2, Run
 from ktui.trace.reader import LineParser, open_regular, split_lines
 
 CHUNK = 4 << 20
-ROW_SKIM = True  # the row skim first (rowskim.py); False: the full reader and builder on every file
+# the row skim first (rowskim.py); off (KTUI_ROW_SKIM=0, for benchmarks and comparisons): the
+# full reader and builder on every file
+ROW_SKIM = os.environ.get("KTUI_ROW_SKIM", "1") != "0"
 _MAX_PROBLEMS = 20
 
 
