@@ -13,8 +13,9 @@ state, flags and the static findings) is derived by the same functions the build
 It reads the ensemble format's well-formed lines only. Anything else gives up (``None``): a line
 that is not JSON or not a clean envelope (the full reader says why, line by line), a CR-only
 file, a file over one chunk, a line over the line limit, nesting deeper than the model keeps.
-The caller (:func:`ktui.trace.index.skim.summarize`) then reads the file the full way, and the
-row says which (``RunSummary`` is the same; ``skim_stats`` counts both).
+The caller (:func:`ktui.trace.index.skim.summarize`) then reads the file the full way (the row is
+the same either way; :data:`stats` counts the files each read, ``KTUI_ROW_SKIM=0`` turns the row
+skim off for comparisons).
 ``tests/test_index_rowskim.py`` compares the rows of the two, field by field, on every trace held.
 """
 
@@ -63,7 +64,6 @@ class _Rows:
         self.final_turn: Turn | None = None
         self.last_kind: str | None = None
         self.last_token_actor: str | None = None
-        self.prev_ts: int | None = None
         self.has_token_costs = False
         self.last_call_by_actor: dict[str | None, ToolCall] = {}
         self.orphan_diffs: list[tuple[int, list[dict[str, Any]]]] = []
@@ -109,6 +109,68 @@ class _Rows:
             t.start_ms = ts
 
     # ---- kinds ------------------------------------------------------------------------------
+    def envelope_evidence(self, obj: dict[str, Any]) -> None:
+        mid = obj.get("message_id")
+        if type(mid) is str and mid.startswith("msg-"):
+            self.evidence.add(V1)
+        if "costs" in obj:
+            self.evidence.add(V0)
+
+    def cost(self, line: int, ts: int, actor: str | None, p: dict[str, Any], last_kind: str | None) -> None:
+        """A cost event: the builder's ``_on_cost``, in its order (an error is its problem of the line)."""
+        self.evidence.add(V1)
+        unit, amount = p.get("unit"), p.get("amount")
+        if not isinstance(unit, str) or not isinstance(amount, (int, float)) or isinstance(amount, bool):
+            self.problem(line, "cost event without a string 'unit' and a numeric 'amount'", "", "warning")
+            return
+        try:
+            by = self.run.tokens_by_actor.get(actor or "-")
+            if by is None:
+                by = self.run.tokens_by_actor[actor or "-"] = {}
+            by[unit] = by.get(unit, 0) + amount
+            if actor is not None and unit in _TOKEN_UNITS:
+                self.has_token_costs = True
+                t = self.current.get(actor)
+                if t is None or last_kind != "cost" or self.last_token_actor != actor:
+                    t = self.new_turn(line, ts, actor)
+                else:
+                    if line > t.last_line:
+                        t.last_line = line
+                    if t.end_ms is None or ts > t.end_ms:
+                        t.end_ms = ts
+                self.last_token_actor = actor
+                if unit == "tokens_in":
+                    t.tokens_in = (t.tokens_in or 0) + int(amount)
+                elif unit == "tokens_out":
+                    t.tokens_out = (t.tokens_out or 0) + int(amount)
+                elif unit == "tokens_reasoning":
+                    t.tokens_reasoning = (t.tokens_reasoning or 0) + int(amount)
+                else:
+                    t.usd = (t.usd or 0.0) + float(amount)
+                return
+            self.last_token_actor = None
+            t = self.current.get(actor)
+            if t is not None:
+                self.touch(t, line, ts)
+                if unit == "gpu_seconds":
+                    t.gpu_seconds = (t.gpu_seconds or 0.0) + float(amount)
+        except Exception as exc:  # noqa: BLE001 - int(inf) where json, not orjson, decodes
+            self.problem(line, f"could not interpret 'cost' event ({type(exc).__name__}: {exc})")
+
+    def event(self, kind: str, line: int, ts: int, actor: str | None, p: dict[str, Any]) -> None:
+        """Any other event, to its handler; an error is the builder's problem of the line."""
+        try:
+            if kind == "tool_call":
+                self.tool_call(line, ts, actor, p)
+            elif kind == "tool_result":
+                self.tool_result(line, ts, p)
+            else:
+                self.other(kind, line, ts, actor, p)
+        except GiveUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as the builder: never raise on data
+            self.problem(line, f"could not interpret '{kind}' event ({type(exc).__name__}: {exc})")
+
     def message(self, kind: str, line: int, ts: int, actor: str | None, text: str,
                 reasoning: str | None = None) -> None:
         t = self.current.get(actor)
@@ -353,23 +415,17 @@ def _envelope(obj: Any) -> tuple[dict[str, Any], str, int, str | None]:
     return p, kind, ts, actor
 
 
-def _read(path: str, data: bytes) -> Run:  # noqa: C901 - one loop over every line, its common steps inline
+def _read(path: str, data: bytes) -> Run:
     b = _Rows(path)
     run = b.run
     lines = data.split(b"\n")
     partial = lines.pop()  # b"" when the file ends with a newline
     if lines and lines[0][:3] == b"\xef\xbb\xbf":
         raise GiveUp  # a byte order mark: the full reader strips it
-    current = b.current
     actors_seen = b.actors_seen
-    evidence = b.evidence
-    by_actor = run.tokens_by_actor
     tmin, tmax = _BIG, -_BIG
     n_events = line_no = 0
     last_kind: str | None = None
-    last_token_actor: str | None = None
-    by_for: Any = b  # the actor whose tokens_by_actor entry ``by`` is (none yet)
-    by: dict[str, Any] = {}
     loads_ = loads
     n_lines = len(lines)
     deep = 2 * MAX_DEPTH  # a line this short cannot nest deeper than MAX_DEPTH
@@ -396,72 +452,20 @@ def _read(path: str, data: bytes) -> Run:  # noqa: C901 - one loop over every li
             p, kind, ts, actor = _envelope(obj)
         if len(raw) > deep and kind not in _SHALLOW and not (kind == "tool_call" and _flat_args(p)) \
                 and raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
-            obj = cap_depth(obj, MAX_DEPTH)
-            p = obj["payload"]
+            p = cap_depth(obj, MAX_DEPTH)["payload"]
         if ts < tmin:
             tmin = ts
         if ts > tmax:
             tmax = ts
         if actor is None or len(obj) > 4:
-            mid = obj.get("message_id")
-            if type(mid) is str and mid.startswith("msg-"):
-                evidence.add(V1)
-            if "costs" in obj:
-                evidence.add(V0)
+            b.envelope_evidence(obj)
         actors_seen.add(actor)
         n_events += 1
         if kind == "cost":
-            evidence.add(V1)
-            unit, amount = p.get("unit"), p.get("amount")
-            if not isinstance(unit, str) or not isinstance(amount, (int, float)) or isinstance(amount, bool):
-                b.problem(line_no, "cost event without a string 'unit' and a numeric 'amount'", "", "warning")
-            else:
-                try:  # the builder's steps, in its order (an error is its problem of the line)
-                    if actor != by_for:
-                        by = by_actor.setdefault(actor or "-", {})
-                        by_for = actor
-                    by[unit] = by.get(unit, 0) + amount
-                    if actor is not None and unit in _TOKEN_UNITS:
-                        b.has_token_costs = True
-                        t = current.get(actor)
-                        if t is None or last_kind != "cost" or last_token_actor != actor:
-                            t = b.new_turn(line_no, ts, actor)
-                        else:
-                            if line_no > t.last_line:
-                                t.last_line = line_no
-                            if t.end_ms is None or ts > t.end_ms:
-                                t.end_ms = ts
-                        last_token_actor = actor
-                        if unit == "tokens_in":
-                            t.tokens_in = (t.tokens_in or 0) + int(amount)
-                        elif unit == "tokens_out":
-                            t.tokens_out = (t.tokens_out or 0) + int(amount)
-                        elif unit == "tokens_reasoning":
-                            t.tokens_reasoning = (t.tokens_reasoning or 0) + int(amount)
-                        else:
-                            t.usd = (t.usd or 0.0) + float(amount)
-                    else:
-                        last_token_actor = None
-                        t = current.get(actor)
-                        if t is not None:
-                            b.touch(t, line_no, ts)
-                            if unit == "gpu_seconds":
-                                t.gpu_seconds = (t.gpu_seconds or 0.0) + float(amount)
-                except Exception as exc:  # noqa: BLE001 - int(inf) where json, not orjson, decodes
-                    b.problem(line_no, f"could not interpret 'cost' event ({type(exc).__name__}: {exc})")
+            b.cost(line_no, ts, actor, p, last_kind)
         else:
             b.last_kind = last_kind
-            try:
-                if kind == "tool_call":
-                    b.tool_call(line_no, ts, actor, p)
-                elif kind == "tool_result":
-                    b.tool_result(line_no, ts, p)
-                else:
-                    b.other(kind, line_no, ts, actor, p)
-            except GiveUp:
-                raise
-            except Exception as exc:  # noqa: BLE001 - as the builder: never raise on data
-                b.problem(line_no, f"could not interpret '{kind}' event ({type(exc).__name__}: {exc})")
+            b.event(kind, line_no, ts, actor, p)
         last_kind = kind
     run.started_ms = None if tmin == _BIG else tmin
     run.ended_ms = None if tmax == -_BIG else tmax
