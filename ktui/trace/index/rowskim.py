@@ -120,9 +120,10 @@ class _Rows:
         """A cost event: the builder's ``_on_cost``, in its order (an error is its problem of the line)."""
         self.evidence.add(V1)
         unit, amount = p.get("unit"), p.get("amount")
-        if not isinstance(unit, str) or not isinstance(amount, (int, float)) or isinstance(amount, bool):
-            self.problem(line, "cost event without a string 'unit' and a numeric 'amount'", "", "warning")
-            return
+        if type(unit) is not str or type(amount) is not float and type(amount) is not int:  # orjson's types
+            if not isinstance(unit, str) or not isinstance(amount, (int, float)) or isinstance(amount, bool):
+                self.problem(line, "cost event without a string 'unit' and a numeric 'amount'", "", "warning")
+                return
         try:
             by = self.run.tokens_by_actor.get(actor or "-")
             if by is None:
