@@ -50,6 +50,9 @@ SOURCES = {
     "memfd_secret_memory": "memfd_secret(2) (Linux 5.14): pages unmapped from the kernel; windows mapped one at a "
                            "time within RLIMIT_MEMLOCK, touched, unmapped, the file kept",
     "core_dump": "core(5): core_pattern, RLIMIT_CORE (a crash leaving a file outside the run)",
+    "hardware_tables": "moby's MaskedPaths (/sys/firmware); the third pass's row 23 (ACPI tables read as root)",
+    "queued_signals_of_the_user": "signal(7), sigqueue(3): RLIMIT_SIGPENDING is counted per user up the "
+                                  "namespace tree (kernel ucounts)",
 }
 
 
@@ -139,7 +142,15 @@ print("OUT " + str(resource.getrlimit(resource.RLIMIT_CORE)[1]), flush=True)
 def run_limits(sandboxed: bool) -> dict:
     """The limit attacks, control (a plain child) and sandboxed: {attack: {"control": words, "inside": words,
     "held": bool}}."""
-    from sandbox_corpus import INOTIFY_HOARD, SECRETMEM_WINDOWS, _launch, _wait, inotify_free
+    from sandbox_corpus import (
+        INOTIFY_HOARD,
+        SECRETMEM_WINDOWS,
+        SIGQUEUE_HOARD,
+        _launch,
+        _wait,
+        inotify_free,
+        user_can_sigqueue,
+    )
 
     out = {}
 
@@ -182,6 +193,24 @@ def run_limits(sandboxed: bool) -> dict:
         held = free and got.isdigit() and int(got) < 128
         _wait(w, 1)
     out["inotify_instances_of_the_user"] = {"control": ctl, "inside": inside, "held": held}
+
+    # queued signals: while the worker holds them, can the user's other programs queue one?
+    c = plain(SIGQUEUE_HOARD)
+    n = first_out(c.stdout)
+    ctl = f"queued {n} signals; the user's next sigqueue: {'ok' if user_can_sigqueue() else 'EAGAIN'}"
+    end(c)
+    inside, held = "not run", True
+    if sandboxed:
+        w = _launch(SIGQUEUE_HOARD, memory_limit=1 << 30)
+        until = time.monotonic() + 90
+        while time.monotonic() < until and "OUT " not in w.tail("stdout") and w.alive():
+            time.sleep(0.2)
+        free = user_can_sigqueue()
+        got = w.tail("stdout").split("OUT ")[-1].split()[0] if "OUT " in w.tail("stdout") else "?"
+        inside = f"queued {got} signals; the user's next sigqueue: {'ok' if free else 'EAGAIN'}"
+        held = free
+        _wait(w, 1)
+    out["queued_signals_of_the_user"] = {"control": ctl, "inside": inside, "held": held}
 
     # memfd_secret: memory unmapped from the kernel; with memlock raised, as NGC containers run
     soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)

@@ -34,6 +34,7 @@ from .oslib import (
     prctl,
     set_pdeathsig,
 )
+from .sysview import PROC_MASKED, PROC_READ_ONLY, harden_proc, mount_sysfs  # noqa: F401
 
 SPEC_ENV = "KTUI_SANDBOX_SPEC"
 
@@ -216,66 +217,6 @@ def _hide_unreadable(src, target, report, limit=20000):
                 report["errors"].append(f"{p}: {exc}")
 
 
-def _own_sysfs(target, report):
-    """A sysfs of the worker's own network namespace at ``target`` (read-only) instead of the
-    host's /sys: /sys/class/net then lists its loopback only, not the machine's interfaces. CPU
-    workers only (a GPU worker keeps the host's bind: the driver's view of /sys has not been
-    tried there). False when the kernel refuses (the bind is used then)."""
-    try:
-        _mount("sysfs", target, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        report["own_sysfs"] = True
-        return True
-    except OSError as exc:
-        report["errors"].append(f"sysfs: {exc}")
-        return False
-
-
-#: what of the worker's /proc is read-only (the defaults of runc/moby's ``ReadonlyPaths``): /proc/sys
-#: above all. A sysctl file's permission is its mode against the caller's uid, not a capability: as
-#: root (ktui run as root maps the worker's root to the host's) a worker could write the host's
-#: ``kernel.core_pattern`` (a ``|program`` there runs as the host's root on the next crash anywhere),
-#: ``vm.drop_caches``; as any user, the caps the prologue lowered in its own IPC namespace (shmmax:
-#: 1 TiB again) are its to raise back
-PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
-#: ...and what is hidden (moby's ``MaskedPaths``): /proc/keys lists the descriptions of the keys in
-#: the user's own keyrings (@u, @us), which no session keyring of its own hides; kernel memory and
-#: timer tables
-PROC_MASKED = ("/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/timer_list", "/proc/sched_debug",
-               "/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/proc/asound")
-
-
-def harden_proc(report):
-    """Make :data:`PROC_READ_ONLY` read-only and cover :data:`PROC_MASKED` (a file with /dev/null, a
-    folder with an empty read-only tmpfs) in this process's /proc (its own mount namespace's; the
-    capabilities dropped after this keep the worker from undoing it). Fills ``report["proc_read_only"]``
-    and ``report["proc_masked"]``; True when /proc/sys is read-only."""
-    import stat
-
-    for p in PROC_READ_ONLY:
-        if not os.path.lexists(p):
-            continue
-        try:
-            _mount(p, p, None, MS_BIND | MS_REC)
-            _mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(p))
-            report["proc_read_only"].append(p)
-        except OSError as exc:
-            report["errors"].append(f"{p}: {exc}")
-    for p in PROC_MASKED:
-        try:
-            st = os.lstat(p)
-        except OSError:
-            continue
-        try:
-            if stat.S_ISDIR(st.st_mode):
-                _mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
-            else:
-                _mount("/dev/null", p, None, MS_BIND)
-            report["proc_masked"].append(p)
-        except OSError as exc:
-            report["errors"].append(f"{p}: {exc}")
-    return "/proc/sys" in report["proc_read_only"]
-
-
 def own_root(spec, report):
     """Give this process (in its own user + mount namespace) a root of its own: an empty tmpfs
     holding, at their own paths, only the toolchain (read-only), its temp dir and the folders of
@@ -306,7 +247,7 @@ def own_root(spec, report):
                     os.makedirs(os.path.dirname(target), exist_ok=True)
                     if not os.path.exists(target):
                         open(target, "wb").close()
-                if dst == "/sys" and spec.get("device", "cpu") == "cpu" and _own_sysfs(target, report):
+                if dst == "/sys" and mount_sysfs(target, spec, report):
                     continue
                 _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
                 if (src, dst) in writable:

@@ -65,6 +65,7 @@ from .proctree import (  # noqa: F401
     continue_tree,
     cpu_seconds,
     descendants,
+    disk_used,
     kill_tree,
     stop_tree,
     tree_memory,
@@ -148,7 +149,7 @@ class Spec:
     def __init__(self, work_dir, *, rw=(), mask=(), device="cpu", memory_limit=None, output_cap=OUTPUT_CAP_BYTES,
                  nproc=NPROC_LIMIT, file_size=FILE_SIZE_LIMIT_BYTES, cpu_s=CPU_LIMIT_S, env=None, python_path=(),
                  binds=(), root=True, argv=(), disk_limit=DISK_LIMIT_BYTES, disk_entries=DISK_ENTRIES_LIMIT,
-                 host_memory_floor=None, channels=CHANNELS_LIMIT):
+                 host_memory_floor=None, channels=CHANNELS_LIMIT, sysfs=None):
         self.work_dir = os.path.realpath(work_dir)
         self.rw = [os.path.realpath(p) for p in rw]
         self.mask = [os.path.realpath(p) for p in mask]
@@ -167,6 +168,8 @@ class Spec:
         self.disk_entries = int(disk_entries)
         self.host_memory_floor = host_memory_floor  # bytes; None: HOST_MEMORY_FLOOR_FRACTION of the total
         self.channels = int(channels)
+        # the worker's /sys (sysview.SYSFS_MODES); None: chosen at launch (gpusysfs.resolve)
+        self.sysfs, self.sysfs_note = sysfs, ""
 
     def writable(self):
         """The host folders this worker can write (its temp dir, ``rw``, the host side of ``binds``)."""
@@ -180,7 +183,7 @@ class Spec:
                 "binds": [list(b) for b in self.binds], "device": self.device, "host_pidns": _pid_namespace(),
                 "host_ipcns": _namespace("ipc"), "host_userns": _namespace("user"),
                 "host_utsns": _namespace("uts"),
-                "nproc": self.nproc, "root": self.root,
+                "nproc": self.nproc, "root": self.root, "sysfs": self.sysfs, "sysfs_note": self.sysfs_note,
                 "toolchain": toolchain_paths(self.python_path, self.argv) if self.root else []}
 
 
@@ -222,38 +225,6 @@ def host_memory():
     except (OSError, ValueError, IndexError):
         pass
     return got.get("MemAvailable"), got.get("MemTotal")
-
-
-def disk_used(folders, max_entries):
-    """(bytes allocated, entries) below ``folders`` (links not followed, each inode once); the walk
-    stops past ``max_entries`` (then more than that many is all that is known)."""
-    import stat as st_
-
-    seen = set()
-    used = entries = 0
-    todo = [f for f in folders if os.path.isdir(f)]
-    while todo and entries <= max_entries:
-        d = todo.pop()
-        try:
-            it = os.scandir(d)
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                entries += 1
-                if entries > max_entries:
-                    break
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if (st.st_dev, st.st_ino) in seen:
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-                used += st.st_blocks * 512
-                if st_.S_ISDIR(st.st_mode):
-                    todo.append(e.path)
-    return used, entries
 
 
 def default_masks(extra=()):
@@ -365,6 +336,9 @@ class Launched:
 
     def __init__(self, spec, argv, pass_fds=(), prefix=()):
         self.spec = spec
+        from .gpusysfs import resolve
+
+        resolve(spec, prefix, Launched)  # the worker's /sys (a GPU's: behind a self-test, opt-in)
         self.cmd = command(spec, argv, prefix)
         self.namespaces = detect()["namespaces"]
         self.proc = popen(spec, self.cmd, subprocess.PIPE, subprocess.PIPE, pass_fds)
@@ -508,6 +482,8 @@ class Launched:
 def planned(device="cpu", memory_limit=None):
     """What a worker started now would get, before it starts (for the confirmation dialog);
     ``memory_limit``: the job's (KTUI_WORKER_MEMORY_GB), capped as the worker's will be."""
+    from .gpusysfs import planned_words as gpu_sysfs_words
+
     d = detect()
     words = ["a fresh process per kernel for the reference and for the candidate",
              "an environment allow-listed by exact name (no credentials; HOME and TMPDIR in its temp dir)",
@@ -541,8 +517,8 @@ def planned(device="cpu", memory_limit=None):
                                                                           if device != "cpu" else "")
                   + "; no disks, consoles or terminals)",
                   "builds in a throwaway folder: ktui copies the result into its cache (regular files only)",
-                  "capabilities dropped"] + (["a /sys of its own network namespace (no interface of this machine)"]
-                                             if device == "cpu" else [])
+                  "capabilities dropped", "a /sys holding only the CPUs and NUMA nodes (no firmware tables, disks "
+                  "or network interfaces of this machine)" if device == "cpu" else gpu_sysfs_words()]
     else:
         words += [f"NO namespaces ({d['why']}): trace code can read and write whatever this user can, "
                   "and see ktui's /proc entries; descendants are swept by process tree"]
@@ -577,6 +553,10 @@ def describe(report, launched_with_namespaces):
         out.append("its own IPC namespace")
     if "user/max_user_namespaces" in (report.get("ns_limits") or []):
         out.append("no nested user namespace")
+    sysfs = {"minimal": "a /sys of CPUs, NUMA nodes" + (" and its GPUs" if report.get("sysfs_gpu") else "") + " only",
+             "own": "a /sys of its own network namespace", "host": "the host's /sys, read-only"}.get(report.get("sysfs"))
+    if sysfs:
+        out.append(sysfs + (f" ({report['sysfs_note']})" if report.get("sysfs_note") else ""))
     if "/proc/sys" in (report.get("proc_read_only") or []):
         out.append("/proc/sys read-only")
     if report.get("session_keyring"):
