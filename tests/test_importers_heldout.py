@@ -232,3 +232,59 @@ def test_claude_code_result_saved_to_a_file_is_read_from_it_where_it_lies_beside
     alone = tmp_path / "alone.jsonl"
     alone.write_text(p.read_text())
     assert "1.42x" not in load(alone).calls[1].result.summary
+
+
+def test_claude_code_side_agent_copy_of_its_sessions_conversation_is_not_its_work(tmp_path):
+    sid = "7a1e0c2d-0000-4000-8000-0000000000d4"
+    proj = tmp_path / "-home-dev-kb"
+    (proj / sid / "subagents").mkdir(parents=True)
+    env = {"userType": "external", "cwd": "/home/dev/kb", "sessionId": sid, "version": "2.1.88"}
+    u = [f"00000000-0000-4000-8000-{i:012d}" for i in range(20)]
+
+    def rec(i, parent, typ, ts, content, side=False, agent=None, mid=None, usage=None):
+        r = {"parentUuid": parent, "isSidechain": side, **env, "type": typ, "uuid": u[i], "timestamp": ts}
+        if agent:
+            r["agentId"] = agent
+        r["message"] = {"role": typ, "content": content} if typ == "user" else {
+            "model": "claude-opus-4-6", "id": mid, "role": "assistant", "content": content, "usage": usage}
+        return r
+
+    use = {"input_tokens": 5, "cache_read_input_tokens": 90000, "output_tokens": 400}
+    session = [
+        rec(1, None, "user", "2026-03-31T01:00:00.000Z", "Tune the softmax kernel."),
+        rec(2, u[1], "assistant", "2026-03-31T01:00:30.000Z",
+            [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "python bench.py"}}],
+            mid="msg_1", usage=use),
+        rec(3, u[2], "user", "2026-03-31T01:02:00.000Z",
+            [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Speedup: 1.10x"}]),
+        # the session quotes a regular subagent's record inside a progress line (nested uuid)
+        {"parentUuid": u[3], "isSidechain": False, **env, "type": "progress", "timestamp": "2026-03-31T01:03:00.000Z",
+         "data": {"type": "agent_progress", "message": {"type": "user", "uuid": u[10],
+                                                          "message": {"role": "user", "content": "Find the reduction."}}},
+         "uuid": u[4]},
+    ]
+    (proj / f"{sid}.jsonl").write_text("\n".join(json.dumps(r) for r in session) + "\n")
+    copied = [dict(r, isSidechain=True, agentId="acompact-1f2e") for r in session[:3]]
+    own = [rec(5, u[3], "user", "2026-03-31T02:00:00.000Z", "CRITICAL: Respond with TEXT ONLY. Summarise.",
+               side=True, agent="acompact-1f2e"),
+           rec(6, u[5], "assistant", "2026-03-31T02:00:20.000Z", [{"type": "text", "text": "<summary>...</summary>"}],
+               side=True, agent="acompact-1f2e", mid="msg_9", usage={"input_tokens": 3, "output_tokens": 900})]
+    side = proj / sid / "subagents" / "agent-acompact-1f2e.jsonl"
+    side.write_text("\n".join(json.dumps(r) for r in copied + own) + "\n")
+    regular = [rec(10, None, "user", "2026-03-31T01:03:00.000Z", "Find the reduction.", side=True, agent="a77"),
+               rec(11, u[10], "assistant", "2026-03-31T01:03:09.000Z", [{"type": "text", "text": "Line 40."}],
+                   side=True, agent="a77", mid="msg_7", usage={"input_tokens": 7, "output_tokens": 20})]
+    reg = proj / sid / "subagents" / "agent-a77.jsonl"
+    reg.write_text("\n".join(json.dumps(r) for r in regular) + "\n")
+
+    run = load(side)
+    assert len(run.turns) == 1 and run.calls == [] and run.tokens_in == 3 and run.tokens_out == 900
+    assert run.problem.prompt == "CRITICAL: Respond with TEXT ONLY. Summarise."
+    assert any("3 record(s) at its start are a copy of its session's conversation" in n for _, n in run.notes)
+    assert (run.wall_ms or 0) <= 20_000
+    r2 = load(reg)  # a subagent whose records the session only quotes: all its own
+    assert len(r2.turns) == 1 and r2.tokens_in == 7 and r2.problem.prompt == "Find the reduction."
+    assert not any("copy of its session" in n for _, n in r2.notes)
+    alone = tmp_path / "agent-acompact-1f2e.jsonl"  # without its session beside it: read as before
+    alone.write_text(side.read_text())
+    assert len(load(alone).turns) == 2

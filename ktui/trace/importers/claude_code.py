@@ -33,6 +33,7 @@ Streaming: the file is read line by line.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from typing import Any
@@ -108,6 +109,10 @@ class _State:
         # uuids (the same times, message ids and content) is read once
         self.keys: set[tuple] = set()
         self.replayed = 0
+        # a side agent's transcript (a compaction, a side question) that starts with a copy of its
+        # session's conversation: the session's own record uuids, and how many were skipped
+        self.parent_uuids: set[str] | None = None
+        self.copied = 0
         # results written before their call (2.x writes lines out of order at times): tool_use_id ->
         # (block, toolUseResult, line, time)
         self.early: dict[str, tuple[dict, Any, int, int | None]] = {}
@@ -134,6 +139,9 @@ def load(path: str, data: bytes | None = None) -> Run:
         asm.warn(no, f"tool_result for {cid!r} has no tool_use")
     if st.repeats:
         asm.note(0, f"{st.repeats} record(s) written twice (the same uuid) were read once")
+    if st.copied:
+        asm.note(0, f"{st.copied} record(s) at its start are a copy of its session's conversation "
+                    "(the same uuids as in the session's file beside it): not read as this agent's work")
     if st.replayed:
         asm.note(0, f"{st.replayed} record(s) written again under new uuids (a history replayed: the same times, "
                     "message ids and content) were read once")
@@ -173,8 +181,12 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
             and isinstance(obj.get("agentId"), str) and run.persona is None:
         # a subagent's transcript (2.x: <session>/subagents/agent-<id>.jsonl) starts on the side chain
         run.persona = f"subagent {obj['agentId'][:40]}"
+        st.parent_uuids = _copied_from_session(run.path, obj.get("uuid"))
     uid = obj.get("uuid")
     msg = obj.get("message")
+    if st.parent_uuids is not None and isinstance(uid, str) and uid in st.parent_uuids:
+        st.copied += 1  # its session's record, copied at its start
+        return
     if isinstance(uid, str) and kind in ("user", "assistant"):
         if uid in st.uuids:  # the same record again (two writers, or a write redone): read once
             st.repeats += 1
@@ -423,6 +435,38 @@ def _observe(st: _State, c: ToolCall, tur: Any, is_error: bool = False) -> None:
     fp = tur.get("filePath") or c.args.get("file_path")
     if isinstance(orig, str) and isinstance(fp, str):
         st.asm.files.observe(norm_path(fp, st.cwd), orig)
+
+
+_OWN_UUID = re.compile(rb'"uuid"\s*:\s*"([0-9a-fA-F-]{36})"')
+_MAX_SESSION = 512 << 20
+
+
+def _copied_from_session(path: str | None, first: Any) -> set[str] | None:
+    """Where a subagent's transcript (``<session>/subagents/agent-<id>.jsonl``) starts with a record
+    of its session's own file beside it (a compaction or side-question agent gets a copy of the
+    conversation), the uuids of that session's records (each line's last ``uuid``: its own, after
+    any nested one); else None. Read-only and bounded; the session file is searched without
+    being read into memory when nothing is copied."""
+    if not path or not isinstance(first, str) or len(first) != 36:
+        return None
+    here = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(here) != "subagents":
+        return None
+    session = os.path.dirname(here) + ".jsonl"
+    try:
+        if not os.path.isfile(session) or os.path.getsize(session) > _MAX_SESSION or os.path.getsize(session) == 0:
+            return None
+        with open(session, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            if mm.find(b'"' + first.encode("ascii", "replace") + b'"') < 0:
+                return None
+            own = set()
+            for line in iter(mm.readline, b""):
+                found = _OWN_UUID.findall(line)
+                if found:
+                    own.add(found[-1].decode("ascii"))
+            return own
+    except (OSError, ValueError):
+        return None
 
 
 def _record_keys(kind: str, ts: Any, msg: Any) -> list[tuple]:
