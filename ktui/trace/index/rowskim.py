@@ -459,7 +459,8 @@ def _read(path: str, data: bytes) -> Run:
         if ts > tmax:
             tmax = ts
         if actor is None or len(obj) > 4:
-            b.envelope_evidence(obj)
+            if obj.get("message_id") is not None or "costs" in obj:  # what can be evidence
+                b.envelope_evidence(obj)
         actors_seen.add(actor)
         n_events += 1
         if kind == "cost":
