@@ -3,6 +3,7 @@
     python benchmarks/bench_runs.py [--traces 10000] [--size-mb 1000] [--dir DIR] [--keep] [--json]
     python benchmarks/bench_runs.py --reuse DIR [--json]     # measure a tree kept before
     python benchmarks/bench_runs.py --reuse DIR --first-rows 3   # only the time to the first row
+    python benchmarks/bench_runs.py --traces 2000 --size-mb 218 --unique-kernels --dir D --keep   # kernels per run
 
 Builds a sweep tree in the layout popcornbench's run_sweep.py writes (``<sweep>/runs.jsonl``,
 ``<sweep>/<cell>/runs.jsonl``, ``<sweep>/<cell>/<uuid>/trace.jsonl`` and the flat
@@ -149,8 +150,18 @@ def unique_copy(path: Path, data: bytes, i: int) -> bytes:
     return data + b"\n" * (1 + i % 7)  # a JSON array: trailing blank lines make it another file
 
 
-def generate(root: Path, n: int, size_mb: float, seed: int = 7, other_every: int = 5) -> dict:
-    """The sweep tree under ``root / "sweep"``: ``n`` traces, about ``size_mb`` MB."""
+def unique_kernels(data: bytes, i: int) -> bytes:
+    """The trace with a comment naming it first in every kernel_code argument: its kernel
+    versions are its own (no other trace of the sweep has them), as in a real sweep, where
+    each run writes its kernels. Without it the seed runs share four versions, whose static
+    findings (:mod:`ktui.trace.findings`, 2-4 ms a version) a scan computes once per process."""
+    return data.replace(b'"kernel_code":"', b'"kernel_code":"# ktui bench trace %d\\n' % i)
+
+
+def generate(root: Path, n: int, size_mb: float, seed: int = 7, other_every: int = 5,
+             unique: bool = False) -> dict:
+    """The sweep tree under ``root / "sweep"``: ``n`` traces, about ``size_mb`` MB; ``unique``:
+    each seed run's kernels its own (:func:`unique_kernels`)."""
     rng = random.Random(seed)
     tpl = SeedTemplate()
     others = other_traces()
@@ -176,6 +187,8 @@ def generate(root: Path, n: int, size_mb: float, seed: int = 7, other_every: int
             kind = others[k].parent.name
         else:
             data, meta = tpl.trace(i, rng, repeats)
+            if unique:
+                data = unique_kernels(data, i)
             cell = f"l{meta['level']}_p{meta['problem_id']}_{meta['model']}_{meta['persona']}_s{i}"
             name, kind = "trace.jsonl", "ensemble (seed)"
         formats[kind] = formats.get(kind, 0) + 1
@@ -192,7 +205,7 @@ def generate(root: Path, n: int, size_mb: float, seed: int = 7, other_every: int
         total += len(data)
     (sweep / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in runner) + "\n")
     return {"traces": n, "bytes": total, "seed_repeats": repeats, "generate_s": time.perf_counter() - t0,
-            "by_source": formats}
+            "by_source": formats, "unique_kernels": unique}
 
 
 # ---- measurements, each in a child process ---------------------------------------------------------
@@ -500,6 +513,8 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the generated tree")
     ap.add_argument("--reuse", type=Path, default=None, help="measure a tree built before (--keep) instead")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--unique-kernels", action="store_true",
+                    help="each seed run's kernel versions its own, as in a real sweep (default: shared)")
     ap.add_argument("--first-rows", type=int, default=0, metavar="N",
                     help="measure only the time to the first row, N times each (index, --format csv, app; cold, cached)")
     args = ap.parse_args()
@@ -510,7 +525,7 @@ def main() -> None:
         if args.reuse:
             gen = json.loads((base / "tree.json").read_text())
         else:
-            gen = generate(base, args.traces, args.size_mb)
+            gen = generate(base, args.traces, args.size_mb, unique=args.unique_kernels)
             (base / "tree.json").write_text(json.dumps(gen))
         print(f"{gen['traces']:,} traces, {gen['bytes'] / 1e6:,.0f} MB (seed turns x{gen['seed_repeats']}; "
               f"by source: {gen.get('by_source')}) under {base}", flush=True)

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from ktui.trace.findings.analysis import _Analysis, _TextAnalysis
+from ktui.trace.findings.astwalk import children_kept
 from ktui.trace.findings.model import CLASSES, ERROR, INFO, MAX_AST_CHARS, WARNING, Finding, SourceFinding
 from ktui.trace.findings.names import _GPU_MARKERS, _REF_HALF
 from ktui.trace.findings.python import _PyAnalysis
@@ -42,6 +43,11 @@ def _reduced(precision: str | None) -> bool:
 
 
 def _analyse(code: str, reference: str | None, precision: str | None = None) -> list[SourceFinding]:
+    with children_kept():  # the checks walk the tree thousands of times (findings.astwalk)
+        return _analysed(code, reference, precision)
+
+
+def _analysed(code: str, reference: str | None, precision: str | None = None) -> list[SourceFinding]:
     tree = None
     if len(code) <= MAX_AST_CHARS:
         try:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
+from ktui.trace.findings.astwalk import walk
 from ktui.trace.findings.model import (
     _EVIDENCE_CHARS,
     ERROR,
@@ -78,7 +79,7 @@ def _short(node: ast.AST, limit: int = 60) -> str:
 
 
 def _strings(node: ast.AST) -> Iterator[str]:
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
             yield n.value
 
@@ -281,8 +282,8 @@ def _reference_constants(reference: str) -> dict[str, int]:
     # a kernel size, a reduction dim) configures the module, built once: a kernel may specialise on it
     fns = {st.name: st for st in tree.body if isinstance(st, ast.FunctionDef)}
     if "get_inputs" in fns and "get_init_inputs" in fns:
-        used = {n.id.upper() for n in ast.walk(fns["get_inputs"]) if isinstance(n, ast.Name)}
-        init = {n.id.upper() for n in ast.walk(fns["get_init_inputs"]) if isinstance(n, ast.Name)}
+        used = {n.id.upper() for n in walk(fns["get_inputs"]) if isinstance(n, ast.Name)}
+        init = {n.id.upper() for n in walk(fns["get_init_inputs"]) if isinstance(n, ast.Name)}
         out = {k: v for k, v in out.items() if k in used or k not in init}
     return out
 

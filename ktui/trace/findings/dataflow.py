@@ -11,6 +11,7 @@ from ktui.trace.findings.analysis import (
     _inplace,
     _short,
 )
+from ktui.trace.findings.astwalk import walk
 from ktui.trace.findings.fallbacks import _PyFallbacks
 from ktui.trace.findings.model import ERROR, WARNING
 from ktui.trace.findings.names import (
@@ -43,9 +44,9 @@ class _PyDataflow(_PyFallbacks):
 
     # ---- pointer / fingerprint caches -----------------------------------------------------------------
     def ptr_caches(self) -> None:
-        compared_attrs = {n.attr for c in ast.walk(self.tree) if isinstance(c, (ast.Compare, ast.Subscript))
-                          for n in ast.walk(c) if isinstance(n, ast.Attribute)}
-        for node in ast.walk(self.tree):
+        compared_attrs = {n.attr for c in walk(self.tree) if isinstance(c, (ast.Compare, ast.Subscript))
+                          for n in walk(c) if isinstance(n, ast.Attribute)}
+        for node in walk(self.tree):
             if not isinstance(node, ast.Call):
                 continue
             is_ptr = (isinstance(node.func, ast.Attribute) and node.func.attr == "data_ptr") or \
@@ -101,7 +102,7 @@ class _PyDataflow(_PyFallbacks):
                         return f"stored in {_short(t)} and compared later"
                     if isinstance(t, ast.Name):
                         fn = self._enclosing(p)
-                        for use in ast.walk(fn):
+                        for use in walk(fn):
                             if isinstance(use, ast.Name) and use.id == t.id and isinstance(use.ctx, ast.Load):
                                 r = self.keyish(use, compared_attrs, depth + 1)
                                 if r:
@@ -141,18 +142,18 @@ class _PyDataflow(_PyFallbacks):
             if isinstance(p, ast.If) and cur is p.test:
                 branch = ast.Module(body=[*p.body, *p.orelse], type_ignores=[])
                 if any(isinstance(n, (ast.Return, ast.Yield, ast.Call, ast.Break, ast.Continue, ast.Raise))
-                       for n in ast.walk(branch)):
+                       for n in walk(branch)):
                     return False
                 # what it stores (a ``changed`` flag, a counter, the pointers) must not decide a return
                 # elsewhere either (``if self.memo[1] >= 3: return self.memo[2]``)
-                stored = {self._stored_base(t) for n in ast.walk(branch) if isinstance(n, (ast.Assign, ast.AugAssign))
+                stored = {self._stored_base(t) for n in walk(branch) if isinstance(n, (ast.Assign, ast.AugAssign))
                           for t in (n.targets if isinstance(n, ast.Assign) else [n.target])} - {None}
                 fn = self._enclosing(p)
                 return not any(isinstance(n, (ast.If, ast.IfExp, ast.While)) and
-                               any(_dotted(x) in stored for x in ast.walk(n.test)
+                               any(_dotted(x) in stored for x in walk(n.test)
                                    if isinstance(x, (ast.Name, ast.Attribute))) and
-                               any(isinstance(r, (ast.Return, ast.Yield)) for r in ast.walk(n))
-                               for n in ast.walk(fn))
+                               any(isinstance(r, (ast.Return, ast.Yield)) for r in walk(n))
+                               for n in walk(fn))
             if not isinstance(p, (ast.BoolOp, ast.UnaryOp)):
                 return False
             cur = p
@@ -167,16 +168,16 @@ class _PyDataflow(_PyFallbacks):
     # ---- call counting, stored results ---------------------------------------------------------------
     def call_counting(self) -> None:
         tested: set[str] = set()
-        for n in ast.walk(self.tree):
+        for n in walk(self.tree):
             if isinstance(n, (ast.If, ast.IfExp, ast.While)) or isinstance(n, ast.Compare):
                 test = n.test if isinstance(n, (ast.If, ast.IfExp, ast.While)) else n
-                for x in ast.walk(test):
+                for x in walk(test):
                     if isinstance(x, ast.Attribute):
                         tested.add(x.attr)
                     elif isinstance(x, ast.Name):
                         tested.add(x.id)
         for fn in self.forwards:
-            for n in ast.walk(fn):
+            for n in walk(fn):
                 if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.value, ast.Constant):
                     t = n.target
                     name = t.attr if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
@@ -188,7 +189,7 @@ class _PyDataflow(_PyFallbacks):
                         return
 
     def _is_global(self, fn: ast.AST, name: str) -> bool:
-        return any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(fn))
+        return any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in walk(fn))
 
     def _module_state(self, fn: ast.AST, node: ast.AST) -> str | None:
         """The module-level name behind ``_N[0]`` or ``_STATE.n`` (state kept across calls in a
@@ -198,7 +199,7 @@ class _PyDataflow(_PyFallbacks):
         name = node.value.id
         if name == "self" or name not in self._module_names():
             return None
-        local = any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Store) for x in ast.walk(fn))
+        local = any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Store) for x in walk(fn))
         return None if local else name
 
     def _module_names(self) -> set[str]:
@@ -209,7 +210,7 @@ class _PyDataflow(_PyFallbacks):
                 targets = st.targets if isinstance(st, ast.Assign) else \
                     [st.target] if isinstance(st, (ast.AnnAssign, ast.AugAssign)) else []
                 for t in targets:
-                    for x in ast.walk(t):
+                    for x in walk(t):
                         if isinstance(x, ast.Name):
                             names.add(x.id)
             self._module_names_cache = names
@@ -217,7 +218,7 @@ class _PyDataflow(_PyFallbacks):
 
     def result_cache(self) -> None:
         for fn in self.forwards:
-            for n in ast.walk(fn):
+            for n in walk(fn):
                 if not isinstance(n, ast.Return) or n.value is None:
                     continue
                 v = n.value
@@ -249,7 +250,7 @@ class _PyDataflow(_PyFallbacks):
         alias = {x.arg for x in params if not (x.annotation is not None and _short(x.annotation) in scalar)}
         if a.vararg is not None:
             alias.add(a.vararg.arg)
-        nodes = sorted((n for n in ast.walk(fn) if hasattr(n, "lineno")),
+        nodes = sorted((n for n in walk(fn) if hasattr(n, "lineno")),
                        key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
         empties: dict[str, ast.Assign] = {}
         written: set[str] = set()
@@ -313,7 +314,7 @@ class _PyDataflow(_PyFallbacks):
                     self.add("input_write", ERROR, f"writes its result into its input {base} (out=)",
                              n.lineno)
         for arg in list(n.args) + [k.value for k in n.keywords]:
-            for x in ast.walk(arg):
+            for x in walk(arg):
                 if isinstance(x, ast.Name):
                     written.add(x.id)
 
@@ -377,7 +378,7 @@ class _PyDataflow(_PyFallbacks):
         ctors = ("torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.randn", "torch.rand",
                  "torch.empty_strided")
         for fn in self.forwards:
-            for n in ast.walk(fn):
+            for n in walk(fn):
                 lits: list[int] = []
                 if isinstance(n, ast.Call):
                     f = self.resolve(n.func) or ""
@@ -390,8 +391,8 @@ class _PyDataflow(_PyFallbacks):
                 elif isinstance(n, ast.Compare):
                     if any(isinstance(x, ast.Attribute) and x.attr == "shape" or
                            isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr == "size"
-                           for x in ast.walk(n)):
-                        lits = [x.value for x in ast.walk(n) if isinstance(x, ast.Constant) and type(x.value) is int]
+                           for x in walk(n)):
+                        lits = [x.value for x in walk(n) if isinstance(x, ast.Constant) and type(x.value) is int]
                 hit = [v for v in lits if v in values]
                 if hit:
                     self.add("hardcoded_shapes", WARNING, f"hard-codes the reference's size {hit[0]} "
@@ -403,7 +404,7 @@ class _PyDataflow(_PyFallbacks):
         if self.reference is None or _REF_HALF.search(self.reference):
             return
         for fn in self.forwards:
-            for n in ast.walk(fn):
+            for n in walk(fn):
                 what = None
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HALF_METHODS:
                     what = f".{n.func.attr}()"

@@ -9,6 +9,7 @@ import ast
 from ktui.trace.findings.analysis import (
     _dotted,
 )
+from ktui.trace.findings.astwalk import walk
 from ktui.trace.findings.model import ERROR, WARNING
 from ktui.trace.findings.names import (
     _FALLBACK_OPS,
@@ -24,7 +25,7 @@ class _PyFallbacks(_PyBase):
     def try_fallback(self, node: ast.Try, torch_op: str | None) -> None:
         build = self.is_build(ast.Module(body=node.body, type_ignores=[]))
         for h in node.handlers:
-            if any(isinstance(n, ast.Raise) for n in ast.walk(h)):
+            if any(isinstance(n, ast.Raise) for n in walk(h)):
                 continue
             own = self.handler_fallback(h)
             if build:
@@ -40,7 +41,7 @@ class _PyFallbacks(_PyBase):
                 return
 
     def handler_fallback(self, h: ast.AST) -> str | None:
-        for n in ast.walk(h):
+        for n in walk(h):
             if isinstance(n, ast.Call):
                 f = self.resolve(n.func) or ""
                 if self.is_torch_op(f):
@@ -70,7 +71,7 @@ class _PyFallbacks(_PyBase):
         if names is not None:
             return names
         names = {fn.name for fn in self.functions if self.is_dsl_kernel(fn)}
-        assigns = [n for n in ast.walk(self.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+        assigns = [n for n in walk(self.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
         for _ in range(3):  # aliases of aliases
             for n in assigns:
                 v = n.value
@@ -88,7 +89,7 @@ class _PyFallbacks(_PyBase):
         # handed on by keyword (``Block(c, fused_op=self.ext.fused_bn_relu)``): the parameter of that
         # name, and what it is stored in, are the file's own code too
         params = {a.arg for f in self.functions for a in [*f.args.args, *f.args.kwonlyargs]}
-        for c in ast.walk(self.tree):
+        for c in walk(self.tree):
             if isinstance(c, ast.Call):
                 for k in c.keywords:
                     d = _dotted(k.value) or ""
@@ -150,7 +151,7 @@ class _PyFallbacks(_PyBase):
         self._custom_cache[key] = False  # recursion guard
         by_name = {f.name: f for f in self.functions}
         out = False
-        for n in ast.walk(fn):
+        for n in walk(fn):
             if not isinstance(n, ast.Call):
                 continue
             if self.is_custom_call(n):
@@ -163,7 +164,7 @@ class _PyFallbacks(_PyBase):
                     n.func.value.id in ("self", "cls"):
                 callee = by_name.get(n.func.attr)
             elif isinstance(n.func, ast.Attribute) and n.func.attr == "apply" and isinstance(n.func.value, ast.Name):
-                cls = next((c for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef)
+                cls = next((c for c in walk(self.tree) if isinstance(c, ast.ClassDef)
                             and c.name == n.func.value.id), None)  # an autograd.Function
                 if cls is not None and depth < 4 and self.calls_custom(cls, depth + 1):
                     out = True
@@ -179,7 +180,7 @@ class _PyFallbacks(_PyBase):
         for fn in self.functions:
             if fn.name != "__init__":
                 continue
-            for n in ast.walk(fn):
+            for n in walk(fn):
                 if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
                     f = self.resolve(n.value.func) or ""
                     if f.startswith("torch.nn.") and _NN_COMPUTE.match(f.rsplit(".", 1)[-1]):
@@ -189,7 +190,7 @@ class _PyFallbacks(_PyBase):
         first: str | None = None
         compiled = self.torch_compiled
         for fn in self.forwards:
-            for n in ast.walk(fn):
+            for n in walk(fn):
                 what = None
                 if isinstance(n, ast.Call):
                     f = self.resolve(n.func) or ""
@@ -223,7 +224,7 @@ class _PyFallbacks(_PyBase):
         writes that code, not the agent."""
         out = {f.name for f in self.functions for d in f.decorator_list
                if (self.resolve(d.func if isinstance(d, ast.Call) else d) or "") == "torch.compile"}
-        for n in ast.walk(self.tree):
+        for n in walk(self.tree):
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and \
                     (self.resolve(n.value.func) or "") == "torch.compile":
                 out.update(d for t in n.targets if (d := _dotted(t)))

@@ -7,6 +7,7 @@ import ast
 from collections.abc import Sequence
 
 from ktui.trace.findings.analysis import _Analysis, _dotted, _is_main_test
+from ktui.trace.findings.astwalk import children, walk
 
 #: roots whose modules and classes, reached through a local name, are followed (a write through the
 #: name is a write to them)
@@ -26,11 +27,11 @@ class _PyBase(_Analysis):
         super().__init__(code, reference)
         self.tree = tree
         self.parent: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
+        for node in walk(tree):
+            for child in children(node):
                 self.parent[child] = node
         self.alias: dict[str, str] = {}
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -44,7 +45,7 @@ class _PyBase(_Analysis):
         if "F" not in self.alias:  # the usual spelling, even where the import is missing
             self.alias["F"] = "torch.nn.functional"
         self._value_aliases(tree)
-        self.functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        self.functions = [n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         self.forwards = [f for f in self.functions if f.name in ("forward", "__call__")]
         entry = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and f.name == "kernel_function"]
@@ -54,7 +55,7 @@ class _PyBase(_Analysis):
             self.forwards = entry
         # the judged module's own forward: ModelNew's when the file defines it (helper modules may
         # legitimately return views of, or write into, the intermediate tensors they are given)
-        judged = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
+        judged = [n for n in walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
         self.judged_forwards = [f for c in judged for f in c.body if isinstance(f, (ast.FunctionDef,
                                 ast.AsyncFunctionDef)) and f.name in ("forward", "__call__")] or self.forwards
         self.defines_model = bool(judged)
@@ -70,7 +71,7 @@ class _PyBase(_Analysis):
         imports_model = any((isinstance(n, ast.ImportFrom) and any(a.name == "ModelNew" for a in n.names))
                             or (isinstance(n, ast.Attribute) and n.attr == "ModelNew")  # sol.ModelNew()
                             or (isinstance(n, ast.Constant) and n.value == "ModelNew")  # getattr(mod, "ModelNew")
-                            for n in ast.walk(self.tree))
+                            for n in walk(self.tree))
         if imports_model and not self.defines_model:
             return True, ()
         mains: list[ast.stmt] = [st for st in self.tree.body if isinstance(st, ast.If) and _is_main_test(st.test)]
@@ -86,7 +87,7 @@ class _PyBase(_Analysis):
         top = {st.name: st for st in self.tree.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
         def called(nodes: Sequence[ast.AST]) -> set[str]:
-            return {n.func.id for x in nodes for n in ast.walk(x) if isinstance(n, ast.Call)
+            return {n.func.id for x in nodes for n in walk(x) if isinstance(n, ast.Call)
                     and isinstance(n.func, ast.Name) and n.func.id in top}
 
         # functions the judged code can reach: from every class body and module-level statement
@@ -123,7 +124,7 @@ class _PyBase(_Analysis):
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or \
                     (isinstance(st, ast.If) and _is_main_test(st.test)):
                 continue
-            made = {n.func.id for n in ast.walk(st) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            made = {n.func.id for n in walk(st) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                     and n.func.id in ("Model", "ModelNew")}
             if made and first is None:
                 first = i
@@ -166,7 +167,7 @@ class _PyBase(_Analysis):
         """Names bound to a module or class reached by value (``c = torch.cuda``,
         ``E = getattr(torch.cuda, "Ev" + "ent")``): a write through them is a write to the original
         (``c.synchronize = ...`` patches ``torch.cuda.synchronize``)."""
-        assigns = [(t.id, n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+        assigns = [(t.id, n.value) for n in walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
                    and isinstance(t := n.targets[0], ast.Name)]
         for _ in range(3):  # aliases of aliases
             for name, v in assigns:
@@ -195,7 +196,7 @@ class _PyBase(_Analysis):
             parts = [self.const_str(x, depth + 1) for x in node.values]
             return "".join(x for x in parts if x is not None) if all(x is not None for x in parts) else None
         if isinstance(node, ast.Name):
-            vals = [a.value for a in ast.walk(self.tree) if isinstance(a, ast.Assign) and len(a.targets) == 1
+            vals = [a.value for a in walk(self.tree) if isinstance(a, ast.Assign) and len(a.targets) == 1
                     and isinstance(a.targets[0], ast.Name) and a.targets[0].id == node.id]
             if len(vals) == 1:
                 return self.const_str(vals[0], depth + 1)
@@ -207,7 +208,7 @@ class _PyBase(_Analysis):
         that defines one and returns it (TileLang's usual ``def matmul(M, N, K): @T.prim_func ...``)."""
         if self.is_triton_kernel(fn) or self._dsl_decorated(fn):
             return True
-        inner = [n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not fn]
+        inner = [n for n in walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not fn]
         return any(self._dsl_decorated(n) for n in inner)
 
     def _dsl_decorated(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -226,7 +227,7 @@ class _PyBase(_Analysis):
 
     # ---- try/except around the build --------------------------------------------------------------
     def is_build(self, node: ast.AST) -> bool:
-        for n in ast.walk(node):
+        for n in walk(node):
             if isinstance(n, ast.Call):
                 f = self.resolve(n.func) or ""
                 last = f.rsplit(".", 1)[-1]
@@ -243,7 +244,7 @@ class _PyBase(_Analysis):
             self._bh: set[str] = set()
             for fn in self.functions:
                 if any(isinstance(n, ast.Call) and (self.resolve(n.func) or "").rsplit(".", 1)[-1] == "load_inline"
-                       for n in ast.walk(fn)):
+                       for n in walk(fn)):
                     self._bh.add(fn.name)
         return self._bh
 

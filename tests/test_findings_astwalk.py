@@ -1,0 +1,54 @@
+"""The static findings' walk (:mod:`ktui.trace.findings.astwalk`) keeps each node's children and
+each walked subtree's nodes for one analysis: the nodes and their order must be ``ast.walk``'s,
+and every finding the same as without it (on every kernel held: the hack corpus, the real
+traces' versions)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from ktui.trace import load
+from ktui.trace.findings import _analyse, _analysed, astwalk
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_walk_is_ast_walk_inside_and_outside_an_analysis():
+    sources = sorted((ROOT / "ktui" / "trace").rglob("*.py"))[:40]
+    assert len(sources) >= 20
+    for src in sources:
+        tree = ast.parse(src.read_text(encoding="utf-8"))
+        subtrees = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.For, ast.Call))][:50]
+        assert list(astwalk.walk(tree)) == list(ast.walk(tree))  # outside: ast.walk itself
+        with astwalk.children_kept():
+            for _ in range(2):  # listed, then kept
+                assert list(astwalk.walk(tree)) == list(ast.walk(tree)), src
+                for sub in subtrees:
+                    assert list(astwalk.walk(sub)) == list(ast.walk(sub)), src
+                    assert astwalk.children(sub) == tuple(ast.iter_child_nodes(sub))
+        assert getattr(astwalk._local, "children", None) is None  # nothing kept past the analysis
+
+
+def _kernels() -> list[tuple[str, str | None, str | None]]:
+    out = []
+    paths = sorted((ROOT / "tests" / "fixtures" / "hacks").glob("*.jsonl"))
+    paths += sorted((ROOT.parent / "shared" / "fixtures").rglob("*.jsonl")) + [ROOT / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"]
+    for p in paths:
+        run = load(p, keep_events=False)
+        for k in run.kernels:
+            if isinstance(k.code, str) and not k.attachment:
+                out.append((k.code, run.problem.reference_source, run.problem.precision))
+    return out
+
+
+def test_the_findings_are_the_same_with_the_kept_walk():
+    kernels = _kernels()
+    assert len(kernels) >= 60
+    flagged = 0
+    for code, ref, precision in kernels:
+        plain = _analysed(code, ref, precision)  # ast.walk: nothing kept
+        kept = _analyse(code, ref, precision)
+        assert kept == plain
+        flagged += bool(kept)
+    assert flagged >= 40  # the hack corpus is mostly flagged: the comparison covers findings, not only their absence
