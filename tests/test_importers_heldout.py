@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ktui.trace.importers import detect, load
 
 ST = Path(__file__).resolve().parent / "fixtures" / "formats" / "structural"
@@ -288,3 +290,59 @@ def test_claude_code_side_agent_copy_of_its_sessions_conversation_is_not_its_wor
     alone = tmp_path / "agent-acompact-1f2e.jsonl"  # without its session beside it: read as before
     alone.write_text(side.read_text())
     assert len(load(alone).turns) == 2
+
+
+def test_claude_code_saved_output_path_cannot_leave_the_session_folder(tmp_path):
+    p = _persisted_session(tmp_path)
+    secret = tmp_path / "tool-results"  # beside the project folder: outside every session
+    secret.mkdir()
+    (secret / "toolu_01P.txt").write_text("SECRET outside the session folder\n")
+    rows = [json.loads(x) for x in p.read_text().splitlines()]
+    for r in rows:  # the result names ".." as its session folder
+        c = r["message"]["content"]
+        if isinstance(c, list) and c[0].get("type") == "tool_result" and "persisted" in c[0]["content"]:
+            c[0]["content"] = c[0]["content"].replace("7a1e0c2d-0000-4000-8000-0000000000c3/tool-results", "../tool-results")
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert "SECRET" not in load(p).calls[1].result.summary
+
+
+# ---- the new shapes, hostile: cut anywhere, wrong types anywhere (nothing raises) -----------------
+_NEW = [(CC_IDE, "claude-code"), (CC_CONT, "claude-code"), (CX_FORK, "codex-cli"), (CX_ERR, "codex-cli")]
+_WRONG = [None, 7, -1.5, True, "x", [], {}, [1, "a"], {"k": [None]}]
+
+
+def _paths(obj, path=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield path + (k,)
+            yield from _paths(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield path + (i,)
+            yield from _paths(v, path + (i,))
+
+
+@pytest.mark.parametrize("src,fmt", _NEW, ids=[p.name for p, _ in _NEW])
+def test_new_shapes_cut_anywhere_and_wrong_types_anywhere_never_raise(src, fmt):
+    import random
+
+    from ktui.trace.reader import load_bytes
+
+    data = src.read_bytes()
+    for cut in range(0, len(data), max(1, len(data) // 40)):
+        assert load_bytes(data[:cut], "cut", format=fmt).format == fmt
+    rows = [json.loads(x) for x in data.splitlines()]
+    rnd = random.Random(21)
+    for trial in range(60):
+        mutated = json.loads(json.dumps(rows))
+        i = rnd.randrange(len(mutated))
+        paths = list(_paths(mutated[i]))
+        if not paths:
+            continue
+        *head, last = rnd.choice(paths)
+        node = mutated[i]
+        for k in head:
+            node = node[k]
+        node[last] = rnd.choice(_WRONG)
+        run = load_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in mutated), f"m{trial}", format=fmt)
+        assert run.format == fmt

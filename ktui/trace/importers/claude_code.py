@@ -400,8 +400,8 @@ def _persisted(st: _State, text: str) -> str:
     it lies beside the trace (the session's folder, or the one above a subagent's transcript)."""
     m = _PERSISTED.search(text[:2000])
     path = st.asm.run.path
-    if m is None or not path or not os.path.isfile(path):
-        return text
+    if m is None or not path or not os.path.isfile(path) or m.group(1).startswith("."):
+        return text  # (a session folder's name never starts with a dot: no "..")
     here = os.path.dirname(os.path.abspath(path))
     for base in (os.path.join(here, m.group(1)), os.path.dirname(here)):  # a session's file; a subagent's
         if os.path.basename(base) != m.group(1):
