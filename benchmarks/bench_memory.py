@@ -44,21 +44,28 @@ run = load(sys.argv[1], findings=False)
 cpu = time.process_time() - c
 gc.collect()
 held = tracemalloc.get_traced_memory()[0] / 2**20 if trace else None
+sites = []
+if trace and int(sys.argv[3]):  # where what the run keeps was allocated: the top sites
+    stats = tracemalloc.take_snapshot().statistics("lineno")
+    for st in stats[:int(sys.argv[3])]:
+        fr = st.traceback[0]
+        sites.append((fr.filename.rsplit("/ktui/", 1)[-1], fr.lineno, round(st.size / 2**20, 2), st.count))
 hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024
 print(json.dumps({"rss_anon_mb": round(anon() - base, 1), "peak_rss_mb": round(hwm, 1),
-                  "python_held_mb": None if held is None else round(held, 1), "cpu_s": round(cpu, 2),
+                  "python_held_mb": None if held is None else round(held, 1), "cpu_s": round(cpu, 2), "sites": sites,
                   "events": len(run.events), "turns": len(run.turns), "calls": len(run.calls)}))
 """
 
 
-def one(path: Path, lazy: bool, traced: bool) -> dict:
+def one(path: Path, lazy: bool, traced: bool, sites: int = 0) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if not lazy:
         env["KTUI_LAZY_MIN"] = str(1 << 40)
     else:
         env.pop("KTUI_LAZY_MIN", None)
     # -P: this checkout's ktui (PYTHONPATH), not the one in the current directory
-    out = subprocess.run([sys.executable, "-P", "-c", CHILD, str(path), "1" if traced else "0"], env=env,
+    out = subprocess.run([sys.executable, "-P", "-c", CHILD, str(path), "1" if traced else "0", str(sites)],
+                         env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -68,6 +75,9 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="*", default=[40, 400])
     ap.add_argument("--skip-long", action="store_true")
     ap.add_argument("--traced", action="store_true", help="also count Python's bytes (tracemalloc: slower)")
+    ap.add_argument("--sites", type=int, default=0,
+                    help="with --traced: the N allocation sites that hold most of the run (tracemalloc)")
+    ap.add_argument("--lazy-only", action="store_true", help="only the load that reads long lines back on demand")
     ap.add_argument("--dense", action="store_true",
                     help="also the event-dense trace (tests/test_scaling.trace(30000), bench_parse's 'dense')")
     args = ap.parse_args()
@@ -90,12 +100,14 @@ def main() -> int:
         files += [make(mb) for mb in args.sizes]
     for p in files:
         print(f"\n{p.name}: {p.stat().st_size / 1e6:,.0f} MB", flush=True)
-        for lazy in (True, False):
-            r = one(p, lazy, args.traced)
+        for lazy in (True,) if args.lazy_only else (True, False):
+            r = one(p, lazy, args.traced, args.sites)
             what = "read back on demand" if lazy else "everything kept    "
             held = f"  Python holds {r['python_held_mb']:7.1f} MB" if r["python_held_mb"] is not None else ""
             print(f"  {what}  RssAnon {r['rss_anon_mb']:7.1f} MB  peak RSS {r['peak_rss_mb']:7.1f} MB{held}  "
                   f"CPU {r['cpu_s']:6.2f} s   ({r['events']:,} events, {r['turns']:,} turns)", flush=True)
+            for where, line, mb, count in r["sites"]:
+                print(f"      {mb:8.2f} MB {count:9,} blocks  {where}:{line}", flush=True)
     return 0
 
 
