@@ -346,3 +346,31 @@ def test_new_shapes_cut_anywhere_and_wrong_types_anywhere_never_raise(src, fmt):
         node[last] = rnd.choice(_WRONG)
         run = load_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in mutated), f"m{trial}", format=fmt)
         assert run.format == fmt
+
+
+def test_claude_code_subagent_meta_and_images_are_said(tmp_path):
+    sub = tmp_path / "-home-dev-kb" / "7a1e0c2d-0000-4000-8000-0000000000e5" / "subagents"
+    sub.mkdir(parents=True)
+    env = {"userType": "external", "cwd": "/home/dev/kb", "sessionId": "7a1e0c2d-0000-4000-8000-0000000000e5",
+           "version": "2.1.92", "isSidechain": True, "agentId": "a5c1"}
+    png = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    rows = [
+        {**env, "parentUuid": None, "type": "user", "uuid": "s1", "timestamp": "2026-04-02T10:00:00.000Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": "What does this profile show?"}, png]}},
+        {**env, "parentUuid": "s1", "type": "assistant", "uuid": "s2", "timestamp": "2026-04-02T10:00:05.000Z",
+         "message": {"model": "claude-sonnet-4-6", "id": "msg_s2", "role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_s", "name": "mcp__playwright__browser_take_screenshot", "input": {}}]}},
+        {**env, "parentUuid": "s2", "type": "user", "uuid": "s3", "timestamp": "2026-04-02T10:00:07.000Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_s",
+                                                   "content": [{"type": "text", "text": "Took a screenshot"}, png]}]}},
+    ]
+    t = sub / "agent-a5c1.jsonl"
+    t.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (sub / "agent-a5c1.meta.json").write_text('{"agentType":"Explore","description":"Read the Nsight profile"}')
+    run = load(t)
+    assert run.persona == "subagent Explore a5c1"
+    assert "subagent Explore asked: Read the Nsight profile" in [n for _, n in run.notes]
+    assert run.problem.prompt.startswith("What does this profile show?") and "[image: image/png]" in run.messages[0][3]
+    assert run.calls[0].result.summary == "Took a screenshot\n[image: image/png]"
+    (sub / "agent-a5c1.meta.json").write_text("{not json")  # a broken meta file: the transcript reads as before
+    assert load(t).persona == "subagent a5c1"

@@ -42,12 +42,14 @@ from ktui.trace.importers.common import (
     ERROR,
     FAILED,
     Assembler,
+    JSONError,
     as_dict,
     as_int,
     as_str,
     excerpt,
     iso_ms,
     object_lines,
+    parse_json,
     text_of,
 )
 from ktui.trace.importers.kernels import norm_path
@@ -182,6 +184,7 @@ def _line(st: _State, obj: dict, no: int, ts: int | None, kind: str) -> None:
         # a subagent's transcript (2.x: <session>/subagents/agent-<id>.jsonl) starts on the side chain
         run.persona = f"subagent {obj['agentId'][:40]}"
         st.parent_uuids = _copied_from_session(run.path, obj.get("uuid"))
+        _subagent_meta(st, obj["agentId"])
     uid = obj.get("uuid")
     msg = obj.get("message")
     if st.parent_uuids is not None and isinstance(uid, str) and uid in st.parent_uuids:
@@ -349,6 +352,8 @@ def _user(st: _State, obj: dict, content: Any, no: int, ts: int | None) -> None:
         if b.get("type") != "tool_result":
             if b.get("type") == "text":
                 texts.append(as_str(b.get("text")) or "")
+            elif b.get("type") in ("image", "document"):  # pasted: not in the text, but said
+                texts.append(_attached(b))
             continue
         cid = b.get("tool_use_id")
         c = asm.pending(cid)
@@ -379,6 +384,9 @@ def _tool_result(st: _State, c: ToolCall, b: dict, tur: Any, no: int, ts: int | 
             else:
                 asm.track_call(deferred, st.cwd)
     text = text_of(b.get("content"))
+    if isinstance(b.get("content"), list):  # a screenshot or a PDF page the tool returned
+        shown = [_attached(x) for x in b["content"] if isinstance(x, dict) and x.get("type") in ("image", "document")]
+        text = "\n".join([text] * bool(text) + shown) if shown else text
     if text.startswith("<persisted-output>"):
         text = _persisted(st, text)
     status = None
@@ -467,6 +475,41 @@ def _copied_from_session(path: str | None, first: Any) -> set[str] | None:
             return own
     except (OSError, ValueError):
         return None
+
+
+def _attached(b: dict) -> str:
+    """An image or document block, said in words (its data is not text)."""
+    src = as_dict(b.get("source"))
+    kind = as_str(src.get("media_type")) or as_str(src.get("type")) or "?"
+    return f"[{b.get('type')}: {kind}]"
+
+
+def _subagent_meta(st: _State, agent_id: str) -> None:
+    """A subagent's ``agent-<id>.meta.json`` beside its transcript (2.1.x: ``agentType``,
+    ``description``): the kind of agent in its persona, what it was asked in a note."""
+    path = st.asm.run.path
+    if not path or not os.path.basename(path).startswith("agent-"):
+        return
+    meta = os.path.join(os.path.dirname(path), os.path.basename(path)[:-len(".jsonl")] + ".meta.json") \
+        if path.endswith(".jsonl") else None
+    try:
+        if meta is None or not os.path.isfile(meta) or os.path.getsize(meta) > 1 << 16:
+            return
+        with open(meta, "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return
+    try:
+        obj = parse_json(raw)
+    except JSONError:
+        return
+    if not isinstance(obj, dict):
+        return
+    kind, what = as_str(obj.get("agentType")), as_str(obj.get("description"))
+    if kind:
+        st.asm.run.persona = f"subagent {kind[:40]} {agent_id[:24]}"
+    if what:
+        st.asm.note(0, f"subagent {kind or ''} asked: {what}"[:400])
 
 
 def _record_keys(kind: str, ts: Any, msg: Any) -> list[tuple]:
