@@ -336,6 +336,42 @@ def test_the_cache_of_another_ktui_version_is_not_read(tmp_path, monkeypatch):
     assert idx.cache_hits == 0
 
 
+def test_the_cache_written_by_other_reading_code_is_not_read(tmp_path, monkeypatch):
+    """An importer changed without a SCHEMA bump must not keep serving the rows of the old code."""
+    import ktui.trace.index.cache as cache_mod
+
+    sw = make_sweep(tmp_path)
+    list(SweepIndex(sw).summaries())
+    again = SweepIndex(sw)
+    list(again.summaries())
+    assert again.cache_hits > 0
+    monkeypatch.setattr(cache_mod, "reader_fingerprint", lambda: "another-reader")
+    idx = SweepIndex(sw)
+    list(idx.summaries())
+    assert idx.cache_hits == 0
+
+
+def test_the_reader_fingerprint_covers_every_module_of_the_trace_package(tmp_path, monkeypatch):
+    import ktui.trace.index.cache as cache_mod
+
+    pkg = Path(cache_mod.__file__).resolve().parents[1]
+    copy = tmp_path / "trace"
+    shutil.copytree(pkg, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    fake = copy / "index" / "cache.py"
+    monkeypatch.setattr(cache_mod, "__file__", str(fake))
+    cache_mod.reader_fingerprint.cache_clear()
+    try:
+        a = cache_mod.reader_fingerprint()
+        cache_mod.reader_fingerprint.cache_clear()
+        assert cache_mod.reader_fingerprint() == a  # stable
+        imp = copy / "importers" / "claude_code.py"
+        imp.write_text(imp.read_text() + "\n# changed\n")
+        cache_mod.reader_fingerprint.cache_clear()
+        assert cache_mod.reader_fingerprint() != a
+    finally:
+        cache_mod.reader_fingerprint.cache_clear()
+
+
 def test_cache_dir_unwritable_is_a_note(tmp_path, monkeypatch):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "a.jsonl").write_text(mini_trace("m", passed=True, speedup=1.0, tokens_in=1,

@@ -1,9 +1,10 @@
 """The index cache: one file per scanned root in ktui's cache directory (never beside the
 traces), its entries keyed by each trace's real path and checked against its size and mtime; the
-whole file is dropped when ktui's version or the entries' schema changed."""
+whole file is dropped when ktui's version, the entries' schema or the reading code changed."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -17,6 +18,27 @@ SCHEMA = 21  # bump when RunSummary, the skim, an importer's reading or the stat
 # and torn records; 15: one content fingerprint for every format, labels key on it; no_gpu_final;
 # 16: the trace's reference sha1; 17: long lines are parsed in full, as the reader does; 18: record signatures;
 # 20: rows are kept before the sweep's records, which are applied at every read; 21: result-file runs)
+
+
+@functools.cache
+def reader_fingerprint() -> str:
+    """A digest of the code that reads traces (every module of ``ktui/trace``): a row cached by
+    other reading code is dropped, whether or not someone remembered to bump :data:`SCHEMA` (an
+    importer fixed without a bump kept serving its old rows until the file changed)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha1()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for n in sorted(filenames):
+            if n.endswith(".py"):
+                p = os.path.join(dirpath, n)
+                h.update(os.path.relpath(p, root).encode("utf-8", "replace") + b"\0")
+                try:
+                    with open(p, "rb") as f:
+                        h.update(f.read())
+                except OSError:
+                    h.update(b"?")
+    return h.hexdigest()[:20]
 
 
 def cache_dir() -> str:
@@ -39,6 +61,8 @@ def load_cache(path: str) -> dict[str, dict[str, Any]]:
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA or not isinstance(obj.get("entries"), dict):
         return {}
     if obj.get("ktui") != __version__:  # another release may read or judge a trace differently
+        return {}
+    if obj.get("reader") != reader_fingerprint():  # this checkout's reading code changed since
         return {}
     return obj["entries"]
 
@@ -66,7 +90,7 @@ def save_cache(path: str, root: str, entries: dict[str, dict[str, Any]]) -> str 
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
-        body = {"schema": SCHEMA, "ktui": __version__, "root": os.path.realpath(root), "entries": entries}
+        body = {"schema": SCHEMA, "ktui": __version__, "reader": reader_fingerprint(), "root": os.path.realpath(root), "entries": entries}
         try:
             import orjson
 
