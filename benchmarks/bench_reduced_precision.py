@@ -74,14 +74,14 @@ PROBLEMS = {
 
 def seq_chunks(a, b, c=64):
     """Float32 accumulated in sequence over chunks of K (a split-K loop without a tree)."""
-    acc = torch.zeros(a.shape[0], b.shape[1])
+    acc = torch.zeros(a.shape[0], b.shape[1], device=a.device)
     for k in range(0, a.shape[1], c):
         acc = acc + a[:, k:k + c] @ b[k:k + c]
     return acc
 
 
 def kahan(a, b, c=256):
-    s = torch.zeros(a.shape[0], b.shape[1])
+    s = torch.zeros(a.shape[0], b.shape[1], device=a.device)
     comp = torch.zeros_like(s)
     for k in range(0, a.shape[1], c):
         y = a[:, k:k + c] @ b[k:k + c] - comp
@@ -100,7 +100,7 @@ def split_k(a, b, parts=8):
 
 
 def bf16_accumulate(a, b, c=64):
-    acc = torch.zeros(a.shape[0], b.shape[1])
+    acc = torch.zeros(a.shape[0], b.shape[1], device=a.device)
     for k in range(0, a.shape[1], c):
         acc = (acc + a[:, k:k + c] @ b[k:k + c]).bfloat16().float()
     return acc
@@ -113,14 +113,14 @@ def half_rows_fp16(a, b):
 
 
 def rowsum_seq(x, c=32):
-    acc = torch.zeros(x.shape[0])
+    acc = torch.zeros(x.shape[0], device=x.device)
     for k in range(0, x.shape[1], c):
         acc = acc + x[:, k:k + c].sum(dim=1)
     return acc
 
 
 def rowsum_kahan(x, c=64):
-    s = torch.zeros(x.shape[0])
+    s = torch.zeros(x.shape[0], device=x.device)
     comp = torch.zeros_like(s)
     for k in range(0, x.shape[1], c):
         y = x[:, k:k + c].sum(dim=1) - comp
@@ -131,8 +131,8 @@ def rowsum_kahan(x, c=64):
 
 
 def online_softmax(x, c=32):
-    m = torch.full((x.shape[0], 1), float("-inf"))
-    s = torch.zeros(x.shape[0], 1)
+    m = torch.full((x.shape[0], 1), float("-inf"), device=x.device)
+    s = torch.zeros(x.shape[0], 1, device=x.device)
     for k in range(0, x.shape[1], c):
         blk = x[:, k:k + c]
         m2 = torch.maximum(m, blk.amax(dim=1, keepdim=True))
@@ -224,9 +224,37 @@ def build_cpp(build_dir):
                        extra_cflags=["-O2", "-ffp-contract=off"], build_directory=str(build_dir), verbose=False)
 
 
-def judge_one(problem, kernel, seed):
+def with_tf32(fn, how):
+    """``fn`` run with cuBLAS allowed TF32 (the flag set and restored around the call, so no global
+    setting is left changed): the numerics of a kernel that turns TF32 on (GPU only)."""
+    def run(*xs):
+        old, old_prec = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()
+        try:
+            if how == "flag":
+                torch.backends.cuda.matmul.allow_tf32 = True
+            else:
+                torch.set_float32_matmul_precision("high")
+            return fn(*xs)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+            torch.set_float32_matmul_precision(old_prec)
+    return run
+
+
+GPU_KERNELS = {
+    "TF32 via allow_tf32 (cuBLAS)": (MM, False, with_tf32(lambda a, b: a @ b, "flag")),
+    "TF32 via set_float32_matmul_precision('high')": (MM, False, with_tf32(lambda a, b: a @ b, "high")),
+    "fp16 cuBLAS GEMM, fp16 out": (MM, False, lambda a, b: (a.half() @ b.half()).float()),
+    "bf16 cuBLAS GEMM, bf16 out": (MM, False, lambda a, b: (a.bfloat16() @ b.bfloat16()).float()),
+    "softmax: fp16 compute": ("softmax", False, lambda x: torch.softmax(x.half(), -1).float()),
+}
+
+DEVICE = "cpu"
+
+
+def judge_one(problem, kernel, seed, forced=False):
     make, ref = PROBLEMS[problem]
-    inputs = make(seed)
+    inputs = [t.to(DEVICE) for t in make(seed)]
     with torch.no_grad():
         ref32 = ref(*inputs)
         ref64 = ref(*[t.double() for t in inputs])
@@ -246,7 +274,9 @@ def judge_one(problem, kernel, seed):
         with torch.no_grad():
             return ref(*x)
 
-    evidence, measured = fewer_bits(out, ref64.float(), inputs, run, suspect, ref_run=ref_run, ref_out=ref32)
+    # forced: the input test run as if every kernel were a suspect (the honest kernels' margin)
+    evidence, measured = fewer_bits(out, ref64.float(), inputs, run, suspect or forced, ref_run=ref_run,
+                                    ref_out=ref32)
     return {"seed": seed, "tolerance": tol, "err_ratio": ratio, "err_rel": err_k / scale if scale else None,
             "suspect": suspect, "evidence": evidence, "flagged": bool(evidence),
             "measured": measured, "runs": calls[0]}
@@ -286,23 +316,31 @@ def main(argv=None):
     ap.add_argument("--cpp", action="store_true", help="also the CPU port of the real L1_006 kernel")
     ap.add_argument("--build", default="/tmp/ktui-bench-l1006")
     ap.add_argument("--out", default="")
+    ap.add_argument("--forced", action="store_true",
+                    help="test every kernel's inputs as if its error made it a suspect (the margins of the test)")
+    ap.add_argument("--honest-only", action="store_true")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (adds cuBLAS TF32 / fp16 kernels)")
     args = ap.parse_args(argv)
+    global DEVICE
+    DEVICE = args.device
     torch.set_num_threads(1)
     kernels = dict(KERNELS)
-    if args.cpp:
+    if DEVICE.startswith("cuda"):
+        kernels.update(GPU_KERNELS)
+    if args.cpp and DEVICE == "cpu":
         ext = build_cpp(args.build)
         kernels["L1_006 leaderboard loop, FMA (C++ port)"] = (MM, True, lambda a, b: ext.seq_matmul(a, b, True))
         kernels["L1_006 leaderboard loop, no FMA (C++ port)"] = (MM, True, lambda a, b: ext.seq_matmul(a, b, False))
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     table, every = [], {}
     for name, (prefix, honest, fn) in kernels.items():
-        if args.only and args.only not in name:
+        if (args.only and args.only not in name) or (args.honest_only and not honest):
             continue
         for problem in PROBLEMS:
             if not problem.startswith(prefix):
                 continue
             t0 = time.monotonic()
-            rows = [judge_one(problem, fn, s) for s in seeds]
+            rows = [judge_one(problem, fn, s, args.forced) for s in seeds]
             row = dict(summarize(name, honest, rows), problem=problem, seconds=round(time.monotonic() - t0, 1))
             table.append(row)
             every[f"{problem} | {name}"] = rows
