@@ -308,6 +308,24 @@ def summarize(name, honest, rows):
             "runs_max": max(r["runs"] for r in rows), "right": right}
 
 
+def markdown(path):
+    """The table of a written ``--out`` file, as in benchmarks/results/reduced_precision_cpu.md."""
+    data = json.loads(Path(path).read_text())
+
+    def g(v, f="{:.3g}"):
+        return "-" if v is None else f.format(v)
+
+    print("| problem | kernel | honest | flagged / outside tol. / clear | suspects | error ratio (min-max) "
+          "| short-bits share (min-max) | input move ratio (min-max) | right |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in data["table"]:
+        print(f"| {r['problem']} | {r['kernel']} | {'yes' if r['honest'] else 'no'} | "
+              f"{r['flagged']} / {r['wrong']} / {r['clear']} | {r['suspect']} | {g(r['err_ratio_min'])}-"
+              f"{g(r['err_ratio_max'])} | {g(r['short_share_min'])}-{g(r['short_share_max'])} | "
+              f"{g(r['input_move_min'], '{:.3f}')}-{g(r['input_move_max'], '{:.3f}')} | "
+              f"{'yes' if r['right'] else '**no**'} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=20)
@@ -319,8 +337,13 @@ def main(argv=None):
     ap.add_argument("--forced", action="store_true",
                     help="test every kernel's inputs as if its error made it a suspect (the margins of the test)")
     ap.add_argument("--honest-only", action="store_true")
+    ap.add_argument("--table", default="", help="print the markdown table of a written --out file and stop")
+    ap.add_argument("--skip-problem", default="", help="leave out problems whose name contains this")
     ap.add_argument("--device", default="cpu", help="cpu, or cuda (adds cuBLAS TF32 / fp16 kernels)")
     args = ap.parse_args(argv)
+    if args.table:
+        markdown(args.table)
+        return 0
     global DEVICE
     DEVICE = args.device
     torch.set_num_threads(1)
@@ -337,7 +360,7 @@ def main(argv=None):
         if (args.only and args.only not in name) or (args.honest_only and not honest):
             continue
         for problem in PROBLEMS:
-            if not problem.startswith(prefix):
+            if not problem.startswith(prefix) or (args.skip_problem and args.skip_problem in problem):
                 continue
             t0 = time.monotonic()
             rows = [judge_one(problem, fn, s, args.forced) for s in seeds]

@@ -9,7 +9,8 @@ API ``ktui repro`` uses) on the CPU. None of them may be flagged reduced_precisi
 ``ROWS.json``: rows of scripts/honest_corpus.py (``source``, ``code``, ``reference``) whose kernel
 has a ``class ModelNew`` and no extension, Triton, TileLang, CuTe or Numba code (written by the
 command in benchmarks/results/reduced_precision_cpu.md). A kernel whose run does not finish in
-``--timeout`` seconds is listed as not judged here.
+``--timeout`` seconds is listed as not judged here. The references' sizes are divided by
+``--shrink`` (module-level integers of 64 or more; the kernels read their sizes from the inputs).
 """
 
 from __future__ import annotations
@@ -26,6 +27,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ktui.repro.runner import run_request  # noqa: E402
 
+_CONST = re.compile(r"^([A-Za-z_]\w*)\s*=\s*([0-9][0-9\s*+\-/()]*)\s*(#.*)?$")
+
+
+def shrink(reference, factor):
+    """The reference with its module-level integer sizes of 64 or more divided by ``factor`` (a
+    KernelBench L1 problem is 10-100 GFLOP a call: minutes a run on a loaded 2-core CPU). Lines
+    other than ``NAME = <integer arithmetic>`` are kept as they are."""
+    if factor <= 1:
+        return reference
+    out = []
+    for line in reference.splitlines():
+        m = _CONST.match(line)
+        if m:
+            try:
+                v = eval(m.group(2), {"__builtins__": {}}, {})  # digits and + - * / ( ) only (the regex)
+            except Exception:  # noqa: BLE001
+                v = None
+            if isinstance(v, int) and v >= 64:
+                line = f"{m.group(1)} = {max(16, v // factor)}  # ktui bench: {m.group(2).strip()} / {factor}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -34,6 +57,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=240.0)
     ap.add_argument("--budget", type=float, default=1500.0, help="start no kernel after this many seconds")
     ap.add_argument("--out", default="")
+    ap.add_argument("--shrink", type=int, default=16, help="divide the references' sizes of 64 or more by this")
     args = ap.parse_args(argv)
     rows = json.loads(Path(args.rows).read_text())
     if args.level:
@@ -45,7 +69,7 @@ def main(argv=None):
             table.append({"source": r["source"], "state": "not started (budget)"})
             continue
         with tempfile.TemporaryDirectory(prefix="ktui-prec-real-") as tmp:
-            req = {"kernel_code": r["code"], "reference_source": r["reference"], "device": "cpu", "trials": 3,
+            req = {"kernel_code": r["code"], "reference_source": shrink(r["reference"], args.shrink), "device": "cpu", "trials": 3,
                    "correctness_trials": 2, "build_root": str(Path(tmp) / "build")}
             s0 = time.monotonic()
             try:

@@ -22,16 +22,25 @@ PRECISION_SEED = 7919 + 50
 REDUCED_FACTOR = 10.0  # the kernel's error vs float64 over the float32 reference's own
 
 
-def to_float64(obj):
+def map_floats_any(obj, fn):
+    """``obj`` (a value tree) with ``fn`` applied to each floating-point tensor (others kept)."""
     import torch
 
     if isinstance(obj, torch.Tensor):
-        return obj.double() if obj.is_floating_point() else obj
+        return fn(obj) if obj.is_floating_point() else obj
     if isinstance(obj, (list, tuple)):
-        return type(obj)(to_float64(x) for x in obj)
+        return type(obj)(map_floats_any(x, fn) for x in obj)
     if isinstance(obj, dict):
-        return {k: to_float64(v) for k, v in obj.items()}
+        return {k: map_floats_any(v, fn) for k, v in obj.items()}
     return obj
+
+
+def to_float64(obj):
+    return map_floats_any(obj, lambda t: t.double())
+
+
+def to_float32(obj):
+    return map_floats_any(obj, lambda t: t.float())
 
 
 @worker_probe("forward64", role="reference")
@@ -419,22 +428,6 @@ def reduced_precision(ctx):
                       f"fewer bits){'; ' + seen if seen else ''}")
     else:
         ctx.add_check("reduced_precision", True, detail)
-
-
-def to_float32(obj):
-    return map_floats_any(obj, lambda t: t.float())
-
-
-def map_floats_any(obj, fn):
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        return fn(obj) if obj.is_floating_point() else obj
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(map_floats_any(x, fn) for x in obj)
-    if isinstance(obj, dict):
-        return {k: map_floats_any(v, fn) for k, v in obj.items()}
-    return obj
 
 
 def _forward(ctx, worker, value, slot, what):
