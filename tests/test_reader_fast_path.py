@@ -209,3 +209,18 @@ def test_a_cost_counts_only_a_number_that_is_not_a_boolean():
     bad = sorted(p.line for p in run.problems if "numeric 'amount'" in p.message)
     assert bad == [2, 3, 5]
     assert (run.turns[0].tokens_in, run.turns[-1].tokens_out) == (10, 2)
+
+
+def test_feed_batch_takes_any_iterable_of_lines():
+    """The fast path indexes its batch (the event log's columns in bulk): lines given as a
+    generator build the same run as a list of them."""
+    data = _edge_trace()
+    lines = data.split(b"\n")[:-1]
+    runs = []
+    for batch in (lines, (x for x in lines)):
+        from ktui.trace.builder import Builder
+
+        b = Builder("edge.jsonl")
+        LineParser(b).feed_batch(batch)
+        runs.append(everything(b.finish()))
+    assert runs[0] == runs[1] and runs[0]["events"]

@@ -94,6 +94,8 @@ class LineParser:
         The event log's line, offset and length columns of the lines the loop takes are appended
         in bulk (:func:`_bulk`: one run of consecutive lines at a time, before any line that goes
         through :meth:`feed_line`), the other columns line by line."""
+        if type(lines) is not list and type(lines) is not tuple:
+            lines = list(lines)  # indexed by _bulk: any iterable of lines is read once into a list
         b = self.b
         run = b.run
         keep = b.keep_events
