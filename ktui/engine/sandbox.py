@@ -553,7 +553,8 @@ def describe(report, launched_with_namespaces):
         out.append("its own IPC namespace")
     if "user/max_user_namespaces" in (report.get("ns_limits") or []):
         out.append("no nested user namespace")
-    sysfs = {"minimal": "a /sys of CPUs, NUMA nodes" + (" and its GPUs" if report.get("sysfs_gpu") else "") + " only",
+    sysfs = {"minimal": "a /sys of the CPUs" + (", NUMA nodes and its GPUs" if report.get("sysfs_gpu") else
+                                                " and NUMA nodes") + " only",
              "own": "a /sys of its own network namespace", "host": "the host's /sys, read-only"}.get(report.get("sysfs"))
     if sysfs:
         out.append(sysfs + (f" ({report['sysfs_note']})" if report.get("sysfs_note") else ""))

@@ -5,7 +5,7 @@
 # must be the same as under the host's /sys, and the sandbox tests must pass with CUDA around.
 # Run from the repository root on a GPU machine with CUDA torch and ninja:
 #     OUT=/some/dir bash scripts/gpu/gpu_sysfs.sh
-# Writes at most 8 files under $OUT and finishes within ~9 minutes (each step has a timeout).
+# Writes at most 8 files under $OUT and finishes within ~13 minutes (each step has a timeout).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to a directory}"
@@ -61,6 +61,24 @@ for mode in host minimal; do
     > "$OUT/v4_$mode.json" 2>>"$S"
   python -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], 'verdict:', d['verdict'], '|', d['reason'][:160]); print('  sandbox:', [w for w in d['result'].get('sandbox', {}).get('candidate') or [] if '/sys' in w])" "$OUT/v4_$mode.json" "$mode" >> "$S" 2>&1
 done
+
+# 4a (fourth pass, GPU only). Sakana's AI CUDA Engineer / KernelBench #82, across processes: a worker
+#    (the reference) fills 1 GiB of device memory with a marker and ends; the next worker (the
+#    candidate) allocates uninitialized memory (torch.empty) and looks for the marker
+echo; echo "## uninitialized device memory after another worker (memory reuse across processes)" >> "$S"
+timeout 240 python - >> "$S" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, "tests/fixtures/sandbox")
+from sandbox_corpus import run_code
+fill = 'import json, torch\nx = torch.full((1 << 28,), 1234.5, device="cuda"); torch.cuda.synchronize()\n' \
+       'print("OUT " + json.dumps(float(x[7])), flush=True)'
+look = 'import json, torch\ny = torch.empty((1 << 28,), device="cuda"); torch.cuda.synchronize()\n' \
+       'print("OUT " + json.dumps(int((y == 1234.5).sum())), flush=True)'
+a, wa = run_code(fill, timeout=120, device="cuda", memory_limit=16 << 30)
+b, wb = run_code(look, timeout=120, device="cuda", memory_limit=16 << 30)
+print("filled:", a, "| marker elements found by the next worker:", b, "of", 1 << 28)
+print("HELD" if b == 0 else "CHECK THIS (the reference's device memory reaches the candidate)", wb.tail("stderr")[-300:])
+PY
 
 # 4. the sandbox tests with CUDA around (the /sys ones, and the fourth pass's attacks)
 echo; echo "## tests/test_sandbox_sysfs.py tests/test_sandbox_outside.py" >> "$S"
