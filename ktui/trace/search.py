@@ -17,7 +17,8 @@ reloaded in full for every search:
    turns searched field by field, so a hit has its run, turn and field.
 
 Fields (``--in``): ``reasoning`` and ``text`` (the agent's reasoning and message of a turn;
-``text`` also the run's system notes, e.g. a backend's error, and other actors' messages),
+``text`` also every system note of the run, e.g. a backend's error or a persona's fallback in the
+middle of it, other actors' messages, the actors' system prompts and the problem's prompt),
 ``calls`` (a tool call's name and arguments, the kernel code argument excepted), ``results``
 (a tool result's text and its structured effect / meta strings) and ``kernels`` (each kernel
 version's code, at the turn that first wrote it). Matching is smart-case, like ripgrep's: case
