@@ -13,6 +13,7 @@ capabilities are dropped). Stdlib only. MIT license, part of ktui.
     machine, everything else);
   - ``host``: the host's /sys bound read-only (the caller does it).
 """
+import ctypes
 import os
 
 from .oslib import (
@@ -136,27 +137,35 @@ def _pci_entries(sysfs, vendors):
     return [k for k in keep if os.path.isdir(os.path.join(sysfs, k))], links
 
 
-def minimal_sysfs(target, gpu, report, vendors=NVIDIA_PCI_VENDORS):
+def minimal_sysfs(target, gpu, report, vendors=NVIDIA_PCI_VENDORS, fresh=True):
     """Mount the minimal /sys at ``target``: a fresh sysfs (this network namespace's) first, the
     folders to keep opened in it, then an empty tmpfs over it holding the usual top-level folders,
     each kept folder bound back at its own path (read-only), the devices' bus/pci/devices links,
-    and the tmpfs made read-only. ``vendors``: the PCI vendor ids a GPU worker keeps. Fills
-    ``report["sysfs"]`` and ``report["sysfs_kept"]``; False when it could not be built (anything
-    mounted on the way is detached, and the caller binds the host's /sys)."""
+    and the tmpfs made read-only. Where the kernel refuses a fresh sysfs (a container whose /sys
+    has masked parts), or ``fresh`` is False, the folders are bound from the host's /sys instead,
+    less the network ones (the host's interfaces). ``vendors``: the PCI vendor ids a GPU worker
+    keeps. Fills ``report["sysfs"]``, ``report["sysfs_kept"]`` and ``report["sysfs_source"]``;
+    False when it could not be built (anything mounted on the way is detached, and the caller
+    binds the host's /sys)."""
+    source, stacked = target, 0
     try:
+        if not fresh:
+            raise OSError(0, "not asked for")
         _mount("sysfs", target, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        stacked = 1
     except OSError as exc:
-        report["errors"].append(f"sysfs: {exc}")
-        return False
-    keep = [k for k in SYSFS_KEEP if os.path.isdir(os.path.join(target, k))]
+        report["errors"].append(f"sysfs: {exc} (the minimal /sys is bound from the host's)")
+        source = "/sys"
+    keep = [k for k in SYSFS_KEEP if os.path.isdir(os.path.join(source, k))
+            and (source == target or "net" not in k.split("/"))]
     links = {}
     if gpu:
-        extra, links = _pci_entries(target, tuple(v.lower() for v in vendors))
+        extra, links = _pci_entries(source, tuple(v.lower() for v in vendors))
         keep += extra
-    held, stacked = [], 1
+    held = []
     try:
         for rel in keep:
-            held.append((rel, os.open(os.path.join(target, rel), os.O_PATH | os.O_DIRECTORY)))
+            held.append((rel, os.open(os.path.join(source, rel), os.O_PATH | os.O_DIRECTORY)))
         _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=256k,mode=0755")
         stacked += 1
         for top in SYSFS_TOP:
@@ -173,7 +182,7 @@ def minimal_sysfs(target, gpu, report, vendors=NVIDIA_PCI_VENDORS):
         _mount(None, target, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError as exc:
         report["errors"].append(f"minimal sysfs: {exc}")
-        libc().umount2.argtypes = [__import__("ctypes").c_char_p, __import__("ctypes").c_int]
+        libc().umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
         for _ in range(stacked):  # MNT_DETACH of the whole stack at target (binds below it go with it)
             if libc().umount2(target.encode(), 2) != 0:
                 break
@@ -186,6 +195,7 @@ def minimal_sysfs(target, gpu, report, vendors=NVIDIA_PCI_VENDORS):
                 pass
     report["sysfs"] = "minimal"
     report["sysfs_kept"] = keep
+    report["sysfs_source"] = "own" if source == target else "host"
     report["sysfs_gpu"] = any(k.startswith("devices/pci") for k in keep)
     return True
 
