@@ -224,3 +224,48 @@ def test_feed_batch_takes_any_iterable_of_lines():
         LineParser(b).feed_batch(batch)
         runs.append(everything(b.finish()))
     assert runs[0] == runs[1] and runs[0]["events"]
+
+
+def test_results_read_back_without_a_summary_say_what_kept_ones_say(tmp_path, monkeypatch):
+    """A result read back on demand gets its status while reading without its summary where the
+    status needs none (an error, an effect's ``ok``); every kind of result still says the same
+    status, brief, case errors, summary, effect and meta as when everything is kept."""
+    def ev(tick, kind, **p):
+        return orjson.dumps({"tick": tick, "ts_ms": tick, "actor": "agent", "payload": {"kind": kind, **p}})
+
+    meta_failed = "compiled\n\n[meta] " + orjson.dumps({"passed": False}).decode()
+    results = [
+        {"result": {"ok": True, "summary": meta_failed}},  # ok wins over the trailer
+        {"result": {"ok": False, "data": [1, 2]}},  # no summary: derived
+        {"result": "run_correctness FAILED\n[case 1] mismatch\n[case 2] nan"},  # the verdict in the text
+        {"result": {"ok": True}, "is_error": True},  # an error wins over ok
+        {"result": meta_failed},  # no ok: the trailer decides
+        {"result": {"ok": False, "summary": "FAILED\n[case 0] shape"}},  # failed correctness: its cases
+        {"result": [1, "two"]},  # neither object nor text
+        {"text": "plain text result"},
+        {"result": {"effect": {"ok": True, "device_name": "H100"}, "costs": {"gpu_seconds": 2}}},  # V0
+    ]
+    lines, tick = [], 0
+    for i, r in enumerate(results):
+        for with_kernel in (False, True):
+            name = "run_correctness" if i % 2 else "check"
+            args = {"kernel_code": f"__global__ void k{i}() {{}}"} if with_kernel else {"x": i}
+            tick += 1
+            lines.append(ev(tick, "tool_call", name=name, id=f"c{tick}", args=args))
+            tick += 1
+            lines.append(ev(tick, "tool_result", name=name, id=f"c{tick - 1}", **r))
+    p = tmp_path / "results.jsonl"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setenv("KTUI_LAZY_MIN", str(1 << 40))
+    kept = everything(load(p))
+    monkeypatch.setenv("KTUI_LAZY_MIN", "0")
+    lazy_run = load(p)
+    assert all(c.lazy for c in lazy_run.calls)
+    assert everything(lazy_run) == kept
+    statuses = [c.status for c in lazy_run.calls]
+    assert statuses[:8] == ["ok", "ok", "failed", "failed", "failed", "failed", "error", "error"]
+    assert [u.summary for k in lazy_run.kernels for u in k.uses] == [
+        "compiled", "run_correctness failed: [1, 2]", "[case 1] mismatch\n[case 2] nan", "run_correctness ok",
+        "compiled", "[case 0] shape", "[1, 'two']", "plain text result", "check: H100"]
+    assert [c.result.case_errors for c in lazy_run.calls][4:6] == [["mismatch", "nan"]] * 2
+    assert sum(t.gpu_seconds or 0 for t in lazy_run.turns) == 4.0  # the V0 envelope's costs, twice

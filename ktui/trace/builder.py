@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from ktui.trace import builder_notes, derive
-from ktui.trace.lazy import LineSource, call_args, diff_items, lazy_min, result_fields
+from ktui.trace.lazy import LineSource, call_args, diff_items, lazy_min, result_parts, result_summary
 from ktui.trace.model import (
+    ERROR,
+    FAILED,
     OK,
     READ_BACK,
     V0,
@@ -422,24 +424,35 @@ class Builder:
         """The call's result, and its effect object (kept in the result, or read back later)."""
         is_error = p.get("is_error") is True
         name = call.name
-        summary, effect, meta, costs = result_fields(name, p)
+        got, effect, costs = result_parts(p)
         if costs is not None:
             self._evidence.add(V0)
             gs = costs.get("gpu_seconds")
             t = self.run.turns[call.turn] if call.turn is not None else None
             if t is not None and isinstance(gs, (int, float)):
                 t.gpu_seconds = (t.gpu_seconds or 0.0) + float(gs)
-        status = derive.result_status(name, effect, summary, meta, is_error)
         if self._src is not None and ev.length >= self._lazy_min:  # read back on demand
+            # the status as derive.result_status gives it, where the summary is not needed for it
+            status: str | None = (ERROR if is_error else (OK if effect["ok"] else FAILED)
+                                  if effect is not None and type(effect.get("ok")) is bool else None)
             # what the kernel versions list says of it (a kernel_code: known while reading), and
-            # what the harness flags read (a failed correctness run's cases)
-            brief = brief_text(status, summary, effect, meta) if call._kinfo is not None else None
-            cases = case_errors(summary) if name == "run_correctness" and status != OK else None
+            # what the harness flags read (a failed correctness run's cases): the summary only for
+            # these (it is read back when shown)
+            brief = cases = None
+            want_brief = call._kinfo is not None
+            if status is None or want_brief or (name == "run_correctness" and status != OK):
+                summary, meta = result_summary(name, got, effect)
+                if status is None:
+                    status = derive.result_status(name, effect, summary, meta, is_error)
+                brief = brief_text(status, summary, effect, meta) if want_brief else None
+                cases = case_errors(summary) if name == "run_correctness" and status != OK else None
             if self._results.put(call.index, ev.line, ev.ts_ms, status, is_error, brief, cases):
                 return self._results, effect  # by column: a ToolResult made on access
             res = ToolResult.read_back(ev.line, ev.ts_ms, status, is_error, self._src, name)
             res._brief, res._case_errors = brief, cases
             return res, effect
+        summary, meta = result_summary(name, got, effect)
+        status = derive.result_status(name, effect, summary, meta, is_error)
         if effect is not None:
             for k, v in effect.items():  # share long strings (summaries, sources) with the model
                 if type(v) is str and len(v) >= 64:

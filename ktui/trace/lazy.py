@@ -189,6 +189,14 @@ def result_fields(call_name: str, p: dict[str, Any]):
     """``(summary, effect, meta, costs)`` of a tool result payload (``costs``: a V0 envelope's
     costs object, else None): the one place that reads a result (the builder while reading,
     :class:`LineSource` when read back)."""
+    res, effect, costs = result_parts(p)
+    summary, meta = result_summary(call_name, res, effect)
+    return summary, effect, meta, costs
+
+
+def result_parts(p: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, dict[str, Any] | None]:
+    """``(result, effect, costs)`` of a tool result payload: its result value, the effect object
+    (a V0 envelope's ``effect``, else the result when it is an object) and a V0 envelope's costs."""
     effect: dict[str, Any] | None = None
     costs = None
     res = p.get("result", p.get("text"))
@@ -199,17 +207,23 @@ def result_fields(call_name: str, p: dict[str, Any]):
                 costs = res["costs"]
         else:
             effect = res
-        summary = effect.get("summary") if isinstance(effect.get("summary"), str) else None
+    return res, effect, costs
+
+
+def result_summary(call_name: str, res: Any, effect: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+    """``(summary, meta)`` of a result whose :func:`result_parts` are ``res`` and ``effect``."""
+    if isinstance(res, dict):
+        eff = res if effect is None else effect  # result_parts gives an object's effect always
+        summary = eff.get("summary") if isinstance(eff.get("summary"), str) else None
         if summary is None:
-            summary = derive.effect_summary(call_name, effect)
+            summary = derive.effect_summary(call_name, eff)
     elif isinstance(res, str):
         summary = res
     elif res is None:
         summary = ""
     else:
         summary = str(res)
-    summary, meta = split_meta(summary)
-    return summary, effect, meta, costs
+    return split_meta(summary)
 
 
 TRIM_MIN = 16 << 20  # files at least this big give the C heap back after a load (:func:`give_back_heap`)
