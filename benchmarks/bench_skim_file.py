@@ -1,6 +1,7 @@
 """The sweep index's cost a trace file, and what reading files ahead saves a cold scan.
 
     python benchmarks/bench_skim_file.py skim TREE [--src DIR] [--seed N] [--files 600] [--row on|off]
+    python benchmarks/bench_skim_file.py scan TREE [--src DIR]
     python benchmarks/bench_skim_file.py readahead TREE [--ahead 8]
     python benchmarks/bench_skim_file.py cold TREE [--order orjson,index,index-full,orjson]
 
@@ -9,6 +10,9 @@
 and the page cache. ``--src``: measure the ``ktui`` package under DIR (a ``git archive`` of
 another commit) instead of the installed one; run it alternately with two trees, same seed, to
 compare two commits on one machine at one moment.
+
+``scan``: a whole scan of TREE in this one process (no index cache, no helpers): its CPU and
+wall time; ``--src`` as for ``skim`` (alternate two archives to compare two commits).
 
 ``readahead``: every file of TREE read once, cold (each file's page cache dropped first with
 ``posix_fadvise(DONTNEED)``, as bench_runs.py does), plainly and then asking the kernel to read
@@ -65,6 +69,20 @@ def skim(tree: str, src: str | None, seed: int, n: int, row: str = "on") -> dict
             "load": round(os.getloadavg()[0], 2)}
 
 
+def scan(tree: str, src: str | None) -> dict:
+    """A whole scan in one process (``SweepIndex(use_cache=False, jobs=0)``), CPU and wall."""
+    if src:
+        _use_src(src)
+    import ktui
+    from ktui.trace.index import SweepIndex
+
+    t, w = time.process_time(), time.perf_counter()
+    n = sum(1 for _ in SweepIndex(tree, use_cache=False, jobs=0).summaries())
+    return {"code": os.path.dirname(os.path.dirname(ktui.__file__)), "tree": tree, "runs": n,
+            "cpu_s": round(time.process_time() - t, 2), "wall_s": round(time.perf_counter() - w, 2),
+            "load": round(os.getloadavg()[0], 1)}
+
+
 def readahead(tree: str, ahead: int) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import bench_runs
@@ -104,7 +122,7 @@ def cold(tree: str, order: str) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("skim", "readahead", "cold"))
+    ap.add_argument("what", choices=("skim", "scan", "readahead", "cold"))
     ap.add_argument("tree")
     ap.add_argument("--src")
     ap.add_argument("--seed", type=int, default=1)
@@ -118,7 +136,10 @@ def main() -> None:
         for res in cold(a.tree, a.order):
             print(json.dumps(res), flush=True)
         return
-    res = skim(a.tree, a.src, a.seed, a.files, a.row) if a.what == "skim" else readahead(a.tree, a.ahead)
+    if a.what == "scan":
+        res = scan(a.tree, a.src)
+    else:
+        res = skim(a.tree, a.src, a.seed, a.files, a.row) if a.what == "skim" else readahead(a.tree, a.ahead)
     print(json.dumps(res))
 
 
