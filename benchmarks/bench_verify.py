@@ -47,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,14 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
     processed = 0
     refc: dict[str, int] = {}
     beyond: list[float] = []  # per kernel: seconds of its stages past the build, less its timed work
+    ref_src: dict[str, int] = {}
+    ref_requests = 0
     for t in timings.values():
+        rt = t.get("reference_timing") or {}
+        if rt:
+            ref_src[str(rt.get("source"))] = ref_src.get(str(rt.get("source")), 0) + 1
+        ops = (t.get("worker_ops") or {}).get("reference") or {}
+        ref_requests += int(ops.get("time") or 0) + int(ops.get("wall") or 0)
         own = 0.0
         for name, st in (t.get("stages") or {}).items():
             sec = float((st or {}).get("seconds") or 0.0)
@@ -212,6 +220,11 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
         "max_jobs": sorted({b.get("max_jobs") for b in builds.values() if b.get("max_jobs")}),
         "pipeline_depth": (ev.get("stats") or {}).get("pipeline_depth"),
         "reference_cache": refc,
+        "reference_time_from": ref_src,  # kernels whose reference time was measured / replayed from the cache
+        "reference_timing_requests": ref_requests,  # "time" + "wall" requests the reference workers received
+        "problems": len({x.get("problem") for x in runs if x.get("job")}),
+        "outcomes": {f"{x['path']} {x['version']}": x.get("reproduced_outcome") for x in runs},
+        "failures": {f"{x['path']} {x['version']}": x.get("failure") for x in runs},
         "verdicts": {f"{x['path']} {x['version']}": x["verdict"] for x in rep.get("runs") or []},
         "reasons": {f"{x['path']} {x['version']}": str(x.get("reason") or "")[:400] for x in rep.get("runs") or []},
         "classes": {f"{x['path']} {x['version']}": x.get("classes") or [] for x in rep.get("runs") or []},
@@ -241,28 +254,39 @@ def pipeline_compare(a: argparse.Namespace) -> int:
     else:
         sweep = tmp / "sweep"
         subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_cuda_sweep.py"), str(sweep), "--honest",
-                        str(a.honest)], check=True, capture_output=True, cwd=REPO)
+                        str(a.honest), "--triton", str(a.triton)], check=True, capture_output=True, cwd=REPO)
     extra = (["--device", a.device] if a.device else []) + (["--timeout", str(a.timeout)] if a.timeout else [])
     extra += ["--compile-timeout", str(a.compile_timeout)] if a.compile_timeout else []
     if a.gpus:
         extra += ["--gpus", a.gpus]
     log: list[dict[str, Any]] = []
-    result: dict[str, Any] = {"sweep": str(sweep), "kernels": sorted(p.name for p in sweep.iterdir()),
+    result: dict[str, Any] = {"sweep": str(sweep), "kernels": sorted(str(p.relative_to(sweep)) for p in sweep.rglob("*.jsonl")),
                               "cpu_count": os.cpu_count(), "commands": log, "modes": {}}
     modes = [a.first, "off" if a.first == "on" else "on"] + (["on-unshared"] if a.unshared else [])
     if a.modes:  # only these modes, in this order (one mode alone: its figures, no comparison)
         modes = [m for m in a.modes.split(",") if m in ("on", "off", "on-unshared")]
-    for mode in modes:
+    t_start = time.monotonic()
+    # the modes' shares of the budget: the first (the cold sweep the targets are about) gets the most
+    shares = {m: (a.first_share if i == 0 and len(modes) > 1 else 1.0) for i, m in enumerate(modes)}
+    for i, mode in enumerate(modes):
         cache = tmp / f"cache_{mode}"
         evf = tmp / f"events_{mode}.json"
         cmd = [sys.executable, "-m", "ktui", "verify", str(sweep), "--json", "--trials", str(a.trials), *extra,
                "--events", str(evf), "--pipeline" if mode.startswith("on") else "--no-pipeline"]
         env = env_for(cache)
+        if a.share_builds:  # the builds once, by the first mode (cold); the others find them built
+            env["KTUI_BUILD_DIR"] = str(tmp / "builds")
         if mode == "on-unshared":  # every kernel its own input seed: no reference output reused
             env["KTUI_VERIFY_SHARE_REFERENCE"] = "0"
-        r = run(cmd, env, a.budget / len(modes), log)
+        left = a.budget - (time.monotonic() - t_start) - (a.warm_s if a.warm and mode == "on" else 0.0)
+        rest = sum(shares[m] for m in modes[i:])
+        gpu = GpuSampler(a.gpus).start()
+        r = run(cmd, env, max(30.0, left * shares[mode] / rest), log)
+        busy = gpu.stop()
         if mode == "on-unshared":
             r["cmd"] = "KTUI_VERIFY_SHARE_REFERENCE=0 " + r["cmd"]
+        if a.share_builds:
+            r["cmd"] = f"KTUI_BUILD_DIR={tmp / 'builds'} " + r["cmd"]
         try:
             rep = json.loads(r["stdout"])
             ev = json.loads(evf.read_text())
@@ -271,15 +295,25 @@ def pipeline_compare(a: argparse.Namespace) -> int:
             continue
         fig = pipeline_figures(rep, ev, float((ev.get("stats") or {}).get("wall_s") or r["wall_s"]))
         fig["interrupted"] = r["interrupted"]
+        fig["builds_shared"] = bool(a.share_builds and i > 0)
+        fig["gpu_utilization"] = busy.summary(first_ready(ev))
         result["modes"][mode] = fig
+        if a.warm and mode == "on" and not r["interrupted"]:  # the same command again: everything cached
+            wr = run(cmd, env, a.warm_s, log)
+            try:
+                wrep = json.loads(wr["stdout"])
+                st = wrep.get("stats") or {}
+                result["warm"] = {"wall_s": st.get("wall_s"), "process_wall_s": wr["wall_s"],
+                                  "cached": st.get("cached"), "kernels": st.get("kernels"), "timed": st.get("timed"),
+                                  "failed": st.get("failed"), "interrupted": wr["interrupted"],
+                                  "same_verdicts": {f"{x['path']} {x['version']}": x["verdict"]
+                                                    for x in wrep.get("runs") or []} == fig["verdicts"]}
+            except ValueError:
+                result["warm"] = {"error": wr["stderr_tail"][-800:]}
     on, off = result["modes"].get("on") or {}, result["modes"].get("off") or {}
-    if on.get("verdicts") and off.get("verdicts"):
-        diff = sorted(k for k in set(on["verdicts"]) | set(off["verdicts"])
-                      if on["verdicts"].get(k) != off["verdicts"].get(k))
-        result["verdicts_identical"] = not diff
-        result["verdicts_differ"] = {k: {"off": [off["verdicts"].get(k), off["reasons"].get(k)],
-                                         "on": [on["verdicts"].get(k), on["reasons"].get(k)]} for k in diff}
-    if on.get("wall_s") and off.get("wall_s"):
+    if on.get("outcomes") and off.get("outcomes"):
+        result.update(identity(on, off))
+    if on.get("wall_s") and off.get("wall_s") and not off.get("builds_shared") and not on.get("builds_shared"):
         result["speedup_on_over_off"] = round(off["wall_s"] / on["wall_s"], 3)
     for rec in log:
         rec.pop("stdout", None)
@@ -288,6 +322,85 @@ def pipeline_compare(a: argparse.Namespace) -> int:
     (out / "pipeline_compare.md").write_text(md)
     print(md)
     return 0
+
+
+def judged_rows(fig: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """Per run of a mode that judged it (not "not run", not interrupted): what the pipeline must not
+    change (reproduced outcome, honesty classes, failure kind). Timings are not compared."""
+    return {k: (fig["outcomes"].get(k), tuple(sorted(fig["classes"].get(k) or [])), fig["failures"].get(k))
+            for k, v in fig["verdicts"].items() if v not in ("not run", None)}
+
+
+def identity(on: dict[str, Any], off: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline on vs off: every run judged in both compared; the verdict words are reported too
+    (they may differ by a timing within or outside the recorded value's noise, which is measured twice)."""
+    a, b = judged_rows(on), judged_rows(off)
+    both = sorted(set(a) & set(b))
+    diff = [k for k in both if a[k] != b[k]]
+    words = [k for k in both if on["verdicts"].get(k) != off["verdicts"].get(k)]
+    return {"identity": {"compared": len(both), "only_on": len(set(a) - set(b)), "only_off": len(set(b) - set(a)),
+                         "identical": not diff,
+                         "differ": {k: {"on": list(a[k]), "off": list(b[k])} for k in diff},
+                         "verdict_words_differ": {k: {"on": [on["verdicts"].get(k), on["reasons"].get(k)],
+                                                      "off": [off["verdicts"].get(k), off["reasons"].get(k)]}
+                                                  for k in words}},
+            "verdicts_identical": not diff}
+
+
+def first_ready(ev: dict[str, Any]) -> float | None:
+    """When the first kernel could be timed (built, or nothing to build): the GPU's window starts."""
+    return min((e["t"] for e in ev.get("events") or [] if e.get("kind") in ("built", "time_start")), default=None)
+
+
+class GpuSampler:
+    """nvidia-smi's utilization.gpu every 200 ms while a mode runs (NVML's "a kernel was running"
+    fraction, per GPU); nothing without nvidia-smi."""
+
+    def __init__(self, gpus: str | None):
+        self.gpus = {g.strip() for g in (gpus or "").split(",") if g.strip()}
+        self.samples: list[tuple[float, str, float]] = []
+        self.proc: subprocess.Popen[str] | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> GpuSampler:
+        try:
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=index,utilization.gpu",
+                                          "--format=csv,noheader,nounits", "-lms", "200"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            return self
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+        return self
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for ln in self.proc.stdout:
+            parts = [x.strip() for x in ln.split(",")]
+            if len(parts) == 2 and (not self.gpus or parts[0] in self.gpus):
+                try:
+                    self.samples.append((time.time(), parts[0], float(parts[1])))
+                except ValueError:
+                    continue
+
+    def stop(self) -> GpuSampler:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self.thread is not None:
+            self.thread.join(5)
+        return self
+
+    def summary(self, since: float | None) -> dict[str, Any] | None:
+        xs = [u for t, _g, u in self.samples if since is None or t >= since]
+        if not xs:
+            return None
+        return {"samples": len(xs), "mean_pct": round(statistics.mean(xs), 1),
+                "busy_fraction": round(sum(1 for u in xs if u > 0) / len(xs), 3),
+                "note": "nvidia-smi utilization.gpu every 200 ms from the first kernel ready to the end"}
 
 
 def pipeline_md(r: dict[str, Any]) -> str:
@@ -306,10 +419,20 @@ def pipeline_md(r: dict[str, Any]) -> str:
         lines.append(f"- per probe (s, summed): {f['probe_seconds']}")
         lines.append(f"- pipeline depth {f['pipeline_depth']}; builds' MAX_JOBS {f['max_jobs']}; reference outputs "
                      f"from the cache: {f.get('reference_cache')}")
+        lines.append(f"- {f.get('problems')} problems; reference time per kernel from: {f.get('reference_time_from')}; "
+                     f"reference timing requests (time + wall) in all: {f.get('reference_timing_requests')}")
+        lines.append(f"- GPU utilization (nvidia-smi): {f.get('gpu_utilization')}"
+                     + ("; builds were the first mode's (shared build cache)" if f.get("builds_shared") else ""))
         lines.append("")
-    if "verdicts_identical" in r:
-        lines.append(f"verdicts identical on and off: {r['verdicts_identical']}"
-                     + (f" (differ: {r['verdicts_differ']})" if r.get("verdicts_differ") else ""))
+    if r.get("warm"):
+        lines.append(f"warm re-run (same command, same cache): {r['warm']} (target: under 10 s)")
+    if "identity" in r:
+        idn = r["identity"]
+        lines.append(f"verdicts identical on and off (outcome, classes, failure kind): {idn['identical']} over "
+                     f"{idn['compared']} runs judged in both (only on: {idn['only_on']}, only off: {idn['only_off']})"
+                     + (f"; differ: {idn['differ']}" if idn["differ"] else ""))
+        if idn.get("verdict_words_differ"):
+            lines.append(f"verdict words that differ (timings, measured twice): {idn['verdict_words_differ']}")
     if "speedup_on_over_off" in r:
         lines.append(f"wall off / on: {r['speedup_on_over_off']}")
     lines += ["", "## commands"] + [f"- `{c['cmd']}` -> rc {c['rc']}, {c['wall_s']} s" for c in r["commands"]]
@@ -336,6 +459,15 @@ def main() -> int:
     ap.add_argument("--compile-timeout", type=float, default=0.0,
                     help="--pipeline-compare: verify --compile-timeout (a cold sweep's builds queue for the cores)")
     ap.add_argument("--modes", default="", help="--pipeline-compare: only these modes, in order (e.g. 'on')")
+    ap.add_argument("--triton", type=int, default=0, help="--pipeline-compare without --sweep: this many honest "
+                    "Triton kernels too, each of the problem of the CUDA kernel of its op (two kernels per problem)")
+    ap.add_argument("--share-builds", action="store_true", help="--pipeline-compare: one build cache for every "
+                    "mode (the first builds cold; the others are compared, not timed for their builds)")
+    ap.add_argument("--warm", action="store_true", help="--pipeline-compare: after the 'on' mode, the same command "
+                    "again on its cache (a warm re-run)")
+    ap.add_argument("--warm-s", type=float, default=40.0, help="the warm re-run's deadline")
+    ap.add_argument("--first-share", type=float, default=1.0, help="--pipeline-compare: the first mode's share of "
+                    "the budget relative to each later one (e.g. 1.5)")
     ap.add_argument("--unshared", action="store_true", help="--pipeline-compare: a third run, the pipeline on and "
                     "every kernel on its own input seed (no reference output reused: the reference cache's saving)")
     a = ap.parse_args()

@@ -1,13 +1,15 @@
 """Write a sweep of CUDA TEST TRACES for ``benchmarks/bench_verify.py`` (written by this script for
 ktui's benchmark, not by an agent; each trace's first system note says so).
 
-    python benchmarks/make_cuda_sweep.py OUTDIR [--honest N] [--no-corpus]
+    python benchmarks/make_cuda_sweep.py OUTDIR [--honest N] [--triton N] [--no-corpus]
 
 OUTDIR gets:
 
 - ``honest/``: N (default 12) honest CUDA ``load_inline`` kernels of varied ops and shapes
   (elementwise unary and binary ops, 1-D to 2-D, 4M to 32M elements), each checked and submitted
   in its trace with a made-up timing (PopcornBench convention: milliseconds under ``runtime_us``);
+  with ``--triton N``, honest Triton kernels of the first N ops too, each with the CUDA kernel's
+  reference (the same problem: the reference's outputs and time are shared between them);
 - links to the bundled seed run (``traces/popcorn_l1_p27_grok-4.3.jsonl``: four CUDA versions) and
   to every trace of the hack corpus (``tests/fixtures/hacks``) that has CUDA code, unless
   ``--no-corpus``.
@@ -52,6 +54,63 @@ OPS = [
 ]
 
 BINARY = {"add", "mul", "sub_scaled", "max2", "hypot"}  # ops of two inputs (x -> v, y -> w)
+
+# the same ops in Triton (tl has no tanh / log1p everywhere: written with exp and log)
+TRITON = {
+    "relu": "tl.maximum(v, 0.0)",
+    "scale_add": "2.0 * v + 1.0",
+    "sigmoid": "1.0 / (1.0 + tl.exp(-v))",
+    "tanh": "2.0 / (1.0 + tl.exp(-2.0 * v)) - 1.0",
+    "square": "v * v",
+    "leaky_relu": "tl.where(v > 0.0, v, 0.01 * v)",
+    "abs": "tl.abs(v)",
+    "clamp": "tl.minimum(tl.maximum(v, -0.5), 0.5)",
+    "softplus": "tl.log(1.0 + tl.exp(v))",
+    "gelu_tanh": "0.5 * v * (2.0 / (1.0 + tl.exp(-2.0 * (0.7978845608 * (v + 0.044715 * v * v * v)))))",
+    "add": "v + w",
+    "mul": "v * w",
+    "sub_scaled": "v - 0.5 * w",
+    "max2": "tl.maximum(v, w)",
+    "hypot": "tl.sqrt(v * v + w * w)",
+    "exp_neg": "tl.exp(-tl.abs(v))",
+}
+
+
+def triton_kernel(name: str, shape: tuple[int, ...], binary: bool) -> str:
+    """An honest Triton elementwise kernel of the op (a second kernel of the CUDA kernel's problem)."""
+    args = "x_ptr, y_ptr, out_ptr, n" if binary else "x_ptr, out_ptr, n"
+    load_w = "\n    w = tl.load(y_ptr + offs, mask=m)" if binary else ""
+    fwd_args = "x, y" if binary else "x"
+    launch = "xc, yc, out, n" if binary else "xc, out, n"
+    prep = ("xc = x.contiguous()\n        yc = y.contiguous()" if binary else "xc = x.contiguous()")
+    return f'''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+# {name}: an elementwise Triton kernel (shape {shape})
+
+
+@triton.jit
+def {name}_kernel({args}, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x_ptr + offs, mask=m){load_w}
+    tl.store(out_ptr + offs, {TRITON[name]}, mask=m)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, {fwd_args}):
+        {prep}
+        out = torch.empty_like(xc)
+        n = xc.numel()
+        {name}_kernel[(triton.cdiv(n, 1024),)]({launch}, BLOCK=1024)
+        return out
+'''
 
 
 def reference(name: str, expr: str, shape: tuple[int, ...], binary: bool) -> str:
@@ -151,18 +210,20 @@ class ModelNew(nn.Module):
 '''
 
 
-def honest_trace(out: Path, name: str, cuda_expr: str, torch_expr: str, shape: tuple[int, ...]) -> Path:
+def honest_trace(out: Path, name: str, cuda_expr: str, torch_expr: str, shape: tuple[int, ...],
+                 triton: bool = False) -> Path:
     binary = name in BINARY
-    ref = reference(name, torch_expr, shape, binary)
-    code = kernel(name, cuda_expr, shape, binary)
-    w = W.Writer(f"honest_{name}", "")
+    ref = reference(name, torch_expr, shape, binary)  # the same problem (reference) for both languages
+    code = triton_kernel(name, shape, binary) if triton else kernel(name, cuda_expr, shape, binary)
+    tag = f"{name}_triton" if triton else name
+    w = W.Writer(f"honest_{tag}", "")
     for e in w.events:
         p = e["payload"]
         note = p.get("note") if p.get("kind") == "system" else None
         if isinstance(note, str) and note.startswith("TEST TRACE"):
-            p["note"] = (f"TEST TRACE for ktui's verify benchmark (honest_{name}): written by "
+            p["note"] = (f"TEST TRACE for ktui's verify benchmark (honest_{tag}): written by "
                          "benchmarks/make_cuda_sweep.py, not produced by an agent. An honest elementwise "
-                         f"CUDA kernel ({name}, shape {shape}).")
+                         f"{'Triton' if triton else 'CUDA'} kernel ({name}, shape {shape}).")
         elif isinstance(note, str) and '"agent_spawned"' in note:
             d = json.loads(note)
             d["model"] = "bench-honest"
@@ -170,7 +231,7 @@ def honest_trace(out: Path, name: str, cuda_expr: str, torch_expr: str, shape: t
         r = p.get("result")
         if p.get("name") == "fetch_problem" and isinstance(r, dict):
             r.update(ref_arch_src=ref, ref_arch_chars=len(ref), name=f"9{len(name):02d}_{name}_test.py",
-                     backend="cuda", precision="fp32")
+                     backend="triton" if triton else "cuda", precision="fp32")
     w.compile_ok(code)
     w.correctness_ok(code)
     elems = 1
@@ -179,7 +240,7 @@ def honest_trace(out: Path, name: str, cuda_expr: str, torch_expr: str, shape: t
     ref_ms = round(elems * 4 * (3 if binary else 2) / 4.0e12 * 1e3 * 1.3, 6)  # ~HBM-bound, made up
     w.submit(code, round(ref_ms / 1.05, 6), ref_ms)
     w.end()
-    p = out / f"honest_{name}.jsonl"
+    p = out / f"honest_{tag}.jsonl"
     with open(p, "w", encoding="utf-8") as fh:
         for e in w.events:
             fh.write(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -201,11 +262,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--honest", type=int, default=12)
+    ap.add_argument("--triton", type=int, default=0, help="honest Triton kernels of the first N ops too (each "
+                    "of the problem of the CUDA kernel of its op: two kernels per problem)")
     ap.add_argument("--no-corpus", action="store_true")
     a = ap.parse_args()
     out = Path(a.out)
     (out / "honest").mkdir(parents=True, exist_ok=True)
     made = [honest_trace(out / "honest", *op) for op in OPS[: a.honest]]
+    made += [honest_trace(out / "honest", *op, triton=True) for op in OPS[: a.triton]]
     if not a.no_corpus:
         (out / "corpus").mkdir(exist_ok=True)
         for p in corpus_traces():

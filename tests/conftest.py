@@ -39,6 +39,7 @@ SLOW_FILES = {
     "test_sandbox_attacks.py", "test_repro_attacks.py", "test_repro_pipeline.py", "test_repro_probes.py",
     "test_hacks_corpus.py", "test_reference_conventions.py", "test_verify.py", "test_three_outcomes.py",
     "test_compute_floor.py", "test_one_cache.py", "test_repro_tui.py", "test_host_work.py", "test_scaling.py",
+    "test_pipeline_identity.py",
 }
 SLOW_TESTS = {f"{f}::{t}" for f, ts in {
     "test_repro_units.py": ("test_worker_failures_in_words", "test_worker_protocol_and_isolation",

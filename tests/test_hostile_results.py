@@ -253,3 +253,30 @@ def test_verify_progress_lines_are_cleaned():
     _no_raw(out)
     assert out.startswith("verify: building v1␛]0;pwned␇") and "nvcc ␛]0;pwned␇" in out
     assert "verify: [1/1] v1 jjjjjjjjjj crash␛]0;pwned␇" in out and "on cuda:0 2.0s" in out
+
+
+def test_verify_live_progress_shows_what_compiles_cleaned():
+    """On a terminal the progress bar's counts say how many builds compile now and what the latest
+    one compiles (build progress, issue 23), cleaned (a kernel names its extensions) and drawn as
+    plain text (no Rich markup from a trace)."""
+    from ktui.report.verify import ProgressDisplay
+    from ktui.repro.verify.engine import BUILD_PROGRESS, BUILT, Event
+
+    class Planner:
+        cached: dict = {}
+        done = True
+
+    show = ProgressDisplay(Planner(), live=False, stream=io.StringIO())
+    show(Event(BUILD_PROGRESS, "a" * 40, 0.0, label="v1", detail="compiling ext_a (MAX_JOBS=4)", seconds=1.0))
+    show(Event(BUILD_PROGRESS, "b" * 40, 0.0, label="v2", detail="compiling [bold]x" + EVIL, seconds=1.0))
+    text = show.counts()
+    _no_raw(text)
+    assert "2 compiling (v2: compiling [bold]x␛]0;pwned␇" in text
+    show(Event(BUILT, "b" * 40, 0.0, label="v2", seconds=3.0))
+    assert "1 compiling (v1: compiling ext_a (MAX_JOBS=4))" in show.counts()
+    show(Event(BUILT, "a" * 40, 0.0, label="v1", seconds=3.0))
+    assert "compiling" not in show.counts()
+    import inspect
+
+    src = inspect.getsource(ProgressDisplay.start)
+    assert 'TextColumn("{task.fields[counts]}", markup=False)' in src

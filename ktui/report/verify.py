@@ -14,6 +14,7 @@ import time
 from typing import IO, Any
 
 from ktui.repro.verify.engine import (
+    BUILD_FAILED,
     BUILD_PROGRESS,
     BUILT,
     CANCELLED,
@@ -46,6 +47,7 @@ class ProgressDisplay:
         self._progress = None
         self._task = None
         self.t0 = time.monotonic()
+        self.compiling: dict[str, str] = {}  # job -> what its build worker compiles now (build progress)
 
     def total(self) -> int:
         return self.n["queued"]
@@ -64,7 +66,7 @@ class ProgressDisplay:
         )
 
         self._progress = Progress(TextColumn("[bold]verify"), BarColumn(), MofNCompleteColumn(),
-                                  TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
+                                  TextColumn("{task.fields[counts]}", markup=False), TimeElapsedColumn(),
                                   TextColumn("ETA"), TimeRemainingColumn(),
                                   console=Console(file=self.stream), transient=True)
         self._progress.start()
@@ -73,8 +75,12 @@ class ProgressDisplay:
     def counts(self) -> str:
         cached = len(self.planner.cached)
         n = self.n
-        return (f"built {n['built']} · timed {n['timed']} · failed {n['failed']} · cached {cached}"
+        text = (f"built {n['built']} · timed {n['timed']} · failed {n['failed']} · cached {cached}"
                 + ("" if self.planner.done else " · planning…"))
+        if self.compiling:  # build progress: how many compile now, and what the latest one compiles
+            last = next(reversed(self.compiling.values()))
+            text += f" · {len(self.compiling)} compiling ({one_line(last, 60)})"
+        return text
 
     def __call__(self, ev: Event) -> None:
         with self._lock:
@@ -83,6 +89,11 @@ class ProgressDisplay:
                 self.n["queued"] += 1
             elif k == BUILT:
                 self.n["built"] += 1
+            if k == BUILD_PROGRESS and ev.detail:
+                self.compiling.pop(ev.job, None)
+                self.compiling[ev.job] = f"{one_line(ev.label, 20)}: {one_line(ev.detail, 60)}"
+            elif k in (BUILT, BUILD_FAILED, CANCELLED):
+                self.compiling.pop(ev.job, None)
             elif k == TIMED:
                 self.n["timed"] += 1
             elif k == FAILED:

@@ -150,6 +150,26 @@ class Recorder:
             except Exception:  # a broken display must not stop the sweep; say so at the end
                 self.callback_errors.append(traceback.format_exc(limit=3))
 
+    def cost_events(self, job: Job, slot: str | None, res: dict[str, Any]) -> None:
+        """What each stage and each probe of a judged kernel cost, and where its reference time came
+        from, as events (``--events``; both engines)."""
+        for kind, table in ((STAGE, res.get("stages")), (PROBE, res.get("probes"))):
+            for name, rec in (table or {}).items() if isinstance(table, dict) else ():
+                secs = rec.get("seconds") if isinstance(rec, dict) else None
+                if isinstance(secs, (int, float)):
+                    self.emit(kind, job, slot=slot, seconds=float(secs), detail=str(name))
+        rt = (res.get("timing") or {}).get("reference_timing") if isinstance(res.get("timing"), dict) else None
+        if isinstance(rt, dict):
+            ops = ((res.get("worker_ops") or {}).get("reference") or {}) if isinstance(res.get("worker_ops"), dict) else {}
+            timed = sum(int(ops.get(k) or 0) for k in ("time", "wall"))
+            age = rt.get("age_s") if rt.get("source") == "cache" else None
+            detail = (f"cache, measured {float(age):.1f} s earlier" if isinstance(age, (int, float))
+                      else f"measured ({timed} reference timing requests)"
+                      + (f"; not cached: {rt['why_not_cached']}" if rt.get("why_not_cached") else "")
+                      + ("; stored" if rt.get("stored") else ""))
+            self.emit(REFERENCE_TIME, job, slot=slot, seconds=float(age) if isinstance(age, (int, float)) else None,
+                      detail=detail)
+
     def finish(self, job: Job, result: dict[str, Any], *, slot: str | None, stopping: bool) -> None:
         """One kernel's final result: cache it (when it says something about the kernel) and count it."""
         if result.get("status") == "cancelled" or (stopping and (result.get("failure") or {}).get("kind")
@@ -444,23 +464,7 @@ class LocalEngine(EngineBase):
             return self._seeds[reference_sha1]
 
     def _cost_events(self, job: Job, slot: Slot, res: dict[str, Any]) -> None:
-        """What each stage and each probe of a judged kernel cost, as events (``--events``)."""
-        for kind, table in ((STAGE, res.get("stages")), (PROBE, res.get("probes"))):
-            for name, rec in (table or {}).items() if isinstance(table, dict) else ():
-                secs = rec.get("seconds") if isinstance(rec, dict) else None
-                if isinstance(secs, (int, float)):
-                    self.rec.emit(kind, job, slot=slot.name, seconds=float(secs), detail=str(name))
-        rt = (res.get("timing") or {}).get("reference_timing") if isinstance(res.get("timing"), dict) else None
-        if isinstance(rt, dict):
-            ops = ((res.get("worker_ops") or {}).get("reference") or {}) if isinstance(res.get("worker_ops"), dict) else {}
-            timed = sum(int(ops.get(k) or 0) for k in ("time", "wall"))
-            age = rt.get("age_s") if rt.get("source") == "cache" else None
-            detail = (f"cache, measured {float(age):.1f} s earlier" if isinstance(age, (int, float))
-                      else f"measured ({timed} reference timing requests)"
-                      + (f"; not cached: {rt['why_not_cached']}" if rt.get("why_not_cached") else "")
-                      + ("; stored" if rt.get("stored") else ""))
-            self.rec.emit(REFERENCE_TIME, job, slot=slot.name,
-                          seconds=float(age) if isinstance(age, (int, float)) else None, detail=detail)
+        self.rec.cost_events(job, slot.name, res)
 
     def _build_progress(self, job: Job) -> Callable[[Any], None]:
         t0 = time.monotonic()

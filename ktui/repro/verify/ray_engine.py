@@ -292,6 +292,7 @@ class RayEngine(EngineBase):
                             new = self._new_slot()
                             slots.append(new)
                             idle.append(new)
+                        self.rec.cost_events(job, (res.get("verify") or {}).get("slot"), res)
                         self.rec.finish(job, res, slot=(res.get("verify") or {}).get("slot"),
                                         stopping=self.cancel.is_set())
         except KeyboardInterrupt:

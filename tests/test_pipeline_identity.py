@@ -1,0 +1,75 @@
+"""The pipeline changes when things run, never what is found (issue 23): ``ktui verify`` over the hack
+corpus with the pipeline on (two judges per device, the reference's outputs and time shared) and off
+(one judge at a time) gives every kernel the same reproduced outcome, the same honesty classes and the
+same failure kind. Timings are not compared (they are measured twice).
+
+On the CPU, a slice of the corpus that covers its kinds of evidence (the honest kernels of three
+problems; static classes; probes that compare outputs, watch threads, inputs, flags and the
+allocator; a timer patch), each run cold in its own cache: a few minutes on a loaded 2-core machine.
+``KTUI_IDENTITY_CORPUS=all`` runs every CPU trace of the corpus instead (what the GPU benchmark
+does with ``bench_verify.py --pipeline-compare``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import needs
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "fixtures" / "hacks"
+MANIFEST = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))["traces"]
+SLICE = ("honest_relu_torch.jsonl", "honest_softmax_torch.jsonl", "honest_matmul_torch.jsonl",
+         "hack_input_zeroing.jsonl", "hack_thread_injection.jsonl", "hack_lazy_tensor_subclass.jsonl",
+         "hack_pointer_cache.jsonl", "hack_fingerprint_cache.jsonl", "hack_eq_on_containers.jsonl",
+         "hack_hardcoded_shapes.jsonl", "hack_gc_tamper_nan.jsonl", "hack_global_flag_mutation.jsonl",
+         "hack_timer_patch.jsonl", "hack_result_reuse_allocator.jsonl")
+
+
+def corpus_files() -> list[str]:
+    cpu = [e["file"] for e in MANIFEST if "cpu" in e["devices"]]
+    if os.environ.get("KTUI_IDENTITY_CORPUS") == "all":
+        return [str(CORPUS / f) for f in cpu]
+    assert set(SLICE) <= set(cpu)
+    return [str(CORPUS / f) for f in SLICE]
+
+
+def judged(report: dict) -> dict[str, tuple]:
+    """What must not depend on the pipeline, per run: outcome, classes, failure kind."""
+    return {Path(r["path"]).name: (r["reproduced_outcome"], tuple(sorted(r.get("classes") or [])), r.get("failure"))
+            for r in report["runs"]}
+
+
+@needs("torch")
+@pytest.mark.timeout(3000)
+def test_verdicts_are_the_same_with_the_pipeline_on_and_off(tmp_path, monkeypatch):
+    from ktui.report.verify import verify_command
+
+    files = corpus_files()
+    reports, events = {}, {}
+    for mode in ("on", "off"):
+        monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / f"cache_{mode}"))  # cold, each
+        out = io.StringIO()
+        evf = tmp_path / f"events_{mode}.json"
+        rc = verify_command(files, device="cpu", trials=5, timeout=120.0, compile_timeout=900.0, fmt="json", out=out,
+                            progress=False, events_out=str(evf), pipeline=mode == "on")
+        assert rc in (0, 1), rc  # 1: claims that do not hold (the hacks)
+        reports[mode] = json.loads(out.getvalue())
+        events[mode] = json.loads(evf.read_text())
+    on, off = judged(reports["on"]), judged(reports["off"])
+    assert set(on) == {Path(f).name for f in files}
+    differ = {k: {"on": on[k], "off": off.get(k)} for k in on if on[k] != off.get(k)}
+    assert not differ, differ
+    # the evidence is there, so the comparison compares something: honest kernels pass, hacks are named
+    for name, (outcome, classes, _kind) in on.items():
+        if name.startswith("honest"):
+            assert outcome == "passed" and classes == (), (name, outcome, classes)
+        else:
+            assert classes, name
+    # and the two runs were what they say: two judges per device, then one
+    assert events["on"]["stats"]["pipeline_depth"] == 2 and events["off"]["stats"]["pipeline_depth"] == 1
+    kinds_on = {e["kind"] for e in events["on"]["events"]}
+    assert {"probe", "stage", "reference_time"} <= kinds_on
