@@ -171,6 +171,29 @@ def union(spans: list[tuple[float, float]]) -> float:
     return union_length(spans)
 
 
+def build_figures(builds: dict[str, Any]) -> dict[str, Any]:
+    """Where the builds' time went: per build its wall seconds; inside, ninja's own steps (its log:
+    each .cu / .cpp compile and the link) summed by kind; the rest is the worker's start, torch's
+    import and load_inline's own work (hashing, writing sources, loading the .so)."""
+    done = [b for b in builds.values() if isinstance(b.get("seconds"), (int, float)) and not b.get("skipped")]
+    compiled = [b for b in done if not b.get("cached")]
+    kinds: dict[str, float] = {}
+    for b in compiled:
+        for e in b.get("extensions") or []:
+            for st in e.get("steps") or []:
+                out = str(st.get("output") or "")
+                kind = ("cuda compile" if out.endswith(".cuda.o") else "c++ compile" if out.endswith(".o")
+                        else "link" if out.endswith(".so") else "other")
+                kinds[kind] = kinds.get(kind, 0.0) + float(st.get("seconds") or 0.0)
+    total = sum(float(b["seconds"]) for b in compiled)
+    secs = sorted(float(b["seconds"]) for b in compiled)
+    return {"builds": len(done), "compiled": len(compiled), "cached": len(done) - len(compiled),
+            "seconds_total": round(total, 1), "median_s": round(secs[len(secs) // 2], 1) if secs else None,
+            "max_s": round(secs[-1], 1) if secs else None,
+            "ninja_steps_s": {k: round(v, 1) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+            "outside_ninja_s": round(total - sum(kinds.values()), 1)}
+
+
 def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> dict[str, Any]:
     """What --pipeline-compare reports for one verify run (its JSON report and --events file)."""
     timings = ev.get("timings") or {}
@@ -202,6 +225,7 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
             refc[k] = refc.get(k, 0) + int(v or 0)
         processed += 1
     builds = ev.get("builds") or {}
+    bfig = build_figures(builds)
     runs = rep.get("runs") or []
     counts: dict[str, int] = {}
     for x in runs:
@@ -218,6 +242,7 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
         "timing_windows_s": round(union(alone), 2),
         "device_busy_fraction": round(union(alone) / wall, 3) if wall else None,
         "max_jobs": sorted({b.get("max_jobs") for b in builds.values() if b.get("max_jobs")}),
+        "builds": bfig,
         "pipeline_depth": (ev.get("stats") or {}).get("pipeline_depth"),
         "reference_cache": refc,
         "reference_time_from": ref_src,  # kernels whose reference time was measured / replayed from the cache
@@ -419,6 +444,7 @@ def pipeline_md(r: dict[str, Any]) -> str:
         lines.append(f"- per probe (s, summed): {f['probe_seconds']}")
         lines.append(f"- pipeline depth {f['pipeline_depth']}; builds' MAX_JOBS {f['max_jobs']}; reference outputs "
                      f"from the cache: {f.get('reference_cache')}")
+        lines.append(f"- builds (where their time went; ninja's steps summed): {f.get('builds')}")
         lines.append(f"- {f.get('problems')} problems; reference time per kernel from: {f.get('reference_time_from')}; "
                      f"reference timing requests (time + wall) in all: {f.get('reference_timing_requests')}")
         lines.append(f"- GPU utilization (nvidia-smi): {f.get('gpu_utilization')}"

@@ -206,11 +206,12 @@ def test_a_second_judge_waits_for_the_one_measuring_now(tmp_path):
     parts = {"p": 1}
     first = ReferenceTimingCache(str(tmp_path), parts)
     assert first.load() is None and first.lock(5)
-    got = {}
+    got: dict = {}
+    told: list = []
 
     def second():
         c = ReferenceTimingCache(str(tmp_path), parts)
-        got["locked"] = c.lock(30)
+        got["locked"] = c.lock(30, on_wait=lambda: told.append(1))
         got["entry"] = c.load()
         c.unlock()
 
@@ -223,6 +224,9 @@ def test_a_second_judge_waits_for_the_one_measuring_now(tmp_path):
     first.unlock()
     th.join(30)
     assert got["locked"] and got["entry"]["records"] == rec
+    assert told == [1]  # said once that it waits
+    assert ReferenceTimingCache(str(tmp_path), parts).lock(0.1, on_wait=lambda: got.update(free=True))
+    assert "free" not in got  # a free lock: nothing to say
     assert timing_key({"a": 1}) != timing_key({"a": 2})
 
 

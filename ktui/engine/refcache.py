@@ -217,9 +217,10 @@ class ReferenceTimingCache:
             return None
         return entry
 
-    def lock(self, timeout_s):
+    def lock(self, timeout_s, on_wait=None):
         """Hold the entry's lock (another judge measuring this reference now: wait for it, at most
-        ``timeout_s``). True when held; False when it could not be had (measured anyway)."""
+        ``timeout_s``; ``on_wait()`` once when it has to). True when held; False when it could not be
+        had (measured anyway)."""
         try:
             os.makedirs(self.dir, exist_ok=True)
             fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -235,6 +236,9 @@ class ReferenceTimingCache:
                 if time.monotonic() > deadline:
                     os.close(fd)
                     return False
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
                 time.sleep(0.02)
 
     def unlock(self):

@@ -150,8 +150,7 @@ class RefTimingStages:
         tape.cache = cache = ReferenceTimingCache(self.job.ref_cache, parts)
         entry = cache.load()
         if entry is None:
-            self.trial(None, None, "reference timing: waiting for another judge's measurement")
-            cache.lock(LOCK_WAIT_S)
+            cache.lock(LOCK_WAIT_S, on_wait=lambda: self.trial(None, None, "waiting for another judge's reference timing"))
             entry = cache.load()
         if entry is not None:
             cache.unlock()
