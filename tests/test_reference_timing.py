@@ -84,6 +84,8 @@ class FakeJudge(reftime.RefTimingStages):
     def timing_stage(self, method=None, confirm=False):
         """The reference side of one timing stage, in the order the clock stage asks for it."""
         timing = {}
+        self._rt = None
+        self._rt_prepare()
         self._rt_open()
         self._stop_for = timing  # the first window: the candidate is stopped unless replaying
         if not self._rt_replaying():

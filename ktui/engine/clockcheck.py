@@ -216,6 +216,7 @@ class ClockStages(CheckedPass, RefTimingStages):
         self._pending_wall_check = None
         self._wall_ref = ref_out  # the size of the outputs the checked pass keeps
         done = []
+        self._rt_prepare()
         try:
             # the reference's timing: measured, or replayed from the cache (reftime.py); the cache is
             # written as the window is given up (host work), before the judge waits for anything else

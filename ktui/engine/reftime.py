@@ -140,14 +140,23 @@ class RefTimingStages:
                              "device_kind": self.device_kind},
                 "code": timing_code_digest()}
 
+    def _rt_prepare(self):
+        """Before the timing window (host work: the device's description asks nvidia-smi): the
+        entry's key, or no cache for this judge."""
+        self._rt = tape = _Tape()
+        parts = self._rt_parts()
+        if parts is not None:
+            tape.cache = ReferenceTimingCache(self.job.ref_cache, parts)
+
     def _rt_open(self):
         """At the start of the timing window: replay an entry (waiting for a judge measuring this
         reference now), or measure live and record."""
-        self._rt = tape = _Tape()
-        parts = self._rt_parts()
-        if parts is None:
+        if self._rt is None:
+            self._rt_prepare()
+        tape = self._rt
+        cache = tape.cache
+        if cache is None:
             return
-        tape.cache = cache = ReferenceTimingCache(self.job.ref_cache, parts)
         entry = cache.load()
         if entry is None:
             cache.lock(LOCK_WAIT_S, on_wait=lambda: self.trial(None, None, "waiting for another judge's reference timing"))
