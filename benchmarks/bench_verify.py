@@ -325,6 +325,8 @@ def pipeline_compare(a: argparse.Namespace) -> int:
         result["modes"][mode] = fig
         if a.warm and mode == "on" and not r["interrupted"]:  # the same command again: everything cached
             wr = run(cmd, env, a.warm_s, log)
+            if a.share_builds:
+                wr["cmd"] = f"KTUI_BUILD_DIR={tmp / 'builds'} " + wr["cmd"]
             try:
                 wrep = json.loads(wr["stdout"])
                 st = wrep.get("stats") or {}
@@ -359,12 +361,24 @@ def judged_rows(fig: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
 def identity(on: dict[str, Any], off: dict[str, Any]) -> dict[str, Any]:
     """The pipeline on vs off: every run judged in both compared; the verdict words are reported too
     (they may differ by a timing within or outside the recorded value's noise, which is measured twice)."""
+    from ktui.repro.verify.results import TIMING_CLASSES
+
     a, b = judged_rows(on), judged_rows(off)
     both = sorted(set(a) & set(b))
     diff = [k for k in both if a[k] != b[k]]
     words = [k for k in both if on["verdicts"].get(k) != off["verdicts"].get(k)]
+    # the differences that are only in classes resting on a measured time (TIMING_CLASSES: noise on a
+    # busy host can move them between any two runs) and the outcome they decide
+    def core(row: tuple[Any, ...], timed: bool) -> tuple[Any, ...]:
+        return (None if timed else row[0], row[2], tuple(c for c in row[1] if c not in TIMING_CLASSES))
+
+    untimed = []
+    for k in diff:
+        timed = bool((set(a[k][1]) | set(b[k][1])) & TIMING_CLASSES)
+        if core(a[k], timed) != core(b[k], timed):
+            untimed.append(k)
     return {"identity": {"compared": len(both), "only_on": len(set(a) - set(b)), "only_off": len(set(b) - set(a)),
-                         "identical": not diff,
+                         "identical": not diff, "differ_beyond_timing_classes": untimed,
                          "differ": {k: {"on": list(a[k]), "off": list(b[k])} for k in diff},
                          "verdict_words_differ": {k: {"on": [on["verdicts"].get(k), on["reasons"].get(k)],
                                                       "off": [off["verdicts"].get(k), off["reasons"].get(k)]}
@@ -456,7 +470,8 @@ def pipeline_md(r: dict[str, Any]) -> str:
         idn = r["identity"]
         lines.append(f"verdicts identical on and off (outcome, classes, failure kind): {idn['identical']} over "
                      f"{idn['compared']} runs judged in both (only on: {idn['only_on']}, only off: {idn['only_off']})"
-                     + (f"; differ: {idn['differ']}" if idn["differ"] else ""))
+                     + (f"; differ: {idn['differ']}; beyond the classes that rest on a measured time: "
+                        f"{idn.get('differ_beyond_timing_classes')}" if idn["differ"] else ""))
         if idn.get("verdict_words_differ"):
             lines.append(f"verdict words that differ (timings, measured twice): {idn['verdict_words_differ']}")
     if "speedup_on_over_off" in r:

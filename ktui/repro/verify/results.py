@@ -41,6 +41,17 @@ from ktui.trace.model import INCOMPLETE, OUTCOME_FAILED, PASSED
 
 NOT_RUN = "not run"
 
+# honesty classes whose finding rests on a measured time, or comes from a probe run only for a kernel
+# measured fast enough (``speed_only``): two runs on a busy host may differ in them, whatever else is
+# the same (the pipeline on/off comparison names them apart; the probes' speed_only list is checked
+# against this one in tests/test_pipeline_identity.py)
+TIMING_CLASSES = frozenset({
+    "repeat_vs_fresh_inputs", "physical_floor", "compute_floor", "stream_order", "timed_outputs",
+    "host_vs_event_time", "timer_disagrees", "timer_cross_check", "reference_timer_cross_check",
+    "faster_on_repeated_calls", "reference_slower_when_timed", "interleaved_calls", "reference_interleaved_calls",
+    "slower_when_checked", "below_timer_floor",
+})
+
 
 @dataclass
 class Verified:
