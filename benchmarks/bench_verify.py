@@ -278,7 +278,9 @@ def pipeline_compare(a: argparse.Namespace) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="ktui-bench-pipeline-"))
-    if a.sweep:
+    if a.sweep and not any(p.suffix == ".jsonl" for p in Path(a.sweep).iterdir()):
+        sweep = Path(a.sweep).resolve()  # a real sweep's own layout (Harbor jobs, KernelBench runs): as it is
+    elif a.sweep:
         src = Path(a.sweep).resolve()
         sweep = tmp / "sweep"
         sweep.mkdir()
@@ -302,7 +304,8 @@ def pipeline_compare(a: argparse.Namespace) -> int:
     if a.gpus:
         extra += ["--gpus", a.gpus]
     log: list[dict[str, Any]] = []
-    result: dict[str, Any] = {"sweep": str(sweep), "kernels": sorted(str(p.relative_to(sweep)) for p in sweep.rglob("*.jsonl")),
+    result: dict[str, Any] = {"sweep": str(sweep), "kernels": sorted(str(p.relative_to(sweep)) for p in sweep.rglob("*")
+                                                      if p.is_file())[:2000],
                               "cpu_count": os.cpu_count(), "commands": log, "modes": {}}
     modes = [a.first, "off" if a.first == "on" else "on"] + (["on-unshared"] if a.unshared else [])
     if a.modes:  # only these modes, in this order (one mode alone: its figures, no comparison)

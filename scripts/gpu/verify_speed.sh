@@ -15,7 +15,7 @@
 #
 # Run from the repository root (one `run` call; the whole script stays under BUDGET + 60 s):
 #
-#     OUT=$OUT bash scripts/gpu/verify_speed.sh          # HONEST=12 TRITON=8 BUDGET=500 GPUS=0
+#     OUT=$OUT bash scripts/gpu/verify_speed.sh          # HONEST=12 TRITON=8 BUDGET=500 GPUS=0 [SWEEP=DIR]
 #
 # Writes $OUT/pipeline_compare.md (the figures, the identity, the exact commands), pipeline_compare.json,
 # pipeline.log, environment.txt.
@@ -38,6 +38,8 @@ cat "$OUT/environment.txt"
 CMD=(python3 benchmarks/bench_verify.py --pipeline-compare --out "$OUT" --first on --modes on,off --share-builds
      --warm --warm-s 40 --first-share 1.4 --honest "${HONEST:-12}" --triton "${TRITON:-8}" --trials 100
      --timeout 120 --compile-timeout 300 --gpus "${GPUS:-0}" --budget "$BUDGET")
+# a real sweep instead of the generated one (its own layout, e.g. a carried Harbor jobs folder): SWEEP=DIR
+if [ -n "${SWEEP:-}" ]; then CMD+=(--sweep "$SWEEP"); fi
 echo "${CMD[*]}" > "$OUT/command.txt"
 timeout -s INT $(( BUDGET + 45 )) "${CMD[@]}" > "$OUT/pipeline.log" 2>&1
 rc=$?
