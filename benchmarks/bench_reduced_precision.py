@@ -315,14 +315,17 @@ def markdown(path):
     def g(v, f="{:.3g}"):
         return "-" if v is None else f.format(v)
 
+    def rng(a, b, f="{:.3g}"):
+        return "not run" if a is None and b is None else f"{g(a, f)} to {g(b, f)}"
+
     print("| problem | kernel | honest | flagged / outside tol. / clear | suspects | error ratio (min-max) "
           "| short-bits share (min-max) | input move ratio (min-max) | right |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in data["table"]:
         print(f"| {r['problem']} | {r['kernel']} | {'yes' if r['honest'] else 'no'} | "
-              f"{r['flagged']} / {r['wrong']} / {r['clear']} | {r['suspect']} | {g(r['err_ratio_min'])}-"
-              f"{g(r['err_ratio_max'])} | {g(r['short_share_min'])}-{g(r['short_share_max'])} | "
-              f"{g(r['input_move_min'], '{:.3f}')}-{g(r['input_move_max'], '{:.3f}')} | "
+              f"{r['flagged']} / {r['wrong']} / {r['clear']} | {r['suspect']} | "
+              f"{rng(r['err_ratio_min'], r['err_ratio_max'])} | {rng(r['short_share_min'], r['short_share_max'])} | "
+              f"{rng(r['input_move_min'], r['input_move_max'], '{:.3f}')} | "
               f"{'yes' if r['right'] else '**no**'} |")
 
 
