@@ -28,6 +28,7 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "sandbox"
 sys.path.insert(0, str(FIX))
 from sandbox_corpus import (  # noqa: E402
     INOTIFY_HOARD,
+    KEY_HOARD,
     SECRETMEM_WINDOWS,
     SIGQUEUE_HOARD,
     SYSV_HOARD,
@@ -37,6 +38,7 @@ from sandbox_corpus import (  # noqa: E402
     pty_session,
     run_code,
     unlink_key,
+    user_can_add_key,
     user_can_sigqueue,
 )
 
@@ -223,5 +225,26 @@ def test_a_worker_cannot_take_the_users_queued_signals():
         held = int(out.split("OUT ")[-1].split()[0])
         assert held <= defaults.SIGPENDING_LIMIT, held
         assert user_can_sigqueue()
+    finally:
+        _wait(w, 1)
+
+
+@linux_ns
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="the key filter knows x86_64 and aarch64")
+def test_a_worker_cannot_take_the_users_key_quota():
+    """Key quotas are per user over every namespace (200 keys for a normal user): a worker filling
+    its own session keyring made every add_key of the user's other programs fail with EDQUOT while
+    it ran and until the keys were collected. The worker's key calls now fail (a seccomp filter)."""
+    if not user_can_add_key():
+        pytest.skip("no keys here (or the quota is spent already)")
+    w = _launch(KEY_HOARD, memory_limit=1 << 30)
+    try:
+        end = time.monotonic() + 120
+        while time.monotonic() < end and "OUT " not in w.tail("stdout") and w.alive():
+            time.sleep(0.2)
+        out = w.tail("stdout")
+        assert "OUT " in out, (w.tail("stderr")[-1000:], w.limit_hit)
+        assert int(out.split("OUT ")[-1].split()[0]) == 0
+        assert user_can_add_key()
     finally:
         _wait(w, 1)

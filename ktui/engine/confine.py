@@ -383,7 +383,51 @@ def enter(private_shm=True):
         report["caps_dropped"] = True
     except OSError as exc:
         report["errors"].append(str(exc))
+    report["keys_denied"] = deny_key_syscalls(report)
     return report
+
+
+#: (audit arch, add_key, request_key, keyctl) of the machines the key filter knows
+_KEY_SYSCALLS = {"x86_64": (0xC000003E, 248, 249, 250), "aarch64": (0xC00000B7, 217, 218, 219)}
+
+
+def deny_key_syscalls(report):
+    """A seccomp filter (after no_new_privs): add_key, request_key and keyctl fail with EPERM, and so
+    does any system call of another ABI (i386's int 0x80, x32). Key quotas are the kernel's per user
+    over every namespace (200 keys, 20,000 bytes for a normal user): a worker that filled its own
+    session keyring made every add_key of the user's other programs fail with EDQUOT while it ran
+    and until the keys' collection, some seconds later. ktui's prologue joined its session keyring
+    before this; torch and CUDA make no key calls. True when in force."""
+    import platform
+
+    nrs = _KEY_SYSCALLS.get(platform.machine())
+    if nrs is None:
+        return False
+    arch, *calls = nrs
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    deny, allow = 0x00050000 | 1, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
+    n = len(calls)
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, deny), (ld, 0, 0, 0), (jset, n + 1, 0, 0x40000000)]
+    prog += [(jeq, n - i, 0, c) for i, c in enumerate(calls)]
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    arr = (Filter * len(prog))(*[Filter(*f) for f in prog])
+    fprog = Prog(len(prog), arr)
+    lc = libc()
+    try:
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        if lc.prctl(22, 2, ctypes.cast(ctypes.pointer(fprog), ctypes.c_void_p).value or 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "seccomp: " + os.strerror(ctypes.get_errno()))
+    except OSError as exc:
+        report["errors"].append(f"key filter: {exc}")
+        return False
+    return True
 
 
 def _mask_and_bind(spec, report):

@@ -560,6 +560,8 @@ def describe(report, launched_with_namespaces):
         out.append(sysfs + (f" ({report['sysfs_note']})" if report.get("sysfs_note") else ""))
     if "/proc/sys" in (report.get("proc_read_only") or []):
         out.append("/proc/sys read-only")
+    if report.get("keys_denied"):
+        out.append("no kernel key calls")
     if report.get("session_keyring"):
         out.append("its own session keyring")
     if report.get("caps_dropped"):
