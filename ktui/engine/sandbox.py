@@ -504,7 +504,8 @@ def planned(device="cpu", memory_limit=None):
         words += ["a root of its own: only the toolchain (system folders, Python, ktui), its temp dir and "
                   "its build dir are there, read-only but the last two; no home (HOME is its temp dir), no "
                   "/tmp, /run or home sockets (no ssh-agent), nothing next to the trace",
-                  "its own session keyring (the keys of your session are out of reach)",
+                  "its own session keyring (the keys of your session are out of reach) and no kernel key calls (your key "
+                  "quota stays yours)",
                   "own PID namespace (every descendant, setsid daemons included, dies with it; "
                   "ktui's /proc out of reach)",
                   "no network (own network namespace)",
