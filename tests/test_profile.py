@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import BUILD_TIMEOUT_S
 
 from ktui.repro.profile import metrics as M
 from ktui.repro.profile.chart import roofline_chart, si
@@ -817,7 +818,7 @@ def test_profiled_target_is_sandboxed(tmp_path, monkeypatch):
     work = tmp_path / "work"
     (work / "ncu").mkdir(parents=True)
     argv = N.profile_command(str(_fake_ncu(tmp_path)), work / "ncu", [sys.executable, "-c", hostile])
-    res = run_target(argv, {}, cwd=work, compile_timeout=120, run_timeout=120)
+    res = run_target(argv, {}, cwd=work, compile_timeout=BUILD_TIMEOUT_S, run_timeout=120)
     assert res["status"] == "completed", res
     assert res["probe"]["env"] == {}
     assert (work / "mine").read_text() == "ok"

@@ -13,7 +13,7 @@ margins (benchmarks/results/reduced_precision_cpu.md).
 from __future__ import annotations
 
 import pytest
-from conftest import needs
+from conftest import BUILD_TIMEOUT_S, needs
 
 from ktui.repro.runner import run_request
 
@@ -102,7 +102,7 @@ class ModelNew(nn.Module):
 def _run(kernel, tmp_path, reference):
     req = {"kernel_code": kernel, "reference_source": reference, "device": "cpu", "trials": 3,
            "correctness_trials": 2, "build_root": str(tmp_path / "build")}
-    return run_request(req, run_timeout=120, compile_timeout=120)
+    return run_request(req, run_timeout=120, compile_timeout=BUILD_TIMEOUT_S)
 
 
 def _check(res, name="reduced_precision"):

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import needs
+from conftest import BUILD_TIMEOUT_S, needs
 
 from ktui.engine import protocol
 from ktui.repro import cache
@@ -108,7 +108,7 @@ def run(code: str, w=None, tmp_path=None, **kw) -> dict:
     req = {"kernel_code": code, "reference_source": REF, "device": DEVICE, "trials": 5, "correctness_trials": 3,
            "build_root": str((w["cache"] if w else root) / "build")}
     req.update(kw.pop("req", {}))
-    return run_request(req, run_timeout=kw.pop("run_timeout", 60), compile_timeout=120, **kw)
+    return run_request(req, run_timeout=kw.pop("run_timeout", 60), compile_timeout=BUILD_TIMEOUT_S, **kw)
 
 
 def verdict(result: dict) -> str:
@@ -632,7 +632,7 @@ def test_judge_clock_sizing_survives_huge_cpu_waits(tmp_path, monkeypatch):
                 return y
     """)
     req = {"kernel_code": slow, "reference_source": REF, "device": "cpu", "trials": 5, "correctness_trials": 2,
-           "build_root": str(tmp_path / "build"), "run_timeout": 30.0, "compile_timeout": 120.0,
+           "build_root": str(tmp_path / "build"), "run_timeout": 30.0, "compile_timeout": float(BUILD_TIMEOUT_S),
            "tmp_root": str(tmp_path)}
     res = pipeline.run_request(req)
     assert res["status"] == "completed", res.get("failure")
@@ -668,7 +668,7 @@ def test_a_busy_spell_during_the_first_judge_clock_is_timed_again(tmp_path, monk
                 return torch.relu(x) * 2.0
     """)
     req = {"kernel_code": honest, "reference_source": REF, "device": "cpu", "trials": 5, "correctness_trials": 2,
-           "build_root": str(tmp_path / "build"), "run_timeout": 60.0, "compile_timeout": 120.0,
+           "build_root": str(tmp_path / "build"), "run_timeout": 60.0, "compile_timeout": float(BUILD_TIMEOUT_S),
            "tmp_root": str(tmp_path)}
     res = pipeline.run_request(req)
     assert res["status"] == "completed", res.get("failure")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import needs
+from conftest import BUILD_TIMEOUT_S, needs
 
 from ktui.repro.runner import run_request
 
@@ -69,7 +69,7 @@ def _run(kernel, tmp_path, reference=REF, **kw):
     req = {"kernel_code": kernel, "reference_source": reference, "device": "cpu", "trials": 3,
            "correctness_trials": 2, "build_root": str(tmp_path / "build")}
     req.update(kw)
-    return run_request(req, run_timeout=90, compile_timeout=120)
+    return run_request(req, run_timeout=90, compile_timeout=BUILD_TIMEOUT_S)
 
 
 def _check(res, name):

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import needs
+from conftest import BUILD_TIMEOUT_S, needs
 
 from ktui.repro import cache
 from ktui.repro.api import ReproError, ReproOptions, select_kernels
@@ -247,7 +247,7 @@ class ModelNew(ModelNew):
         open("scratch.txt", "w").write("x")
 '''
     events = []
-    res = run_request(_req(kernel, tmp_path), on_progress=events.append, run_timeout=60, compile_timeout=120)
+    res = run_request(_req(kernel, tmp_path), on_progress=events.append, run_timeout=60, compile_timeout=BUILD_TIMEOUT_S)
     assert res["status"] == "completed", res.get("failure")
     assert res["correctness"]["passed"] and res["correctness"]["held_out"]["passed"]
     assert res["timing"]["method_used"] == "host" and res["timing"]["kernel"]["n"] >= 3
@@ -274,7 +274,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         {body}
 '''
-    res = run_request(_req(kernel, tmp_path), run_timeout=60, compile_timeout=120)
+    res = run_request(_req(kernel, tmp_path), run_timeout=60, compile_timeout=BUILD_TIMEOUT_S)
     assert res["status"] == "failed"
     assert res["failure"]["kind"] == kind
     assert words in res["failure"]["message"]
@@ -291,7 +291,7 @@ class ModelNew(nn.Module):
             pass
 '''
     t0 = time.monotonic()
-    res = run_request(_req(hang, tmp_path), run_timeout=3, compile_timeout=120)
+    res = run_request(_req(hang, tmp_path), run_timeout=3, compile_timeout=BUILD_TIMEOUT_S)
     assert res["failure"]["kind"] == "timeout"
     assert "timed out after 3 s during correctness trial 1" in res["failure"]["message"]
     assert time.monotonic() - t0 < 60
@@ -302,14 +302,14 @@ class ModelNew(nn.Module):
             threading.Timer(1.0, cancel.set).start()
 
     res = run_request(_req(hang, tmp_path), cancel=cancel, on_progress=on_progress, run_timeout=120,
-                      compile_timeout=120)
+                      compile_timeout=BUILD_TIMEOUT_S)
     assert res["status"] == "cancelled" and "correctness" in res["failure"]["message"]
 
 
 @torch_missing
 def test_cpu_device_refuses_cuda_kernels(tmp_path):
     run = seed_run()
-    res = run_request(_req(run.kernel("v4").code, tmp_path), run_timeout=60, compile_timeout=120)
+    res = run_request(_req(run.kernel("v4").code, tmp_path), run_timeout=60, compile_timeout=BUILD_TIMEOUT_S)
     assert res["failure"]["kind"] == "unsupported" and "needs a CUDA GPU" in res["failure"]["message"]
 
 
@@ -327,13 +327,13 @@ if hasattr(torch, "_ktui_patched_by_an_earlier_kernel"):
 """
     bad = OK.replace("torch.clamp(x, min=0) * 2.0", "1 / 0")
     with WarmWorker() as w:
-        r1 = w.run(_req(patcher, tmp_path), run_timeout=60, compile_timeout=120)
-        r2 = w.run(_req(checker, tmp_path), run_timeout=60, compile_timeout=120)
+        r1 = w.run(_req(patcher, tmp_path), run_timeout=60, compile_timeout=BUILD_TIMEOUT_S)
+        r2 = w.run(_req(checker, tmp_path), run_timeout=60, compile_timeout=BUILD_TIMEOUT_S)
         assert r1["status"] == r2["status"] == "completed", (r1.get("failure"), r2.get("failure"))
         assert not r1["warm"] and not r2["warm"] and w.requests == 2
-        r3 = w.run(_req(bad, tmp_path), run_timeout=60, compile_timeout=120)
+        r3 = w.run(_req(bad, tmp_path), run_timeout=60, compile_timeout=BUILD_TIMEOUT_S)
         assert r3["failure"]["kind"] == "runtime_error" and "division by zero" in r3["failure"]["message"]
-        r4 = w.run(_req(OK, tmp_path), run_timeout=60, compile_timeout=120)
+        r4 = w.run(_req(OK, tmp_path), run_timeout=60, compile_timeout=BUILD_TIMEOUT_S)
         assert r4["status"] == "completed"
 
 

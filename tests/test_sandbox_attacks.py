@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import needs
+from conftest import BUILD_TIMEOUT_S, needs
 
 from ktui.engine import buildcache, sandbox
 
@@ -348,7 +348,7 @@ def test_probe_through_the_judge(planted, side, tmp_path):
         code, ref_src = good, ref + "\n" + _probe_module(plan, "reference") + leak_check
     res = run_request({"kernel_code": code, "reference_source": ref_src, "device": "cpu", "trials": 3,
                        "correctness_trials": 1, "checks": False, "build_root": str(tmp_path / "cache" / "build")},
-                      run_timeout=240, compile_timeout=240)
+                      run_timeout=240, compile_timeout=BUILD_TIMEOUT_S)
     text = json.dumps(res)
     assert "LEAK" not in text, (res.get("failure") or {}).get("message", "")[:3000]
     for v in planted["markers"].values():
@@ -370,7 +370,7 @@ def judge_run(tmp_path, code: str, ref: str | None = None, **req) -> dict:
          "device": "cpu", "trials": 5, "correctness_trials": 1, "checks": False,
          "build_root": str(tmp_path / "cache" / "build")}
     r.update(req)
-    return run_request(r, run_timeout=240, compile_timeout=240)
+    return run_request(r, run_timeout=240, compile_timeout=BUILD_TIMEOUT_S)
 
 
 def model(prelude: str, forward: str = GOOD_FORWARD, body: str = "") -> str:
