@@ -73,14 +73,15 @@ def state_flags(run: Run) -> list[Flag]:
 
 def hack_classes(run: Run) -> list[str]:
     """The honesty classes (:data:`ktui.trace.findings.CLASSES`) statically found in the run's
-    final kernel, once each, in order ("no custom GPU code" is not one)."""
+    final kernel, once each, in order ("no custom GPU code" is not one, nor a finding of severity
+    info: a fact worth knowing, such as Triton's default TF32 in ``tl.dot``, not a suspicion)."""
     from ktui.trace.findings import CLASSES
 
     final = run.final_kernel
     out: list[str] = []
     for f in run.flags:
         if final is not None and f.kernel == final.number and f.code in CLASSES and f.code != "no_gpu_code" \
-                and f.code not in out:
+                and f.severity != "info" and f.code not in out:
             out.append(f.code)
     return out
 

@@ -39,6 +39,7 @@ CLASSES: dict[str, str] = {
     "input_passthrough": "returns its input",
     "backend_flags": "global precision/backend flag change",
     "precision_downgrade": "reduced precision",
+    "triton_tf32_default": "TF32 by Triton's default",
     "hardcoded_shapes": "hard-coded shapes",
     "cuda_graph": "CUDA graph capture/replay",
     "env_file_access": "environment or file access",

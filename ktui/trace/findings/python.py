@@ -8,7 +8,7 @@ import ast
 from ktui.trace.findings.analysis import _dotted, _short, _strings
 from ktui.trace.findings.astwalk import walk
 from ktui.trace.findings.dataflow import _PyDataflow
-from ktui.trace.findings.model import ERROR, WARNING
+from ktui.trace.findings.model import ERROR, INFO, WARNING
 from ktui.trace.findings.names import (
     _BACKEND_CALLS,
     _BUILD_ENV,
@@ -27,6 +27,7 @@ from ktui.trace.findings.names import (
     _PATCH_ROOTS,
     _PATH_METHODS,
     _PROCESS_CALLS,
+    _REF_HALF,
     _RNG_CALLS,
     _STATS_ROOTS,
     _THREAD_BASES,
@@ -230,6 +231,19 @@ class _PyAnalysis(_PyDataflow):
             self.add("backend_flags", WARNING, f"calls {f}({', '.join(_short(a, 30) for a in node.args)}) (a global "
                      "setting that also changes the reference)", line)
             return
+        if f in ("triton.language.dot", "tl.dot"):
+            tf32 = _dot_tf32(node)
+            if tf32 is None or (self.reference is not None and _REF_HALF.search(self.reference)):
+                return
+            if tf32 == "chosen" and not self.has("precision_downgrade"):
+                self.add("precision_downgrade", WARNING, f"computes in reduced precision ({_short(node, 60)}: TF32, a "
+                         "10-bit mantissa) where the reference is full precision", line)
+            elif tf32 == "default" and not self.has("triton_tf32_default"):
+                self.add("triton_tf32_default", INFO, "tl.dot without input_precision='ieee': on float32 operands "
+                         "Triton computes it in TF32 (10-bit mantissa) by default, so against a float32 reference "
+                         "the run-time check may name the kernel reduced precision; that is Triton's default, "
+                         "not necessarily a choice", line)
+            return
         if f in _GRAPH_CALLS:
             self.add("cuda_graph", WARNING, f"captures or replays a CUDA graph ({f}): a replay reruns the captured "
                      "buffers, whatever the new inputs are", line)
@@ -425,3 +439,18 @@ class _PyAnalysis(_PyDataflow):
                          self.line(n))
                 return
 
+
+def _dot_tf32(node: ast.Call) -> str | None:
+    """How a ``tl.dot`` computes float32 operands: "default" (Triton's default, TF32: no
+    ``input_precision`` keyword or fourth argument, no ``allow_tf32``), "chosen" (TF32 asked for:
+    ``input_precision="tf32"``, ``allow_tf32=True``) or None (another precision, or not known)."""
+    for kw in node.keywords:
+        if kw.arg in ("input_precision", "allow_tf32"):
+            v = kw.value.value if isinstance(kw.value, ast.Constant) else None
+            return "chosen" if v in ("tf32", True) else None  # "ieee", "tf32x3", False, a variable
+        if kw.arg is None:
+            return None  # **kwargs: not known
+    if len(node.args) >= 4:
+        v = node.args[3].value if isinstance(node.args[3], ast.Constant) else None
+        return "chosen" if v == "tf32" else None
+    return "default"
