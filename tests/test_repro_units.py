@@ -407,7 +407,7 @@ def test_input_seed_is_new_each_run_and_replayable(tmp_path):
 
     def go(*extra):
         out = subprocess.run([sys.executable, "-m", "ktui", "repro", trace, "--device", "cpu", "--trials", "3",
-                              *extra], capture_output=True, text=True, env=env, timeout=300)
+                              *extra], capture_output=True, text=True, env=env, timeout=900)
         assert out.returncode in (0, 1), out.stderr
         return out.stdout
 
