@@ -10,9 +10,10 @@ summed in sequence: 113x cuBLAS's error). "Fewer bits" needs evidence of the bit
 (``fewer_bits``): outputs whose low mantissa bits are clear as an fp16/bf16 value's are, or an
 output that does not move when an input is rounded to fp16/TF32/bf16 while it moves when the
 input moves as much the other way (the reference moving both ways). A kernel not suspected gets
-the second test too when its output does not change at all with its inputs one unit in the last
-place off (one call): a downgrade that costs no accuracy (fp16 operands over a long positive sum)
-still rounds its inputs."""
+the second test too when its output does not change at all with one of its float32 inputs one
+unit in the last place off (each input alone, one call each, up to three: a kernel may round only
+one operand): a downgrade that costs no accuracy (fp16 operands over a long positive sum) still
+rounds its inputs."""
 
 from __future__ import annotations
 
@@ -276,6 +277,34 @@ def n_float_outputs(obj):
     return sum(t.numel() for t in flatten(obj) if isinstance(t, torch.Tensor) and t.is_floating_point())
 
 
+def screen(out, inputs, which, run, measured):
+    """The inputs test 2 runs on for a kernel that is not a suspect: the first of ``which`` (float32
+    inputs, largest first) that leaves its output unchanged bit for bit (on SCREEN_SAME of the
+    outputs) with that input alone one unit in the last place off; none when every one moves it.
+    One call per input, stopping at the first: moved together, the other operand's move hid a
+    kernel that rounds only one (fp16 weights over a long positive sum). An input that one-ulp
+    moves leave as it is (zeros, next to ties) is not screened: its output could not move."""
+    for i in which:
+        unchanged: list[bool] = []
+
+        def flip(t, j, i=i, unchanged=unchanged):
+            if j != i:
+                return t
+            f = flip_low_bit(t)
+            unchanged.append(bool((f == t).all()))
+            return f
+
+        flipped = map_floats(inputs, flip)
+        if all(unchanged):
+            measured.append({"test": "screen", "input": i, "note": "unchanged by one-ulp moves"})
+            continue
+        same, total = same_share(out, run(flipped))
+        measured.append({"test": "screen", "input": i, "same": same, "total": total})
+        if total and same >= SCREEN_SAME * total:
+            return [i]
+    return []
+
+
 def fewer_bits(out, truth, inputs, run, suspect=True, ref_run=None, ref_out=None):
     """Whether a kernel computes or stores in fewer bits (the evidence, in words) or not (None:
     its float32 sums may still be in another order); and what was measured (dicts).
@@ -292,8 +321,9 @@ def fewer_bits(out, truth, inputs, run, suspect=True, ref_run=None, ref_out=None
        move the other way (the mirror) moves it; the reference moves both ways. An honest float32
        kernel, whatever its summation order, moves about as much both ways (to first order,
        exactly as much): its error is another order's, not fewer bits. Two calls per input and
-       rounding, stopping at the first that shows it. A kernel not suspected gets it only when its
-       output does not change at all with its inputs one unit in the last place off (one call)."""
+       rounding, stopping at the first that shows it. A kernel not suspected gets it only on an
+       input whose one-ulp move alone leaves its output unchanged (``screen``: one call per
+       float32 input, at most SEPARATE_INPUTS, stopping at the first that does)."""
     measured = []
     for drop, name in FORMATS:
         hits, counted = short_outputs(out, truth, drop)
@@ -305,13 +335,10 @@ def fewer_bits(out, truth, inputs, run, suspect=True, ref_run=None, ref_out=None
     if n_float_outputs(out) < INVARIANT_MOVED:
         measured.append({"test": "inputs", "note": f"fewer than {INVARIANT_MOVED} outputs: moves not compared"})
         return None, measured
-    if not suspect:
-        flipped = map_floats(inputs, lambda t, i: flip_low_bit(t))
-        same, total = same_share(out, run(flipped))
-        measured.append({"test": "screen", "same": same, "total": total})
-        if total == 0 or same < SCREEN_SAME * total:
-            return None, measured
     which = float_inputs(inputs)
+    several = len(which) > 1
+    if not suspect:
+        which = screen(out, inputs, which, run, measured)
     for drop, nearest in ROUNDINGS:
         name = dict(FORMATS)[drop].split(" ")[0]
         how = "to nearest" if nearest else "toward zero"
@@ -332,7 +359,7 @@ def fewer_bits(out, truth, inputs, run, suspect=True, ref_run=None, ref_out=None
                 if rratio is None or rratio <= INVARIANT_MAX:
                     row["note"] = "the reference does not move either: the task rounds it"
                     continue
-            what = f"input {i + 1}" if len(which) > 1 else "its input"
+            what = f"input {i + 1}" if several else "its input"
             return (f"on {what} rounded to {name} ({how}) its output moves {ratio:.2g}x as much as on the "
                     f"same move the other way ({moved:,} outputs move there; the reference moves both ways): "
                     f"it rounds it to {name} itself"), measured
