@@ -44,6 +44,7 @@ VARIABLES: dict[str, str] = {
                              "quarters of the host's memory)",
     "KTUI_VERIFY_SHARE_REFERENCE": "0: ktui verify gives every kernel its own input seed and computes the "
                                    "reference's outputs for each (default 1: once per problem, shared; benchmarks)",
+    "KTUI_ROW_SKIM": "0: the sweep index reads every file with the full reader, not the row skim (benchmarks)",
 }
 # read by the engine in its own (sandboxed) processes, set by ktui or by tests
 ENGINE_VARIABLES: dict[str, str] = {
@@ -51,6 +52,7 @@ ENGINE_VARIABLES: dict[str, str] = {
     "KTUI_SANDBOX_HOST_DEV": "1: workers keep the host's /dev (a weaker fallback)",
     "KTUI_TEST_SANDBOX_LEVEL": "none: no namespaces (tests on machines without unshare)",
     "KTUI_WORKER_NICE": "internal: the nice level of a build worker (set by ktui verify)",
+    "KTUI_GPU_SYSFS": "minimal: GPU workers see a minimal /sys, after a once-per-machine self-test (default: the host's)",
 }
 _READ = ("KTUI_CACHE_DIR", "XDG_CACHE_HOME", "XDG_DATA_HOME", "HOME", *VARIABLES)
 LABELS_FILE = "labels.jsonl"
@@ -94,6 +96,7 @@ class Settings:
     build_dir: Path | None = None  # KTUI_BUILD_DIR (None: repro_cache_dir / "build")
     verify_share_reference: bool = True  # KTUI_VERIFY_SHARE_REFERENCE (0: off)
     worker_memory_gb: float | None = None  # KTUI_WORKER_MEMORY_GB (None: the engine's default)
+    row_skim: bool = True  # KTUI_ROW_SKIM (0: off)
 
     @property
     def worker_memory_bytes(self) -> int | None:
@@ -132,7 +135,8 @@ class Settings:
                    lazy_min=int(lazy_s) if lazy_s.isdigit() else None,
                    build_dir=_given_dir(env, build) if build else None,
                    verify_share_reference=(env.get("KTUI_VERIFY_SHARE_REFERENCE") or "1").strip() != "0",
-                   worker_memory_gb=_positive(env.get("KTUI_WORKER_MEMORY_GB")))
+                   worker_memory_gb=_positive(env.get("KTUI_WORKER_MEMORY_GB")),
+                   row_skim=(env.get("KTUI_ROW_SKIM") or "1").strip() != "0")
 
 
 _lock = threading.Lock()

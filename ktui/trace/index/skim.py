@@ -21,6 +21,7 @@ import hashlib
 import os
 from typing import Any
 
+from ktui import settings
 from ktui.trace import facts
 from ktui.trace.builder import Builder
 from ktui.trace.index import rowskim
@@ -32,7 +33,7 @@ from ktui.trace.reader import LineParser, open_regular, split_lines
 CHUNK = 4 << 20
 # the row skim first (rowskim.py); off (KTUI_ROW_SKIM=0, for benchmarks and comparisons): the
 # full reader and builder on every file
-ROW_SKIM = os.environ.get("KTUI_ROW_SKIM", "1") != "0"
+ROW_SKIM = settings.current().row_skim
 _MAX_PROBLEMS = 20
 
 
