@@ -171,3 +171,10 @@ def test_a_kernelbench_triton_results_line_stays_the_sidecar_of_its_kernel_file(
             "runtime_original_us": 1.0, "runtime_triton_us": 0.8}
     assert runfile.is_run_object(line)  # the class matches ...
     assert not result_run.detect_object(line)  # ... but its kernel file is the run (kernelbench-run)
+
+
+def test_a_verdict_word_that_is_neither_pass_nor_fail_gives_no_rule_and_no_outcome():
+    r = runfile.result_of({"kernel_path": "k.py", "verdict": "PASS\x1b[5m", "speedup_vs_eager": 1.2}, "r.json")
+    assert r.outcome is None and r.rule == "" and r.correct is None
+    r = runfile.result_of({"kernel_path": "k.py", "verdict": "PASS_STRICT"}, "r.json")
+    assert r.outcome == "passed" and r.rule == "the harness's verdict = PASS_STRICT"

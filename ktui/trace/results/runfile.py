@@ -123,7 +123,8 @@ def is_run_object(obj: Any) -> bool:
 
 def result_of(obj: dict, source: str) -> Result:
     passed, word, where = _verdict(obj)
-    rule = f"{where} = {word}" if word else (f"{where} is true" if where else "")
+    # the rule only where the file gave a verdict (a word it does not say as a pass or a fail is no rule)
+    rule = "" if passed is None else f"{where} = {word}" if word else f"{where} is true"
     r = Result(NAME, source, outcome=outcome_of(passed) if passed is not None else None,
                rule=f"the harness's {rule}" if rule else "")
     r.correct = passed
