@@ -7,11 +7,8 @@
 #     OUT=/some/dir bash scripts/gpu/gpu_sysfs.sh
 # Writes at most 8 files under $OUT and finishes within ~13 minutes (each step has a timeout).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${OUT:?set OUT to a directory}"
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export KTUI_CACHE_DIR="${KTUI_CACHE_DIR:-$(mktemp -d)/ktui-cache}"
+. "$(dirname "$0")/common.sh"
+gpu_setup
 S="$OUT/summary.txt"
 {
   echo "# scripts/gpu/gpu_sysfs.sh  $(date -u +%FT%TZ)  $(git rev-parse --short HEAD 2>/dev/null)  uid $(id -u)"
