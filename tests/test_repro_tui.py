@@ -134,7 +134,7 @@ def test_r_in_the_replay_app_opens_the_panel(cache):
 
 
 def test_the_cache_lookup_runs_off_the_ui_thread(cache, monkeypatch):
-    """cached_report probes the environment (nvidia-smi, seconds): the panel must not wait on it."""
+    """known_report probes the environment (nvidia-smi, seconds): the panel must not wait on it."""
     import threading
 
     import ktui.tui.screens.repro_panel as panel
@@ -149,7 +149,7 @@ def test_the_cache_lookup_runs_off_the_ui_thread(cache, monkeypatch):
         release.wait(10)
         return None
 
-    monkeypatch.setattr(panel, "cached_report", slow_lookup)
+    monkeypatch.setattr(panel, "known_report", slow_lookup)
 
     async def go():
         screen = ReproScreen(run, kv, ReproOptions(device="cpu"))
@@ -175,7 +175,7 @@ def test_a_failing_lookup_is_reported_and_the_panel_still_offers_a_run(cache, mo
     def broken(*a, **kw):
         raise RuntimeError("cache index unreadable")
 
-    monkeypatch.setattr(panel, "cached_report", broken)
+    monkeypatch.setattr(panel, "known_report", broken)
 
     async def go():
         screen = ReproScreen(run, kv, ReproOptions(device="cpu"))
@@ -256,7 +256,7 @@ def _panel_app(monkeypatch):
     run = load("cpu_run")
     kv = run.kernel("v3")
     entry = json.loads(PANEL_RESULT.read_text())
-    monkeypatch.setattr(P, "cached_report", lambda *_a, **_k: _report(run, kv, entry, cached=True))
+    monkeypatch.setattr(P, "known_report", lambda *_a, **_k: _report(run, kv, entry, cached=True))
     return Host(ReproScreen(run, kv, ReproOptions(device="cpu", trials=5), confirm=False))
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 from ktui import settings
 from ktui.engine import sha1_text
 from ktui.engine.defaults import CORRECTNESS_TRIALS, METHOD, METHODS, STAGE_TIMEOUT_S, TRIALS
-from ktui.repro import cache
+from ktui.repro import cache, early
 from ktui.repro.recorded import Recorded, find_reference, recorded_for
 from ktui.repro.runner import Progress, WarmWorker, run_request
 from ktui.repro.verdict import CANCELLED, Comparison, compare, comparison_dict
@@ -259,6 +259,37 @@ def cached_report(run: Any, kv: Any, options: ReproOptions | None = None) -> Rep
     return _report(run, kv, entry, cached=True) if entry else None
 
 
+def decided_report(run: Any, kv: Any, options: ReproOptions | None = None) -> ReproReport | None:
+    """The report known without a judge for these settings, or None: on a CPU, a kernel whose source
+    needs CUDA is not judged here (:func:`ktui.repro.early.decide`, the decision ``ktui verify``'s
+    planner makes). Starts nothing and is never cached."""
+    options = options or ReproOptions()
+    if not early.not_judged_here(kv.code, cpu=early.on_cpu(options.device)):
+        return None  # (the cheap test first: no reference to resolve for most kernels)
+    try:
+        ref, origin, rule = resolve_judging(run, options.reference_path, options.tasks_dir)
+    except ReproError:
+        return None
+    return _decided(run, kv, options, ref, origin, rule) if ref else None
+
+
+def _decided(run: Any, kv: Any, options: ReproOptions, ref: str, origin: str, rule: Any) -> ReproReport | None:
+    result = early.decide(kv.code, kv.sha1, sha1_text(ref), cpu=early.on_cpu(options.device))
+    if result is None:
+        return None
+    entry = {"kernel_sha1": kv.sha1, "key": _key(kv, options, ref), "trace": str(getattr(run, "path", "")),
+             "version": kv.label, "request": _public_request(make_request(kv, options, ref, origin, rule)),
+             "options": asdict(options), "result": result, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    return _report(run, kv, entry, cached=False)
+
+
+def known_report(run: Any, kv: Any, options: ReproOptions | None = None) -> ReproReport | None:
+    """What is known for these settings without running anything: the cached reproduction, else the
+    report decided from the kernel's source (:func:`decided_report`), else None (the app's ``r`` key
+    looks here before it offers a run)."""
+    return cached_report(run, kv, options) or decided_report(run, kv, options)
+
+
 def latest_report(run: Any, kv: Any) -> ReproReport | None:
     """The newest cached reproduction of this kernel version judged against the trace's own
     reference, any settings (the app's badge, ``ktui report``); None when there is none. A cache
@@ -303,6 +334,9 @@ def reproduce(run: Any, kv: Any, options: ReproOptions | None = None, *,
         raise ReproError("the trace has no reference source (no fetch_problem ref_arch_src, no fenced block defining "
                          "Model and get_inputs in its task prompt); pass --tasks DIR (the task folders) or "
                          "--reference FILE with the problem's PyTorch reference")
+    decided = _decided(run, kv, options, ref, origin, rule)  # e.g. needs CUDA on a CPU: no worker started
+    if decided is not None:
+        return decided
     key = _key(kv, options, ref)
     if not options.fresh:
         entry = cache.load(kv.sha1, key, options.device)

@@ -95,6 +95,8 @@ def _num(v: Any) -> float | None:
 
 def environment_line(result: Mapping[str, Any]) -> str:
     env = _d(result.get("environment"))
+    if not env and result.get("decided_by"):  # not judged here, from the kernel's source (ktui.repro.early)
+        return "environment: none (no worker started: decided from the kernel's source)"
     if not env:
         return "environment: unknown (the worker did not start)"
     parts = []
@@ -240,6 +242,8 @@ def repro_view(report: Any) -> ReproView:
     timing = ""
     if report.cached:
         timing = clean(f"(cached result from {report.created or 'an earlier run'}; --fresh re-runs it)")
+    elif res.get("decided_by"):
+        timing = "(nothing ran: decided from the kernel's source)"
     elif wall is not None:
         timing = f"(ran in {wall:.1f} s)"
     if timing:

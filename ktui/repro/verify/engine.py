@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ktui.repro import cache
+from ktui.repro import cache, early
 from ktui.repro.api import ReproOptions
 from ktui.repro.runner import _failure_result
 from ktui.repro.verify import steps
@@ -112,11 +112,9 @@ def make_slots(device: str | None, gpus: list[str] | None, cpu_slots: int = 1) -
 def cpu_only(device: str | None, slots: list[Slot]) -> bool:
     """Whether the kernels will be judged on a CPU: ``--device cpu``, or no device asked for ("cuda
     if available") with CPU slots only and no NVIDIA driver on this machine (``/dev/nvidiactl``)."""
-    if device == "cpu":
-        return True
-    if device is not None or not slots or any(s.gpu is not None for s in slots):
+    if device is None and (not slots or any(s.gpu is not None for s in slots)):
         return False
-    return not os.path.exists("/dev/nvidiactl")
+    return early.on_cpu(device)
 
 
 def default_jobs() -> int:

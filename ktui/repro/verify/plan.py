@@ -21,9 +21,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktui.engine import HARNESS_VERSION, sha1_text
-from ktui.engine.kernelsrc import CPU_NEEDS_CUDA, needs_cuda
-from ktui.repro import cache
+from ktui.engine import sha1_text
+from ktui.repro import cache, early
 from ktui.repro.api import ReproError, ReproOptions, resolve_judging, worker_limits
 from ktui.repro.recorded import Recorded, recorded_for
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex, summarize
@@ -138,29 +137,14 @@ def store_timeout_memo(result_key: str, result: dict[str, Any], options: ReproOp
         raise OSError(f"could not write the verify memo {p}: {exc}") from exc
 
 
-def cpu_refusal(job: Job) -> dict[str, Any]:
-    """The result the judge gives a CUDA / Triton kernel on a CPU-only run (its build refuses it:
-    ``ktui.engine.roles``, same kind, stage and words, so the same verdict: not judged here, no GPU,
-    and how to get it judged), made without starting a worker. Never cached (``cache.cacheable``
-    refuses it: it says nothing about the kernel)."""
-    return {"status": "failed",
-            "failure": {"stage": "build", "kind": "unsupported", "message": CPU_NEEDS_CUDA, "trial": None,
-                        "fatal": False, "detail": None},
-            "device": "cpu", "harness_version": HARNESS_VERSION, "kernel_sha1": job.kernel_sha1,
-            "reference_sha1": job.reference_sha1, "stages": {"build": {"state": "failed", "seconds": 0.0}},
-            "checks": [], "notes": [], "findings": [], "correctness": None, "timing": None, "build": None,
-            "wall_seconds": 0.0, "worker_ops": {},
-            "decided_by": "the verify planner, from the kernel's source (no worker started)"}
-
-
 class Planner:
     """Walks ``paths`` and yields new :class:`Job` objects; fills :attr:`rows` as it goes.
 
     ``cached`` maps job key -> the cached result (jobs the cache already holds are not
     yielded unless ``options.fresh``). ``decided`` maps job key -> the result the planner gives
     without a judge: on a CPU-only run (``cpu``: ``--device cpu``, or the caller's slots are CPUs
-    only), a kernel whose source needs CUDA (the engine's :func:`~ktui.engine.kernelsrc.needs_cuda`)
-    is not judged here, as the judge's own build would say after starting its workers.
+    only), a kernel whose source needs CUDA is not judged here, as the judge's own build would say after
+    starting its workers (:func:`ktui.repro.early.decide`, the decision ``ktui repro`` makes too).
     """
 
     def __init__(self, paths: Iterable[str], options: ReproOptions, *, all_versions: bool = False,
@@ -247,8 +231,9 @@ class Planner:
                           reference_source=ref, reference_origin=origin, label=kv.label,
                           trace=str(s.real or s.path), result_key=rkey)
                 self.jobs[key] = job
-                if self.cpu and needs_cuda(kv.code):  # no GPU to judge it on: said now, no worker started
-                    self.decided[key] = cpu_refusal(job)
+                decided = early.decide(kv.code, kv.sha1, ref_sha1, cpu=self.cpu)
+                if decided is not None:  # e.g. no GPU to judge it on: said now, no worker started
+                    self.decided[key] = decided
                     continue
                 if not self.options.fresh:
                     entry = cache.load(kv.sha1, rkey, self.options.device)

@@ -6,7 +6,9 @@ Entry point (what ReplayScreen.action_repro calls)::
 
 It pushes a :class:`ReproScreen` (a modal) for that kernel version:
 
-1. when an earlier result for these settings is cached, it shows it at once (``r`` re-runs);
+1. when an earlier result for these settings is cached, it shows it at once (``r`` re-runs); so too
+   a kernel that is not judged here, decided from its source before any worker starts (CUDA / Triton
+   code on a machine without CUDA: :func:`ktui.repro.api.known_report`);
 2. otherwise the first run in this app asks for confirmation (it executes model-written code);
 3. while running: a progress bar through the stages (startup, build, reference, correctness,
    timing, memory, launches, checks) with the current trial; ``escape`` cancels, which kills
@@ -44,7 +46,7 @@ from ktui.repro.api import (
     ReproError,
     ReproOptions,
     ReproReport,
-    cached_report,
+    known_report,
     latest_report,
     reproduce,
     worker_limits,
@@ -152,8 +154,10 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
     @work(thread=True, exclusive=True, group="repro-lookup", exit_on_error=False,
           description="cached repro result")
     def _lookup(self) -> None:
-        """The cache lookup probes the environment (nvidia-smi, up to seconds): off the UI thread."""
-        self.post_message(ReproLookedUp(cached_report(self.run_model, self.kernel, self.options)))
+        """The cache lookup probes the environment (nvidia-smi, up to seconds): off the UI thread. What
+        is known without a run (a cached result, or "not judged here" decided from the kernel's source,
+        as ``ktui repro`` and ``ktui verify`` decide it) is shown without asking to run anything."""
+        self.post_message(ReproLookedUp(known_report(self.run_model, self.kernel, self.options)))
 
     # ---- what the workers post (their threads never call into the panel) ---------------------------
     def on_repro_looked_up(self, message: ReproLookedUp) -> None:
