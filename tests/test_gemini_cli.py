@@ -95,7 +95,9 @@ def test_parts_content_and_an_edits_display_object(tmp_path):
     s["messages"][1]["toolCalls"][1].update(status="success", args={
         "file_path": "/app/solution.py", "old_string": "* 2", "new_string": "* 3"},
         result=_resp("replace-2", "replace", "Successfully modified file"),
-        resultDisplay={"fileDiff": "@@ -1 +1 @@", "fileName": "solution.py", "newContent": "x"})
+        # as real recordings hold it: newContent is the whole file the edit left
+        resultDisplay={"fileDiff": "@@ -1 +1 @@", "fileName": "solution.py", "originalContent": KERNEL,
+                       "newContent": KERNEL.replace("* 2", "* 3")})
     p = tmp_path / "s.json"
     p.write_text(json.dumps(s))
     run = load(str(p))

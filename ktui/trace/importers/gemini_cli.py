@@ -13,19 +13,28 @@ converts to ATIF, and Harbor's RFC 0001 sample ``gemini-cli-trajectory.json``). 
   result in one place);
 - ``info``, ``warning``, ``error``: the CLI's own messages (an ``error`` last is how the run ended).
 
+Newer recordings (2026) add ``kind`` (``main``; ``subagent`` for a subagent's or a background
+task's own recording, written under ``chats/<parent session>/``), ``summary`` (the CLI's one-line
+summary of the session, or the subagent's final response) and ``directories``: a subagent's run
+has the persona ``subagent <sessionId>``, the summary a note. A session whose only message is the
+user's prompt (the model never answered: many such files in real ``chats/`` folders) is a session
+with no turn, not "not a trace".
+
 Tools: ``write_file`` (``file_path``, ``content``), ``replace`` (``file_path``, ``old_string``,
 ``new_string``), ``run_shell_command`` (``command``) ...; a write or edit whose status is not
-``success`` changed nothing. "Lines" are the messages' ordinals (1, 2, ...). Input tokens are
+``success`` changed nothing. Where a done write's or edit's ``resultDisplay`` holds
+``originalContent`` / ``newContent`` (the file before and after), ``newContent`` is the version. "Lines" are the messages' ordinals (1, 2, ...). Input tokens are
 ``input`` (the cached ones among them, as Harbor's converter reads them); output ``output`` +
 ``thoughts`` + ``tool``.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ktui.trace.importers.common import Assembler, as_dict, as_int, as_list, as_str, iso_ms, text_of
-from ktui.trace.model import ERROR, Actor, Run, Terminal
+from ktui.trace.model import ERROR, Actor, Run, Terminal, ToolCall
 
 NAME = "gemini-cli"
 LABEL = "Gemini CLI chat recording (session JSON)"
@@ -38,7 +47,10 @@ def detect_object(obj: Any) -> bool:
     if not isinstance(obj, dict) or not isinstance(obj.get("sessionId"), str) or not isinstance(obj.get("messages"), list):
         return False
     head = [m for m in obj["messages"][:20] if isinstance(m, dict)]
-    return bool(head) and all(m.get("type") in _TYPES for m in head) and any(m.get("type") == "gemini" for m in head) \
+    typed = bool(head) and all(m.get("type") in _TYPES for m in head)
+    # a session the model never answered (the prompt alone) is still one, where the recording's own
+    # ``projectHash`` says so; without it a model's message is needed
+    return typed and (any(m.get("type") == "gemini" for m in head) or "projectHash" in obj) \
         or (not obj["messages"] and "projectHash" in obj)
 
 
@@ -58,6 +70,28 @@ def _result_text(tc: dict) -> tuple[str, bool]:
     return "\n".join(out), err
 
 
+def _as_left(asm: Assembler, c: ToolCall, shown: Any) -> bool:
+    """A write or edit whose result shows the whole file (``resultDisplay``: ``originalContent``,
+    the file just before the call, and ``newContent``, the file it left): that content is the
+    version, whatever the old / new strings would give replayed on what the trace showed before
+    (the file may have changed outside the recorded calls: the user's own edit; Gemini CLI may
+    also correct an edit's strings before applying it). False where the result does not show it."""
+    if not isinstance(shown, dict) or not isinstance(shown.get("newContent"), str):
+        return False
+    fp = c.args.get("file_path") if isinstance(c.args.get("file_path"), str) else c.args.get("path")
+    if not isinstance(fp, str) or not fp:
+        fp = shown.get("filePath")
+    if not isinstance(fp, str) or not fp:
+        return False
+    p = asm.files.locate(fp)
+    orig, known = shown.get("originalContent"), asm.files.content.get(p)
+    if isinstance(orig, str) and known is not None and orig != known:
+        asm.note(c.line, f"{c.name} of {fp[:200]}: the file had changed since the trace last showed it "
+                         "(the tool's originalContent differs); the version is the file the tool left")
+    asm.files.write(p, shown["newContent"], c, c.turn, c.line, f"{c.name} (the file as the tool left it)")
+    return True
+
+
 def load_object(obj: Any, path: str) -> Run:
     asm = Assembler(path, NAME)
     run = asm.run
@@ -66,6 +100,16 @@ def load_object(obj: Any, path: str) -> Run:
         return asm.finish()
     run.persona = "gemini-cli"
     asm.note(0, f"Gemini CLI session {as_str(obj.get('sessionId')) or '?'}")
+    if obj.get("kind") == "subagent":
+        # a subagent's own recording (``chats/<parent session>/<id>.json``, or a background task's
+        # folder such as ``chats/skill-extraction-<id>/``): said, like Claude Code's subagents
+        parent = os.path.basename(os.path.dirname(path)) if path else ""
+        run.persona = f"subagent {as_str(obj.get('sessionId')) or '?'}"[:60]
+        if parent and parent != "chats":
+            asm.note(0, f"subagent of {parent[:80]}")
+    summary = obj.get("summary")
+    if isinstance(summary, str) and summary.strip():
+        asm.note(0, f"summary: {summary.strip()[:300]}")
     asm.ts(iso_ms(obj.get("startTime")))
     last_error = None
     for i, m in enumerate(obj["messages"]):
@@ -116,7 +160,9 @@ def load_object(obj: Any, path: str) -> Run:
             status = as_str(tc.get("status"))
             failed = err or (status is not None and status != "success")
             if status == "success" or (status is None and not err):
-                asm.track_call(c)  # a refused or cancelled write changed nothing
+                # a refused or cancelled write changed nothing; a done one left the file its result shows
+                if not _as_left(asm, c, tc.get("resultDisplay")):
+                    asm.track_call(c)
             if status is not None or tc.get("result") is not None:
                 asm.result(c, out or (status or ""), line, None, is_error=failed, status=ERROR if failed else None)
     if last_error is not None:
