@@ -33,6 +33,7 @@ from ktui.trace.importers import (
     gemini_cli,
     harbor_atif,
     inspect_ai,
+    kernel_samples,
     kernelagent,
     kernelbench_agentic,
     mini_swe_agent,
@@ -41,7 +42,7 @@ from ktui.trace.importers import (
     result_run,
     swe_agent,
 )
-from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded
+from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded, salvage_array
 from ktui.trace.importers.contract import Importer
 from ktui.trace.model import Run, TraceProblem
 from ktui.trace.notes import JSONError
@@ -63,6 +64,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("kernelagent", kernelagent),
     ("aide", aide),
     ("kernelbench-agentic", kernelbench_agentic),
+    ("kernel-samples", kernel_samples),
     ("result-file", result_run),  # a result file that names its kernel file: after every trace format
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
@@ -80,6 +82,7 @@ class Detection:
     name: str  # a FORMATS name, or "unknown" (JSON of another kind) / "none" (not JSON, empty)
     hint: str = ""  # for "unknown": what it looks like
     obj: Any = None  # the parsed whole object, when it was parsed to decide
+    cut: bool = False  # obj is the whole items of a JSON array the file breaks off in (salvage_array)
 
 
 def names() -> list[str]:
@@ -203,6 +206,11 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
             single = None
         except JSONError:
             single = None
+            part = salvage_array(whole)
+            for imp in IMPORTERS if part is not None else []:
+                f = imp.detect_object
+                if f is not None and not imp.line_based and _safe(f, part):
+                    return Detection(imp.name, obj=part, cut=True)
     if single is not None:
         for imp in IMPORTERS:
             f = imp.detect_object
@@ -362,6 +370,9 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None, key: str |
                 try:
                     obj = parse_json(raw)
                 except JSONError as exc:
+                    part = salvage_array(raw)
+                    if part is not None and imp.detect_object is not None and _safe(imp.detect_object, part):
+                        return _load_as(path, Detection(det.name, det.hint, part, True), data=data, key=key)
                     run = Run(path=path)
                     run.format = run.variant = det.name
                     run.problems.append(TraceProblem(0, f"not valid JSON ({str(exc)[:80]})"))
@@ -378,6 +389,10 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None, key: str |
             else:
                 run = imp.load_object(obj, path)
             run.size_bytes = size
+            if det.cut:
+                run.problems.append(TraceProblem(
+                    0, f"the file is not whole JSON: it breaks off after item {len(obj):,} of its list (cut while "
+                    f"being written, or damaged); the {len(obj):,} whole item(s) before are read", "", "warning"))
     except TooBig as exc:
         run = Run(path=path)
         run.format = run.variant = det.name
