@@ -21,7 +21,10 @@ refused (a non-zero exit code, ``error: Failed to find expected lines ...``, ``a
 verification failed``, ``execution error``, ``failed in sandbox``, an invalid hunk) changed nothing,
 except, when it failed while writing (``Failed to find expected lines in PATH``, ``Failed to write
 file PATH``), the files of the patch before the one it names (it writes file by file); a patch
-whose output never came is applied. Hunks are applied as the tool does (an ``@@ line`` anchor; a
+whose output never came is applied. A round with a call that waited for the user's approval
+(``with_escalated_permissions``, ``sandbox_permissions: require_escalated``, or Codex's "exec command
+rejected by user") is completed only once the user answered and the call ran: its model time ends
+at its last ``agent_reasoning`` / ``agent_message`` event, the rest is said in a note. Hunks are applied as the tool does (an ``@@ line`` anchor; a
 chunk of additions only goes at the end of the file). Older rollouts without the envelope (``{"record_type":
 ...}`` or bare items) are read too.
 """
@@ -86,6 +89,10 @@ class _State:
         self.inherited = 0  # lines of the thread it was forked from, copied at its start (0: not in them)
         self.inherited_lines = 0
         self.last_error: tuple[int, int, str] | None = None  # (line, turns so far, message) of the last error
+        self.last_stream: int | None = None  # the last agent_reasoning / agent_message event (the model streaming)
+        # per timed round: (its input-ready ms, its completion ms, the last streamed event between them)
+        self.timing: dict[int, tuple[int, int, int | None]] = {}
+        self.waited: set[int] = set()  # rounds whose model time was cut at an approval wait
 
 
 def load(path: str, data: bytes | None = None) -> Run:
@@ -166,6 +173,35 @@ def _complete(st: _State, t: Turn, delta: dict[str, int], done: int | None, read
     if base is not None and done >= base:
         t.llm_ms = done - base
         t.start_ms = base if t.start_ms is None else min(t.start_ms, base)
+        seen = st.last_stream if st.last_stream is not None and base <= st.last_stream <= done else None
+        st.timing[t.index] = (base, done, seen)
+
+
+_ESCALATED = ("with_escalated_permissions", "sandbox_permissions")
+_REJECTED = re.compile(r"^\s*(?:exec command|patch) rejected by user\b", re.I)
+
+
+def _asked_approval(args: dict) -> bool:
+    """A call that asked the user to let it run outside the sandbox (Codex waits for the answer)."""
+    return args.get("with_escalated_permissions") is True or args.get("sandbox_permissions") == "require_escalated"
+
+
+def _approval_wait(st: _State, t: Turn, no: int) -> None:
+    """A round with a call that waited for the user's approval: Codex writes the round's
+    response (its token_count and items) once its calls have run, so the time from the model's
+    last streamed event to that completion is the wait for the answer and the run, not model
+    time. The round's model time ends at that event (where the round has one)."""
+    got = st.timing.get(t.index)
+    if got is None or t.index in st.waited:
+        return
+    base, done, seen = got
+    if seen is None or t.llm_ms != done - base:
+        return
+    st.waited.add(t.index)
+    t.llm_ms = seen - base
+    st.asm.note(no, f"round {t.index}: a call waited for the user's approval; the {(done - seen) / 1000:.1f} s "
+                    "from the model's last streamed event to the round's completion are the wait and the run, "
+                    "not model time")
 
 
 def _input(st: _State, ts: int | None) -> None:
@@ -233,6 +269,8 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
             asm.note(no, ("error: " if ptype == "error" else "stream error (retried): ") + said)
             if ptype == "error":
                 st.last_error = (no, len(run.turns), said)
+        if ptype in ("agent_reasoning", "agent_message") and ts is not None:
+            st.last_stream = ts  # the model streaming (a round's last one bounds its model time: _approval_wait)
         _event_ts(asm, ts)  # model-side and UI events: part of the run's span, never "input ready"
         return
     if typ == "compacted":
@@ -272,22 +310,11 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
         name = p.get("name") or ("local_shell" if ptype == "local_shell_call" else None)
         c = asm.call(t, name, args, no, ts, p.get("call_id") or p.get("id"))
         _track(st, c)
+        if _asked_approval(args):
+            _approval_wait(st, t, no)
         return
     if ptype in _OUTPUTS:
-        st.open = False
-        _input(st, ts)
-        pc = asm.pending(p.get("call_id"))
-        if pc is None:
-            asm.warn(no, f"{ptype} for {p.get('call_id')!r} has no pending call")
-            return
-        out = p.get("output")
-        text, status, code = _output(out)
-        deferred = st.patches.pop(pc.id or f"#{pc.index}", None)
-        if deferred is not None:
-            _apply_patch(st, *deferred, outcome=(text, code))
-            if status is None and code is None and _patch_failed(text, None):
-                status = FAILED
-        asm.result(pc, text, no, ts, status=status, effect={"exit_code": code} if code is not None else None)
+        _call_output(st, ptype, p, no, ts)
         return
     if ptype == "web_search_call":  # a search the model ran on the provider's side: a call with no output item
         t = _model_turn(st, no, ts)
@@ -301,6 +328,26 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
         asm.ts(ts)
         return
     asm.ts(ts)
+
+
+def _call_output(st: _State, ptype: str, p: dict, no: int, ts: int | None) -> None:
+    """A call's output: its result, the patch it applied (or not), an approval wait it ended."""
+    asm = st.asm
+    st.open = False
+    _input(st, ts)
+    pc = asm.pending(p.get("call_id"))
+    if pc is None:
+        asm.warn(no, f"{ptype} for {p.get('call_id')!r} has no pending call")
+        return
+    text, status, code = _output(p.get("output"))
+    if pc.turn is not None and _REJECTED.match(text or ""):
+        _approval_wait(st, asm.run.turns[pc.turn], no)
+    deferred = st.patches.pop(pc.id or f"#{pc.index}", None)
+    if deferred is not None:
+        _apply_patch(st, *deferred, outcome=(text, code))
+        if status is None and code is None and _patch_failed(text, None):
+            status = FAILED
+    asm.result(pc, text, no, ts, status=status, effect={"exit_code": code} if code is not None else None)
 
 
 def _session_meta(st: _State, p: dict, no: int, ts: int | None) -> None:
@@ -389,7 +436,8 @@ def _event_ts(asm: Assembler, ts: int | None) -> None:
 # exited with code N" (exec_command); Codex's own refusals (the command or patch never ran as asked)
 _EXIT_HEADER = re.compile(r"(?:Exit code: (\d{1,9})\b|Chunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code (\d{1,9})\b)")
 _CODEX_REFUSED = re.compile(r"(?:failed in sandbox|execution error|apply_patch verification failed|"
-                            r"unsupported call|failed to parse function arguments)", re.I)
+                            r"unsupported call|failed to parse function arguments|"
+                            r"(?:exec command|patch) rejected by user)", re.I)  # the user said no: it never ran
 
 
 def _output(out: Any) -> tuple[str, str | None, int | None]:
