@@ -93,7 +93,13 @@ def _as_left(asm: Assembler, c: ToolCall, shown: Any) -> bool:
 
 
 def load_object(obj: Any, path: str) -> Run:
-    asm = Assembler(path, NAME)
+    return read_session(obj, path)
+
+
+def read_session(obj: Any, path: str, lines: list[int] | None = None, name: str = NAME) -> Run:
+    """A recording as one object; ``lines``: the file line each message came from (the JSON-lines
+    recording's, :mod:`ktui.trace.importers.gemini_cli_jsonl`), else the messages' ordinals."""
+    asm = Assembler(path, name)
     run = asm.run
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         asm.problem(0, "not a Gemini CLI session: expected an object with a 'messages' list", "", "error", "$.messages")
@@ -113,7 +119,7 @@ def load_object(obj: Any, path: str) -> Run:
     asm.ts(iso_ms(obj.get("startTime")))
     last_error = None
     for i, m in enumerate(obj["messages"]):
-        line, where = i + 1, f"$.messages[{i}]"
+        line, where = (lines[i] if lines is not None and i < len(lines) else i + 1), f"$.messages[{i}]"
         if not isinstance(m, dict) or m.get("type") not in _TYPES:
             asm.warn(line, f"message {i} is not a Gemini CLI message (type user, gemini, info, warning, error)", where)
             continue
