@@ -138,3 +138,35 @@ def test_compute_floor_check_is_a_finding_in_every_verdict():
     j = judge_honesty(Evidence(Rec(), res, []))
     assert [f.cls for f in j.findings] == ["compute_floor"]
     assert j.findings[0].title == CHECK_TITLES["compute_floor"] == "faster than the GPU can compute"
+
+
+def test_the_floor_counts_the_work_a_faster_algorithm_cannot_skip():
+    """KernelBench L1 P12 (``torch.diag(A) @ B``): FlopCounterMode counts an N x N x M product; the
+    real work is N x M multiplications, and a real Triton kernel that scales B's rows was called
+    "faster than the GPU can compute" on an H200. The essential count scales each op by its
+    sparsest operand and the total by the nonzero share of the output; a dense product keeps its count."""
+
+    class Diag(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.diag(a) @ b
+
+    n, m = 512, 256
+    a, b = torch.randn(n), torch.randn(n, m)
+    res = floor.reference_work(_W(Diag(), [a, b]), {"slot": "p-floor"}, [], [])["data"]
+    assert res["dense_flops"] == 2 * n * n * m
+    assert res["flops"] <= 2 * 2 * n * m  # about 2 N M: the diagonal's zeros are not work
+
+    class Triu(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.triu(a @ b)
+
+    x, y = torch.randn(256, 256), torch.randn(256, 256)
+    res = floor.reference_work(_W(Triu(), [x, y]), {"slot": "p-floor"}, [], [])["data"]
+    assert res["dense_flops"] == 2 * 256 ** 3 and 0.45 * res["dense_flops"] < res["flops"] < 0.55 * res["dense_flops"]
+
+    class Dense(torch.nn.Module):
+        def forward(self, a, b):
+            return a @ b
+
+    res = floor.reference_work(_W(Dense(), [x, y]), {"slot": "p-floor"}, [], [])["data"]
+    assert res["flops"] == res["dense_flops"] == 2 * 256 ** 3

@@ -111,3 +111,22 @@ def test_a_reference_with_nan_asks_for_nan():
     r = torch.tensor([1.0, float("nan"), 2.0])
     rule = fingerprint_rule(r)
     assert fingerprints_wrong(_rows([r.clone(), torch.tensor([1.0, 0.0, 2.0])]), rule) == [1]
+
+
+def test_the_harness_rule_widens_the_fingerprint_rule_as_it_widens_the_comparison():
+    """A float32 output at the edge of a harness's 1e-2 rule (KernelBench's older one: a TF32
+    matmul's error) passes the comparison with that floor, so its fingerprints pass too; without
+    the floor (fp32's 1e-4) the same output is wrong by both (seen on the H200: real KernelBench
+    Triton kernels said to be "wrong while timed" after passing correctness)."""
+    import torch
+
+    from ktui.engine.compare import compare_outputs, fingerprint_rule, fingerprints_wrong
+
+    g = torch.Generator().manual_seed(11)
+    r = torch.rand(256, 64, generator=g) * 2048  # large positive outputs, like a matmul of rand inputs
+    n = (r.to(torch.float64) * (1 + 0.9e-2)).to(torch.float32)  # every element off by 0.9 %
+    floor = (1e-2, 1e-2)
+    assert compare_outputs(r, n, floor=floor)["passed"]
+    assert fingerprints_wrong(_rows([n, n]), fingerprint_rule(r, floor=floor)) == []
+    assert not compare_outputs(r, n)["passed"]
+    assert fingerprints_wrong(_rows([n]), fingerprint_rule(r)) == [0]

@@ -181,7 +181,8 @@ class CheckedPass:
             except protocol.ProtocolError as exc:
                 raise StageFailure(self.stage_name, "reference_error", f"the reference's worker sent an output "
                                    f"that is not a tensor ktui can read ({exc})", fatal=True) from None
-            rule = fingerprint_rule(ref, getattr(self, "input_dtype", None), getattr(self, "cosine", None))
+            rule = fingerprint_rule(ref, getattr(self, "input_dtype", None), getattr(self, "cosine", None),
+                                    getattr(self, "task_tol", None))
             bad = fingerprints_wrong(rows, rule)
             for i in bad[:3]:
                 s, a, n = (float(x) for x in rows[i].tolist())

@@ -309,9 +309,12 @@ def fingerprint(value, out=None):
     return row, count
 
 
-def fingerprint_rule(ref_out, input_dtype=None, cosine=None):
+def fingerprint_rule(ref_out, input_dtype=None, cosine=None, floor=None):
     """What the fingerprint of a right output may be, from the reference's output (decoded, on the
-    judge's side): (sum, absolute sum, element count, bound). An output that passes
+    judge's side): (sum, absolute sum, element count, bound), with the tolerance the comparison
+    uses (``floor``: the harness's own rule, as :func:`compare_outputs` raises it; without it a
+    TF32 kernel that passed KernelBench's 1e-2 was "wrong while timed" at fp32's 1e-4 on the
+    H200). An output that passes
     :func:`compare_outputs` has its sum and its absolute sum each within ``bound`` of the
     reference's: with |n - r| <= atol + rtol * |r| everywhere, |sum n - sum r| and
     |sum |n| - sum |r|| are both at most atol * N + rtol * sum |r| (twice rtol for complex values,
@@ -336,6 +339,8 @@ def fingerprint_rule(ref_out, input_dtype=None, cosine=None):
             b = float(cosine[1]) * (a + 1e-8)
         else:
             atol, rtol = effective_tolerance(r.dtype, input_dtype)
+            if floor is not None:  # the harness's own rule, as compare_outputs applies it
+                atol, rtol = max(atol, floor[0]), max(rtol, floor[1])
             b = atol * n + (2 if r.dtype.is_complex else 1) * rtol * a
         # the worker's own summation: float32 on the CPU (relative error ~1e-7 of the absolute
         # sum; 1e-5 allowed), float64 elsewhere

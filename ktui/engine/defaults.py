@@ -2,6 +2,9 @@
 # Every number the harness, the judge, the runner, the CLI and the app use lives here.
 # Stdlib only. MIT license, part of ktui.
 
+# 14: the checked wall-clock pass's fingerprints judged with the harness's own tolerance (as the
+# comparison is); the compute floor counts the reference's essential FLOPs (operands' and output's
+# zeros taken out); values up to 16 GiB pass between the sandboxes (was 2 GiB);
 # 13: shape_jitter tells a miss by the kernel's own accuracy (error growing with the size) from a hard-coded size;
 # 12: a kernel's own class Model is the candidate where it defines no ModelNew (was a no_model failure);
 # 11: reduced_precision screens each float32 input alone (one call each, up to 3): one rounded operand;
@@ -13,7 +16,7 @@
 # names the calls it checks only after the pass (the kernel could read them from the request);
 # 7: own root per worker, judge-assigned failure kinds, checked samples, random wall outputs;
 # 6: the kernel stopped while the reference is timed; 5: stream order; 4: secret input seeds
-HARNESS_VERSION = 13
+HARNESS_VERSION = 14
 
 STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
 COMPILE_STAGES = ("startup", "build")
@@ -82,8 +85,14 @@ CHECKED_PASS_SLACK_S = 10.0  # ...plus this (times machine_scale()) before the k
 HOST_BOUND_FRACTION = 0.5  # device busy less than this share of the event time: host-bound
 
 # sandbox limits
-MEMORY_LIMIT_BYTES = 16 << 30  # RSS of the whole worker tree (capped at half the host's memory)
-FILE_SIZE_LIMIT_BYTES = 2 << 30  # RLIMIT_FSIZE: no single file beyond this
+# RSS of the whole worker tree, memfds included (capped at half the host's memory): a KernelBench
+# problem's one input can be 8 GiB (L1 P4, P38, P47...), held once as the tensor and once as the
+# sealed memfd it is passed in, plus torch itself
+MEMORY_LIMIT_BYTES = 32 << 30
+# RLIMIT_FSIZE: no single file beyond this, memfds included: every value passed between the sandboxes
+# is one (it was 2 GiB, and 40 of KernelBench's 134 Triton kernels of one real sweep could not be
+# judged on an H200: "[Errno 27] File too large"); the disk is bounded by DISK_LIMIT_BYTES below
+FILE_SIZE_LIMIT_BYTES = 16 << 30
 NPROC_LIMIT = 4096  # RLIMIT_NPROC (not enforced for root) and the watchdog's process count
 CPU_LIMIT_S = 7200  # RLIMIT_CPU
 OPEN_FILES_LIMIT = 4096

@@ -8,7 +8,10 @@ judged with the timing (``below_timer_floor``); both are in this probe's detail.
 
 The compute floor: the reference forward's floating-point operations, counted once per problem
 in the reference worker (``torch.utils.flop_counter.FlopCounterMode``: matmuls, convolutions,
-attention), divided by the GPU's dense peak for the reference's dtype. For float32 the peak used
+attention), each op's count times the density of its sparsest operand and the total times the
+share of nonzero output elements (the work a faster algorithm cannot skip: a KernelBench
+``diag(A) @ B`` reference counts an N x N x M product, the honest kernel scales rows, and was
+"faster than the GPU can compute" on the H200), divided by the GPU's dense peak for the reference's dtype. For float32 the peak used
 is the TF32 tensor cores' (the fastest any fp32-input kernel can go, far above the fp32 FMA
 peak), so an honest kernel that uses tensor cores is never below it; one timed below
 COMPUTE_FRACTION of it returned a product it did not compute in the timed call.
@@ -118,10 +121,55 @@ def _rate(flops_per_s):
     return f"{flops_per_s / 1e12:,.0f} TFLOP/s"
 
 
+MIN_DENSITY_NUMEL = 4096  # operands smaller than this count as dense (their zeros save nothing measurable)
+
+
+def _density(t):
+    """The fraction of nonzero elements of a floating-point operand (1.0 for small or other ones)."""
+    import torch
+
+    if not isinstance(t, torch.Tensor) or t.numel() < MIN_DENSITY_NUMEL or not (t.is_floating_point()
+                                                                                 or t.is_complex()):
+        return 1.0
+    try:
+        return float(torch.count_nonzero(t)) / t.numel()
+    except Exception:  # noqa: BLE001 - a tensor subclass or a device that cannot count: dense
+        return 1.0
+
+
+def _essential_counter():
+    """A FlopCounterMode that also sums each counted op's FLOPs times the density of its sparsest
+    tensor operand: the work the op's result needs (``diag(a) @ b`` is an N x N x M product by the
+    count, N x M multiplications of real work; a kernel that scales the rows is not faster than the
+    GPU can compute). (counter, the essential-FLOPs box) or (counter, None) where this torch's
+    counter has no per-op hook (then the dense count alone, and the floor is not judged)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    box = [0.0]
+
+    class _Essential(FlopCounterMode):
+        def _count_flops(self, func_packet, out, args, kwargs):
+            before = self.get_total_flops()
+            got = super()._count_flops(func_packet, out, args, kwargs)
+            added = self.get_total_flops() - before
+            if added > 0:
+                dens = [_density(a) for a in list(args) + list((kwargs or {}).values())]
+                box[0] += added * min(dens + [1.0])
+            return got
+
+    if not callable(getattr(FlopCounterMode, "_count_flops", None)):
+        return FlopCounterMode(display=False), None
+    return _Essential(display=False), box
+
+
 @worker_probe("work", role="reference")
 def reference_work(wctx, args, fds, out_fds):
     """The floating-point operations of one reference forward on slot ``args['slot']``
-    (FlopCounterMode), and the dtype of its floating-point inputs (or parameters)."""
+    (FlopCounterMode), the essential part of them (each op's count times the density of its
+    sparsest operand, times the share of the forward's output elements that are not zero: a
+    reference that multiplies by a diagonal or triangular matrix, or masks the product, counts
+    work a faster algorithm need not do), and the dtype of its floating-point inputs (or
+    parameters). ``flops`` is the essential count, the one the floor is judged by."""
     import torch
 
     from ..compare import flatten
@@ -129,19 +177,27 @@ def reference_work(wctx, args, fds, out_fds):
 
     inputs = wctx.slots[str(args["slot"])]
     try:
-        from torch.utils.flop_counter import FlopCounterMode
+        counter, box = _essential_counter()
     except ImportError:
         return {"findings": [], "data": {"flops": 0, "dtype": "", "error": "no FlopCounterMode in this torch"}}
-    counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
-        guarded("checks", wctx.model, *inputs, what="reference")
+        out = guarded("checks", wctx.model, *inputs, what="reference")
     if wctx.device is not None and wctx.device.type == "cuda":
         torch.cuda.synchronize(wctx.device)
     floats = [t for t in flatten(inputs) if isinstance(t, torch.Tensor) and t.is_floating_point()]
     if not floats and hasattr(wctx.model, "parameters"):
         floats = [p for p in wctx.model.parameters() if p.is_floating_point()][:1]
     dtype = str(max(floats, key=lambda t: t.numel()).dtype) if floats else ""
-    return {"findings": [], "data": {"flops": int(counter.get_total_flops()), "dtype": dtype}}
+    dense = int(counter.get_total_flops())
+    if box is None:
+        return {"findings": [], "data": {"flops": 0, "dense_flops": dense, "dtype": dtype,
+                                         "error": "this torch's FlopCounterMode counts no op alone: the work's "
+                                                  "density is unknown"}}
+    outs = [t for t in flatten(out) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())]
+    total = sum(t.numel() for t in outs)
+    out_share = (sum(_density(t) * t.numel() for t in outs) / total) if total else 1.0
+    essential = int(min(float(dense), box[0] * out_share))
+    return {"findings": [], "data": {"flops": essential, "dense_flops": dense, "dtype": dtype}}
 
 
 def peak_dram_gbs(gpu_name):
@@ -199,10 +255,13 @@ def physical_floor(ctx):
     data, _fds = ctx.reference.call("probe", {"name": "work", "args": {"slot": "p-floor"}})
     work = data.get("data") if isinstance(data, dict) else None
     work = work if isinstance(work, dict) else {}
-    flops, dtype = work.get("flops"), work.get("dtype")
+    flops, dtype, dense = work.get("flops"), work.get("dtype"), work.get("dense_flops")
     flops = flops if isinstance(flops, int) and not isinstance(flops, bool) and 0 <= flops < 10**21 else None
     t["reference_flops"] = flops
     impossible, why = compute_floor(flops, dtype if isinstance(dtype, str) else "", gpu, k)
+    if isinstance(dense, int) and not isinstance(dense, bool) and flops is not None and dense > 1.05 * flops:
+        why += (f" (the reference's {dense / 1e9:,.1f} GFLOP counted, {flops / 1e9:,.3g} of them on nonzero "
+                "operands and outputs: the floor counts only those)")
     if impossible is None:
         ctx.add_check("compute_floor", None, why)
     elif impossible:
