@@ -240,6 +240,17 @@ class FileTracker:
                     return a
         return p
 
+    def changed(self, path: str, how: str, call: ToolCall | None, turn: int | None, line: int) -> None:
+        """A file a tool changed without the trace holding its new content (Codex ``exec --json``'s
+        ``file_change``: paths and kinds only): a version whose content is not known."""
+        if not path:
+            return
+        self.content.pop(path, None)
+        self.fragment.pop(path, None)
+        self.paths_by_name.setdefault(posixpath.basename(path), set()).add(path)
+        self.actions.append(_Action("candidate", Candidate(
+            path, "", f"{how}: its new content is not in the trace", call, turn, line, partial=True, unknown=True)))
+
     def inplace(self, command: str, call: ToolCall | None, turn: int | None, line: int,
                 cwd: str | None = None) -> None:
         """Files a command changes in place (sed -i, perl -pi, a Python script): the new
