@@ -2,6 +2,8 @@
 # Every number the harness, the judge, the runner, the CLI and the app use lives here.
 # Stdlib only. MIT license, part of ktui.
 
+# 15: a static finding of severity info (Triton's default TF32) is shown, never a suspicion; the static
+# findings read more C++ (pointer tables, who runs the process, stream.query()) and namespace writes;
 # 14: the checked wall-clock pass's fingerprints judged with the harness's own tolerance (as the
 # comparison is); the compute floor counts the reference's essential FLOPs (operands' and output's
 # zeros taken out); values up to 16 GiB pass between the sandboxes (was 2 GiB);
@@ -16,7 +18,7 @@
 # names the calls it checks only after the pass (the kernel could read them from the request);
 # 7: own root per worker, judge-assigned failure kinds, checked samples, random wall outputs;
 # 6: the kernel stopped while the reference is timed; 5: stream order; 4: secret input seeds
-HARNESS_VERSION = 14
+HARNESS_VERSION = 15
 
 STAGES = ("startup", "build", "reference", "correctness", "timing", "memory", "launches", "checks")
 COMPILE_STAGES = ("startup", "build")

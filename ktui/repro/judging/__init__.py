@@ -97,6 +97,9 @@ def _compare(rec: Any, result: dict[str, Any], static: list[Any] | None) -> Comp
     js = [judge(ev) for judge in ASPECTS]
     rows = [r for j in js for r in j.rows]
     findings = [f for j in js for f in j.findings]
+    # a finding of severity info (Triton's default TF32 in tl.dot) is a fact shown beside the verdict,
+    # not a suspicion: it never makes a kernel "suspicious" nor heads the reason
+    suspicions = [f for f in findings if f.severity != "info"]
     env = result.get("environment") if isinstance(result.get("environment"), dict) else {}
     notes = [str(n) for n in (result.get("notes") or [])] + _environment_notes(rec, env)
     notes += [n for j in js for n in j.notes]
@@ -109,22 +112,22 @@ def _compare(rec: Any, result: dict[str, Any], static: list[Any] | None) -> Comp
     if decided is not None:  # the run failed: the judge of the failing aspect decides
         verdict, reason = decided.verdict, decided.reason
         kind = (ev.failure or {}).get("kind")
-        if findings and kind in JUDGE_SIDE:
+        if suspicions and kind in JUDGE_SIDE:
             verdict = SUSPICIOUS
-            reason = text.honesty_reason(findings) + f"; then the run broke on the judge's side: {text.short(reason)}"
-        elif findings:
+            reason = text.honesty_reason(suspicions) + f"; then the run broke on the judge's side: {text.short(reason)}"
+        elif suspicions:
             if SEVERITY.get(verdict, 0) < SEVERITY[SUSPICIOUS]:
                 verdict = SUSPICIOUS
-                reason = text.honesty_reason(findings) + f"; {text.short(reason)}"
+                reason = text.honesty_reason(suspicions) + f"; {text.short(reason)}"
             else:
-                reason += "; " + text.honesty_reason(findings).replace("honesty check failed: ", "honesty: ")
+                reason += "; " + text.honesty_reason(suspicions).replace("honesty check failed: ", "honesty: ")
         return Comparison(verdict=verdict, reason=reason, rows=rows, findings=findings, checks=checks, flags=flags,
                           not_measured=judges.not_measured(rec), notes=notes)
     compared = [r.verdict for r in rows if r.verdict in SEVERITY]
     worst = max(compared, key=lambda v: SEVERITY[v], default=REPRODUCED)
-    if findings and SEVERITY[SUSPICIOUS] > SEVERITY[worst]:
+    if suspicions and SEVERITY[SUSPICIOUS] > SEVERITY[worst]:
         worst = SUSPICIOUS
-    return Comparison(verdict=worst, reason=text.reason(worst, js, findings), rows=rows, findings=findings,
+    return Comparison(verdict=worst, reason=text.reason(worst, js, suspicions), rows=rows, findings=findings,
                       checks=checks, flags=flags, not_measured=judges.not_measured(rec), notes=notes)
 
 

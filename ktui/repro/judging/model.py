@@ -120,9 +120,10 @@ class Comparison:
 
     @property
     def classes(self) -> list[str]:
-        """The honesty classes found, once each, in order."""
+        """The honesty classes found, once each, in order (a finding of severity info, a fact such as
+        Triton's default TF32, is shown but is not a class)."""
         out: list[str] = []
         for f in self.findings:
-            if f.cls not in out:
+            if f.cls not in out and f.severity != "info":
                 out.append(f.cls)
         return out

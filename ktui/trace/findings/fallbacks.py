@@ -88,12 +88,37 @@ class _PyFallbacks(_PyBase):
         # handed on by keyword (``Block(c, fused_op=self.ext.fused_bn_relu)``): the parameter of that
         # name, and what it is stored in, are the file's own code too
         params = {a.arg for f in self.functions for a in [*f.args.args, *f.args.kwonlyargs]}
-        for c in of(self.tree, ast.Call):
-            for k in c.keywords:
-                d = _dotted(k.value) or ""
-                if k.arg in params and d and (d in names or d.split(".")[0] in names or self._self_head(d) in names
-                                              or d.rsplit(".", 1)[0] in names):
-                    names.add(k.arg)
+        by_name: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for f in self.functions:
+            by_name.setdefault(f.name, []).append(f)
+
+        def own(d: str) -> bool:
+            return bool(d) and (d in names or d.split(".")[0] in names or self._self_head(d) in names
+                                or d.rsplit(".", 1)[0] in names)
+
+        calls = list(of(self.tree, ast.Call))
+        for _ in range(3):  # handed on again
+            for c in calls:
+                for k in c.keywords:
+                    if k.arg in params and own(_dotted(k.value) or ""):
+                        names.add(k.arg)
+                # handed on by position to the file's own function (``_launch(x, log_kernel)`` whose
+                # body runs ``kernel[grid](...)``): that parameter is the file's own code in it
+                # (a method, ``self.go(k, x)`` / ``self.runner.go(k, x)``, by its name; not a module's function)
+                method = False
+                callee: str | None = None
+                if isinstance(c.func, ast.Name):
+                    callee = c.func.id
+                elif isinstance(c.func, ast.Attribute) and (_dotted(c.func) or ".").split(".")[0] not in self.alias:
+                    method, callee = True, c.func.attr
+                for f in by_name.get(callee or "", []):
+                    pos = [*f.args.posonlyargs, *f.args.args]
+                    if method != bool(pos and pos[0].arg in ("self", "cls")):
+                        continue
+                    pos = pos[1:] if method else pos
+                    for a, p in zip(c.args, pos, strict=False):
+                        if not isinstance(a, ast.Starred) and own(_dotted(a) or ""):
+                            names.add(p.arg)
         for n in assigns:
             if isinstance(n, ast.Assign) and (_dotted(n.value) or "") in names:
                 names.update(d for t in n.targets if (d := _dotted(t)))
@@ -159,6 +184,10 @@ class _PyFallbacks(_PyBase):
             elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and \
                     n.func.value.id in ("self", "cls"):
                 callee = by_name.get(n.func.attr)
+            elif isinstance(n.func, ast.Attribute) and (_dotted(n.func) or ".").split(".")[0] == "self":
+                # a helper object's method (``self.runner.go(kernel, x)``): the file's own method of that name
+                callee = next((f for f in self.functions if f.name == n.func.attr and f.args.args
+                               and f.args.args[0].arg == "self"), None)
             elif isinstance(n.func, ast.Attribute) and n.func.attr == "apply" and isinstance(n.func.value, ast.Name):
                 cls = next((c for c in of(self.tree, ast.ClassDef) if c.name == n.func.value.id),
                            None)  # an autograd.Function
