@@ -28,6 +28,7 @@ from ktui.trace.findings.names import (
     _CPP_PTR_MAP,
     _CPP_QUERY,
     _CPP_STATIC_PTR,
+    _CPP_STATIC_PTRISH,
     _CPP_THREAD,
     _GLOBAL,
     _GRAPH_TEXT,
@@ -51,6 +52,48 @@ def _evidence(lines: list[str], n: int | None) -> str:
     if len(s) > _EVIDENCE_CHARS:
         s = s[: _EVIDENCE_CHARS - 1] + "…"
     return s
+
+
+_LITERAL = re.compile(r"^(?:nullptr|NULL|true|false|0[xX][0-9a-fA-F]+|[-+]?\d[\w.]*|'.'|\"[^\"]*\")$")
+
+
+def _operand(code: str, i: int, step: int) -> str:
+    """The C++ operand that ends (``step`` -1) or starts (+1) at ``i``: names, ``.``/``->``/``::``
+    and balanced brackets, as text (spaces around kept out)."""
+    n, depth, j = len(code), 0, i
+    while 0 <= j < n and code[j] == " ":
+        j += step
+    start = j
+    while 0 <= j < n:
+        c = code[j]
+        if c in ")]" if step < 0 else c in "([":
+            depth += 1
+        elif c in "([" if step < 0 else c in ")]":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and not (c.isalnum() or c in "_.:<>" or (c == "-" and code[j + 1:j + 2] == ">")):
+            break
+        j += step
+    return code[j + 1:start + 1].strip() if step < 0 else code[start:j].strip()
+
+
+def _pointer_compared(code: str) -> bool:
+    """Whether the C++ compares a tensor's pointer (``x.data_ptr()``, or a variable set from one) with
+    something kept: not with another tensor's pointer (an aliasing check), nor with a constant (an
+    alignment or null check)."""
+    ptrs = {m.group(1) for m in re.finditer(r"\b(\w+)\s*=(?!=)[^;]*?data_ptr", code)}
+
+    def ptrish(t: str) -> bool:
+        return "data_ptr" in t or any(re.search(rf"\b{re.escape(v)}\b", t) for v in ptrs)
+
+    for m in re.finditer(r"[=!]=", code):
+        left, right = _operand(code, m.start() - 1, -1), _operand(code, m.end(), 1)
+        if not left or not right or _LITERAL.match(left) or _LITERAL.match(right):
+            continue
+        if ptrish(left) != ptrish(right):
+            return True
+    return False
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -198,6 +241,8 @@ class _Analysis:
                     if cmp:
                         m = sp
                         break
+            if m is None and "data_ptr" in code and _pointer_compared(code):
+                m = _CPP_STATIC_PTRISH.search(code)
             if m is not None:
                 self.add("ptr_cache", ERROR, "the extension keeps a static cache keyed on tensor pointers "
                          f"({' '.join(m.group(0).split())[:50]}): the same buffer with new values gets the old result",
@@ -205,7 +250,7 @@ class _Analysis:
         if not self.has("timing_detection"):
             m = _CPP_QUERY.search(code)
             if m:
-                self.add("timing_detection", ERROR, f"the extension queries {m.group(1)}: it can tell whether work "
+                self.add("timing_detection", ERROR, f"the extension queries {m.group(1) or m.group(2)}: it can tell whether work "
                          "is being timed (an event recorded around it) and behave differently then", at(m))
 
     def _native_threads(self, text: str, base: int) -> None:

@@ -49,7 +49,7 @@ class _PyDataflow(_PyFallbacks):
         for node in of(self.tree, ast.Call):
             is_ptr = (isinstance(node.func, ast.Attribute) and node.func.attr == "data_ptr") or \
                      (isinstance(node.func, ast.Name) and node.func.id == "id" and len(node.args) == 1)
-            if not is_ptr:
+            if not is_ptr or self._versioned_state_key(node):
                 continue
             how = self.keyish(node, compared_attrs, depth=0)
             if how:
@@ -57,6 +57,35 @@ class _PyDataflow(_PyFallbacks):
                 self.add("ptr_cache", ERROR, f"keys a cache on {name} ({how}): the same buffer with new values gets "
                          "the old result", self.line(node))
                 return
+
+    def _versioned_state_key(self, node: ast.Call) -> bool:
+        """``(w.data_ptr(), w._version)`` where ``w`` is the module's own state (``self.fc.weight``, or a
+        name set from it), not an argument: a prepared copy of a weight re-made whenever the weight
+        is written (the version counter moves with every in-place write). Keyed so, a new value in
+        the same buffer is a new key: no stale result."""
+        if not isinstance(node.func, ast.Attribute):
+            return False
+        recv = _dotted(node.func.value)
+        if recv is None:
+            return False
+        fn = self._enclosing(node)
+        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]} \
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
+        head = recv.split(".")[0]
+        if head != "self":
+            if head in params:
+                return False  # an input of the call
+            sources = [n.value for n in of(fn, ast.Assign)
+                       if any(isinstance(t, ast.Name) and t.id == head for t in n.targets)]
+            if not sources or not all((_dotted(v) or "").startswith("self.") for v in sources):
+                return False
+        key = self.parent.get(node)
+        while isinstance(key, (ast.Tuple, ast.List)) and isinstance(self.parent.get(key), (ast.Tuple, ast.List)):
+            key = self.parent.get(key)
+        if not isinstance(key, (ast.Tuple, ast.List)):
+            return False
+        return any(isinstance(a, ast.Attribute) and a.attr == "_version" and _dotted(a.value) == recv
+                   for a in of(key, ast.Attribute))
 
     def keyish(self, node: ast.AST, compared_attrs: set[str], depth: int) -> str | None:
         cur = node

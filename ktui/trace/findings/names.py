@@ -210,10 +210,15 @@ _LIB_TEXT = _Screened(r"\b(cublas\w*[Gg]em[mv]\w*|cublasLtMatmul|cublas[SDHCZ](?
                        r"native_layer_norm|_softmax|cudnn_convolution\w*|relu|gelu|sigmoid|tanh|sum|mean|"
                        r"max_pool\w*|avg_pool\w*|cumsum|norm)|torch::nn::functional::\w+|at::native::\w+|"
                        r"cutlass::gemm::device::\w+)\s*[(<]", ("cublas", "cudnn", "::"))
-_CPP_ENV = _Screened(r"(?<![.\w])((?:std::)?(?:secure_)?getenv|environ|_wgetenv|GetEnvironmentVariable\w*)\b\s*[(\[]?",
-                          ("getenv", "environ", "GetEnvironmentVariable"))
+# the environment, or who runs the process: argv[0] through glibc's globals, the auxiliary vector, the parent
+_CPP_ENV = _Screened(r"(?<![.\w])((?:std::)?(?:secure_)?getenv|environ|_wgetenv|GetEnvironmentVariable\w*|"
+                     r"program_invocation(?:_short)?_name|__progname|getauxval|getppid)\b\s*[(\[]?",
+                     ("getenv", "environ", "GetEnvironmentVariable", "program_invocation", "__progname", "getauxval",
+                      "getppid"))
 _CPP_FILE = _Screened(r"\b(?:std::)?[io]?fstream\s+\w+\s*[({][^;]*|\b(?:std::)?[io]?fstream\s*\([^;]*|\bfopen\s*\([^;]*|(?:::|\b)open\s*\(\s*\"[^\"]*\"|"
-                       r"\"/proc/[^\"]*\"|\"/sys/[^\"]*\"|\breadlink\s*\(|\bopendir\s*\(",
+                       r"\"/proc/[^\"]*\"|\"/sys/[^\"]*\"|\breadlink\s*\(|\bopendir\s*\(|"
+                       # POSIX open of any path (``::open(path.c_str(), O_RDONLY)``), a shell's output
+                       r"::open(?:at|64)?\s*\(|\bopenat\s*\(|\bpopen\s*\(",
                           ("fstream", "open", "/proc/", "/sys/", "readlink"))
 # a static map whose key is a pointer (void*, float*, at::Half* ...)
 _CPP_PTR_MAP = _Screened(r"\bstatic\s+(?:thread_local\s+)?(?:std::)?(?:unordered_)?map\s*<\s*(?:const\s+)?"
@@ -225,7 +230,16 @@ _CPP_INT_MAP = _Screened(r"\bstatic\s+(?:thread_local\s+)?(?:std::)?(?:unordered
 # a static pointer later compared with a tensor's data_ptr (the "same buffer as last time" test)
 _CPP_STATIC_PTR = _Screened(r"\bstatic\s+(?:const\s+)?[\w:]+\s*(?:const\s*)?\*\s*(\w+)\s*(?:=|;)", ("static",))
 _CPP_QUERY = _Screened(r"\b(cudaEventQuery|cudaStreamQuery|cuEventQuery|cuStreamQuery|hipEventQuery|hipStreamQuery|"
-                        r"cudaEventElapsedTime|cuEventElapsedTime)\s*\(", ("Query", "ElapsedTime"))
+                        r"cudaEventElapsedTime|cuEventElapsedTime)\s*\(|"
+                        # c10's own: ``at::cuda::getCurrentCUDAStream().query()``, ``stream.query()``, ``ev.query()``
+                        r"\b(\w*(?:[Ss]tream|[Ee]vent|\bev)\w*(?:\s*\(\s*\))?\s*\.\s*query)\s*\(\s*\)",
+                       ("Query", "ElapsedTime", "query"))
+# any static whose type holds a pointer or a pointer-sized integer (``static std::uintptr_t keys[64];``,
+# ``static std::vector<std::pair<const void*, torch::Tensor>> seen;``): a cache keyed on buffers when the
+# code also compares a tensor's data_ptr with something other than another data_ptr or a constant
+_CPP_STATIC_PTRISH = _Screened(r"\bstatic\s+(?!const\s+char\b|char\b|constexpr\b)(?:thread_local\s+)?"
+                               r"([^;=(){}]*?(?:\*|\bu?intptr_t\b)[^;=(){}]*?)\s*\b(\w+)\s*(?:\[[^\]]*\]\s*)?[;={]",
+                               ("static",))
 _CPP_THREAD = _Screened(r"\b(std::thread|pthread_create|boost::thread)\b", ("thread",))
 _CPP_JOIN = _Screened(r"\.join\s*\(\s*\)|\bpthread_join\s*\(", ("join",))
 _CPP_DETACH = _Screened(r"\.detach\s*\(\s*\)|\bpthread_detach\s*\(", ("detach",))

@@ -164,7 +164,41 @@ class _PyAnalysis(_PyDataflow):
         return all(r.value is None or r.value is calls[0] or (isinstance(r.value, ast.Name) and r.value.id in held)
                    for r in of(fn, ast.Return))
 
+    def namespace_of(self, node: ast.AST) -> str | None:
+        """What ``vars(M)`` / ``M.__dict__`` / ``getattr(M, "__dict__")`` is the namespace of (``M``
+        resolved: ``torch``, ``torch.Tensor``, ``time``): writing into it replaces ``M``'s attributes."""
+        if isinstance(node, ast.Call) and (self.resolve(node.func) or "") in ("vars", "builtins.vars") and \
+                len(node.args) == 1:
+            return self.resolve(node.args[0])
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return self.resolve(node.value)
+        if isinstance(node, ast.Call) and (self.resolve(node.func) or "") == "getattr" and len(node.args) >= 2 and \
+                self.const_str(node.args[1]) == "__dict__":
+            return self.resolve(node.args[0])
+        return None
+
+    def namespace_write(self, node: ast.Call) -> bool:
+        """``vars(torch).update(allclose=f)``, ``torch.testing.__dict__.update({"assert_close": f})``,
+        ``.__setitem__`` / ``.setdefault`` likewise: each name written is a patch of the module."""
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "__setitem__", "setdefault")):
+            return False
+        ns = self.namespace_of(node.func.value)
+        if not ns:
+            return False
+        names = [k.arg for k in node.keywords if k.arg] or ["?"]
+        if node.func.attr != "update" and node.args:
+            names = [self.const_str(node.args[0]) or "?"]
+        elif node.args and isinstance(node.args[0], ast.Dict):
+            names = [self.const_str(k) or "?" for k in node.args[0].keys if k is not None] or names
+        for n in names:
+            self.patch(f"{ns}.{n}", node)
+        return True
+
     def subscript_store(self, tt: ast.Subscript, node: ast.AST) -> None:
+        ns = self.namespace_of(tt.value)
+        if ns:  # vars(torch)["allclose"] = f
+            self.patch(f"{ns}.{self.const_str(tt.slice) or '?'}", node)
+            return
         base = self.resolve(tt.value)
         if base in ("builtins.__dict__", "__builtins__", "sys.modules", "globals()"):
             self.add("monkey_patch", ERROR, f"rewrites {base}[...]", self.line(node))
@@ -208,7 +242,10 @@ class _PyAnalysis(_PyDataflow):
             self.add("rng_seed", WARNING, f"reads or sets the global random seed ({_short(node.func)}): with it a "
                      "kernel can try to rebuild the inputs it will be judged on and answer them ahead of time", line)
             return
-        if f in ("setattr", "builtins.setattr", "object.__setattr__") and len(node.args) >= 2:
+        if self.namespace_write(node):
+            return
+        if f in ("setattr", "builtins.setattr", "object.__setattr__", "type.__setattr__", "builtins.type.__setattr__") \
+                and len(node.args) >= 2:
             obj = self.resolve(node.args[0])
             cs = self.const_str(node.args[1])
             name = cs if cs is not None else node.args[1].value if isinstance(node.args[1], ast.Constant) else "?"
