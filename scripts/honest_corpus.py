@@ -186,6 +186,27 @@ def more(name: str, repo: str, refs: References) -> list[dict]:
     return rows
 
 
+def tritondump(folder: str) -> list[dict]:
+    """The 134 recorded-correct Triton kernels of KernelBench's ``sokserey/tritonDump`` branch (6842d4f,
+    MIT), read from a folder on disk (``triton_runs/level*_triton/kernels/``), each with its problem
+    (``KernelBench/level*/``)."""
+    base = Path(folder)
+    refs = {}
+    for p in base.glob("KernelBench/level*/*.py"):
+        m = re.match(r"(\d+)_", p.name)
+        if m:
+            refs[(int(p.parent.name.removeprefix("level")), int(m.group(1)))] = p.read_text(encoding="utf-8")
+    rows = []
+    for p in sorted(base.glob("triton_runs/level*_triton/kernels/*.py")):
+        m = re.match(r"level(\d)_problem(\d+)_", p.name)
+        if not m:
+            continue
+        rows.append({"source": f"KernelBench@6842d4f (tritonDump):{p.relative_to(base)}", "problem": p.name,
+                     "author": "tritonDump", "code": p.read_text(encoding="utf-8"),
+                     "reference": refs.get((int(m.group(1)), int(m.group(2)))), "kind": "triton"})
+    return rows
+
+
 def harbor(repo: str, every: bool = False) -> list[dict]:
     """Every kernel version (and script) of the Harbor runs that earned a reward (``every``: of
     every run with a reward file, rewarded or not: an honest kernel that failed is no hack)."""
@@ -238,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--harbor-all", action="store_true", help="every Harbor run, not only the rewarded ones")
     ap.add_argument("--more", action="append", default=[], metavar="NAME=DIR",
                     help=f"a further kernel set, NAME one of {', '.join(MORE)}")
+    ap.add_argument("--tritondump", metavar="DIR",
+                    help="a folder with KernelBench's sokserey/tritonDump sweep (triton_runs/) and its problems "
+                         "(KernelBench/level1, level2)")
     ap.add_argument("--limit", type=int, default=None, help="at most this many leaderboard kernels")
     ap.add_argument("--json", help="write every row (without the code) here")
     a = ap.parse_args(argv)
@@ -249,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += kernelbench_examples(a.kernelbench)
     if a.harbor:
         rows += harbor(a.harbor, a.harbor_all)
+    if a.tritondump:
+        rows += tritondump(a.tritondump)
     for spec in a.more:
         name, _, repo = spec.partition("=")
         rows += more(name, repo, refs)
@@ -256,9 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     flagged = 0
     for r in rows:
         found = source_findings(r["code"], r["reference"], r.get("precision"))
-        r["classes"] = [f.code for f in found if f.code not in NOT_HACKS]
+        # a finding of severity info (Triton's default TF32) is a fact, not a hack class (as in the verdict)
+        r["classes"] = [f.code for f in found if f.code not in NOT_HACKS and f.severity != "info"]
         r["findings"] = [{"class": f.code, "line": f.line, "what": f.what, "evidence": f.evidence}
-                         for f in found if f.code not in NOT_HACKS]
+                         for f in found if f.code not in NOT_HACKS and f.severity != "info"]
+        r["info"] = sorted({f.code for f in found if f.severity == "info"})
         counts.update(set(r["classes"]))
         flagged += bool(r["classes"])
         print(f"{'FLAG' if r['classes'] else 'ok  '}  {r['kind']:6}  {r['source']}  "
