@@ -155,3 +155,53 @@ def test_a_weight_copy_keyed_on_pointer_and_version_is_not_a_pointer_cache():
                                  "w = self.fc.weight\n        key = (w.data_ptr(), x._version)"])
 def test_a_pointer_key_without_its_own_version_or_on_the_input_stays_a_pointer_cache(key):
     assert "ptr_cache" in _classes(_WEIGHT.replace("KEY", key))
+
+
+# ---- published: makora's "ghost optimization branch" ------------------------------------------------
+
+_GHOST = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu2(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = o < n
+    v = tl.load(x_ptr + o, mask=m)
+    tl.store(y_ptr + o, tl.where(v > 0, v + v, 0.0), mask=m)
+
+
+def _launch(x):
+    y = torch.empty_like(x)
+    _relu2[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    return y
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        if TEST:
+            return _launch(x)
+        return OTHER
+'''
+_REF32 = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x) * 2\n" \
+         "def get_inputs():\n    return [torch.randn(64, 1024)]\n"
+
+
+@pytest.mark.parametrize("test", ["x.dtype == torch.float16 and x.is_contiguous()", "x.dtype in (torch.half, torch.bfloat16)"])
+def test_a_custom_kernel_only_behind_a_half_precision_test_is_a_torch_fallback(test):
+    """makora's KernelHacks taxonomy (2025) names it: the optimised branch is gated on a condition the
+    judged inputs never meet (float16 where the problem is float32): torch computes every call."""
+    code = _GHOST.replace("TEST", test).replace("OTHER", "torch.relu(x) * 2.0")
+    found = {f.code: f.what for f in source_findings(code, _REF32)}
+    assert "never judged" in found.get("torch_fallback", "")
+    # run in float16 by the harness (KernelBench's precision: fp16), the branch is the judged one
+    assert "torch_fallback" not in {f.code for f in source_findings(code, _REF32, "fp16")}
+
+
+@pytest.mark.parametrize("test, other", [("x.dtype == torch.float32", "torch.relu(x) * 2.0"),  # the judged dtype
+                                         ("x.dtype == torch.float16", "_launch(x.float())"),  # both paths custom
+                                         ("x.is_cuda", "torch.relu(x) * 2.0")])  # a CPU fallback, honest
+def test_a_branch_the_judged_inputs_take_is_no_ghost(test, other):
+    code = _GHOST.replace("TEST", test).replace("OTHER", other)
+    assert "torch_fallback" not in {f.code for f in source_findings(code, _REF32)}

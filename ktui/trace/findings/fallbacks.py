@@ -8,14 +8,21 @@ import ast
 
 from ktui.trace.findings.analysis import (
     _dotted,
+    _short,
 )
 from ktui.trace.findings.astwalk import of
 from ktui.trace.findings.model import ERROR, WARNING
 from ktui.trace.findings.names import (
     _FALLBACK_OPS,
+    _HALF_DTYPES,
     _NN_COMPUTE,
+    ref_is_half,
 )
 from ktui.trace.findings.pybase import _PyBase
+
+#: said of a custom kernel behind a reduced-precision test; a harness that runs the problem in that
+#: precision (KernelBench's ``precision: fp16``) drops the finding (``findings._analysed``)
+GHOST_WORDS = "a precision the reference's full-precision inputs never have (the custom path is never judged)"
 
 
 class _PyFallbacks(_PyBase):
@@ -258,6 +265,12 @@ class _PyFallbacks(_PyBase):
         """torch ops in a forward that also runs the file's own (working) kernels are a partial
         port, which KernelBench allows (a custom fused epilogue after nn.Conv2d): only a forward
         that runs no custom code, or only a marker kernel, falls back to torch."""
+        ghost = self.ghost_branch()
+        if ghost is not None:
+            what, line = self._pending_fallback or ("forward computes with torch", ghost[1])
+            self.add("torch_fallback", WARNING, f"{what}; its own kernel runs only under `{ghost[0]}`, {GHOST_WORDS}",
+                     line)
+            return
         if self._pending_fallback is None:
             return
         marker = self.has("dummy_kernel") or self.has("library_behind_marker") or self.has("build_fallback")
@@ -265,6 +278,54 @@ class _PyFallbacks(_PyBase):
             return
         what, line = self._pending_fallback
         self.add("torch_fallback", WARNING, what, line)
+
+    def ghost_branch(self) -> tuple[str, int | None] | None:
+        """The forward reaches the file's own kernel only inside ``if`` tests that demand a reduced
+        precision (``x.dtype == torch.float16``) where the reference computes in full precision:
+        on the inputs it is judged on, torch computes every call (makora's "ghost optimization
+        branch"). The test's text and line, or None."""
+        if self.reference is None or ref_is_half(self.reference):
+            return None
+        by_name = {f.name: f for f in self.functions}
+        found: tuple[str, int | None] | None = None
+        for fn in self.forwards:
+            for n in of(fn, ast.Call):
+                callee = by_name.get(n.func.id) if isinstance(n.func, ast.Name) else \
+                    by_name.get(n.func.attr) if isinstance(n.func, ast.Attribute) and \
+                    isinstance(n.func.value, ast.Name) and n.func.value.id in ("self", "cls") else None
+                if not (self.is_custom_call(n) or (callee is not None and callee is not fn and
+                                                    self.calls_custom(callee))):
+                    continue
+                test = self._half_only_test(n, fn)
+                if test is None:
+                    return None  # a custom call the judged inputs reach
+                found = found or test
+        return found
+
+    def _half_only_test(self, node: ast.AST, fn: ast.AST) -> tuple[str, int | None] | None:
+        cur = node
+        while cur is not fn:
+            p = self.parent.get(cur)
+            if p is None:
+                return None
+            if isinstance(p, ast.If) and cur in p.body and self._demands_half(p.test):
+                return _short(p.test, 60), self.line(p)
+            cur = p
+        return None
+
+    def _demands_half(self, test: ast.AST) -> bool:
+        """``x.dtype == torch.float16`` / ``x.dtype in (torch.half, torch.bfloat16)``, alone or in an ``and``."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._demands_half(v) for v in test.values)
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.In))):
+            return False
+        sides = [test.left, *test.comparators]
+        if not any(isinstance(x, ast.Attribute) and x.attr == "dtype" for x in sides):
+            return False
+        other = test.comparators[0] if isinstance(test.left, ast.Attribute) and test.left.attr == "dtype" \
+            else test.left
+        vals = other.elts if isinstance(other, (ast.Tuple, ast.List, ast.Set)) else [other]
+        return bool(vals) and all((self.resolve(v) or "") in _HALF_DTYPES for v in vals)
 
     def _is_local_tensor(self, node: ast.AST) -> bool:
         if not isinstance(node, ast.Name) or node.id in self.alias:
