@@ -40,6 +40,7 @@ OUTDIR/timeline_<engine>.txt.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import signal
@@ -353,6 +354,10 @@ def pipeline_compare(a: argparse.Namespace) -> int:
         except (OSError, ValueError):
             result["modes"][mode] = {"error": r["stderr_tail"][-800:]}
             continue
+        # the events themselves come back with the figures (gzip): where a build's or a probe's time
+        # went can be read from them afterwards (session 34's H200 run left them on the machine)
+        with gzip.open(out / f"events_{mode}.json.gz", "wt", encoding="utf-8") as fh:
+            fh.write(evf.read_text())
         fig = pipeline_figures(rep, ev, float((ev.get("stats") or {}).get("wall_s") or r["wall_s"]))
         fig["interrupted"] = r["interrupted"]
         fig["builds_shared"] = bool(a.share_builds and i > 0)

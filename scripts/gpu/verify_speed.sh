@@ -18,6 +18,7 @@
 #     OUT=$OUT bash scripts/gpu/verify_speed.sh          # HONEST=12 TRITON=8 BUDGET=500 GPUS=0 [SWEEP=DIR]
 #
 # Writes $OUT/pipeline_compare.md (the figures, the identity, the exact commands), pipeline_compare.json,
+# events_on.json.gz and events_off.json.gz (every event of each mode),
 # pipeline.log, environment.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
