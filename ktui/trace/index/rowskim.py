@@ -40,7 +40,7 @@ _SHALLOW = frozenset({"system", "user_message", "assistant_message", "agent_mess
 _BIG = 1 << 62
 # the messages a row reads: the first 20 (ktui.trace.results.reference looks for the prompt there)
 _MESSAGES_READ = 20
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 stats = {"row": 0, "full": 0}  # files read by the row skim, and given up to the full reader
 
@@ -424,9 +424,14 @@ def _read(path: str, data: bytes) -> Run:
     if lines and lines[0][:3] == b"\xef\xbb\xbf":
         raise GiveUp  # a byte order mark: the full reader strips it
     actors_seen = b.actors_seen
+    evidence = b.evidence
+    current = b.current
+    by_actor = run.tokens_by_actor
+    tool_call, tool_result, other, cost, problem = b.tool_call, b.tool_result, b.other, b.cost, b.problem
     tmin, tmax = _BIG, -_BIG
     n_events = line_no = 0
     last_kind: str | None = None
+    last_actor: Any = _BIG  # the actor of the line before (actors_seen has it): no actor is this
     loads_ = loads
     n_lines = len(lines)
     deep = 2 * MAX_DEPTH  # a line this short cannot nest deeper than MAX_DEPTH
@@ -443,11 +448,11 @@ def _read(path: str, data: bytes) -> Run:
                 run.incomplete = True
                 break
             raise GiveUp from None
-        try:  # the common line, without a call per field
+        try:  # the common line, without a call per field (``p["kind"]`` fails on all but a dict)
             p = obj["payload"]
             kind, ts, actor = p["kind"], obj["ts_ms"], obj["actor"]
             if not (type(kind) is str and kind and type(obj["tick"]) is int and type(ts) is int
-                    and (actor is None or type(actor) is str) and -_BIG < ts < _BIG and type(p) is dict):
+                    and (actor is None or type(actor) is str) and -_BIG < ts < _BIG):
                 raise GiveUp
         except (KeyError, TypeError, IndexError, GiveUp):
             p, kind, ts, actor = _envelope(obj)
@@ -461,13 +466,53 @@ def _read(path: str, data: bytes) -> Run:
         if actor is None or len(obj) > 4:
             if obj.get("message_id") is not None or "costs" in obj:  # what can be evidence
                 b.envelope_evidence(obj)
-        actors_seen.add(actor)
+        if actor != last_actor:
+            actors_seen.add(actor)
+            last_actor = actor
         n_events += 1
         if kind == "cost":
-            b.cost(line_no, ts, actor, p, last_kind)
+            # the builder's ``_on_cost`` for its common case (tokens of an actor, a number), in place;
+            # any other to :meth:`_Rows.cost`
+            unit = p.get("unit")
+            amount = p.get("amount")
+            if actor is not None and (unit == "tokens_in" or unit == "tokens_out" or unit == "tokens_reasoning") \
+                    and (type(amount) is float and amount - amount == 0.0 or type(amount) is int):
+                evidence.add(V1)
+                by = by_actor.get(actor)
+                if by is None:
+                    by = by_actor[actor] = {}
+                by[unit] = by.get(unit, 0) + amount
+                b.has_token_costs = True
+                t = current.get(actor)
+                if t is None or last_kind != "cost" or b.last_token_actor != actor:
+                    t = b.new_turn(line_no, ts, actor)
+                else:
+                    if line_no > t.last_line:
+                        t.last_line = line_no
+                    if t.end_ms is None or ts > t.end_ms:
+                        t.end_ms = ts
+                b.last_token_actor = actor
+                if unit == "tokens_in":
+                    t.tokens_in = (t.tokens_in or 0) + int(amount)
+                elif unit == "tokens_out":
+                    t.tokens_out = (t.tokens_out or 0) + int(amount)
+                else:
+                    t.tokens_reasoning = (t.tokens_reasoning or 0) + int(amount)
+            else:
+                cost(line_no, ts, actor, p, last_kind)
         else:
             b.last_kind = last_kind
-            b.event(kind, line_no, ts, actor, p)
+            try:  # :meth:`_Rows.event`, without the call
+                if kind == "tool_call":
+                    tool_call(line_no, ts, actor, p)
+                elif kind == "tool_result":
+                    tool_result(line_no, ts, p)
+                else:
+                    other(kind, line_no, ts, actor, p)
+            except GiveUp:
+                raise
+            except Exception as exc:  # noqa: BLE001 - as the builder: never raise on data
+                problem(line_no, f"could not interpret '{kind}' event ({type(exc).__name__}: {exc})")
         last_kind = kind
     run.started_ms = None if tmin == _BIG else tmin
     run.ended_ms = None if tmax == -_BIG else tmax

@@ -137,11 +137,26 @@ def summarize(tf: TraceFile | str) -> RunSummary:
             gc.enable()
 
 
+def _read_first(f: Any) -> bytes:
+    """The file's first :data:`CHUNK` bytes (all of it when it is smaller), read into a buffer of
+    the file's own size: a plain ``read(CHUNK)`` allocates 4 MiB for every file and gives most of it
+    back (80 of the 110 us a 130 kB trace's read cost). A file that grew since it was measured
+    reads on up to the chunk as before."""
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except OSError:
+        size = -1
+    want = min(CHUNK, size + 1) if size >= 0 else CHUNK
+    first = f.read(want)
+    if len(first) == want < CHUNK:
+        first += f.read(CHUNK - want)
+    return first
+
+
 def _summarize(tf: TraceFile | str) -> RunSummary:
     if isinstance(tf, str):
         st = os.stat(tf)
         tf = TraceFile(path=tf, real=os.path.realpath(tf), size=st.st_size, mtime_ns=st.st_mtime_ns)
-    b = Builder(tf.path, keep_events=False)
     head = hashlib.sha1()
     tail = b""
 
@@ -157,7 +172,7 @@ def _summarize(tf: TraceFile | str) -> RunSummary:
 
     try:
         with open_regular(tf.real or tf.path) as f:
-            first = f.read(CHUNK)
+            first = _read_first(f)
             other = _imported(tf, first if len(first) < CHUNK else None)
             if other is not None:
                 return other
@@ -166,6 +181,7 @@ def _summarize(tf: TraceFile | str) -> RunSummary:
                 if s is not None:
                     return s
             rowskim.stats["full"] += 1
+            b = Builder(tf.path, keep_events=False)
             LineParser(b).feed_all(split_lines(chunks(f, first)))
     except OSError as exc:
         return _unreadable(tf, f"cannot read: {exc.strerror or exc}")
@@ -210,7 +226,7 @@ def summarize_loaded(tf: TraceFile) -> tuple[RunSummary, Run | None]:
 
     try:
         with open_regular(tf.real or tf.path) as f:
-            first = f.read(CHUNK)
+            first = _read_first(f)
             if len(first) < CHUNK:
                 tail = first[-4096:]
             else:  # the last bytes as summarize reads them: up to the end of the file

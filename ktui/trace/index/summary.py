@@ -81,6 +81,18 @@ class RunSummary:
         d["parts"] = list(self.parts)
         return d
 
+    def to_tuple(self) -> tuple[Any, ...]:
+        """Every field in order (a forked helper's answer, ``marshal``-ed: no checks on the way back,
+        it never left ktui)."""
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    @classmethod
+    def from_tuple(cls, values: tuple[Any, ...]) -> RunSummary:
+        """The inverse of :meth:`to_tuple`; ``TypeError`` when the count of fields differs."""
+        if len(values) != len(_FIELDS):
+            raise TypeError("a row of another shape")
+        return cls(*values)
+
     @property
     def content_id(self) -> str:
         """The identity labels are keyed by (:func:`ktui.trace.labels.content_id`)."""
