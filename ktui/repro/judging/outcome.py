@@ -71,6 +71,10 @@ _REFERENCE_OVER_LIMIT = re.compile(r"^the reference used [\d.]+ GiB of host memo
 #: Triton's own launcher / driver stub failed to compile (its C file, not the kernel's code): the toolchain
 _TRITON_STUB = re.compile(r"(?:cuda_utils|__triton_launcher|driver)\.c\b.*returned non-zero|"
                           r"Command '\[[^\]]*(?:cuda_utils|__triton_launcher)\.c")
+#: the kernel imports a part of the toolchain that this machine's version does not have (Triton 3 removed
+#: ``triton.ops``; torch moves private modules): the recorded run had another version, not a broken kernel
+_TOOLCHAIN_VERSION = re.compile(r"No module named '((?:triton|torch)\.[\w.]+)'|"
+                                r"cannot import name '(\w+)' from '((?:triton|torch)(?:\.[\w.]+)?)'")
 #: a failure message that says the machine lacks a GPU or a GPU toolchain (not that the kernel is wrong)
 _NEEDS_GPU = re.compile(
     r"(?i)no CUDA (?:GPU|device|devices)|CUDA_HOME|\bnvcc\b.*(?:not found|No such file)|No such file.*\bnvcc\b|"
@@ -162,6 +166,14 @@ def unjudged(result: Any) -> Unjudged | None:
     if _TRITON_STUB.search(msg):
         return Unjudged(NOT_JUDGED, NO_TOOLCHAIN, f"Triton's own launcher did not compile here ({msg})",
                         _HOW[NO_TOOLCHAIN])
+    tv = _TOOLCHAIN_VERSION.search(msg)
+    if tv is not None:
+        what = tv.group(1) or f"{tv.group(2)} in {tv.group(3)}"
+        pkg = (tv.group(1) or tv.group(3)).split(".")[0]
+        return Unjudged(NOT_JUDGED, NO_TOOLCHAIN, f"this machine's {pkg} has no {what}: the "
+                        f"kernel was written for another version of it ({msg})",
+                        "run it with the Triton / torch version the run used (the trace's environment, where it "
+                        "says), or where that version is installed")
     if stage in ("startup", "build") and (_NO_COMPILER.search(msg) or _NO_CUDA_TOOLKIT.search(msg)):
         return Unjudged(NOT_JUDGED, NO_TOOLCHAIN, msg, _HOW[NO_TOOLCHAIN])
     return None
