@@ -41,9 +41,9 @@ def test_exclusions_and_their_count():
     runs = [_run(), _run(hacks=["timer_patch"]), _run(flags=["dangling_call"]), _run(labels=["hack@v3"]),
             _run(outcome="failed")]
     sel = select(runs, ())
-    assert len(sel.kept) == 5 and sel.line() == "aggregates count all 5 run(s); 0 excluded"
+    assert len(sel.kept) == 5 and sel.line() == "aggregates count all 5 runs; 0 excluded"
     # a kept run with no kernel is not counted per model: the line says so, and what is counted
-    assert sel.line(1) == "aggregates count 4 of 5 run(s); 1 with no kernel not counted (listed)"
+    assert sel.line(1) == "aggregates count 4 of 5 runs; 1 with no kernel not counted (listed)"
     sel = select(runs, parse_exclude("hacks"))
     assert len(sel.kept) == 4 and sel.reasons == {"hack classes": 1} and "1 excluded" in sel.line()
     sel = select(runs, parse_exclude(["flags", "labelled"]))
@@ -63,11 +63,11 @@ def test_cli_exclude_says_the_count(tmp_path):
     r = CliRunner().invoke(main, ["runs", str(root), "--print", "--no-cache", "--exclude", "hacks"])
     assert r.exit_code == 0
     # 6 runs, 2 excluded, and of the 4 kept one has no kernel: 3 counted (it said "4 of 6")
-    assert ("aggregates count 3 of 6 run(s); 2 excluded (hack classes 2) by --exclude hacks; "
+    assert ("aggregates count 3 of 6 runs; 2 excluded (hack classes 2) by --exclude hacks; "
             "1 with no kernel not counted (listed)") in " ".join(r.stdout.split())
     r = CliRunner().invoke(main, ["runs", str(root), "--print", "--no-cache"])
     # 5 are counted per model (it said "aggregates count all 6 run(s)")
-    assert "aggregates count 5 of 6 run(s); 1 with no kernel not counted (listed)" in r.stdout
+    assert "aggregates count 5 of 6 runs; 1 with no kernel not counted (listed)" in r.stdout
     assert "all 6" not in r.stdout
     r = CliRunner().invoke(main, ["runs", str(root), "--format", "json", "--no-cache", "--exclude", "flags"])
     body = json.loads(r.stdout)

@@ -97,7 +97,7 @@ def test_runs_on_a_directory_mixing_all_formats(tmp_path, monkeypatch):
     assert by[WAFER.name].problem_key == "L1/P9" and by[WAFER.name].speedup is None
     assert by[HARBOR.name].model == "openrouter/anthropic/claude-opus-4.8"
     assert all(r.model for r in runs)
-    assert any("1 .json file(s) are not traces" in i.message for i in idx.issues)
+    assert any("1 .json file is not a trace" in i.message for i in idx.issues)
     monkeypatch.setenv("COLUMNS", "400")  # every column (at 100 the format column is left out)
     res = invoke("runs", d, "--print", "--no-cache")
     assert res.exit_code == 0

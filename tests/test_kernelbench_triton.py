@@ -47,7 +47,7 @@ def test_the_triton_sweep_is_listed_with_its_recorded_outcomes():
     assert p1.ref_runtime_us == pytest.approx(line["runtime_original_us"] * 1000)
     assert got["level2_problem1_triton.py"].problem.startswith("L2 P1 1_Conv2D_ReLU_BiasAdd")
     # the two results.jsonl are the harness's result files, not "not a trace"
-    assert [i.message for i in issues] == ["2 result file(s) of the harness read with their runs"]
+    assert [i.message for i in issues] == ["2 result files of the harness read with their runs"]
     assert sum(r.outcome == "passed" for r in runs) == len(_lines(1)) + len(_lines(2))
 
 
@@ -65,7 +65,7 @@ def test_a_kernel_and_its_reference_are_found():
 def test_validate_and_show():
     res = CliRunner().invoke(main, ["validate", str(RUNS)])
     assert res.exit_code == 0, res.output
-    assert "4 file(s), 0 with problems" in res.output
+    assert "4 files, 0 with problems" in res.output
     assert "results.jsonl" not in res.output.replace("result files among them", "")
     res = CliRunner().invoke(main, ["show", str(K1 / "level1_problem62_triton.py")])
     assert res.exit_code == 0 and "results.jsonl" in res.output and "NVIDIA H100" in res.output

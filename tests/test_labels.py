@@ -245,4 +245,4 @@ def test_report_shows_labels_and_the_excluded_count(tmp_path):
     assert "labels" in keys
     by = {r["c"][0]: r["c"][keys.index("labels")] for r in data["rows"]}
     assert by == {"a/trace.jsonl": "", "b/trace.jsonl": "reward-hack@v7"}
-    assert "aggregates count 1 of 2 run(s); 1 excluded (label reward-hack 1)" in page
+    assert "aggregates count 1 of 2 runs; 1 excluded (label reward-hack 1)" in page

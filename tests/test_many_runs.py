@@ -238,7 +238,7 @@ def test_validate_and_search_take_each_run(sweep):
     from ktui.trace.search import Matcher, search
 
     res = CliRunner().invoke(main, ["validate", str(sweep.parent)])
-    assert "#L1:P2" in res.output and "#L2:P3" in res.output and "3 file(s)" in res.output
+    assert "#L1:P2" in res.output and "#L2:P3" in res.output and "3 files" in res.output
     hits = list(search(str(sweep.parent), Matcher("ModelNew:  # b")))
     assert {h.run.rsplit("#", 1)[1] for h in hits} == {"L1:P2", "L1:P10"}
 

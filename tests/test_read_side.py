@@ -90,7 +90,7 @@ def test_non_traces_rejected_by_every_command_with_the_same_line(tmp_path):
         (tmp_path / f"ls{i}.jsonl").write_bytes(Path(LS).read_bytes() + bytes([i]))
     shutil.copy(SEED_TRACE, tmp_path / "seed.jsonl")
     r = ktui("runs", str(tmp_path), "--print", "--no-cache")
-    assert r.returncode == 0 and "1 run(s)" in r.stdout
+    assert r.returncode == 0 and "1 run in" in r.stdout
     bad = [ln for ln in r.stdout.splitlines() if ln.startswith("error: ls")]
     assert len(bad) == 3 and all("not a trace" in ln for ln in bad)
     r = ktui("runs", str(tmp_path), "--format", "json", "--no-cache")
@@ -169,7 +169,7 @@ def test_apps_print_when_not_on_a_terminal(tmp_path):
     assert r.returncode == 0 and "failed calls" in r.stdout and "\x1b" not in r.stdout
     shutil.copy(SEED_TRACE, tmp_path / "seed.jsonl")
     r = ktui("runs", str(tmp_path), "--no-cache", timeout=60)
-    assert r.returncode == 0 and "1 run(s)" in r.stdout and "per model" in r.stdout
+    assert r.returncode == 0 and "1 run in" in r.stdout and "per model" in r.stdout
     r = ktui("replay", str(SEED_TRACE), timeout=60)
     assert r.returncode == 0 and "L1 P27 27_permutation_all_to_all.py" in r.stdout and "turn 8" in r.stdout
 
@@ -247,7 +247,7 @@ def test_validate_missing_file_says_it_once():
     r = ktui("validate", "missing.jsonl")
     assert r.returncode == 1 and r.stderr == "ktui: missing.jsonl: no such file or directory\n"
     assert (r.stdout + r.stderr).lower().count("no such file") == 1, (r.stdout, r.stderr)
-    assert "1 file(s), 1 with problems" in r.stdout
+    assert "1 file, 1 with problems" in r.stdout
 
 
 def test_validate_binary_file_is_one_not_a_trace_line(tmp_path):

@@ -210,7 +210,7 @@ def test_verify_view_from_the_typed_report(run_kv):
     assert [r.verdict for r in v.runs] == ["unit error suspected", "unit error suspected", "not judged here"]
     assert v.runs[0].reproduced.endswith("(cached)") and v.runs[2].reproduced == "incomplete"
     assert v.judged == 2 and v.not_judged == 1 and len(v.claims) == 2
-    assert v.summary.startswith("claims that do not hold (2 of 2 judged; 1 run(s) not judged here")
+    assert v.summary.startswith("claims that do not hold (2 of 2 judged; 1 run not judged here")
     assert {m.model for m in v.models} >= {"m0", "all runs"}
     assert v.runs_table.column("reason").min_room == 150  # the reason only on a wide screen
     claims = [p for p in v.parts if isinstance(p, Para) and p.text.startswith("  unit error suspected")]

@@ -43,7 +43,7 @@ def test_print_lists_every_fixture_once_with_outcome_and_model():
         assert len(rows) == 1, rel
         assert any(o in rows[0] for o in ("passed", "failed", "incomplete"))
     assert "runs.jsonl" not in res.output
-    assert f"{len(FIXTURE_FILES)} run(s) in" in res.output
+    assert f"{len(FIXTURE_FILES)} runs in" in res.output
     assert "claude-sonnet-4-5" in res.output and "openai/gpt-5.5-priority" in res.output
     assert "per model" in res.output and "fast_1.5" in res.output
 
@@ -139,7 +139,7 @@ def test_bad_tree_is_reported_not_fatal(tmp_path):
     res = CliRunner().invoke(main, ["runs", str(sw), "--print", "--no-cache"])
     assert res.exit_code == 0 and "Traceback" not in res.output
     out = res.output
-    assert "9 run(s) in" in out  # the garbage and the empty file are not traces: not counted
+    assert "9 runs in" in out  # the garbage and the empty file are not traces: not counted
     assert "error: hand/garbage.jsonl: not a trace: no readable events" in out
     assert "error: hand/empty.jsonl: empty file: no events" in out
     assert "broken symlink" in out and "already scanned" in out and "same content as" in out
@@ -465,5 +465,5 @@ def test_the_summary_counts_cached_files_not_runs(tmp_path):
     env = {"COLUMNS": "100", "KTUI_CACHE_DIR": str(tmp_path / "cache")}
     CliRunner().invoke(main, ["runs", str(tmp_path), "--print"], env=env)
     res = CliRunner().invoke(main, ["runs", str(tmp_path), "--print"], env=env)
-    assert res.exit_code == 0 and "1 run(s) in" in res.output, res.output
-    assert "2 file(s) read from the index cache" in " ".join(res.output.split()), res.output
+    assert res.exit_code == 0 and "1 run in" in res.output, res.output
+    assert "2 files read from the index cache" in " ".join(res.output.split()), res.output

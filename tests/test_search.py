@@ -190,7 +190,7 @@ def test_cli_streams_lines_and_json(tmp_path):
     assert r.exit_code == 0, r.output
     out = [ln for ln in r.stdout.splitlines() if ln.strip()]
     assert out == ["sub/b.jsonl  turn 3  reasoning  hit: illegal memory access was encountered"]
-    assert "1 hits in 1 of 2 runs" in r.stderr
+    assert "1 hit in 1 of 2 runs" in r.stderr
     r = CliRunner().invoke(main, ["search", str(d), "illegal.*encountered", "--regex", "--json"])
     rows = [json.loads(ln) for ln in r.stdout.splitlines()]
     assert [(x["run"], x["turn"], x["field"]) for x in rows] == [("sub/b.jsonl", 3, "reasoning")]
@@ -237,7 +237,7 @@ def test_runs_screen_search_opens_the_replay_at_the_hit(tmp_path):
                     break
             assert scr.query_one("#search-pattern").value == "illegal memory", (scr.focused, scr.query_one("#search-state").render())
             assert [(Path(h.real).parent.name, h.turn, h.field) for h in scr.hits] == [("b", 3, "reasoning")]
-            assert "1 hits in 1 runs" in str(scr.query_one("#search-state").render())
+            assert "1 hit in 1 run" in str(scr.query_one("#search-state").render())
             await pilot.press("enter")
             for _ in range(200):
                 await pilot.pause(0.02)

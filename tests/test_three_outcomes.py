@@ -149,7 +149,7 @@ def test_verify_report_shows_not_judged_beside_the_claims():
     out = io.StringIO()
     render(Console(file=out, width=200, color_system=None), rep)
     text = out.getvalue()
-    assert "not judged here" in text and "1 run(s) not judged here" in text
+    assert "not judged here" in text and "1 run not judged here" in text
     assert "NOT REPRODUCIBLE" not in text.upper().replace("NOT JUDGED", "")
     assert "claims that do not hold" not in text  # the one judged run holds
     assert "1 (1 not)" in text  # the model table: judged (not judged)
@@ -176,7 +176,7 @@ def test_stats_line_counts_not_judged_beside_the_rest():
     from ktui.repro.verify.results import stats_line
 
     line = stats_line({"runs": 3, "kernels": 3, "built": 1, "timed": 1, "failed": 1, "not_judged": 1})
-    assert "1 did not complete" in line and "1 run(s) not judged here" in line and " failed" not in line
+    assert "1 did not complete" in line and "1 run not judged here" in line and " failed" not in line
 
 
 @pytest.mark.timeout(600)

@@ -186,7 +186,7 @@ def test_cli_show_json_and_validate_fixtures():
     d = json.loads(r.stdout)
     assert d["counts"] == {"events": 70, "turns": 9, "tool_calls": 9, "seed_calls": 1, "kernel_versions": 4}
     r = _ktui("validate", str(ROOT.parent / "shared" / "fixtures"), str(SEED_TRACE))
-    assert r.returncode == 0 and "7 file(s), 0 with problems" in r.stdout
+    assert r.returncode == 0 and "7 files, 0 with problems" in r.stdout
 
 
 def test_untrusted_text_is_literal(tmp_path):

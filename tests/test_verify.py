@@ -512,7 +512,7 @@ def test_plain_report_is_one_record_a_line(monkeypatch):
         lines = out.getvalue().splitlines()
         runs = [x for x in lines if x.startswith("sweep/")]
         claims = [x for x in lines if x.startswith("  ") and "sweep/" in x and " v1: " in x]
-        why = [x for x in lines if x.startswith("  3 run(s): not judged here")]
+        why = [x for x in lines if x.startswith("  3 runs: not judged here")]
         assert len(why) == 1 and why[0].rstrip().endswith("_2.jsonl"), lines  # the reasons' list: one line too
         assert len(runs) == 3 and all(len(x) <= int(cols) for x in runs), lines
         assert len(claims) == 3 and all(x.rstrip().endswith("--reference") for x in claims), lines
@@ -545,4 +545,4 @@ def test_the_per_model_figures_leave_out_runs_with_no_kernel_and_wrappers_with_n
     assert report.stats["no_kernel"] == 1
     from ktui.repro.verify.record import stats_line
 
-    assert "1 run(s) with no kernel not counted per model" in stats_line(report.stats)
+    assert "1 run with no kernel not counted per model" in stats_line(report.stats)

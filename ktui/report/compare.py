@@ -27,6 +27,7 @@ from ktui.report.render_diff import clean, stats_text, unified_text_lines
 from ktui.trace import diffing
 from ktui.trace.aggregate import CompareRow, compare_rows, problem_warning
 from ktui.trace.model import Run
+from ktui.trace.words import count
 from ktui.view.fmt import num, ratio, secs, us
 from ktui.view.text import one_line
 
@@ -153,7 +154,7 @@ def compare_print(paths: Sequence[str | Path], out=None) -> int:
     con.print(best_legend())
     for r in runs:
         if r.problems:
-            con.print(Text(f"{clean(r.path)}: {len(r.problems)} problem(s) reading the trace "
+            con.print(Text(f"{clean(r.path)}: {count(len(r.problems), 'problem')} reading the trace "
                            f"(first: {clean(r.problems[0])})", style="yellow"))
     for a, b in final_kernel_diffs(runs):
         con.print()

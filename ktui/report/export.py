@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ktui.trace.words import count
 from ktui.view.text import clean
 
 
@@ -47,6 +48,6 @@ def export_command(path: Path | str, *, version: str = "final", output: str, ref
         _say(f"ktui: {clean(output)}: cannot write: {clean(exc.strerror or exc)}")
         return 2
     device, why = suggested_device(run)
-    _say(f"wrote {clean(output)}: {clean(kv.label)} (sha1 {clean(kv.sha1[:12])}), {len(text.splitlines())} lines; "
+    _say(f"wrote {clean(output)}: {clean(kv.label)} (sha1 {clean(kv.sha1[:12])}), {count(len(text.splitlines()), 'line')}; "
          f"run it with: python {clean(output)}" + (f" --device {device}" if device else "") + f" ({clean(why)})")
     return 0

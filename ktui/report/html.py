@@ -39,6 +39,7 @@ from ktui.report.runs import AGG_COLUMNS, agg_cell, cell, columns_for, no_gpu_no
 from ktui.report.svg import fast_p_svg, first_correct_svg, grid_svg, speedup_svg
 from ktui.trace.aggregate import model_aggregates, non_kernel_note
 from ktui.trace.index import RunSummary, SweepIndex, TraceFile, default_jobs, summarize_loaded
+from ktui.trace.words import count
 from ktui.view.charts import CHART_TITLES, SweepCharts, sweep_charts
 from ktui.view.text import clean, one_line
 
@@ -264,16 +265,17 @@ def build_report(root: str | os.PathLike[str], *, use_cache: bool = True, jobs: 
     nonce = secrets.token_urlsafe(16)
     name = title or f"ktui report: {one_line(str(root))}"
     issues = [i for i in idx.issues if i.severity != "info"]
+    in_tree = f" · {count(len(issues), 'problem')} in the tree" if issues else ""
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         f"script-src 'nonce-{nonce}'; img-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'\">",
         '<meta name=viewport content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(name)}</title><style>{CSS}{DOC_CSS}</style></head><body>",
-        f'<header class="top"><h1>{html.escape(name)}</h1><div class="sub">{len(runs):,} runs · '
-        f'{len(g.models)} models · '
-        f'{len(g.problems):,} problems · made by ktui {time.strftime("%Y-%m-%d %H:%M")}'
-        f'{f" · {len(issues)} problem(s) in the tree" if issues else ""}</div></header><main>',
+        f'<header class="top"><h1>{html.escape(name)}</h1><div class="sub">{count(len(runs), "run")} · '
+        f'{count(len(g.models), "model")} · '
+        f'{count(len(g.problems), "problem")} · made by ktui {time.strftime("%Y-%m-%d %H:%M")}'
+        f'{in_tree}</div></header><main>',
         '<section id="charts-section"><h2>Charts</h2><div class="charts">',
         f'<div class="card" id="chart-fast_p"><h2>{html.escape(CHART_TITLES["fast_p"])}</h2>'
         f'{fast_p_svg(charts.fast_p)}{_legend_html(charts)}</div>',
@@ -322,7 +324,7 @@ def no_runs_reason(root: str | Path, issues: list[Any]) -> str:
     first = (bad or notes)[0]
     said = f"{one_line(first.path)}: {one_line(first.message, 200)}"
     if len(bad) > 1:
-        said = f"{len(bad)} files are not traces (first: {said})"
+        said = f"{count(len(bad), 'file')} are not traces (first: {said})"
     return f"{one_line(str(root))}: no runs to report, no page written: {said}"
 
 
@@ -357,6 +359,6 @@ def report_command(root: str | Path, output: str | Path, *, use_cache: bool = Tr
         tmp.unlink(missing_ok=True)
         return 2
     if not quiet:
-        print(f"wrote {one_line(str(out))}: {stats['runs']:,} runs, {stats['bytes'] / 1e6:.1f} MB in "
+        print(f"wrote {one_line(str(out))}: {count(stats['runs'], 'run')}, {stats['bytes'] / 1e6:.1f} MB in "
               f"{stats['total_s']:.1f} s", file=sys.stderr)
     return 0 if stats["runs"] else 1

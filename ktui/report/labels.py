@@ -23,6 +23,7 @@ from ktui.trace.labels import (
     files_for,
     record,
 )
+from ktui.trace.words import count
 from ktui.view.text import one_line
 
 
@@ -105,7 +106,7 @@ def export_command(root: Path, fmt: str = "jsonl", *, labels_file: str | None = 
     for p in store.problems:
         _err(one_line(p))
     if store.bad_lines:
-        _err(f"{store.bad_lines} line(s) of the labels file(s) skipped (not a label)")
+        _err(f"{count(store.bad_lines, 'line')} of the labels file(s) skipped (not a label)")
     idx = SweepIndex(root, use_cache=use_cache, labels=store)
     fh: IO[str]
     fh = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
@@ -145,7 +146,7 @@ def export_command(root: Path, fmt: str = "jsonl", *, labels_file: str | None = 
     finally:
         if output:
             fh.close()
-    _err(f"{n} label(s) exported" + (f" to {output}" if output else ""))
+    _err(f"{count(n, 'label')} exported" + (f" to {output}" if output else ""))
     return 0 if n else 1
 
 

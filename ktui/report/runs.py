@@ -27,6 +27,7 @@ from ktui.report.console import table_console
 from ktui.report.fmt import OUTCOME_STYLE
 from ktui.trace.aggregate import FAST_P, ModelAggregate, model_aggregates
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
+from ktui.trace.words import count
 from ktui.view.fmt import num, ratio, secs
 from ktui.view.fmt import pct as fmt_pct
 from ktui.view.text import one_line, safe_data
@@ -412,7 +413,7 @@ def no_gpu_note(aggs: list[ModelAggregate]) -> str:
     n = aggs[-1].no_gpu if aggs else 0
     if len(aggs) > 1 and aggs[-1].model != "all runs":
         n = sum(a.no_gpu for a in aggs)
-    return (f"{n} correct run(s) whose final kernel has no GPU code: counted as passed, their speedup in no "
+    return (f"{count(n, 'correct run')} whose final kernel has no GPU code: counted as passed, their speedup in no "
             "fast_p and no geomean") if n else ""
 
 
@@ -467,15 +468,15 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
             if note:
                 con.print(Text(note, style="dim"))
         n_err = sum(1 for i in issues if i.severity != "info")
-        summary = f"{len(runs)} run(s) in {one_line(str(path))}"
+        summary = f"{count(len(runs), 'run')} in {one_line(str(path))}"
         if wanted:
             summary += f" labelled {', '.join(one_line(w) for w in wanted)}"
         if idx.duplicates:
-            summary += f", {idx.duplicates} duplicate(s) skipped"
+            summary += f", {count(idx.duplicates, 'duplicate')} skipped"
         if idx.cache_hits:
-            summary += f", {idx.cache_hits} file(s) read from the index cache"  # files, not runs: a sweep's other JSON too
+            summary += f", {count(idx.cache_hits, 'file')} read from the index cache"  # files, not runs: a sweep's other JSON too
         if issues:
-            summary += f"; {n_err} problem(s)" + (f", {len(issues) - n_err} note(s)" if len(issues) > n_err else "")
+            summary += f"; {count(n_err, 'problem')}" + (f", {count(len(issues) - n_err, 'note')}" if len(issues) > n_err else "")
         con.print()
         con.print(Text(summary, style="dim"))
         for line in issues_text(issues):
@@ -485,7 +486,7 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
 
 def _with_label_issues(issues: list[ScanIssue], store: Any) -> list[ScanIssue]:
     if store.bad_lines:
-        issues.append(ScanIssue("labels", f"{store.bad_lines} line(s) of the labels file(s) skipped", "warning"))
+        issues.append(ScanIssue("labels", f"{count(store.bad_lines, 'line')} of the labels file(s) skipped", "warning"))
     issues.extend(ScanIssue("labels", p, "warning") for p in store.problems)
     return issues
 

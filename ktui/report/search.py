@@ -15,6 +15,7 @@ import time
 from typing import IO
 
 from ktui.trace.search import Hit, Matcher, PatternError, SearchStats, parse_fields, search
+from ktui.trace.words import count
 from ktui.view.text import one_line, safe_data
 
 BOLD, RESET = "\x1b[1;33m", "\x1b[0m"
@@ -58,7 +59,7 @@ def search_command(path: str, pattern: str, *, regex: bool = False, fields: str 
         now = time.monotonic()
         if live and (s.done or now - last[0] > 0.1):
             last[0] = now
-            err.write(f"\r\x1b[Ksearched {s.searched}/{s.files} traces · {s.hits} hits in {s.runs_hit} runs")
+            err.write(f"\r\x1b[Ksearched {s.searched}/{count(s.files, 'trace')} · {count(s.hits, 'hit')} in {count(s.runs_hit, 'run')}")
             err.flush()
 
     try:
@@ -78,6 +79,6 @@ def search_command(path: str, pattern: str, *, regex: bool = False, fields: str 
     for s in st.skipped:
         err.write(f"ktui: skipped {one_line(s)}\n")
     more = f" (+{st.more} more past {max_per_run} per run: --max-per-run)" if st.more else ""
-    err.write(f"{st.hits} hits in {st.runs_hit} of {st.files} runs{more}; {st.parsed} parsed, "
+    err.write(f"{count(st.hits, 'hit')} in {st.runs_hit} of {count(st.files, 'run')}{more}; {st.parsed} parsed, "
               f"{st.searched - st.parsed} ruled out from their bytes\n")
     return 0 if st.hits else 1

@@ -23,6 +23,7 @@ from ktui.report.rich_view import THEME, line_text, renderable
 from ktui.trace import facts, load
 from ktui.trace.model import Run
 from ktui.trace.serialize import run_to_dict
+from ktui.trace.words import count
 from ktui.view import RunView, TurnView, build_view
 from ktui.view import roles as R
 from ktui.view.model import CODE, Span
@@ -141,7 +142,7 @@ def render(run: Run, *, turn: int | None = None, full: bool = False, view: RunVi
         out.append(Rule("problem prompt", align="left"))
         lines = clean(p.prompt).splitlines()
         if not full and len(lines) > 30:
-            lines = lines[:30] + [f"… {len(lines) - 30} more lines (--full)"]
+            lines = lines[:30] + [f"… {count(len(lines) - 30, 'more line')} (--full)"]
         out.append(Text("\n".join(lines)))
     out += [renderable(b, expanded=full) for b in v.preamble]
     if not v.turns:
@@ -158,7 +159,7 @@ def render(run: Run, *, turn: int | None = None, full: bool = False, view: RunVi
         out.append(kt)
     fk = run.final_kernel
     if fk is not None and not fk.attachment:
-        out.append(Rule(f"final kernel {fk.label} ({fk.line_count} lines, {len(fk.code):,} chars)", align="left"))
+        out.append(Rule(f"final kernel {fk.label} ({count(fk.line_count, 'line')}, {count(len(fk.code), 'char')})", align="left"))
         out.append(Syntax(clean(fk.code), "python", line_numbers=True, theme=THEME, word_wrap=True))
     return out
 
@@ -174,7 +175,7 @@ def show_command(path: Path, *, turn: int | None = None, as_json: bool = False, 
         print(json.dumps(safe_data(run_to_dict(run, turn=turn)), indent=2, ensure_ascii=False))
         return 0
     if turn is not None and not any(t.index == turn for t in run.turns):
-        err.print(Text(f"ktui: {one_line(path)}: no turn {turn} (the run has {len(run.turns)} turns"
+        err.print(Text(f"ktui: {one_line(path)}: no turn {turn} (the run has {count(len(run.turns), 'turn')}"
                        + (f", 0-{len(run.turns) - 1})" if run.turns else ")")))
         return 2
     view = build_view(run)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import math
 
+from ktui.trace.words import count
 from ktui.view.charts import (
     FIRST_CORRECT_METRICS,
     LEVELS,
@@ -172,7 +173,7 @@ def grid_svg(g: GridChart, cell_index: dict[tuple[str, str], int]) -> str:
             label = fmt_x(c.speedup) if c.speedup is not None else c.level
             row.append(f'<g class="cell lv-{c.level}" data-cell="{cell_index[(m, k)]}" tabindex="0">'
                        f'<title>{esc(m)} × {esc(g.titles.get(k, k))}: {c.level}, best {fmt_x(c.speedup)}, '
-                       f'{len(c.runs)} run(s)</title>'
+                       f'{count(len(c.runs), "run")}</title>'
                        f'<rect x="{x + 1}" y="{y + 1}" width="{CW - 2}" height="{CH - 2}" rx="3" '
                        f'fill="{LEVEL_FILL[c.level]}"/>'
                        f'<text x="{_n(x + CW / 2)}" y="{_n(y + CH / 2 + 4)}" text-anchor="middle">{label}</text></g>')

@@ -12,6 +12,7 @@ from rich.text import Text
 from ktui.report.console import err_console, out_console
 from ktui.trace import load
 from ktui.trace.address import split as split_address
+from ktui.trace.words import count, plural
 from ktui.view.text import one_line, safe_data
 
 
@@ -76,8 +77,9 @@ def trace_files(paths: list[str], err) -> list[Path]:
         else:
             out.append(path)
     if skipped:
-        err.print(Text(f"ktui: {skipped} .json / .jsonl / .traj / .eval file(s) under the directories are not traces "
-                       "(result files among them); skipped"))
+        err.print(Text(f"ktui: {count(skipped, '.json / .jsonl / .traj / .eval file')} under the directories "
+                       f"{plural(skipped, 'is not a trace (a result file?)', 'are not traces (result files among them)')}; "
+                       "skipped"))
     return _runs_inside(out)
 
 
@@ -148,5 +150,5 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
     if as_json:
         print(json.dumps(safe_data(report), indent=2, ensure_ascii=False))
     else:
-        console.print(Text(f"{len(files)} file(s), {bad} with problems", "bold"))
+        console.print(Text(f"{count(len(files), 'file')}, {bad} with problems", "bold"))
     return 1 if bad else 0

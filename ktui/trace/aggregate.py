@@ -19,6 +19,7 @@ from typing import Any
 
 from ktui.trace import facts
 from ktui.trace.model import ERROR, FAILED, OK, OUTCOME_FAILED, PASSED, V2, Run
+from ktui.trace.words import count
 
 FAST_P: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0)
 UNKNOWN_MODEL = "(unknown)"
@@ -150,7 +151,7 @@ def kernel_runs(runs: Iterable[Any]) -> tuple[list[Any], int]:
 
 def non_kernel_note(n: int) -> str:
     """The line that says runs were left out of the per-model table ('' for none)."""
-    return "" if not n else f"{n} run(s) with no kernel: listed, not counted per model or in the charts"
+    return "" if not n else f"{count(n, 'run')} with no kernel: listed, not counted per model or in the charts"
 
 
 def model_aggregates(runs: Iterable[Any]) -> tuple[list[ModelAggregate], int]:
@@ -248,7 +249,7 @@ class Selection:
         per model: :func:`model_aggregates`)."""
         n = len(self.kept) + self.excluded
         counted = len(self.kept) - no_kernel
-        head = f"aggregates count all {n} run(s)" if counted == n else f"aggregates count {counted} of {n} run(s)"
+        head = f"aggregates count all {count(n, 'run')}" if counted == n else f"aggregates count {counted} of {count(n, 'run')}"
         left: list[str] = []
         if self.exclude:
             why = ", ".join(f"{k} {v}" for k, v in self.reasons.items())

@@ -16,6 +16,7 @@ times are formatted by :mod:`ktui.view.fmt`.)
 from __future__ import annotations
 
 from ktui.trace.model import OK, Flag, Run, ToolCall
+from ktui.trace.words import count
 
 
 def not_a_trace(run: Run) -> str | None:
@@ -27,7 +28,7 @@ def not_a_trace(run: Run) -> str | None:
     if first and first.line == 0:
         return first.message
     if first:
-        return (f"not a trace: no readable events ({len(run.problems)} bad lines; first: line {first.line}: "
+        return (f"not a trace: no readable events ({count(len(run.problems), 'bad line')}; first: line {first.line}: "
                 f"{first.message})")
     return "not a trace: no events"
 
@@ -66,7 +67,7 @@ def state_flags(run: Run) -> list[Flag]:
     # imported formats: their warnings (an unpaired result, a second rollout) are not bad lines
     bad = [p for p in run.problems if (p.line > 0 or p.where) and (run.format == "ensemble" or p.severity == "error")]
     if bad:
-        out.append(Flag("bad_lines", f"{len(bad)} line(s) with problems (first: line {bad[0].line})", "warning",
+        out.append(Flag("bad_lines", f"{count(len(bad), 'line')} with problems (first: line {bad[0].line})", "warning",
                         line=bad[0].line))
     return out
 

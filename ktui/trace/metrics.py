@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from ktui.trace.model import OK, V0, Metric, Metrics, Run, ToolCall
+from ktui.trace.words import NO_VALID_TIME, valid_time_us
 
 GROUP_TITLES = {
     "timing": "timing (kernelbench.timing)",
@@ -106,8 +107,9 @@ def _runtime(m: Metrics, key: str, label: str, raw: Any, field: str, popcorn_ms:
         us, unit = round(n * 1000.0, 9), "ms"
     elif popcorn_ms and (not v0 or n < 1.0):
         us, unit = round(n * 1000.0, 9), "ms"
+        ok = valid_time_us(us)
         note = (f"recorded {n:g} under '{field.rsplit('.', 1)[-1]}' but PopcornBench stores milliseconds: "
-                f"{us:,.1f} us")
+                + (f"{ok:,.1f} us" if ok is not None else NO_VALID_TIME))
     else:
         us, unit = n, "us"
     m.groups.setdefault("timing", []).append(

@@ -12,6 +12,7 @@ from ktui.trace import facts
 from ktui.trace.diffing import diff_stats
 from ktui.trace.metrics import GROUP_TITLES
 from ktui.trace.model import OK, Flag, KernelVersion, Run, ToolCall, Turn
+from ktui.trace.words import count
 from ktui.view import fmt
 from ktui.view import roles as R
 from ktui.view.model import (
@@ -315,7 +316,7 @@ def preamble_blocks(run: Run, actors: int | None = None) -> list[Block]:
                                     Span(f" ({len(names)}): ", R.LABEL), Span(", ".join(names), R.VALUE)), indent=2))
     if len(shown) < len(run.actors):
         more = len(run.actors) - len(shown)
-        out.append(lines_block((Span(f"… {more:,} more actors' system prompts and tools (ktui show prints them all)",
+        out.append(lines_block((Span(f"… {count(more, 'more actor')}' system prompts and tools (ktui show prints them all)",
                                      R.FAINT),)))
     return out
 
@@ -338,7 +339,7 @@ def _args_blocks(run: Run, c: ToolCall, stats: Stats) -> list[Block]:
         if k.attachment and not k.code:
             spans.append(Span(f"  code not in the trace: {one_line(k.attachment)}", R.WARN))
         elif first:
-            spans.append(Span(f"  new · {k.line_count} lines", R.MUTED))
+            spans.append(Span(f"  new · {count(k.line_count, 'line')}", R.MUTED))
             st = stats(prev, k) if prev is not None else None
             if prev is not None and st is not None:
                 spans += [Span(f" · vs {prev.label} ", R.MUTED), Span(f"+{st[0]}", "diff.added"), Span(" "),
@@ -346,7 +347,7 @@ def _args_blocks(run: Run, c: ToolCall, stats: Stats) -> list[Block]:
         else:
             first_turn = "?" if k.first_turn is None else k.first_turn
             spans += [Span(f"  same as {k.label}", R.STRONG),
-                      Span(f" (first at turn {first_turn}) · {k.line_count} lines · identical re-submission", R.MUTED)]
+                      Span(f" (first at turn {first_turn}) · {count(k.line_count, 'line')} · identical re-submission", R.MUTED)]
         out.append(lines_block(tuple(spans), anchor=f"kernel-{c.index}"))
         if first and k.code:
             out.append(code(k.code, "python", numbers=True, kernel=k.number))

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from ktui.trace.model import Metric
+from ktui.trace.words import NO_VALID_TIME, valid_time_us
 from ktui.view.text import clean, int_text
 
 NONE = "—"
@@ -50,14 +51,18 @@ def secs(ms: Any, digits: int = 1) -> str:
 
 
 def us(v: Any) -> str:
-    """A GPU time in microseconds, with a sensible unit."""
+    """A GPU time in microseconds, with a sensible unit; a number no clock could have measured
+    (inf, nan, negative, a day or more: a harness's "no time" sentinel such as 1e308) is
+    "no valid time" (:func:`ktui.trace.words.valid_time_us`)."""
     if v is None:
         return NONE
-    f = _real(v)
-    if f is None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         return _odd(v)
-    if abs(f) >= 1e9:
-        return f"{f / 1000:.3g} ms"
+    f = valid_time_us(v)
+    if f is None:
+        return NO_VALID_TIME
+    if f >= 1e6:
+        return f"{f / 1e6:.3g} s"
     if f >= 1000:
         return f"{f / 1000:.3g} ms"
     if f >= 100:
@@ -126,11 +131,11 @@ def metric_value(m: Metric) -> str:
         return clean(v)
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if m.unit == "us":
+        return us(v)
     f = _real(v)
     if f is None:
         return _odd(v)
-    if m.unit == "us":
-        return us(f)
     if m.unit == "%":
         return f"{f:.1f}%" if abs(f) < 1e9 else f"{f:.3e}%"
     if m.unit == "x":

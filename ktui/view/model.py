@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ktui.trace.words import count
+
 # block kinds
 HEADING = "heading"  # one styled line, drawn as a rule with a title by the terminal renderers
 LINES = "lines"  # a few styled lines (kv rows, notices), word-wrapped
@@ -64,7 +66,7 @@ class Block:
     def fold_line(self, hint: str = "") -> Line:
         """The line that stands for the hidden part (``hint``: how to unfold, e.g. ``--full``)."""
         hidden = self.n_lines() - self.fold
-        more = f"… {hidden:,} more line{'s' if hidden != 1 else ''}"
+        more = f"… {count(hidden, 'more line')}"
         return (Span(f"{more} ({hint})" if hint else more, "fold"),)
 
     def plain_lines(self, expanded: bool = True, hint: str = "") -> list[str]:

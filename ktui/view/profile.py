@@ -17,6 +17,7 @@ from typing import Any
 
 from ktui.repro.judging.names import NOT_RECORDED, SHOWN_ONLY
 from ktui.repro.profile.compare import GROUP_TITLE, group_of
+from ktui.trace.words import plural
 from ktui.view import roles as R
 from ktui.view.doc import Para, Part, Table, blank, cell, para
 from ktui.view.repro import ComparisonRow, comparison_columns, ratio_text, verdict_span_role
@@ -96,7 +97,7 @@ def _side(name: str, sp: Any) -> SideView:
     else:
         names = ", ".join(sorted({short_name(k.get("name")) for k in launches}))
         n = f.get("launches", 0)
-        text = f"{_int(n)} launch{'es' if n != 1 else ''} ({names or 'none'}), {_us(f.get('duration_s'))} in one forward"
+        text = f"{_int(n)} {plural(n, 'launch')} ({names or 'none'}), {_us(f.get('duration_s'))} in one forward"
         passes = max((v for v in sp.passes.values() if isinstance(v, (int, float))), default=None) if isinstance(
             sp.passes, Mapping) else None
         if passes:

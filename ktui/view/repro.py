@@ -17,6 +17,7 @@ from typing import Any
 
 from ktui.repro.judging.names import NOT_RECORDED, SHOWN_ONLY
 from ktui.repro.judging.text import row_texts
+from ktui.trace.words import count, plural
 from ktui.view import roles as R
 from ktui.view.doc import RIGHT, Column, Para, Part, Table, blank, cell, para
 from ktui.view.text import clean, one_line
@@ -104,14 +105,14 @@ def environment_line(result: Mapping[str, Any]) -> str:
         parts.append(str(env["gpu"]))
         parts.append(f"driver {env.get('driver') or '?'}")
     else:
-        parts.append(f"CPU {env.get('cpu') or '?'} ({env.get('threads', '?')} threads)")
+        parts.append(f"CPU {env.get('cpu') or '?'} ({count(env.get('threads', '?'), 'thread')})")
     parts.append(f"torch {env.get('torch')}")
     parts.append(f"CUDA {env.get('cuda') or '-'}")
     parts.append(str(env.get("arch") or env.get("device")))
     t = _d(result.get("timing"))
     if t:
         m = t.get("method_used") or t.get("method")
-        s = f"{m}, {t.get('trials')} trials"
+        s = f"{m}, {count(t.get('trials'), 'trial')}"
         if t.get("l2_flush_mib"):
             s += f", L2 flush {t['l2_flush_mib']} MiB"
         cs = t.get("candidate_stopped")
@@ -137,7 +138,7 @@ def inputs_line(result: Mapping[str, Any]) -> str:
 def turns_text(turns: tuple[int, ...]) -> str:
     if not turns:
         return ""
-    return f"turn{'s' if len(turns) > 1 else ''} {turns[0]}" + (f"-{turns[-1]}" if len(turns) > 1 else "")
+    return f"{plural(len(turns), 'turn')} {turns[0]}" + (f"-{turns[-1]}" if len(turns) > 1 else "")
 
 
 def finding_where(f: Any) -> str:

@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from ktui.trace.text import redact, sanitize, shorten  # noqa: F401  (re-exported: the view's one entry point)
+from ktui.trace.words import count
 
 TAB = 4
 MAX_DEPTH = 24  # deeper structures are shown as "…"
@@ -93,7 +94,7 @@ def pretty_json(obj: Any, max_chars: int = 200_000) -> str:
 
     s = json.dumps(safe_data(obj), indent=2, ensure_ascii=False)
     if len(s) > max_chars:
-        s = s[:max_chars] + f"\n… {len(s) - max_chars:,} more characters"
+        s = s[:max_chars] + f"\n… {count(len(s) - max_chars, 'more character')}"
     return s.expandtabs(TAB) if "\t" in s else s
 
 

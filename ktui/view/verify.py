@@ -18,6 +18,7 @@ from typing import Any
 
 from ktui.repro.verify.record import ModelRecord, RunRecord, SideAggregate, VerifyReport, stats_line
 from ktui.trace.aggregate import FAST_P
+from ktui.trace.words import count
 from ktui.view import roles as R
 from ktui.view.doc import RIGHT, Column, Part, Table, blank, cell, para
 from ktui.view.repro import verdict_span_role
@@ -128,7 +129,7 @@ def _not_judged_why(runs: tuple[RunLine, ...]) -> list[Part]:
     out: list[Part] = [blank(), para("not judged here, and why", role=R.STRONG)]
     for reason, paths in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-        out.append(para(f"  {len(paths)} run(s): {reason} — {', '.join(paths[:3])}{more}", wrap=False))
+        out.append(para(f"  {count(len(paths), 'run')}: {reason} — {', '.join(paths[:3])}{more}", wrap=False))
     return out
 
 
@@ -141,7 +142,7 @@ def verify_view(report: VerifyReport) -> VerifyView:
     nj, judged = report.not_judged, report.judged
     judged_text = one_line(report.stats.get("judged", "?"))
     parts: list[Part] = [rt, blank(), para("per model: recorded → reproduced", role=R.STRONG), mt, blank()]
-    beside = f"; {nj} run(s) not judged here, why and how to judge them below" if nj else ""
+    beside = f"; {count(nj, 'run')} not judged here, why and how to judge them below" if nj else ""
     if claims:
         summary = f"claims that do not hold ({len(claims)} of {judged_text} judged{beside}), worst first"
         parts.append(para(summary, role=R.STRONG))
@@ -151,7 +152,7 @@ def verify_view(report: VerifyReport) -> VerifyView:
                               f"{side_text(r.reproduced_outcome, r.reproduced_speedup)} — {one_line(r.reason, 240)}",
                               wrap=False))
     elif nj and not report.stats.get("judged"):
-        summary = f"nothing judged here: {nj} run(s) not judged (why below)"
+        summary = f"nothing judged here: {count(nj, 'run')} not judged (why below)"
         parts.append(para(summary, role=R.verdict_role("not judged here")))
     else:
         summary = "every recorded claim holds" + (f" among the {judged_text} judged{beside}" if nj else "")

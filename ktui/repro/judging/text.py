@@ -26,6 +26,7 @@ from ktui.repro.judging.names import (
     UNIT_ERROR,
     US,
 )
+from ktui.trace.words import NO_VALID_TIME, valid_time_us
 
 
 def num(v: Any) -> float | None:
@@ -37,6 +38,8 @@ def num(v: Any) -> float | None:
 
 
 def fmt(v: Any, unit: str = "") -> str:
+    if unit == US and v is not None and not isinstance(v, str) and valid_time_us(v) is None:
+        return NO_VALID_TIME  # inf, nan, negative, 1e308: no clock measured it
     n = num(v)
     if n is None:
         return "—" if v is None else str(v)

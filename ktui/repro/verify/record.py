@@ -18,6 +18,7 @@ from ktui.repro.judging.names import GOOD
 from ktui.repro.results import VERIFY_SCHEMA, ResultError
 from ktui.trace.aggregate import FAST_P
 from ktui.trace.model import INCOMPLETE
+from ktui.trace.words import count
 
 MAX_ROWS = 1_000_000  # a report with more runs than this is not one ktui wrote
 
@@ -233,18 +234,18 @@ def read_report(path: str) -> VerifyReport:
 
 
 def stats_line(s: dict[str, Any]) -> str:
-    parts = [f"{s.get('runs', 0)} run(s)", f"{s.get('kernels', 0)} distinct kernel(s)"]
+    parts = [count(s.get('runs', 0), 'run'), count(s.get('kernels', 0), 'distinct kernel')]
     if s.get("duplicates"):
-        parts.append(f"{s['duplicates']} duplicate(s) shared")
+        parts.append(f"{count(s['duplicates'], 'duplicate')} shared")
     parts.append(f"{s.get('cached', 0)} from the cache")
     parts.append(f"{s.get('built', 0)} built, {s.get('timed', 0)} timed, {s.get('failed', 0)} did not complete")
     if s.get("not_judged"):
-        parts.append(f"{s['not_judged']} run(s) not judged here")
+        parts.append(f"{count(s['not_judged'], 'run')} not judged here")
     if s.get("no_kernel"):
-        parts.append(f"{s['no_kernel']} run(s) with no kernel not counted per model")
+        parts.append(f"{count(s['no_kernel'], 'run')} with no kernel not counted per model")
     if s.get("cancelled"):
         parts.append(f"{s['cancelled']} cancelled")
     if s.get("wall_s") is not None:
-        parts.append(f"{s['wall_s']:.1f} s on {s.get('engine', '?')} ({s.get('slots', '?')} slot(s), "
-                     f"{s.get('jobs', '?')} build job(s))")
+        parts.append(f"{s['wall_s']:.1f} s on {s.get('engine', '?')} ({count(s.get('slots', '?'), 'slot')}, "
+                     f"{count(s.get('jobs', '?'), 'build job')})")
     return " · ".join(parts)

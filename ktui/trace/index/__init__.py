@@ -35,6 +35,7 @@ from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_k
 from ktui.trace.index.walk import TRACE_EXTS, discover, iter_traces, willneed
 from ktui.trace.index.workers import ForkHelper, Helper, default_jobs, fork_ok, worker_main
 from ktui.trace.labels import LabelStore, files_for
+from ktui.trace.words import count, plural
 
 __all__ = [
     "CHUNK", "RECORD_FILES", "SCHEMA", "TRACE_EXTS", "Records", "RunSummary", "ScanIssue", "SweepIndex", "TraceFile",
@@ -347,9 +348,10 @@ class SweepIndex:
             slug = rec.data.get("slug") or rec.data.get("run_id") or "?"
             self.issues.append(ScanIssue(rec.source, f"record for {slug}{what} has no trace file", "info"))
         if self.not_traces:
-            self.issues.append(ScanIssue(self.root, f"{self.not_traces} .json file(s) are not traces; skipped", "info"))
+            self.issues.append(ScanIssue(self.root, f"{count(self.not_traces, '.json file')} "
+                                         f"{plural(self.not_traces, 'is not a trace', 'are not traces')}; skipped", "info"))
         if self.result_files:
-            self.issues.append(ScanIssue(self.root, f"{self.result_files} result file(s) of the harness read with "
+            self.issues.append(ScanIssue(self.root, f"{count(self.result_files, 'result file')} of the harness read with "
                                          "their runs", "info"))
         if not self.files or self.not_traces + self.result_files == len(self.files):
             self.issues.append(ScanIssue(self.root, "no trace files (*.jsonl, *.json) found", "warning"))

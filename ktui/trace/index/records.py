@@ -11,6 +11,7 @@ from typing import Any
 
 from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_key
 from ktui.trace.notes import JSONError, loads
+from ktui.trace.words import count, plural
 
 RECORD_FILES = ("runs.jsonl", "runs.json", "meta.json")
 
@@ -57,7 +58,7 @@ class Records:
                 if isinstance(row, dict):
                     self._row(row, base, f"{shown}:{i}")
             if bad:
-                issues.append(ScanIssue(shown, f"{bad} record line(s) are not JSON", "warning"))
+                issues.append(ScanIssue(shown, f"{count(bad, 'record line')} {plural(bad, 'is', 'are')} not JSON", "warning"))
             return
         try:
             obj = loads(data)

@@ -34,6 +34,7 @@ from ktui.report.compare import best_legend, distinct_names, run_title, summary_
 from ktui.report.render_diff import clean, stats_text
 from ktui.trace.aggregate import compare_rows, problem_warning, turn_of_version, version_at_turn
 from ktui.trace.model import KernelVersion, Run
+from ktui.trace.words import count
 from ktui.tui.keys import DOC_SCROLL_KEYS, Key, pane_keys
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.widgets.compare_progress import progress_view
@@ -158,7 +159,7 @@ class CompareScreen(KtuiScreen):
             self.notify(clean(e), severity="error", markup=False)
         title = Text(end="")
         title.append("ktui compare ", style="bold")
-        title.append(f"{len(runs)} runs   ", style="grey62")
+        title.append(f"{count(len(runs), 'run')}   ", style="grey62")
         names = distinct_names([str(r.path) for r in runs])
         for i, r in enumerate(runs):
             if i:
@@ -341,10 +342,10 @@ class CompareScreen(KtuiScreen):
             turn = turn_of_version(run, p)
             label = f"v{p} · first used at turn {turn}" if turn is not None else f"no v{p}"
         title.append(f"  {label}  ", "grey62")
-        title.append(f"({len(run.turns)} turns, {len(run.kernels)} versions)", "grey50")
+        title.append(f"({count(len(run.turns), 'turn')}, {count(len(run.kernels), 'version')})", "grey50")
         if turn is None or turn >= len(run.turns):
-            what = (f"this run has {len(run.turns)} turn(s)" if self.align == "turn"
-                    else f"this run has {len(run.kernels)} kernel version(s)")
+            what = (f"this run has {count(len(run.turns), 'turn')}" if self.align == "turn"
+                    else f"this run has {count(len(run.kernels), 'kernel version')}")
             return title, [text_block(Text(f"({what})", style="grey50"))]
         opts = replace(self.turn_opts, split=self._turn_split())
         if opts.diff:

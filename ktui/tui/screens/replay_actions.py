@@ -9,6 +9,7 @@ from pathlib import Path
 from textual import work
 
 from ktui.trace.model import Event, KernelVersion, Run
+from ktui.trace.words import count
 from ktui.tui.screens.replay_parts import (
     EVENTS_LIMIT,
     SIDE_MAX,
@@ -192,7 +193,7 @@ class ReplayActions:
             self.notify("no kernel code to copy", severity="warning", timeout=2)
             return
         self.app.copy_to_clipboard(k.code)
-        self.notify(f"copied {k.label} ({n_lines(k.code)} lines) to the clipboard (OSC 52)", timeout=3)
+        self.notify(f"copied {k.label} ({count(n_lines(k.code), 'line')}) to the clipboard (OSC 52)", timeout=3)
 
     def action_write_kernel(self) -> None:
         k = self.selected_kernel()

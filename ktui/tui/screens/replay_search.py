@@ -7,6 +7,7 @@ import re
 from textual import work
 
 from ktui.trace.model import Run
+from ktui.trace.words import count
 from ktui.tui.screens.replay_parts import (
     PANE_IDS,
     SearchDone,
@@ -73,7 +74,7 @@ class ReplaySearch:
         n = len(self._doc_matches)
         pos = self._match_pos + 1 if n else 0
         self.query_one(SearchBar).set_status(
-            f"{pos}/{n} in turn {self.turn_index} · {len(self._search_turns)} turns · {self._search_total} hits"
+            f"{pos}/{n} in turn {self.turn_index} · {count(len(self._search_turns), 'turn')} · {count(self._search_total, 'hit')}"
             " · n / N")
 
     def _step_match(self, direction: int) -> None:

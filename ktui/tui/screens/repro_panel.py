@@ -53,6 +53,7 @@ from ktui.repro.api import (
 )
 from ktui.repro.runner import Progress, WarmWorker, install_signal_handlers
 from ktui.trace.model import Run
+from ktui.trace.words import count
 from ktui.tui.errors import report as report_error
 from ktui.tui.keys import Key, bindings, check_table
 from ktui.tui.screens.repro_messages import ProfileDone, ReproDone, ReproFailed, ReproLookedUp, ReproProgress
@@ -221,8 +222,8 @@ class ReproScreen(ModalScreen["ReproReport | None"]):
             f"ktui's judge (no trace code) compares and times it. Protections on this machine:\n"
             f"{protections}\n  • the kernel's processes stopped while the reference is timed\n"
             f"  • {opts.timeout:g} s per stage\n\n"
-            f"device: {dev} · timing: {opts.method}, {opts.trials} trials per batch until the median is "
-            f"stable · correctness: {opts.correctness_trials} seeded trials + 1 held-out\n\n"
+            f"device: {dev} · timing: {opts.method}, {count(opts.trials, 'trial')} per batch until the median is "
+            f"stable · correctness: {count(opts.correctness_trials, 'seeded trial')} + 1 held-out\n\n"
             f"Results are cached under {clean(cache_shown())} (never written into the trace), signed so that "
             "trace code cannot forge them."))
         self._hint("enter: run  ·  esc: cancel")

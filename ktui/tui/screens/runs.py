@@ -48,6 +48,7 @@ from ktui.report.runs import (
 from ktui.trace.aggregate import kernel_runs, model_aggregates, select
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.trace.labels import LabelStore, files_for
+from ktui.trace.words import count
 from ktui.tui.keys import PAGE_KEYS, Key
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.screens.opening import open_compare, open_replay
@@ -471,16 +472,16 @@ class RunsScreen(KtuiScreen):
             of = f" / {self.total:,}" if self.total is not None else " (still finding traces)"
             t.append(f"scanning {self.scanned:,}{of}", style="yellow")
         else:
-            t.append(f"{len(table.rows):,} runs", style="green")
+            t.append(count(len(table.rows), "run"), style="green")
         if len(table.view) != len(table.rows):
             t.append(f" · showing {len(table.view):,}")
         if self.cache_hits:
-            t.append(f" · {self.cache_hits:,} file(s) from the cache", style="dim")  # not runs: "60 runs · 120 cached"
+            t.append(f" · {count(self.cache_hits, 'file')} from the cache", style="dim")  # not runs: "60 runs · 120 cached"
         n_err = sum(1 for i in self.issues if i.severity != "info")
         if n_err:
-            t.append(f" · {n_err} problem(s) (i)", style="red")
+            t.append(f" · {count(n_err, 'problem')} (i)", style="red")
         elif self.issues:
-            t.append(f" · {len(self.issues)} note(s) (i)", style="dim")
+            t.append(f" · {count(len(self.issues), 'note')} (i)", style="dim")
         self.query_one("#runs-top", Static).update(t)
 
     def _update_filter_state(self) -> None:
@@ -527,7 +528,7 @@ class RunsScreen(KtuiScreen):
         aggregates_panel.show(self.query_one("#runs-agg", Static), with_reproduced(self, body))
         title = Text("per model  · H / L scroll sideways")
         if other:
-            title.append(f"  · {other} run(s) with no kernel not counted", style="dim")
+            title.append(f"  · {count(other, 'run')} with no kernel not counted", style="dim")
         self.query_one("#runs-agg-title", Static).update(title)
         if self.chart is not None:
             self.compute_charts(kept)

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from ktui.trace.search import Hit, Matcher, PatternError, SearchStats, search
+from ktui.trace.words import count
 from ktui.tui.keys import Key
 from ktui.tui.screens.base import KtuiScreen
 from ktui.tui.screens.sweep_messages import SearchFinished, SearchHits, SearchProgress
@@ -171,7 +172,7 @@ class SearchScreen(KtuiScreen):
     def on_search_progress(self, message: SearchProgress) -> None:
         message.stop()
         if self.searching and message.matcher is self.matcher:
-            self._state(f"searching… {message.searched}/{message.files} traces · {message.hits} hits")
+            self._state(f"searching… {message.searched}/{count(message.files, 'trace')} · {count(message.hits, 'hit')}")
 
     def on_search_hits(self, message: SearchHits) -> None:
         message.stop()
@@ -203,8 +204,8 @@ class SearchScreen(KtuiScreen):
         self.stats = st
         cap = f" (stopped at {MAX_ROWS}: narrow the pattern)" if capped else ""
         more = f" (+{st.more} more past the per-run limit)" if st.more else ""
-        head = "no hits" if not self.hits else f"{len(self.hits)} hits in {st.runs_hit} runs"
-        self._state(f"{head} · {st.files} traces, {st.parsed} parsed{more}{cap} · enter opens the hit's turn")
+        head = "no hits" if not self.hits else f"{count(len(self.hits), 'hit')} in {count(st.runs_hit, 'run')}"
+        self._state(f"{head} · {count(st.files, 'trace')}, {st.parsed} parsed{more}{cap} · enter opens the hit's turn")
 
     # ---- keys -----------------------------------------------------------------------------------
     def action_next(self) -> None:

@@ -33,6 +33,7 @@ from ktui.repro.verdict import (
     UNIT_ERROR,
     compare,
 )
+from ktui.trace.words import count, plural
 
 CONFIRMED_ATTR = "_ktui_repro_confirmed"  # one confirmation per app, shared with `r` and `p`
 CONFIRM_WINDOW_S = 10.0
@@ -92,7 +93,7 @@ def request_verify(screen: Any) -> None:
         asked = getattr(screen, "_verify_asked", 0.0)
         if time.monotonic() - asked > CONFIRM_WINDOW_S:
             screen._verify_asked = time.monotonic()
-            screen.notify(f"v again to verify {len(runs)} run(s): this builds and runs model-written kernels on "
+            screen.notify(f"v again to verify {count(len(runs), 'run')}: this builds and runs model-written kernels on "
                           "this machine (each in a fresh process with a temporary directory, secrets removed "
                           "from its environment, a timeout per stage)", timeout=CONFIRM_WINDOW_S, markup=False)
             return
@@ -102,7 +103,7 @@ def request_verify(screen: Any) -> None:
     table.set_reproduced({p: "queued" for p in state.paths})
     screen.run_worker(lambda: _verify_thread(screen, state), thread=True, exclusive=True, group="runs-verify",
                       name="verify")
-    screen.notify(f"verifying {len(runs)} run(s)…", markup=False)
+    screen.notify(f"verifying {count(len(runs), 'run')}…", markup=False)
 
 
 def _verify_thread(screen: Any, state: Verification) -> None:
@@ -196,7 +197,7 @@ def _finished(screen: Any, state: Verification) -> None:
         bad = len(state.report.claims)
         nj = int(state.report.stats.get("not_judged") or 0)
         done = "stopped" if state.stopped.is_set() else "verified"
-        screen.notify(f"{done}: {len(state.report.rows)} run(s), {bad} claim(s) that do not hold"
+        screen.notify(f"{done}: {count(len(state.report.rows), 'run')}, {count(bad, 'claim')} that {plural(bad, 'does', 'do')} not hold"
                       + (f" of {state.report.stats.get('judged', 0)} judged, {nj} not judged here" if nj else ""),
                       severity="warning" if bad else "information", markup=False)
     screen._update_aggregates()

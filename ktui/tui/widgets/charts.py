@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
 
+from ktui.trace.words import count
 from ktui.view.charts import (
     CHART_TITLES,
     COMPILED,
@@ -121,7 +122,7 @@ def _axis(lo: float, hi: float, width: int, log: bool = True, unit: str = "x", p
 def _titled(kind: str, charts: SweepCharts, width: int) -> Text:
     """A chart's text so far: its title line."""
     t = Text(no_wrap=True, overflow="crop", end="")
-    t.append(_name(f"{CHART_TITLES[kind]} · {charts.runs} runs", width).rstrip(), style="bold")
+    t.append(_name(f"{CHART_TITLES[kind]} · {count(charts.runs, 'run')}", width).rstrip(), style="bold")
     t.append("\n")
     return t
 
@@ -246,7 +247,7 @@ def render_speedup(charts: SweepCharts, width: int, height: int) -> Text:
         if gap and i < len(shown) - 1:
             t.append("\n")
     if len(shown) < len(rows):
-        t.append(f"  … {len(rows) - len(shown)} more models\n", style="dim")
+        t.append(f"  … {count(len(rows) - len(shown), 'more model')}\n", style="dim")
     rule, labels = _axis(sc.lo, sc.hi, sw, pad=name_w + 2)
     t.append(rule + "\n", style="dim")
     t.append(labels + "\n", style="dim")
@@ -339,7 +340,7 @@ def render_grid(charts: SweepCharts, width: int, height: int, cursor: tuple[int,
         if c is None:
             line += "no runs"
         else:
-            line += f"{c.level}, best speedup {fmt_x(c.speedup)}, {len(c.runs)} run(s) · enter opens"
+            line += f"{c.level}, best speedup {fmt_x(c.speedup)}, {count(len(c.runs), 'run')} · enter opens"
         t.append(_name(line, width).rstrip(), style="dim")
     if keyed:
         _grid_key(t, g, probs, win["col0"], width, height)
@@ -364,7 +365,7 @@ def _grid_key(t: Text, g: GridChart, probs: list[str], col0: int, width: int, he
     if cur:
         lines.append(cur)
     if len(lines) > room:
-        lines = lines[: max(0, room - 1)] + [f"… {len(lines) - room + 1} more line(s) of problem names"]
+        lines = lines[: max(0, room - 1)] + [f"… {count(len(lines) - room + 1, 'more line')} of problem names"]
     t.append("\n\n" + "\n".join(" " + x for x in lines), style="dim")
 
 
@@ -413,7 +414,7 @@ def render_first_correct(charts: SweepCharts, width: int, height: int) -> Text:
         lo, hi, log = first_correct_axis(fc, mk)
         head = f"{label} to the first correct kernel" + (" (log scale)" if log else "")
         if len(reached) > per:
-            head += f" · {per} of {len(reached)} models"
+            head += f" · {per} of {count(len(reached), 'model')}"
         t.append(head + "\n", style="bold")
         if not reached:
             t.append("  no run reached a correct kernel\n", style="dim")

@@ -18,6 +18,7 @@ from ktui.report.fmt import STATUS_STYLE, us
 from ktui.report.render_diff import clean
 from ktui.trace.aggregate import kernel_progress
 from ktui.trace.model import Run
+from ktui.trace.words import count
 
 SPARK = "▁▂▃▄▅▆▇█"
 MAX_STRIP = 120  # turns drawn in a strip; longer runs are cut with a note
@@ -71,7 +72,7 @@ def run_progress(run: Run, index: int) -> RenderableType:
     n = len(run.turns)
     title = Text()
     title.append(f"#{index + 1} {clean(run.model or '?')}", "bold")
-    title.append(f"   {len(run.kernels)} kernel version(s) · {n} turn(s)", "grey62")
+    title.append(f"   {count(len(run.kernels), 'kernel version')} · {count(n, 'turn')}", "grey62")
     if run.first_correct_turn is not None:
         title.append(f" · first correct at turn {run.first_correct_turn}", "green")
     table = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0), header_style="grey62")

@@ -23,6 +23,7 @@ from ktui.report.render_diff import split_text_pairs, stats_text, unified_text_l
 from ktui.report.rich_view import line_text
 from ktui.trace import diffing, facts
 from ktui.trace.model import Event, KernelVersion, Run, Turn
+from ktui.trace.words import count
 from ktui.tui.widgets.code import JSON, PY, code_lines
 from ktui.tui.widgets.docview import (
     Block,
@@ -155,7 +156,7 @@ def kernel_version_title(run: Run, k: KernelVersion) -> Text:
     t = Text(end="")
     t.append(f"{k.label}", "bold magenta")
     first = "—" if k.first_turn is None else k.first_turn
-    t.append(f"  sha1 {k.sha1[:12]}  ·  {n_lines(k.code)} lines  ·  first turn {first}", "grey62")
+    t.append(f"  sha1 {k.sha1[:12]}  ·  {count(n_lines(k.code), 'line')}  ·  first turn {first}", "grey62")
     prev = previous_version(run, k)
     st = kernel_stats(prev, k)
     if prev is not None and st is not None:
@@ -365,7 +366,7 @@ def events_document(events: Sequence[Event], raws: Sequence[str], title: str) ->
             bits.append(f"tick {ev.tick}")
         if ev.ts_ms is not None:
             bits.append(f"ts {ev.ts_ms}")
-        bits.append(f"{ev.length:,} bytes @ {ev.offset:,}")
+        bits.append(f"{count(ev.length, 'byte')} @ {ev.offset:,}")
         h.append("  " + " · ".join(bits), "grey50")
         blocks.append(LinesBlock(TextLines([h])))
         s = event_text(raw)

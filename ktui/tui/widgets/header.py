@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from ktui.trace import facts
 from ktui.trace.model import Run
+from ktui.trace.words import count
 from ktui.view import HeaderView
 from ktui.view import roles as R
 from ktui.view.build import flag_view, header_view
@@ -107,7 +108,7 @@ def header_text(run: Run, *, following: bool = False, loading: bool = False) -> 
             if f.code not in worst or f.severity == "error":
                 worst[f.code] = f.severity
         if flags:
-            t.append(f"⚑ {len(counts)} flag{'s' if len(counts) != 1 else ''}: ", "bold yellow")
+            t.append(f"⚑ {count(len(counts), 'flag')}: ", "bold yellow")
         for i, (code, n) in enumerate(counts.items()):
             if i:
                 t.append(" · ", "grey42")
@@ -118,7 +119,7 @@ def header_text(run: Run, *, following: bool = False, loading: bool = False) -> 
         if run.problems and "bad_lines" not in counts:
             if flags:
                 t.append("   ")
-            t.append(f"✗ {len(run.problems)} problem(s) in the file: {one_line(str(run.problems[0]), 60)}", "bold red")
+            t.append(f"✗ {count(len(run.problems), 'problem')} in the file: {one_line(str(run.problems[0]), 60)}", "bold red")
         t.append("   (3: Metrics)", "grey50")
     else:
         t.append("no sanity flags", "grey50")
