@@ -47,6 +47,11 @@ def seed(tmp_path, monkeypatch):
     return run, run.kernel("v4")
 
 
+# the panels below ask for --device cuda: the seed's v4 is a CUDA kernel, and on a machine that judges on
+# a CPU (no device asked for and no NVIDIA driver) the panel says "not judged here (no GPU)" at once,
+# asking nothing (ktui.repro.early); `p` is about the GPU's counters
+
+
 def _body(screen) -> str:
     """What the body shows: the panel's own words, or a result drawn from its view."""
     from textual.widgets import Static
@@ -69,7 +74,7 @@ def test_p_asks_first_then_says_ncu_is_missing(seed, monkeypatch):
     run, kv = seed
 
     async def go():
-        screen = ReproScreen(run, kv, ReproOptions(timeout=30))
+        screen = ReproScreen(run, kv, ReproOptions(device="cuda", timeout=30))
         async with Host(screen).run_test(size=(140, 50)) as pilot:
             await pilot.pause()
             assert screen.state == "confirm"  # the `r` confirmation
@@ -100,7 +105,7 @@ def test_p_shows_a_completed_profile(seed, monkeypatch):
     monkeypatch.setattr(R, "profile", lambda *a, **k: rep)
 
     async def go():
-        screen = ReproScreen(run, kv, ReproOptions(timeout=30), confirm=True)
+        screen = ReproScreen(run, kv, ReproOptions(device="cuda", timeout=30), confirm=True)
         async with Host(screen).run_test(size=(160, 60)) as pilot:
             await pilot.pause()
             assert screen.state == "confirm"
