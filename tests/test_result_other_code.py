@@ -124,3 +124,26 @@ def test_an_error_that_may_be_about_this_version_is_still_compared(tmp_path):
 ])
 def test_evaluated_other_code(error, code, other):
     assert bool(evaluated_other_code(error, code)) is other
+
+
+def test_a_kernel_the_harness_refused_by_its_own_rule_is_no_correctness_claim(tmp_path):
+    """A real Harbor sweep's verifier refuses kernels by a static rule of its own before judging
+    their outputs (reward.json ``static_ok: false``, "static check failed: banned op (offloads core
+    compute): .matmul"). Re-run, such a kernel's outputs are right: that is no disagreement about
+    correctness (it was "correctness disagrees"), and the verdict says what the harness refused."""
+    run = _trial(tmp_path, "x")
+    (tmp_path / "clamp_relu6__toy__T64__f" / "reward.json").write_text(json.dumps(
+        {"reward": 0, "correct": False, "static_ok": False,
+         "error": "static check failed: banned op (offloads core compute): .matmul"}))
+    run = load(str(tmp_path / "clamp_relu6__toy__T64__f" / "trajectory.json"))
+    rec = recorded_for(run, run.kernels[-1])
+    assert rec.correctness is not None and rec.correctness.kind == "refused"
+    comp = compare(rec, PASSED_HERE)
+    assert comp.verdict == NOT_JUDGED and comp.verdict != CORRECTNESS_DISAGREES
+    assert "refused it by a rule of its own" in comp.reason and "banned op" in comp.reason and "pass 5/5" in comp.reason
+    assert run.outcome == "failed"  # the sweep's count is still the result file's
+    # without the static check's word, a recorded failure that passes here still disagrees
+    (tmp_path / "clamp_relu6__toy__T64__f" / "reward.json").write_text(json.dumps(
+        {"reward": 0, "correct": False, "error": "max_err 0.5 > atol"}))
+    run = load(str(tmp_path / "clamp_relu6__toy__T64__f" / "trajectory.json"))
+    assert compare(recorded_for(run, run.kernels[-1]), PASSED_HERE).verdict == CORRECTNESS_DISAGREES

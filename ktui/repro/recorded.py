@@ -153,8 +153,11 @@ def _from_result_file(run: Any, kernel: Any, final: Any, rec: Recorded) -> None:
     if other:  # never compared with this version: only the trace's own checks are
         rec.set_aside = f"{r.source} ({r.harness}) set aside: {other}"
         return
+    refused = any(c[0] == "harness_rejected" for c in (getattr(r, "cheats", None) or []))
     if r.correct:
         status, kind = "ok", ""
+    elif refused:  # the harness's own static rule (a banned op...) refused it: its outputs were never the question
+        status, kind = "failed", "refused"
     else:
         status = "failed"
         kind = "compile" if r.compiled is False else "runtime" if "runtime_error" in err or "Error" in err[:80] \

@@ -157,6 +157,19 @@ def judge_correctness(ev: Evidence) -> Judgement:
     if corr is None:
         return j
     passed = bool(corr.get("passed"))
+    if rc is not None and rc.failed and rc.kind == "refused":
+        # the harness refused the kernel by a rule of its own (a static check: a banned op, a missing
+        # Triton kernel) before or instead of judging its outputs: no claim about correctness to hold
+        # it to (a real Harbor sweep: "static check failed: banned op (offloads core compute): .matmul"
+        # was "correctness disagrees" while the outputs were right). ktui's own checks of the same
+        # thing (torch_fallback...) are in the honesty rows.
+        # Like a record about code the trace does not hold: not judged here, what happened here said.
+        row.verdict = NOT_RECORDED
+        row.note = f"the harness refused it by its own rule, not by its outputs: \"{short(rc.error or rc.summary)}\""
+        j.verdict = NOT_JUDGED
+        j.reason = (f"not judged here (the harness refused it by a rule of its own, not by its outputs: {rc.where()}: "
+                    f"\"{short(rc.error or rc.summary)}\"); here: " + correctness_text(row.reproduced))
+        return j
     if rc is None:
         row.verdict = NOT_RECORDED
     elif rc.passed and passed:
