@@ -82,6 +82,13 @@ def dense() -> Path:
     return p
 
 
+def write_results(results: list, path: str) -> int:
+    """The rows as JSON to ``path`` (``--json``; nothing without one); the exit status, 0."""
+    if path:
+        Path(path).write_text(json.dumps(results, indent=2))
+    return 0
+
+
 def ktui_cpu(src: str, path: Path, mode: str) -> dict:
     env = dict(os.environ, PYTHONPATH=src)
     out = subprocess.run([sys.executable, "-P", "-c", LOAD, str(path), mode], env=env,
@@ -132,9 +139,7 @@ def main() -> int:
                 print(f"  {k:28s} median {m:6.2f} s CPU   {m / floor:5.2f}x the orjson loop ({floor:.3f} s)",
                       flush=True)
         results.append(row)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
-    return 0
+    return write_results(results, args.json)
 
 
 if __name__ == "__main__":

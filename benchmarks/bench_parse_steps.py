@@ -36,6 +36,45 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 STEPS = ("floor", "envelope", "columns", "loop", "feed", "finish", "validate")
 
+# the least a reader keeps of an event (bench_typed_decode.py's orjson-columns runs it too): child source
+COLUMNS = r"""
+def columns():
+    a, b, c, d, e = array("q"), array("q"), array("i"), array("H"), array("H")
+    A, B, C, D, E = a.append, b.append, c.append, d.append, e.append
+    kinds, actors = {}, {}
+    for raw in lines:
+        obj = loads(raw)
+        if type(obj) is dict:
+            p = obj.get("payload")
+            if type(p) is dict:
+                kind, tick, ts, actor = p.get("kind"), obj.get("tick"), obj.get("ts_ms"), obj.get("actor")
+                if (type(kind) is str and type(tick) is int and type(ts) is int
+                        and (actor is None or type(actor) is str)):
+                    k = kinds.get(kind)
+                    if k is None:
+                        k = kinds[kind] = len(kinds)
+                    x = actors.get(actor)
+                    if x is None:
+                        x = actors[actor] = len(actors)
+                    A(tick)
+                    B(ts)
+                    C(-1)
+                    D(k)
+                    E(x)
+"""
+
+# the least of --reps runs of the step, cyclic GC off (as the reader runs): child source, after fns[step]
+BEST_OF = r"""
+gc.disable()
+best = None
+for _ in range(reps):
+    c = time.process_time()
+    fns[step]()
+    t = time.process_time() - c
+    best = t if best is None else min(best, t)
+    gc.collect()
+"""
+
 CHILD = r"""
 import gc, json, sys, time
 from array import array
@@ -63,31 +102,7 @@ def envelope():
         p = obj.get("payload")
         kind, tick, ts, actor = p.get("kind"), obj.get("tick"), obj.get("ts_ms"), obj.get("actor")
 
-
-def columns():
-    a, b, c, d, e = array("q"), array("q"), array("i"), array("H"), array("H")
-    A, B, C, D, E = a.append, b.append, c.append, d.append, e.append
-    kinds, actors = {}, {}
-    for raw in lines:
-        obj = loads(raw)
-        if type(obj) is dict:
-            p = obj.get("payload")
-            if type(p) is dict:
-                kind, tick, ts, actor = p.get("kind"), obj.get("tick"), obj.get("ts_ms"), obj.get("actor")
-                if (type(kind) is str and type(tick) is int and type(ts) is int
-                        and (actor is None or type(actor) is str)):
-                    k = kinds.get(kind)
-                    if k is None:
-                        k = kinds[kind] = len(kinds)
-                    x = actors.get(actor)
-                    if x is None:
-                        x = actors[actor] = len(actors)
-                    A(tick)
-                    B(ts)
-                    C(-1)
-                    D(k)
-                    E(x)
-
+""" + COLUMNS + r"""
 
 def builder(noop=False):
     b = Builder(path, source=LineSource(path))
@@ -114,15 +129,7 @@ def finish(findings=False):
 
 fns = {"floor": floor, "envelope": envelope, "columns": columns, "loop": loop, "feed": feed, "finish": finish,
        "validate": lambda: finish(True), "none": lambda: None}
-gc.disable()
-best = None
-for _ in range(reps):
-    c = time.process_time()
-    fns[step]()
-    t = time.process_time() - c
-    best = t if best is None else min(best, t)
-    gc.collect()
-print(json.dumps({"cpu_s": best, "lines": len(lines)}))
+""" + BEST_OF + r"""print(json.dumps({"cpu_s": best, "lines": len(lines)}))
 """
 
 
@@ -148,7 +155,7 @@ def main() -> int:
     ap.add_argument("--steps", nargs="+", default=list(STEPS), choices=STEPS)
     ap.add_argument("--json", default="")
     args = ap.parse_args()
-    from bench_parse import dense
+    from bench_parse import dense, write_results
 
     results = []
     for t in args.traces:
@@ -173,9 +180,7 @@ def main() -> int:
             row["lines"] = n
             prev = v
         results.append(row)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
-    return 0
+    return write_results(results, args.json)
 
 
 if __name__ == "__main__":

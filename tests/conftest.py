@@ -33,6 +33,18 @@ def importable(*modules: str) -> bool:
     return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
 
 
+@functools.cache
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU, asked of a fresh interpreter once (torch never enters the test
+    process: the app's process must not have it)."""
+    try:
+        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                             capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.stdout.strip().endswith("True")
+
+
 def needs(*modules: str) -> pytest.MarkDecorator:
     """A skip mark for tests that need ``modules`` (re-execution: torch, ninja)."""
     return pytest.mark.skipif(not importable(*modules), reason="needs " + " and ".join(modules))

@@ -4,6 +4,7 @@ the same tricks written as hacks still do (ktui.trace.findings)."""
 from __future__ import annotations
 
 import pytest
+from standins import KV
 
 from ktui.trace.findings import source_findings
 
@@ -308,16 +309,7 @@ def test_cpp_lookalikes_are_not_findings():
 
 
 def test_cpp_finding_pinned_to_the_turn_that_introduced_it():
-    from dataclasses import dataclass
-
     from ktui.trace.findings import run_findings
-
-    @dataclass
-    class KV:
-        number: int
-        code: str
-        first_turn: int | None
-        attachment: str | None = None
 
     clean = _cu()
     sniff = _cu("", '    if (std::getenv("KTUI_CACHE_DIR")) n = 1;')

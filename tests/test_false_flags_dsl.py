@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from standins import KV
+
 from ktui.trace.findings import run_findings, source_findings
 
 KB_REF = '''import torch
@@ -383,15 +385,6 @@ def test_a_module_level_test_run_against_the_reference_is_a_self_test():
 
 
 def test_run_findings_passes_the_precision_on():
-    from dataclasses import dataclass
-
-    @dataclass
-    class KV:
-        number: int
-        code: str
-        first_turn: int | None
-        attachment: str | None = None
-
     assert any(f.code == "precision_downgrade" for f in run_findings([KV(1, FP16, 1)], KB_REF))
     assert not any(f.code == "precision_downgrade" for f in run_findings([KV(1, FP16, 1)], KB_REF, "fp16"))
 

@@ -8,6 +8,7 @@ import json
 import shutil
 
 import pytest
+from apphelp import collect_errors, wait_ready
 from click.testing import CliRunner
 from conftest import SEED_TRACE, SHARED
 
@@ -145,21 +146,9 @@ def test_replay_every_sample_and_search():
 
     async def go(path, needle):
         app = replay_app(path)
-        errors = []
-        orig = app.notify
-
-        def notify(message, *a, severity="information", **kw):
-            if severity == "error":
-                errors.append(str(message))
-            return orig(message, *a, severity=severity, **kw)
-
-        app.notify = notify
+        errors = collect_errors(app)
         async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(750):
-                await pilot.pause(0.02)
-                if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-                    break
-            s = app.screen
+            s = await wait_ready(app, pilot, tries=750)
             assert isinstance(s, ReplayScreen) and s.ready
             assert len(s.run.turns) == len(load(path).turns) and s.run.format == load(path).format
             if needle:

@@ -7,12 +7,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from apphelp import wait_ready
 
 import ktui.trace.reader as reader
 from ktui.trace.builder import Builder
 from ktui.trace.reader import load, load_stages
 from ktui.tui.app import replay_app
-from ktui.tui.screens.replay import ReplayScreen
 from ktui.tui.widgets.header import RunHeader
 from ktui.tui.widgets.turnlist import TurnList
 from tests.conftest import SEED_TRACE
@@ -73,11 +73,7 @@ def test_the_app_draws_the_first_turns_then_the_whole_run_keeping_the_place(big,
     async def go():
         app = replay_app(big)
         async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(500):
-                await pilot.pause(0.02)
-                if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-                    break
-            s = app.screen
+            s = await wait_ready(app, pilot)
             assert s.ready and s.partial and not s.complete
             tl = s.query_one(TurnList)
             assert 30 < tl.row_count < 40

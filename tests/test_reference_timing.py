@@ -19,6 +19,7 @@ import time
 
 import pytest
 from conftest import needs
+from standins import RELU_REFERENCE as REF
 
 from ktui.engine import refcache, reftime
 from ktui.engine.refcache import ReferenceTimingCache, timing_key
@@ -241,16 +242,6 @@ def test_the_verdict_says_the_reference_time_was_cached_and_its_age():
 
 
 # ---- the real judge on the CPU ----------------------------------------------------------------------
-REF = textwrap.dedent("""
-    import torch, torch.nn as nn
-    class Model(nn.Module):
-        def forward(self, x):
-            return torch.relu(x)
-    def get_inputs():
-        return [torch.randn(64, 64)]
-    def get_init_inputs():
-        return []
-""")
 RELU = textwrap.dedent("""
     import torch, torch.nn as nn
     class ModelNew(nn.Module):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SEED_TRACE
+from test_verify_cpu_skip import FAST, TRITON, _with_prefix
 
 from ktui.engine.kernelsrc import CPU_NEEDS_CUDA
 from ktui.repro import cache, early, runner
@@ -22,10 +23,6 @@ from ktui.repro.judging.model import NOT_JUDGED
 from ktui.repro.verify.plan import Planner
 from ktui.repro.verify.results import build_report
 from ktui.trace import load
-
-REPO = Path(__file__).resolve().parents[1]
-FAST = REPO / "tests" / "fixtures" / "verify" / "sweep" / "model-a" / "fast.jsonl"
-TRITON = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef _noop(x_ptr):\n    pass\n\n"
 
 
 @pytest.fixture
@@ -45,17 +42,9 @@ def judges(monkeypatch, tmp_path):
 
 
 def triton_trace(tmp_path: Path) -> Path:
-    def put_first(value):
-        if isinstance(value, str):
-            return TRITON + value if "class ModelNew" in value else value
-        if isinstance(value, list):
-            return [put_first(v) for v in value]
-        if isinstance(value, dict):
-            return {k: put_first(v) for k, v in value.items()}
-        return value
-
     out = tmp_path / "triton.jsonl"
-    out.write_text("".join(json.dumps(put_first(json.loads(ln))) + "\n" for ln in FAST.read_text().splitlines() if ln))
+    out.write_text("".join(json.dumps(_with_prefix(json.loads(ln), TRITON)) + "\n"
+                           for ln in FAST.read_text().splitlines() if ln))
     return out
 
 

@@ -7,26 +7,13 @@ Uses $KTUI_CACHE_DIR when set (so builds from benchmarks/bench_repro.py are reus
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import SEED_TRACE as SEED
+from conftest import cuda_available
 
-REPO = Path(__file__).resolve().parents[1]
-SEED = REPO / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
-
-
-def _cuda() -> bool:
-    try:
-        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                             capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return out.stdout.strip().endswith("True")
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda_available(), reason="needs a CUDA GPU")]
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import glob
 import os
-from dataclasses import dataclass
 
 import pytest
 from conftest import needs_shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from standins import KV
 
 from ktui.trace import load
 from ktui.trace.findings import CLASSES, run_findings, source_findings
@@ -246,13 +246,6 @@ def test_text_fallback_on_unparsable_source():
 
 
 def test_streaks_restart_after_a_clean_version():
-    @dataclass
-    class KV:
-        number: int
-        code: str
-        first_turn: int | None
-        attachment: str | None = None
-
     hackv = fwd("return mod.run(x)", "import gc\ngc.get_objects()\n")
     clean = fwd("return mod.run(x)")
     fs = run_findings([KV(1, hackv, 0), KV(2, clean, 3), KV(3, hackv, 5), KV(4, hackv, 6), KV(5, "", 7, "x")])

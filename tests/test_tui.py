@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from apphelp import collect_errors, wait_ready
 
 from ktui.trace import load
 from ktui.tui.app import KtuiApp, replay_app
@@ -26,33 +27,9 @@ needs_seed = pytest.mark.skipif(not SEED.is_file(), reason="bundled seed trace m
 
 
 # ---- helpers ----------------------------------------------------------------------------------
-async def wait_ready(app, pilot, timeout: float = 10.0) -> ReplayScreen:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        await pilot.pause(0.02)
-        if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-            await pilot.pause()
-            return app.screen
-    raise AssertionError("the replay screen did not load")
-
-
 def screen_text(app) -> str:
     strips = app.screen._compositor.render_strips()
     return "\n".join("".join(seg.text for seg in strip) for strip in strips)
-
-
-def collect_errors(app) -> list[str]:
-    errors: list[str] = []
-    orig = app.notify
-
-    def notify(message, *a, severity="information", **kw):
-        if severity == "error":
-            errors.append(str(message))
-        return orig(message, *a, severity=severity, **kw)
-
-    app.notify = notify
-    return errors
 
 
 def doc_rows(screen: ReplayScreen, doc_id: str) -> list[str]:

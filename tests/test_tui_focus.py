@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from test_tui import wait_ready
+from apphelp import wait_ready
 
 from ktui.tui.app import replay_app
 from ktui.tui.screens.help import HelpScreen

@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
+from apphelp import wait_ready
 
 from ktui.trace import load
 from ktui.trace.reader import Follower
 from ktui.tui.app import replay_app
 from ktui.tui.follow import feed, snapshot_run
-from ktui.tui.screens.replay import ReplayScreen
 from ktui.tui.widgets.turnlist import TurnList
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,14 +105,6 @@ def test_feed_growth_truncation_and_replacement(tmp_path):
 
 
 # ---- the screen ---------------------------------------------------------------------------------
-async def wait_ready(app, pilot) -> ReplayScreen:
-    for _ in range(500):
-        await pilot.pause(0.02)
-        if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-            return app.screen
-    raise AssertionError("not loaded")
-
-
 async def until(pilot, cond, timeout: float = 5.0) -> bool:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from apphelp import wait_ready
 
 from ktui.tui.keys import Key, action_name, check_table, help_rows
 from ktui.tui.screens.base import KtuiScreen
@@ -93,11 +94,7 @@ def test_help_and_palette_come_from_the_table():
     async def go():
         app = replay_app(SEED)
         async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(300):
-                await pilot.pause(0.02)
-                if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-                    break
-            s = app.screen
+            s = await wait_ready(app, pilot)
             titles = [c.title for c in app.get_system_commands(s)]
             for k in ReplayScreen.key_table():
                 if k.palette and (k.title or k.help):

@@ -12,10 +12,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from apphelp import settle, wait_ready
 
 from ktui.tui.app import KtuiApp, replay_app
 from ktui.tui.screens.compare import CompareScreen
-from ktui.tui.screens.replay import SPLIT_MIN_WIDTH, ReplayScreen
+from ktui.tui.screens.replay import SPLIT_MIN_WIDTH
 from ktui.tui.screens.runs import RunsScreen
 from ktui.tui.widgets.docview import DocView, PairsBlock
 from ktui.tui.widgets.turnlist import TurnList
@@ -29,24 +30,10 @@ SMALL, LARGE = (100, 30), (160, 48)
 pytestmark = pytest.mark.skipif(not SEED.is_file(), reason="bundled seed trace missing")
 
 
-async def settle(pilot) -> None:
-    app = pilot.app
-    for _ in range(100):
-        await pilot.pause(0.02)
-        if all(w.is_finished for w in app.workers):
-            break
-    await pilot.wait_for_scheduled_animations()
-    app.clear_notifications()
-    await pilot.pause(0.1)
-
-
 def replay_keys(*keys: str, typed: str = ""):
     async def run_before(pilot) -> None:
         app = pilot.app
-        for _ in range(500):
-            await pilot.pause(0.02)
-            if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-                break
+        await wait_ready(app, pilot)
         for key in keys:
             await pilot.press(key)
             await pilot.pause()
@@ -105,20 +92,12 @@ def rows(app) -> list[str]:
     return ["".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()]
 
 
-async def ready(app, pilot) -> ReplayScreen:
-    for _ in range(500):
-        await pilot.pause(0.02)
-        if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-            return app.screen
-    raise AssertionError("not loaded")
-
-
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["100x30", "160x48"])
 def test_header_flags_line_and_turn_list_fit(size):
     async def go():
         app = replay_app(SEED)
         async with app.run_test(size=size) as pilot:
-            s = await ready(app, pilot)
+            s = await wait_ready(app, pilot)
             await settle(pilot)
             text = "\n".join(rows(app))
             assert "⚑" in text  # the flags line of the header is on screen
@@ -140,7 +119,7 @@ def test_split_diff_falls_back_to_unified_when_narrow_and_returns_when_wide():
     async def go():
         app = replay_app(SEED)
         async with app.run_test(size=SMALL) as pilot:
-            s = await ready(app, pilot)
+            s = await wait_ready(app, pilot)
             await pilot.press("2", "G", "s")
             await settle(pilot)
             kdoc = s.query_one("#kernel-doc", DocView)
@@ -158,7 +137,7 @@ def test_code_lines_are_cut_and_scroll_sideways_and_W_folds_them():
     async def go():
         app = replay_app(SEED)
         async with app.run_test(size=LARGE) as pilot:
-            s = await ready(app, pilot)
+            s = await wait_ready(app, pilot)
             await pilot.press("j")
             await settle(pilot)
             doc = s.query_one("#turn-doc", DocView)

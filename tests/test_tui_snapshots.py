@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from apphelp import settle, wait_ready
 
 from ktui.tui.app import replay_app
-from ktui.tui.screens.replay import ReplayScreen
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
@@ -23,11 +23,7 @@ pytestmark = pytest.mark.skipif(not SEED.is_file(), reason="bundled seed trace m
 def keys_then_settle(*keys: str, search: str | None = None):
     async def run_before(pilot) -> None:
         app = pilot.app
-        for _ in range(500):
-            await pilot.pause(0.02)
-            if isinstance(app.screen, ReplayScreen) and app.screen.ready:
-                break
-        s = app.screen
+        s = await wait_ready(app, pilot)
         for key in keys:
             await pilot.press(key)
         if search is not None:
@@ -38,13 +34,7 @@ def keys_then_settle(*keys: str, search: str | None = None):
                 await pilot.pause(0.02)
                 if s._regex is not None:
                     break
-        for _ in range(100):  # background work (diff sizes, raw events) done
-            await pilot.pause(0.02)
-            if all(w.is_finished for w in app.workers):
-                break
-        await pilot.wait_for_scheduled_animations()
-        app.clear_notifications()
-        await pilot.pause(0.1)
+        await settle(pilot)
 
     return run_before
 

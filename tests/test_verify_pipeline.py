@@ -13,6 +13,7 @@ import time
 
 import pytest
 from conftest import needs
+from standins import RELU_REFERENCE as REF
 
 from ktui.engine.devicelock import ALONE, SHARED, DeviceWindows, busy_seconds
 
@@ -196,16 +197,6 @@ RIGHT = textwrap.dedent("""
     class ModelNew(nn.Module):
         def forward(self, x):
             return torch.relu(x)
-""")
-REF = textwrap.dedent("""
-    import torch, torch.nn as nn
-    class Model(nn.Module):
-        def forward(self, x):
-            return torch.relu(x)
-    def get_inputs():
-        return [torch.randn(64, 64)]
-    def get_init_inputs():
-        return []
 """)
 
 

@@ -176,6 +176,20 @@ def _no_gc():
             gc.enable()
 
 
+@contextlib.contextmanager
+def _file_problems(b: Builder):
+    """A trace file that cannot be read (a directory, not a regular file, an I/O error) becomes the
+    run's problem, never an exception (``load`` and ``load_stages``)."""
+    try:
+        yield
+    except IsADirectoryError:
+        b.problem(0, "is a directory, not a trace file")
+    except NotRegularFile as exc:
+        b.problem(0, str(exc))
+    except OSError as exc:
+        b.problem(0, f"cannot read file: {exc.strerror or exc}")
+
+
 def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str | None = None,
          findings: bool = True) -> Run:
     """Read a whole trace. Never raises on bad data; I/O problems become TraceProblems.
@@ -203,15 +217,9 @@ def load(path: str | os.PathLike[str], *, keep_events: bool = True, format: str 
     if keep_events:  # long lines are read back from the file on demand (ktui.trace.lazy)
         b = Builder(str(path), keep_events=keep_events, source=LineSource(path))
     with _no_gc():
-        try:
+        with _file_problems(b):
             with open_regular(path) as f:
                 b.run.size_bytes = _feed_chunks(LineParser(b), _iter_chunks(f))
-        except IsADirectoryError:
-            b.problem(0, "is a directory, not a trace file")
-        except NotRegularFile as exc:
-            b.problem(0, str(exc))
-        except OSError as exc:
-            b.problem(0, f"cannot read file: {exc.strerror or exc}")
         run = attach(b.finish(final=True, findings=findings))
     give_back_heap(run.size_bytes)
     return run
@@ -252,7 +260,7 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
     parser = LineParser(b)
     staged = False
     with _no_gc():
-        try:
+        with _file_problems(b):
             with open_regular(path) as f:
                 total = os.fstat(f.fileno()).st_size
                 staged = total < min_bytes  # small: no first stage
@@ -285,12 +293,6 @@ def load_stages(path: str | os.PathLike[str], *, findings: bool = True, stage_tu
                         lines = ()
                     parser.feed_all([(lines, skipped, partial)])
                 b.run.size_bytes = size
-        except IsADirectoryError:
-            b.problem(0, "is a directory, not a trace file")
-        except NotRegularFile as exc:
-            b.problem(0, str(exc))
-        except OSError as exc:
-            b.problem(0, f"cannot read file: {exc.strerror or exc}")
         run = attach(b.finish(final=True, findings=findings))
     give_back_heap(run.size_bytes)
     yield run, True

@@ -43,13 +43,20 @@ def count(n: Any, noun: str, many: str | None = None) -> str:
     return f"{shown} {plural(n, noun, many)}"
 
 
-def valid_time_us(v: Any) -> float | None:
-    """A recorded or measured time in microseconds as a float when a clock could have measured it
-    (finite, not negative, under :data:`MAX_TIME_US`), else None."""
+def finite(v: Any) -> float | None:
+    """``v`` as a finite float, or None (bools, strings, inf, nan and ints too large for a float are
+    not)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     try:
         f = float(v)
     except OverflowError:
         return None
-    return f if math.isfinite(f) and 0 <= f < MAX_TIME_US else None
+    return f if math.isfinite(f) else None
+
+
+def valid_time_us(v: Any) -> float | None:
+    """A recorded or measured time in microseconds as a float when a clock could have measured it
+    (finite, not negative, under :data:`MAX_TIME_US`), else None."""
+    f = finite(v)
+    return f if f is not None and 0 <= f < MAX_TIME_US else None

@@ -9,25 +9,16 @@ range)``.
 from __future__ import annotations
 
 import datetime as _dt
-import math
 from typing import Any
 
 from ktui.trace.model import Metric
-from ktui.trace.words import NO_VALID_TIME, valid_time_us
+from ktui.trace.words import NO_VALID_TIME, finite, valid_time_us
 from ktui.view.text import clean, int_text
 
 NONE = "—"
 
 
-def _real(v: Any) -> float | None:
-    """``v`` as a finite float, or None (bools, strings, inf, nan and huge ints are not)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
+_real = finite  # ``v`` as a finite float, or None (bools, strings, inf, nan and huge ints are not)
 
 
 def _odd(v: Any) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ktui.trace.importers.change import Apply, Change
 from ktui.trace.importers.inplace_python import python_changes
@@ -37,25 +37,11 @@ def changes(command: str) -> list[Change]:
     out: list[Change] = []
     body_spans: list[tuple[int, int]] = []
     if "patch" in command or "apply" in command:
-        for m in _PATCH_HEREDOC.finditer(command):
-            delim = m.group(1) or m.group(2) or m.group(3)
-            start = command.find("\n", m.end())
-            if start < 0:
-                continue
-            start += 1
-            end = _heredoc_end(command, start, delim)
-            body_spans.append((start, end))
-            out += diff_changes(command[start:end])
+        for body in _heredoc_bodies(command, _PATCH_HEREDOC, body_spans):
+            out += diff_changes(body)
     if "python" in command:
-        for m in _PY_HEREDOC.finditer(command):
-            delim = m.group(1) or m.group(2) or m.group(3)
-            start = command.find("\n", m.end())
-            if start < 0:
-                continue
-            start += 1
-            end = _heredoc_end(command, start, delim)
-            body_spans.append((start, end))
-            out += python_changes(command[start:end])
+        for body in _heredoc_bodies(command, _PY_HEREDOC, body_spans):
+            out += python_changes(body)
     rest = _outside(command, body_spans)
     for ln in _logical_lines(rest):
         if "python" in ln and _PY_C.search(ln):
@@ -63,6 +49,20 @@ def changes(command: str) -> list[Change]:
         if "sed" in ln or "perl" in ln or "awk" in ln:
             out += _stream_editors(ln)
     return out
+
+
+def _heredoc_bodies(command: str, pattern: re.Pattern[str], spans: list[tuple[int, int]]) -> Iterator[str]:
+    """The bodies of the heredocs ``pattern`` opens in ``command``; each body's span is added to
+    ``spans`` (the rest of the command is read apart from them)."""
+    for m in pattern.finditer(command):
+        delim = m.group(1) or m.group(2) or m.group(3)
+        start = command.find("\n", m.end())
+        if start < 0:
+            continue
+        start += 1
+        end = _heredoc_end(command, start, delim)
+        spans.append((start, end))
+        yield command[start:end]
 
 
 def _heredoc_end(command: str, start: int, delim: str) -> int:
