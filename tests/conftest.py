@@ -71,6 +71,9 @@ SLOW_TESTS = {f"{f}::{t}" for f, ts in {
     "test_results.py": ("test_verify_compares_the_recorded_speedup_over_eager",),
     "test_reference_timing.py": ("test_real_judges_time_the_reference_once_and_a_candidate_cannot_reach_the_entry",
                                  "test_a_sweep_times_the_reference_once_and_a_rerun_not_again"),
+    "test_sandbox_heldout.py": ("test_judge_level_held_out", "test_descriptors_across_the_tree_are_bounded",
+                                "test_page_tables_count_as_memory", "test_shared_memory_past_its_mapping_is_counted",
+                                "test_nothing_outlives_the_worker"),
     "test_verify_pipeline.py": ("test_real_judge_windows_probe_costs_and_failing_kernels",
                                 "test_reference_outputs_shared_and_out_of_a_candidates_reach"),
 }.items() for t in ts}

@@ -197,7 +197,7 @@ def test_pages_present_read_from_numa_maps_or_smaps_agree():
     m = mmap.mmap(-1, size)
     m.write(b"\1" * (size // 2))
     try:
-        addr = next(a for a, b, _o, _k, shared in proctree._shmem_vmas(os.getpid()) if shared and b - a == size)
+        addr = next(a for a, b, _o, _k, shared, *_g in proctree._shmem_vmas(os.getpid()) if shared and b - a == size)
         figures = {src: proctree._present_pages(os.getpid(), sources=(src,)).get(addr) for src in ("numa_maps", "smaps")}
         figures = {k: v for k, v in figures.items() if v is not None}
         assert figures and all(v == size // 2 for v in figures.values()), figures

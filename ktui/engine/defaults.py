@@ -120,6 +120,10 @@ DISK_CHECK_PERIOD_S = 1.0
 # net.core.wmem_max for a unix socket) that are in no process's RSS (1,500 socket pairs held
 # 343 MiB against a 256 MiB limit); ktui's worker needs a handful, a parallel build a few dozen
 CHANNELS_LIMIT = 512
+# descriptors open in a worker tree (every process's table summed): RLIMIT_NOFILE is per process and
+# the task count 4,096, so a tree could hold 16.7 M against the host's fs.file-max (2.5 M on a 24 GiB
+# machine), the table every program shares (ENFILE for all of them); 64,000 held 73 MiB of slab
+FDS_LIMIT = 65536
 # memory no process holds (socket buffers, descriptors in flight between sockets, a memfd sent and
 # closed): no watchdog can count it per tree without a cgroup, so when the host's available memory
 # falls below this share of its total (and at least HOST_MEMORY_LOST_MIN less than when the worker

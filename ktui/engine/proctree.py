@@ -80,6 +80,24 @@ def _status_kb(pid, keys):
     return out
 
 
+#: tmpfs files this process (the judge) made or received, by (major, minor, inode): their sealed size.
+#: A worker maps the judge's input memfds and closes their descriptors: without root, /proc/PID/map_files
+#: is closed to ktui, and such a mapping's file would be of unknown size (see :func:`tree_memory`)
+KNOWN_SHMEM: dict = {}
+KNOWN_SHMEM_MAX = 100000
+
+
+def note_shmem(fd):
+    """Remember the size of the memfd ``fd`` (sealed: it cannot grow) as one the judge knows."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return
+    if len(KNOWN_SHMEM) >= KNOWN_SHMEM_MAX:
+        KNOWN_SHMEM.pop(next(iter(KNOWN_SHMEM)))
+    KNOWN_SHMEM[(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)] = _allocated(st)
+
+
 #: how often the watchdog walks the tree's mappings of tmpfs files (seconds; its other counts: every period)
 SHMEM_SCAN_PERIOD_S = 1.0
 #: names /proc/PID/maps gives the files of the kernel's internal tmpfs (memfds, shared anonymous
@@ -102,7 +120,8 @@ def _shmem_vmas(pid):
                     ma, mi = (int(x, 16) for x in parts[3].split(":"))
                     # shared and writable: what can fill a file through its mapping (a read-only one,
                     # or CUDA's device mappings, are not stood for by their length)
-                    out.append((a, b, int(parts[2], 16), (ma, mi, int(parts[4])), parts[1][1] + parts[1][3] == "ws"))
+                    out.append((a, b, int(parts[2], 16), (ma, mi, int(parts[4])), parts[1][1] + parts[1][3] == "ws",
+                                parts[5].startswith(("/memfd:", "/dev/zero"))))
                 except ValueError:
                     continue
     except OSError:
@@ -154,7 +173,7 @@ def _allocated(st):
     return st.st_size if st.st_blocks == 0 and st.st_size else st.st_blocks * 512
 
 
-def _open_files(pid, objs, channels, unlinked):
+def _open_files(pid, objs, channels, unlinked, counts=None):
     """What ``pid`` holds open: memfds and memfd_secret files (``objs``: key -> bytes allocated),
     sockets and pipes (``channels``: "socket:[ino]"; their buffers are kernel memory in nobody's
     RSS), and regular files with no name left (``unlinked``: key -> bytes; O_TMPFILE or unlinked
@@ -163,6 +182,8 @@ def _open_files(pid, objs, channels, unlinked):
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return
+    if counts is not None:
+        counts["fds"] = counts.get("fds", 0) + len(fds)
     for fd in fds:
         p = f"/proc/{pid}/fd/{fd}"
         try:
@@ -213,14 +234,15 @@ def _shm_used(pids):
 
 def _mapped_files(pids, objs):
     """{key: {"present": bytes of it in the tree's page tables, "extent": length of its shared
-    writable mappings, "size": bytes it holds, read through map_files, or None}} of every tmpfs file
-    the tree maps (/proc/PID/maps, and numa_maps or smaps of the processes mapping one)."""
+    writable mappings, "size": bytes it holds, read through map_files, or None, "growable": a memfd or
+    shared anonymous file (its size may pass what is mapped of it)}} of every tmpfs file the tree
+    maps (/proc/PID/maps, and numa_maps or smaps of the processes mapping one)."""
     mapped: dict = {}
     for p in pids:
         vmas = _shmem_vmas(p)
         present = _present_pages(p) if vmas else {}
-        for a, b, off, key, shared in vmas:
-            m = mapped.setdefault(key, {"present": 0, "extent": 0, "size": None})
+        for a, b, off, key, shared, growable in vmas:
+            m = mapped.setdefault(key, {"present": 0, "extent": 0, "size": None, "growable": growable})
             m["present"] += present.get(a, 0)
             if shared:
                 m["extent"] = max(m["extent"], off + b - a)
@@ -241,14 +263,18 @@ def tree_memory(pids, scan=None):
     not seen: the host floor). ``scan``: a dict the caller keeps, to walk the mappings (numa_maps: 9 ms
     for a torch worker on a loaded 2-core machine) at most every SHMEM_SCAN_PERIOD_S, the rest each
     call. {"total", "shared"} in bytes, "channels": how many sockets and pipes the tree holds open
-    (each once), "unlinked": {key: bytes} of regular files open with no name."""
+    (each once), "unlinked": {key: bytes} of regular files open with no name, "fds": descriptors open in
+    the tree, "unknown": how many memfds or shared anonymous files it maps whose size nobody could read
+    (no descriptor open, map_files closed to ktui, not one the judge made or received: see
+    :data:`KNOWN_SHMEM`). Page tables (VmPTE) count as memory: a private mapping read in full maps the
+    zero page, in no RSS, with 8 bytes of page table per 4 KiB (48 MiB of them with 13 MiB of RSS)."""
     rss = shmem = 0
-    objs, channels, unlinked = {}, set(), {}
+    objs, channels, unlinked, counts = {}, set(), {}, {}
     for p in pids:
-        st = _status_kb(p, ("RssAnon", "RssFile", "RssShmem"))
-        rss += st["RssAnon"] + st["RssFile"]
+        st = _status_kb(p, ("RssAnon", "RssFile", "RssShmem", "VmPTE"))
+        rss += st["RssAnon"] + st["RssFile"] + st["VmPTE"]
         shmem += st["RssShmem"]
-        _open_files(p, objs, channels, unlinked)
+        _open_files(p, objs, channels, unlinked, counts)
     now = time.monotonic()
     if scan is None or now >= scan.get("next", 0.0):
         mapped = _mapped_files(pids, objs)
@@ -256,14 +282,18 @@ def tree_memory(pids, scan=None):
             scan.update(next=now + SHMEM_SCAN_PERIOD_S, mapped=mapped)
     else:
         mapped = scan["mapped"]
-    hidden = 0
+    hidden = unknown = 0
     for key, m in mapped.items():
         size = objs.get(key, m["size"])
+        if size is None:
+            size = KNOWN_SHMEM.get(key)
+            unknown += int(size is None and m.get("growable", False))
         hidden += max(0, (m["extent"] if size is None else size) - m["present"])
     hidden += sum(v for k, v in objs.items() if k not in mapped)
     dev_shm = _shm_used(pids)
     shared = shmem + hidden + dev_shm
-    return {"total": rss + shared, "shared": shared, "channels": len(channels), "unlinked": unlinked}
+    return {"total": rss + shared, "shared": shared, "channels": len(channels), "unlinked": unlinked,
+            "fds": counts.get("fds", 0), "unknown": unknown}
 
 
 def _signal(pid, sig):

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 # the rest of the sandbox, named here too (callers use ``sandbox.X``): the Linux primitives, the
 # toolchain a worker's root holds, the process tree seen from outside, the worker's prologue
@@ -46,6 +47,7 @@ from .defaults import (
     DISK_CHECK_PERIOD_S,
     DISK_ENTRIES_LIMIT,
     DISK_LIMIT_BYTES,
+    FDS_LIMIT,
     FILE_SIZE_LIMIT_BYTES,
     HOST_MEMORY_FLOOR_FRACTION,
     HOST_MEMORY_FLOOR_MAX,
@@ -151,7 +153,7 @@ class Spec:
     def __init__(self, work_dir, *, rw=(), mask=(), device="cpu", memory_limit=None, output_cap=OUTPUT_CAP_BYTES,
                  nproc=NPROC_LIMIT, file_size=FILE_SIZE_LIMIT_BYTES, cpu_s=CPU_LIMIT_S, env=None, python_path=(),
                  binds=(), root=True, argv=(), disk_limit=DISK_LIMIT_BYTES, disk_entries=DISK_ENTRIES_LIMIT,
-                 host_memory_floor=None, channels=CHANNELS_LIMIT, sysfs=None):
+                 host_memory_floor=None, channels=CHANNELS_LIMIT, sysfs=None, fds=FDS_LIMIT):
         self.work_dir = os.path.realpath(work_dir)
         self.rw = [os.path.realpath(p) for p in rw]
         self.mask = [os.path.realpath(p) for p in mask]
@@ -170,6 +172,7 @@ class Spec:
         self.disk_entries = int(disk_entries)
         self.host_memory_floor = host_memory_floor  # bytes; None: HOST_MEMORY_FLOOR_FRACTION of the total
         self.channels = int(channels)
+        self.fds = int(fds)  # descriptors open in the whole tree (the host's file table is shared)
         # the worker's /sys (sysview.SYSFS_MODES); None: chosen at launch (gpusysfs.resolve)
         self.sysfs, self.sysfs_note = sysfs, ""
 
@@ -231,6 +234,19 @@ def host_memory():
     except (OSError, ValueError, IndexError):
         pass
     return got.get("MemAvailable"), got.get("MemTotal")
+
+
+def host_shmem():
+    """Bytes of shared memory on this machine (/proc/meminfo Shmem: every tmpfs file, memfd, shared
+    anonymous mapping and SysV segment of every program), None when unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for ln in fh:
+                if ln.startswith("Shmem:"):
+                    return int(ln.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def default_masks(extra=()):
@@ -340,8 +356,13 @@ def popen(spec, cmd, stdout, stderr, pass_fds=()):
 class Launched:
     """A running sandboxed worker: its process, output tails and the watchdog's verdict."""
 
+    #: the workers of this process (the judge) still watched: their shared memory, as last counted
+    _live: "weakref.WeakSet[Launched]" = weakref.WeakSet()
+    _live_lock = threading.Lock()
+
     def __init__(self, spec, argv, pass_fds=(), prefix=()):
         self.spec = spec
+        self._shared_now = 0  # shared memory of its tree at the last count (for the other workers' sums)
         from .gpusysfs import resolve
 
         resolve(spec, prefix, Launched)  # the worker's /sys (a GPU's: behind a self-test, opt-in)
@@ -424,7 +445,35 @@ class Launched:
                                   f"{self.spec.disk_limit / 2**30:.1f} GiB)")
         return None
 
+    def _known_shmem(self):
+        """Shared memory ktui can account for: every watched worker tree's last count and the judge's
+        own (its memfds: the inputs it made, the outputs it received)."""
+        mine = tree_memory([os.getpid()])["shared"]
+        with Launched._live_lock:
+            return mine + sum(w._shared_now for w in list(Launched._live))
+
+    def _unseen_shmem(self):
+        """Growth of the host's shared memory since this worker started that no count of ktui's
+        explains (0 when unknown): where a tree maps memfds or shared anonymous files whose size
+        ktui cannot read (not root: /proc/PID/map_files is closed to it), what they hold past their
+        mappings is there and nowhere else ktui can see."""
+        now = host_shmem()
+        if now is None or self._shmem_base is None:
+            return 0
+        return max(0, now - self._shmem_base - self._known_shmem())
+
     def _watchdog(self):
+        with Launched._live_lock:
+            Launched._live.add(self)
+        try:
+            h = host_shmem()
+            self._shmem_base = None if h is None else h - self._known_shmem()
+            return self._watch_loop()
+        finally:
+            with Launched._live_lock:
+                Launched._live.discard(self)
+
+    def _watch_loop(self):
         avail0, total = host_memory()
         next_disk = time.monotonic() + DISK_CHECK_PERIOD_S
         while not self._stop.wait(WATCHDOG_PERIOD_S):
@@ -451,7 +500,12 @@ class Launched:
         pids = self.tree()
         mem = tree_memory(pids, self._scan)
         self._unlinked = mem["unlinked"]
-        rss = mem["total"] + self._tmpfs_used
+        self._shared_now = mem["shared"] + self._tmpfs_used
+        # memfds or shared anonymous files of a size nobody could read (a normal user's ktui): what
+        # the host's shared memory grew by beyond every count ktui keeps is counted as theirs (512 MiB
+        # written into memfds, one page of each mapped, descriptors closed, was seen as 97 MiB)
+        unseen = self._unseen_shmem() if mem.get("unknown") else 0
+        rss = mem["total"] + self._tmpfs_used + unseen
         self.peak_rss = max(self.peak_rss, rss)
         self.peak_memory = max(getattr(self, "peak_memory", 0), rss)
         tasks = sum(_threads(p) for p in pids)
@@ -461,7 +515,13 @@ class Launched:
                                    f"{self.spec.memory_limit / 2**30:.1f} GiB; memfds and shared memory "
                                    f"{mem['shared'] / 2**30:.1f} GiB of it" + (
                                        f", files in its folders on a tmpfs {self._tmpfs_used / 2**30:.1f} GiB"
-                                       if self._tmpfs_used else "") + ")")
+                                       if self._tmpfs_used else "") + (
+                                       f", {unseen / 2**30:.1f} GiB the host's shared memory grew by beyond "
+                                       f"ktui's counts while it maps {mem['unknown']} memfd(s) or shared mapping(s) "
+                                       "whose size ktui (not root) cannot read" if unseen else "") + ")")
+        elif mem.get("fds", 0) > self.spec.fds:
+            why = ("process_limit", f"held {mem['fds']} file descriptors open (limit {self.spec.fds}: the host's "
+                                    "file table, fs.file-max, is shared by every program)")
         elif mem.get("channels", 0) > self.spec.channels:
             why = ("process_limit", f"held {mem['channels']} sockets and pipes open (limit {self.spec.channels}: "
                                     "their buffers are kernel memory no process's RSS shows)")

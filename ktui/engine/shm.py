@@ -10,6 +10,7 @@ import fcntl
 import mmap
 import os
 
+from .proctree import note_shmem
 from .protocol import DTYPES, ProtocolError
 
 SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
@@ -43,6 +44,7 @@ def write_sealed(buf, nbytes, name="ktui-tensor"):
     except BaseException:
         os.close(fd)
         raise
+    note_shmem(fd)  # its size, for the watchdog (a worker maps it with no descriptor left)
     return fd
 
 
@@ -71,6 +73,7 @@ def write_tensor_sealed(raw, nbytes, name="ktui-tensor"):
     except BaseException:
         os.close(fd)
         raise
+    note_shmem(fd)  # its size, for the watchdog (a worker maps it with no descriptor left)
     return fd
 
 
@@ -108,6 +111,7 @@ def import_tensor(desc, fds):
     if seals & SEALS != SEALS:
         raise ProtocolError("a tensor's memfd is not sealed against writes")
     size = os.fstat(fd).st_size
+    note_shmem(fd)  # sealed: its size is final (a worker may map it later with no descriptor left)
     if size != desc["nbytes"]:
         raise ProtocolError(f"a tensor's memfd holds {size} bytes, its descriptor says {desc['nbytes']}")
     dtype = getattr(torch, desc["dtype"], None)

@@ -1,0 +1,271 @@
+"""The sandbox's held-out attacks (session 34; benchmarks/results/sandbox_heldout_s34.md): attacks of the
+classes of issue 22 that were in none of the corpus's files, each after a published technique.
+
+The sandbox-level attacks run in a real sandboxed worker (tests/fixtures/sandbox/heldout_corpus.py,
+ktui.engine.sandbox.Launched: what every worker gets); the judge-level ones run as a kernel through the
+judge (ktui.repro.runner.run_request: the path of ``ktui repro`` and ``ktui verify``), torch on the CPU.
+The secrets are fake, planted under a fake home."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import BUILD_TIMEOUT_S, needs
+
+from ktui.engine import confine, proctree, sandbox
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "sandbox"
+sys.path.insert(0, str(FIX))
+import heldout_corpus as H  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+REPRO = REPO / "tests" / "fixtures" / "repro"
+
+linux_ns = pytest.mark.skipif(not sandbox.detect()["namespaces"] or sys.platform != "linux",
+                              reason="needs user namespaces (unshare)")
+known_arch = pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64"),
+                                reason="the seccomp filter knows x86_64 and aarch64 only")
+
+
+@pytest.fixture(scope="module")
+def plan():
+    with H.plant() as (p, listeners):
+        yield p, listeners
+
+
+def _run(name, plan, **kw):
+    p, listeners = plan
+    before = sum(x.accepted for x in listeners)
+    r = H.run_attack(name, p, **kw)
+    assert sum(x.accepted for x in listeners) == before, "a planted socket took a connection"
+    return r
+
+
+# ---- secrets and network: held before too (regressions) ---------------------------------------------------
+
+@linux_ns
+@pytest.mark.parametrize("name", ["secrets_env", "secrets_sockets", "secrets_keys"])
+def test_held_out_secrets_stay_out_of_reach(plan, name):
+    assert H.control(name, plan[0]) > 0, "the attack gets nothing even outside the sandbox: it proves nothing"
+    r = _run(name, plan)
+    assert r["held"], r["what"]
+
+
+# ---- network ------------------------------------------------------------------------------------------------
+
+@linux_ns
+@known_arch
+def test_no_vsock_socket(plan):
+    # AF_VSOCK is a VM guest's channel to its host and no network namespace separates it (moby's default
+    # seccomp profile refuses socket(AF_VSOCK)); before: the worker made one (the control too)
+    r = _run("network", plan)
+    assert r["held"], r["what"]
+
+
+# ---- writing outside the temp dir ---------------------------------------------------------------------------
+
+@linux_ns
+@pytest.mark.skipif(os.geteuid() != 0, reason="a normal user's worker does not own the host's device nodes")
+def test_the_hosts_device_nodes_are_read_only_inside():
+    # as root the worker is the owner of /dev/null, /dev/zero... (the host's inodes, bound): a chmod or
+    # utime inside changed them for every program of the machine. Only /dev is walked here: the
+    # bench walks the whole root (minutes)
+    code = H.WRITE_OUTSIDE.replace('for top in ("/dev", "/", "/tmp"):', 'for top in ("/dev",):')
+    from attack_run import run_code
+
+    val, w = run_code(code)
+    assert val is not None, w.tail("stderr")[-2000:]
+    assert val["got"] == [], val["got"]
+    # the nodes still work for their data
+    val, w = run_code('import json, os\nos.write(os.open("/dev/null", os.O_WRONLY), b"x")\n'
+                      'print("OUT " + json.dumps(len(open("/dev/zero", "rb").read(8))), flush=True)\n')
+    assert val == 8, w.tail("stderr")[-2000:]
+
+
+@linux_ns
+@known_arch
+def test_no_set_id_file_in_the_temp_dir(plan):
+    # a set-uid copy of a shell in the temp dir, the dir opened to everyone: any local user ran it with
+    # euid 0 while the run lasted (ktui as root; the judge's own temp root is 0700, the bare Launched's
+    # folder is not). chmod / open(O_CREAT) / mknod with S_ISUID or S_ISGID now fail
+    r = _run("setuid_in_temp_dir", plan)
+    assert r["held"], r["what"]
+
+
+@known_arch
+def test_the_seccomp_program_refuses_what_it_says():
+    # the filter run on the data of each call (a classic-BPF interpreter, enough for this program)
+    import struct
+
+    prog = confine.seccomp_program(platform.machine())
+    arch = confine._SECCOMP[platform.machine()]["arch"]
+    nr = {"x86_64": {"socket": 41, "chmod": 90, "open": 2, "openat": 257, "keyctl": 250, "io_uring_setup": 425,
+                     "openat2": 437, "read": 0},
+          "aarch64": {"socket": 198, "chmod": 52, "open": None, "openat": 56, "keyctl": 219, "io_uring_setup": 425,
+                      "openat2": 437, "read": 63}}[platform.machine()]
+
+    def run(call, *args, arch_=arch):
+        data = struct.pack("<iIQ6Q", nr[call] if isinstance(call, str) else call, arch_, 0,
+                           *(list(args) + [0] * (6 - len(args))))
+        acc, pc = 0, 0
+        while True:
+            code, jt, jf, k = prog[pc]
+            if code == 0x20:
+                acc = struct.unpack_from("<I", data, k)[0]
+                pc += 1
+            elif code == 0x15:
+                pc += 1 + (jt if acc == k else jf)
+            elif code == 0x45:
+                pc += 1 + (jt if acc & k else jf)
+            else:
+                return {0x7FFF0000: "allow", 0x00050001: "EPERM", 0x00050026: "ENOSYS"}[k]
+
+    assert run("socket", 40, 1) == "EPERM" and run("socket", 1, 1) == "allow" and run("socket", 2, 1) == "allow"
+    assert run("chmod", 0, 0o4755) == "EPERM"  # (aarch64: fchmod, the mode in the same argument)
+    assert run("chmod", 0, 0o755) == "allow"
+    openat = ("openat", 0, 0, 0o100 | 0o1, 0o6755)  # O_CREAT|O_WRONLY with set-id bits
+    assert run(*openat) == "EPERM"
+    assert run("openat", 0, 0, 0o1, 0o6755) == "allow"  # no O_CREAT: the mode is not used
+    assert run("openat", 0, 0, 0o100, 0o644) == "allow"
+    assert run("keyctl") == "EPERM" and run("io_uring_setup") == "EPERM" and run("openat2") == "ENOSYS"
+    assert run("read", 0, 0, 100) == "allow"
+    assert run("read", arch_=0x40000003) == "EPERM"  # i386's ABI
+
+
+# ---- exhausting the host ------------------------------------------------------------------------------------
+
+@linux_ns
+def test_descriptors_across_the_tree_are_bounded(plan):
+    # RLIMIT_NOFILE is per process: 24 processes x 4,000 descriptors (96,000) went unseen (file-nr +64,000,
+    # slab +73 MiB with 16 processes); the host's fs.file-max is every program's
+    r = _run("fd_flood", plan)
+    assert r["held"] and "file descriptors" in r["what"], r["what"]
+
+
+@linux_ns
+def test_page_tables_count_as_memory(plan):
+    # private mappings read in full (the zero page: no RSS) hold page tables in no process's RSS
+    r = _run("page_tables", plan)
+    assert r["held"] and "memory_limit" in r["what"], r["what"]
+
+
+@linux_ns
+@pytest.mark.parametrize("name", ["shared_anon_tail", "memfd_fallocate_closed"])
+@pytest.mark.parametrize("as_root", [True, False], ids=["map_files", "no_map_files"])
+def test_shared_memory_past_its_mapping_is_counted(plan, monkeypatch, name, as_root):
+    # a memfd (or a shared anonymous mapping) holding 512 MiB with one page of it mapped and no descriptor
+    # left: root reads its size through /proc/PID/map_files; a normal user's ktui may not (the open item of
+    # the fifth pass), so there the host's shared memory grown beyond every count ktui keeps is the tree's.
+    # "no_map_files" stands for the normal user (map_files refused) whoever runs the test
+    if as_root and os.geteuid() != 0:
+        pytest.skip("map_files needs root")
+    if not as_root:
+        monkeypatch.setattr(proctree, "_mapped_size", lambda pid, a, b: None)
+    r = _run(name, plan)
+    assert r["held"] and "memory_limit" in r["what"], r["what"]
+    if not as_root:
+        assert "cannot read" in r["what"], r["what"]
+
+
+def test_a_memfd_the_judge_made_is_of_known_size(tmp_path):
+    # the judge's input memfds, mapped by a worker that closed their descriptors, are of known size: an
+    # honest worker maps no file of unknown size, and none of the host's growth is counted as its
+    from ktui.engine import shm
+
+    fd = shm.write_sealed(b"\1" * 8192, 8192)
+    try:
+        st = os.fstat(fd)
+        assert proctree.KNOWN_SHMEM[(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)] == 8192
+    finally:
+        os.close(fd)
+
+
+# ---- outliving ktui -----------------------------------------------------------------------------------------
+
+@linux_ns
+def test_nothing_outlives_the_worker(plan):
+    r = _run("outlive", plan)
+    assert r["held"], r["what"]
+
+
+# ---- the judge: forging the verdict, crashing or hanging it ---------------------------------------------------
+
+def judge_run(tmp_path, code: str, **req) -> dict:
+    from ktui.repro.runner import run_request
+
+    r = {"kernel_code": code, "reference_source": (REPRO / "reference_scaled_relu.txt").read_text(),
+         "device": "cpu", "trials": 3, "correctness_trials": 1, "checks": False,
+         "build_root": str(tmp_path / "cache" / "build")}
+    r.update(req)
+    return run_request(r, run_timeout=240, compile_timeout=BUILD_TIMEOUT_S)
+
+
+def model(prelude: str, body: str) -> str:
+    import textwrap
+
+    return ("import os, sys, torch, torch.nn as nn\n" + textwrap.dedent(prelude) + "\n"
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(body), "        ")
+            + "\n")
+
+
+def outcome(res: dict) -> str:
+    from ktui.repro.recorded import recorded_for
+    from ktui.repro.verdict import compare
+    from ktui.trace import load
+
+    r = load(str(REPRO / "cpu_wrong.jsonl"))
+    return compare(recorded_for(r, r.kernel("v1")), res).verdict
+
+
+#: a kernel whose output is wrong (x * 3, the reference's relu(x) * 2) and which tries to make the judge
+#: say anything but "correctness disagrees" / "not reproducible"
+JUDGE_ATTACKS = {
+    # monkeypatching the comparison in its own process (the judge compares in its own)
+    "patch_comparisons": ("""
+        for _n in ("allclose", "equal", "isclose"):
+            setattr(torch, _n, lambda *a, **k: True)
+        torch.testing.assert_close = lambda *a, **k: None
+        torch.Tensor.__eq__ = lambda a, b: torch.ones((), dtype=torch.bool)
+        """, "return x * 3.0\n"),
+    # ktui's own words for a problem it cannot pass (a file over RLIMIT_FSIZE)
+    "claims_too_large": ("", "raise OSError(27, 'File too large')\n"),
+    # a CUDA out-of-memory message that blames other processes
+    "claims_gpu_taken": ("", "raise RuntimeError('CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+                             "capacity of 79.19 GiB of which 3.06 MiB is free. Process 4242 has 79.00 GiB memory in use. "
+                             "Of the allocated memory 1.00 MiB is allocated by PyTorch')\n"),
+    # the worker's own death in the middle of a call, its socket closed first
+    "closes_its_socket": ("", """
+        import resource
+        for fd in range(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0]):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        return x * 3.0
+        """),
+    # signals: to every process it can see, then to its own group
+    "signals_everyone": ("", """
+        import signal
+        for target in (-1, 0):
+            try:
+                os.kill(target, signal.SIGKILL)
+            except OSError:
+                pass
+        return x * 3.0
+        """),
+}
+
+
+@needs("torch")
+@pytest.mark.parametrize("name", list(JUDGE_ATTACKS))
+def test_judge_level_held_out(tmp_path, name):
+    from ktui.repro.verdict import CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE
+
+    pre, body = JUDGE_ATTACKS[name]
+    res = judge_run(tmp_path, model(pre, body))
+    assert outcome(res) in (CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE), (outcome(res), res.get("status"),
+                                                                      res.get("failure"))
