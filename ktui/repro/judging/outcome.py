@@ -65,6 +65,10 @@ def gpu_memory_held_by_others(msg: str) -> str | None:
 
 #: a value the sandbox passes (a memfd) went over the per-file limit: the problem's size, not the kernel
 _TOO_LARGE = re.compile(r"\[Errno 27\]|File too large|EFBIG")
+#: failure kinds the judge gives what the kernel's own code raised: their message is the kernel's words, so
+#: ktui's words for a problem too large to pass (above) are not taken from them (a wrong kernel raising
+#: OSError(27, "File too large") was "not judged here")
+_KERNEL_KINDS = {"runtime_error", "import_error", "compile_error", "cuda_error", "oom", "exit", "no_model"}
 #: the reference's worker went over ktui's host-memory limit (the engine's words, workers.py): the problem's
 #: size against ktui's limit, not a broken judge
 _REFERENCE_OVER_LIMIT = re.compile(r"^the reference used [\d.]+ GiB of host memory \(limit [\d.]+ GiB")
@@ -136,7 +140,7 @@ def unjudged(result: Any) -> Unjudged | None:
         return Unjudged(CANCELLED, "cancelled", msg or "cancelled", "")
     if status == "completed" or not f:
         return None
-    if _TOO_LARGE.search(msg):
+    if kind not in _KERNEL_KINDS and _TOO_LARGE.search(msg):
         return Unjudged(NOT_JUDGED, SIZE, f"a tensor of the problem is larger than the sandbox passes ({msg})",
                         _HOW[SIZE])
     if kind == "oom" or "out of memory" in msg.lower():
