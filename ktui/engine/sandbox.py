@@ -572,7 +572,7 @@ def planned(device="cpu", memory_limit=None):
              f"{OUTPUT_CAP_BYTES >> 20} MiB)",
              f"limits: host memory {worker_memory_limit(memory_limit) / 2**30:.0f} GiB for the worker tree (memfds, "
              "shared mappings and files open with no name counted at what they hold, not only what is mapped; "
-             "folders on a tmpfs counted as memory), "
+             "page tables and folders on a tmpfs counted as memory), "
              f"files {FILE_SIZE_LIMIT_BYTES >> 30} GiB each, CPU time {CPU_LIMIT_S} s, "
              f"{DISK_LIMIT_BYTES >> 30} GiB and {DISK_ENTRIES_LIMIT:,} files in its temp and build dirs, "
              f"{CHANNELS_LIMIT} sockets and pipes, {SIGPENDING_LIMIT:,} queued signals, "
@@ -581,15 +581,16 @@ def planned(device="cpu", memory_limit=None):
              "killed with ktui (PR_SET_PDEATHSIG, SIGTERM/SIGHUP handlers)",
              f"ended, and the run not judged, when this machine's free memory falls below "
              f"{HOST_MEMORY_FLOOR_FRACTION:.0%} of it (at most {HOST_MEMORY_FLOOR_MAX >> 30} GiB; memory no process "
-             "holds, such as descriptors in flight between sockets" + (
-                 "" if os.geteuid() == 0 else ", or a memfd written past the part of it a process maps (ktui "
-                 "not run as root may not open /proc/PID/map_files)") + ", is not counted per worker without a cgroup)"]
+             "holds, such as descriptors in flight between sockets, is not counted per worker without a cgroup)"
+             + ("" if os.geteuid() == 0 else "; a memfd or shared mapping whose size ktui (not run as root) cannot "
+                "read is charged with what this machine's shared memory grew by beyond ktui's own counts"),
+             f"at most {FDS_LIMIT:,} file descriptors open in the worker tree (this machine's file table is shared)"]
     if d["namespaces"]:
         words += ["a root of its own: only the toolchain (system folders, Python, ktui), its temp dir and "
                   "its build dir are there, read-only but the last two; no home (HOME is its temp dir), no "
                   "/tmp, /run or home sockets (no ssh-agent), nothing next to the trace",
                   "its own session keyring (the keys of your session are out of reach) and no kernel key calls (your key "
-                  "quota stays yours)",
+                  "quota stays yours); no vsock socket (a VM's channel to its host), no set-uid or set-gid file, no io_uring",
                   "own PID namespace (every descendant, setsid daemons included, dies with it; "
                   "ktui's /proc out of reach)",
                   "no network (own network namespace)",
@@ -648,7 +649,7 @@ def describe(report, launched_with_namespaces):
     if "/proc/sys" in (report.get("proc_read_only") or []):
         out.append("/proc/sys read-only")
     if report.get("keys_denied"):
-        out.append("no kernel key calls")
+        out.append("no kernel key calls, vsock sockets, set-id files or io_uring")
     if report.get("session_keyring"):
         out.append("its own session keyring")
     if report.get("caps_dropped"):
