@@ -257,6 +257,53 @@ JUDGE_ATTACKS = {
                 pass
         return x * 3.0
         """),
+    # an exception whose words raise ktui's own failure, claiming the reference is broken, when the
+    # worker formats them
+    "evil_exception_words": ("""
+        from ktui.engine.errors import StageFailure
+        class _Evil(Exception):
+            def __str__(self):
+                raise StageFailure("correctness", "reference_error", "the reference is broken")
+            __repr__ = __str__
+        """, "raise _Evil()\n"),
+    # the worker's C stack overflowed (recursion limit raised first): a segfault mid-call
+    "stack_overflow": ("", """
+        sys.setrecursionlimit(10 ** 8)
+        def _down(n):
+            return _down(n + 1) + 1
+        return _down(0)
+        """),
+    # an output tree of NaNs, nested as deep as Python allows the worker to encode it
+    "nan_tree": ("", """
+        v = x * float("nan")
+        for _ in range(40):
+            v = (v, [v], {"k": v})
+        return v
+        """),
+    # 64 MiB on stdout in one write, then a wrong answer
+    "output_flood": ("", "sys.stdout.write('A' * (64 << 20)); sys.stdout.flush()\nreturn x * 3.0\n"),
+    # the expected outputs searched for in its own process (gc, every memfd it holds or maps) and
+    # returned when found: a tensor of the input's shape other than the input
+    "reads_expected_outputs": ("""
+        import gc, mmap
+        def _find(x):
+            for o in gc.get_objects():
+                if isinstance(o, torch.Tensor) and o.shape == x.shape and o.data_ptr() != x.data_ptr() \
+                        and o.dtype == x.dtype and not torch.equal(o, x):
+                    return o.clone()
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    if not os.readlink("/proc/self/fd/" + fd).startswith("/memfd:"):
+                        continue
+                    n = os.fstat(int(fd)).st_size
+                    if n == x.numel() * x.element_size():
+                        t = torch.frombuffer(bytearray(os.pread(int(fd), n, 0)), dtype=x.dtype).reshape(x.shape)
+                        if not torch.equal(t, x):
+                            return t
+                except (OSError, RuntimeError, ValueError):
+                    pass
+            return None
+        """, "found = _find(x)\nreturn found if found is not None else x * 3.0\n"),
 }
 
 

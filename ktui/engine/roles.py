@@ -32,7 +32,7 @@ from .build import (
     resolve_device,
 )
 from .compare import flatten, set_seed, to_device
-from .defaults import FP32_DIRECTIVE
+from .defaults import FP32_DIRECTIVE, MAX_LIST
 from .errors import (
     StageFailure,
     classify_exception,
@@ -71,6 +71,32 @@ def _tree_nbytes(v):
     if isinstance(v, dict):
         return sum(_tree_nbytes(x) for x in v.values())
     return 0
+
+
+
+#: an output tree the protocol can carry (protocol.check_value: 8 levels) and ktui can walk: a kernel's
+#: tuple holding itself three times 40 levels deep is 3**40 leaves to a walk, and its worker spent the
+#: judge's whole time budget in ktui's own code ("not judged here")
+OUTPUT_TREE_DEPTH = 8
+OUTPUT_TREE_NODES = MAX_LIST  # (the protocol's longest list)
+
+
+def bounded_tree(v, stage="correctness"):
+    """Raise the kernel's failure when the value tree ``v`` nests containers deeper than
+    OUTPUT_TREE_DEPTH or holds more than OUTPUT_TREE_NODES values (a shared subtree counted each time it
+    is reached: the walk stops there, whatever the tree's size)."""
+    stack, nodes = [(v, 0)], 0
+    while stack:
+        o, d = stack.pop()
+        nodes += 1
+        if nodes > OUTPUT_TREE_NODES:
+            raise StageFailure(stage, "runtime_error", f"the kernel's output holds more than {OUTPUT_TREE_NODES:,} "
+                                                       "values (tensors, numbers, containers)")
+        if isinstance(o, (list, tuple, dict)):
+            if d >= OUTPUT_TREE_DEPTH:
+                raise StageFailure(stage, "runtime_error", f"the kernel's output nests containers deeper than "
+                                                           f"{OUTPUT_TREE_DEPTH} levels")
+            stack.extend((x, d + 1) for x in (o.values() if isinstance(o, dict) else o))
 
 
 class Context:
@@ -374,6 +400,7 @@ class Server(SlotOps):
     def _outputs(self, outv, out, inputs=None):
         import torch
 
+        bounded_tree(outv)
         leaves = flatten(outv)
         types = [type(x).__module__ + "." + type(x).__qualname__ for x in [outv] + leaves]
         overrides = []
