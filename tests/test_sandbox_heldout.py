@@ -174,14 +174,37 @@ def test_shared_memory_past_its_mapping_is_counted(plan, monkeypatch, name, as_r
 def test_a_memfd_the_judge_made_is_of_known_size(tmp_path):
     # the judge's input memfds, mapped by a worker that closed their descriptors, are of known size: an
     # honest worker maps no file of unknown size, and none of the host's growth is counted as its
-    from ktui.engine import shm
+    from ktui.engine import protocol, shm
+
+    def key(fd):
+        st = os.fstat(fd)
+        return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
 
     fd = shm.write_sealed(b"\1" * 8192, 8192)
     try:
-        st = os.fstat(fd)
-        assert proctree.KNOWN_SHMEM[(os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)] == 8192
+        assert proctree.KNOWN_SHMEM[key(fd)] == 8192
     finally:
         os.close(fd)
+    # what passes through the judge (a reference's inputs sent on to the candidate) is known too, when
+    # sealed against growing; an unsealed memfd (it could grow) is not
+    a, b = protocol.socketpair()
+    sealed = os.memfd_create("s", os.MFD_ALLOW_SEALING)
+    os.write(sealed, b"\1" * 4096)
+    import fcntl
+
+    fcntl.fcntl(sealed, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK)
+    open_ = os.memfd_create("u")
+    try:
+        proctree.KNOWN_SHMEM.clear()
+        protocol.send(a, {"x": 1}, [sealed, open_])
+        _obj, got = protocol.recv(b)
+        assert key(got[0]) in proctree.KNOWN_SHMEM and key(got[1]) not in proctree.KNOWN_SHMEM
+        shm.close_fds(got)
+    finally:
+        for f in (sealed, open_):
+            os.close(f)
+        a.close()
+        b.close()
 
 
 # ---- outliving ktui -----------------------------------------------------------------------------------------

@@ -88,10 +88,15 @@ KNOWN_SHMEM_MAX = 100000
 
 
 def note_shmem(fd):
-    """Remember the size of the memfd ``fd`` (sealed: it cannot grow) as one the judge knows."""
+    """Remember the size of the memfd ``fd`` as one the judge knows, when it is sealed against growing
+    (F_SEAL_GROW: its size is final; any other file is left out)."""
+    import fcntl
+
     try:
+        if not fcntl.fcntl(fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_GROW:
+            return
         st = os.fstat(fd)
-    except OSError:
+    except (OSError, AttributeError):
         return
     if len(KNOWN_SHMEM) >= KNOWN_SHMEM_MAX:
         KNOWN_SHMEM.pop(next(iter(KNOWN_SHMEM)))

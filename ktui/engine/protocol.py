@@ -87,6 +87,10 @@ def recv(sock):
     except ProtocolError:
         _close_all(fds)
         raise
+    from .proctree import note_shmem
+
+    for fd in fds:  # the sizes of the sealed memfds that pass through the judge (a worker maps them later)
+        note_shmem(fd)
     return obj, fds
 
 
