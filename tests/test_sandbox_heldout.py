@@ -289,12 +289,15 @@ JUDGE_ATTACKS = {
                 raise StageFailure("correctness", "reference_error", "the reference is broken")
             __repr__ = __str__
         """, "raise _Evil()\n"),
-    # the worker's C stack overflowed (recursion limit raised first): a segfault mid-call
+    # the worker's C stack overflowed (recursion limit raised first, repr of a list nested a million
+    # deep recurses in C): a segfault mid-call
     "stack_overflow": ("", """
         sys.setrecursionlimit(10 ** 8)
-        def _down(n):
-            return _down(n + 1) + 1
-        return _down(0)
+        v = []
+        for _ in range(10 ** 6):
+            v = [v]
+        repr(v)
+        return x * 3.0
         """),
     # an output tree of NaNs, nested as deep as Python allows the worker to encode it
     "nan_tree": ("", """
