@@ -98,6 +98,8 @@ def test_the_repro_command_prints_not_judged_here_and_starts_nothing(judges, cap
     assert repro_command(SEED_TRACE, device="cpu") == 1
     out = capsys.readouterr().out
     assert "no worker started" in out and "ran in" not in out and "sandbox (in force" not in out
+    # the verdict said once, its reason after it (was "verdict: not judged here — not judged here (no GPU): ...")
+    assert "\nverdict: not judged here (no GPU): this kernel" in out and out.count("not judged here") == 1, out
 
 
 def test_the_apps_r_shows_not_judged_here_without_asking_to_run(judges):

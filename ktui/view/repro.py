@@ -238,7 +238,10 @@ def repro_view(report: Any) -> ReproView:
         tail = clean("\n".join(str(f["detail"]).strip().splitlines()[-6:]))
         parts.append(para(tail, role=R.FAILURE))
     reason = clean(comp.reason)
-    parts.append(para("verdict: ", (verdict, verdict_span_role(comp.verdict)), f" — {reason}"))
+    # a reason that opens with the verdict ("not judged here (no GPU): ...") says it once
+    said = reason.startswith(verdict) and reason[len(verdict):len(verdict) + 1] in (" ", ":")
+    parts.append(para("verdict: ", (verdict, verdict_span_role(comp.verdict)),
+                      reason[len(verdict):] if said else f" — {reason}"))
     wall = _num(res.get("wall_seconds"))
     timing = ""
     if report.cached:
