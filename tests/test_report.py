@@ -8,6 +8,7 @@ import base64
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -435,3 +436,21 @@ def test_the_grid_labels_are_not_cut(browser, tmp_path, width):
         return [c.querySelectorAll('svg text.pl').length, out]; }""")
     assert cut[0] == 10 and cut[1] == [], cut
     page.close()
+
+
+@needs_browser
+def test_the_page_counts_agree_with_their_nouns(browser, tmp_path):
+    """One run, one kernel version: the page says "1 run" and "Kernel diffs (1 version)" (its script
+    wrote "1 runs", "(1 versions)", "1 lines", as the text commands did before ktui.trace.words)."""
+    sweep = tmp_path / "one"
+    sweep.mkdir()
+    shutil.copy(FIXTURES / "ensemble" / "v0_popcorn_mock_single_problem.jsonl", sweep / "run.jsonl")
+    out = tmp_path / "report.html"
+    assert CliRunner().invoke(main, ["report", str(sweep), "-o", str(out), "--no-cache"]).exit_code == 0
+    page, errors = _open(browser, out)
+    assert page.text_content("#shown") == "1 run"
+    page.click("#runs tbody tr >> nth=0")
+    page.wait_for_selector("#detail[data-state='ready']")
+    tabs = page.eval_on_selector_all("#detail .tabs button", "bs => bs.map(b => b.textContent)")
+    assert "Kernel diffs (1 version)" in tabs and "Transcript (2 turns)" in tabs, tabs
+    assert not errors, errors

@@ -127,3 +127,14 @@ def test_the_verify_summary_and_the_runs_summary_read_one_run(tmp_path):
     assert not re.search(r"\b1 (runs|problems|kernels|files)\b|\(s\)", r.stdout), r.stdout
     json.loads(subprocess.run([sys.executable, "-m", "ktui", "runs", str(SEED_TRACE.parent), "--format", "json"],
                               capture_output=True, text=True, env=env, timeout=120).stdout)
+
+
+def test_the_report_pages_script_counts_with_one_helper_too():
+    """The HTML report's script writes its counts through its own count(n, noun) (the page is read
+    in a browser, without ktui): no number put straight before a plural noun."""
+    from ktui.report.html_assets import JS
+
+    bare = re.findall(rf'\+ "\s*(?:more )?(?:{NOUNS})\b', JS)
+    assert not bare, bare
+    assert "function count(n, noun)" in JS
+

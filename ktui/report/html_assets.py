@@ -103,6 +103,8 @@ JS = r"""
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
+  // a count and its noun agreeing ("1 run", "2 runs"), as ktui.trace.words.count says it in the text
+  function count(n, noun) { return n + " " + (n === 1 ? noun : noun + "s"); }
   function roleClass(role) { return role ? "r-" + String(role).replace(/[^A-Za-z0-9_-]/g, "-") : ""; }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
 
@@ -151,7 +153,7 @@ JS = r"""
     }
     body.appendChild(frag);
     cutTraces();
-    $("shown").textContent = idx.length === ROWS.length ? ROWS.length + " runs" : "showing " + idx.length + " of " + ROWS.length + " runs";
+    $("shown").textContent = idx.length === ROWS.length ? count(ROWS.length, "run") : "showing " + idx.length + " of " + count(ROWS.length, "run");
     document.querySelectorAll("#runs thead th").forEach((th, k) => {
       th.classList.toggle("sorted-asc", state.sort === k && !state.desc);
       th.classList.toggle("sorted-desc", state.sort === k && state.desc);
@@ -243,7 +245,7 @@ JS = r"""
     node.appendChild(body);
     draw(body, limit);
     if (limit < lines.length) {
-      const more = el("div", "fold", "… " + (lines.length - limit) + " more lines (show)");
+      const more = el("div", "fold", "… " + count(lines.length - limit, "more line") + " (show)");
       more.addEventListener("click", () => { draw(body, lines.length); more.remove(); });
       node.appendChild(more);
     }
@@ -268,7 +270,7 @@ JS = r"""
     for (const k of d.kernels) {
       const tr = el("tr");
       tr.appendChild(el("td", "r-kernel", k[0]));
-      tr.appendChild(el("td", "num", k[1] + " lines"));
+      tr.appendChild(el("td", "num", count(k[1], "line")));
       tr.appendChild(el("td", "", k[2] === null ? "" : "first at turn " + k[2]));
       tr.appendChild(el("td", "", k[3] ? "final" : ""));
       tr.appendChild(el("td", "", k[4] ? "+" + k[4][0] + " −" + k[4][1] : ""));
@@ -387,7 +389,7 @@ JS = r"""
     const tabs = el("div", "tabs"), body = el("div", "tabbody");
     const views = { transcript: () => transcript(d), diffs: () => diffs(d) };
     for (const name of ["transcript", "diffs"]) {
-      const b = el("button", "", name === "transcript" ? "Transcript (" + d.turns.length + " turns)" : "Kernel diffs (" + d.kernels.length + " versions)");
+      const b = el("button", "", name === "transcript" ? "Transcript (" + count(d.turns.length, "turn") + ")" : "Kernel diffs (" + count(d.kernels.length, "version") + ")");
       b.dataset.tab = name;
       b.addEventListener("click", () => {
         tabs.querySelectorAll("button").forEach((x) => x.classList.toggle("on", x === b));
