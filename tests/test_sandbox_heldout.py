@@ -87,6 +87,15 @@ def test_the_hosts_device_nodes_are_read_only_inside():
 
 
 @linux_ns
+def test_nothing_outside_the_temp_dir_changes(plan):
+    # symlinks and hard links to files outside, written through; inherited descriptors reopened for
+    # writing; a file in /dev/shm and in every folder of the worker's root: the host's files keep their
+    # size, time and mode, and nothing is left (held before too: a regression test)
+    r = _run("write_via_links", plan)
+    assert r["held"], r["what"]
+
+
+@linux_ns
 @known_arch
 def test_no_set_id_file_in_the_temp_dir(plan):
     # a set-uid copy of a shell in the temp dir, the dir opened to everyone: any local user ran it with
