@@ -35,6 +35,14 @@ the page cache as it is): its wall time and the CPU of this process and of its h
 
 ``formats``: one file in ``--every`` of TREE summarised in this process, the CPU of each format's
 files (``time.process_time``), after 50 to warm the imports.
+
+``cli``: ``ktui runs TREE --format json --no-cache`` as a user runs it, cold (the tree's page cache
+dropped before each run), for each ``--src`` in turn (a ``git archive`` of a commit; default: this
+checkout), ``--rounds`` times, alternated, with the bare orjson loop (cold) at the start of each
+round: wall time, CPU of all its processes, load average, rows, and a digest of the rows printed
+(the same digest for two commits: the same rows, every field).
+
+    python benchmarks/bench_skim_file.py cli TREE --src /tmp/before --src . --rounds 3
 """
 
 from __future__ import annotations
@@ -167,11 +175,47 @@ def formats(tree: str, every: int) -> dict:
             "load": round(os.getloadavg()[0], 2)}
 
 
+def cli(tree: str, srcs: list[str], rounds: int) -> list[dict]:
+    import hashlib
+    import resource
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_runs
+
+    out = []
+    for r in range(rounds):
+        bench_runs.drop_page_cache(Path(tree))
+        res = bench_runs.child(bench_runs.ORJSON_CHILD, Path(tree), False, dict(os.environ))
+        out.append({"round": r, "what": "orjson", "wall_s": round(res["full_s"], 2), "cpu_s": round(res["cpu_s"], 2),
+                    "load": round(os.getloadavg()[0], 2)})
+        print(json.dumps(out[-1]), flush=True)
+        for src in srcs:
+            src = os.path.abspath(src)
+            bench_runs.drop_page_cache(Path(tree))
+            cache = f"/tmp/ktui-bench-cli-cache-{os.getpid()}"
+            env = dict(os.environ, PYTHONPATH=src, KTUI_CACHE_DIR=cache)
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            p = subprocess.run([sys.executable, "-m", "ktui", "runs", tree, "--format", "json", "--no-cache"],
+                               env=env, capture_output=True, cwd="/", timeout=1800)
+            wall = time.perf_counter() - t0
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            rows = json.loads(p.stdout)["runs"] if p.returncode == 0 else []
+            digest = hashlib.sha1(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
+            out.append({"round": r, "what": "ktui runs", "src": src, "rc": p.returncode, "wall_s": round(wall, 2),
+                        "cpu_s": round((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), 2),
+                        "rows": len(rows), "digest": digest, "load": round(os.getloadavg()[0], 2)})
+            print(json.dumps(out[-1]), flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("skim", "scan", "readahead", "cold", "split", "formats"))
+    ap.add_argument("what", choices=("skim", "scan", "readahead", "cold", "split", "formats", "cli"))
     ap.add_argument("tree")
-    ap.add_argument("--src")
+    ap.add_argument("--src", action="append", help="a ktui tree to measure (cli: several, alternated)")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--files", type=int, default=600)
     ap.add_argument("--ahead", type=int, default=8)
@@ -181,6 +225,10 @@ def main() -> None:
     ap.add_argument("--row", choices=("on", "off"), default="on",
                     help="skim: the row skim (on) or the full reader on every file (off, KTUI_ROW_SKIM=0)")
     a = ap.parse_args()
+    if a.what == "cli":
+        cli(a.tree, a.src or [str(Path(__file__).resolve().parents[1])], a.rounds)
+        return
+    a.src = a.src[-1] if a.src else None
     if a.what == "cold":
         for res in cold(a.tree, a.order):
             print(json.dumps(res), flush=True)
