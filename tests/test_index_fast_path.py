@@ -149,6 +149,28 @@ def test_no_fork_while_other_threads_run():
         t.join()
 
 
+def test_sweep_records_are_read_into_a_buffer_of_their_own_size(tmp_path):
+    """A cell's ``runs.jsonl`` (a line or two) is read without a 64 MiB buffer (a 10,000-cell
+    sweep allocated and freed 10,000 of them); what is read is the same."""
+    import tracemalloc
+
+    from ktui.trace.index.records import Records
+
+    f = tmp_path / "runs.jsonl"
+    f.write_text(json.dumps({"run_id": "abc", "scenario": "s", "trace_path": "abc/trace.jsonl"}) + "\n",
+                 encoding="utf-8")
+    Records().read(str(f), [], "runs.jsonl")
+    tracemalloc.start()
+    try:
+        r = Records()
+        r.read(str(f), [], "runs.jsonl")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    assert list(r.by_target) == [str(tmp_path / "abc")]
+
+
 def test_a_trace_is_read_into_a_buffer_of_its_own_size(tmp_path):
     """The skim reads a small trace without the 4 MiB buffer a plain ``read(CHUNK)`` allocates (and
     frees) for every file; a file larger than the chunk, or one that grew since it was measured,
@@ -201,3 +223,19 @@ def test_a_trace_is_read_into_a_buffer_of_its_own_size(tmp_path):
     finally:
         g.fh.close()
         g.measured.close()
+
+
+def test_runs_json_text_is_the_json_modules_data():
+    """``ktui runs --format json`` writes with orjson: the same data as the json module's indented
+    text (unicode, control characters, floats, nesting), and the json module's text where orjson
+    refuses (an int past 64 bits, a lone surrogate)."""
+    from ktui.report.runs import _json_text
+
+    data = {"runs": [{"path": "a/é/t.jsonl", "speedup": 1.2345678901234567, "tiny": 1.5e-07, "big": 1e16,
+                      "flags": ["x\ty", "\u001b[31m"], "n": None, "ok": True, "scores": {"k": 0.1}}],
+            "aggregates": [], "charts": {"bins": [[0, 1], [2, 3.5]]}}
+    text = _json_text(data)
+    assert json.loads(text) == data
+    assert text.startswith('{\n  "runs": [\n    {\n      "path": "a/é/t.jsonl"')
+    for odd in ({"n": 1 << 70}, {"s": "a\udc80b"}):
+        assert _json_text(odd) == json.dumps(odd, indent=2, ensure_ascii=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Any
 
 from ktui import settings
 
@@ -137,6 +138,23 @@ def open_regular(path: str | os.PathLike[str]):
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_capped(f: Any, cap: int) -> bytes:
+    """What ``f.read(cap)`` gives (up to ``cap`` bytes from the file's position), read into a buffer
+    of the bytes the file has left (``fstat``) instead of ``cap``: a plain ``read(cap)`` allocates
+    ``cap`` bytes and gives most back, 80 of the 110 us a 130 kB trace's read cost with a 4 MiB
+    cap (and a sweep record file was read with a 64 MiB one). A file that grew since reads on up
+    to ``cap`` as before."""
+    try:
+        left = max(0, os.fstat(f.fileno()).st_size - f.tell())
+    except (OSError, ValueError, AttributeError):
+        return f.read(cap)  # type: ignore[no-any-return]
+    want = min(cap, left + 1)
+    data: bytes = f.read(want)
+    if len(data) == want < cap:
+        data += f.read(cap - want)
+    return data
 
 
 def shown_separator(data: bytes) -> bytes | None:

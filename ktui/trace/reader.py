@@ -28,6 +28,7 @@ from ktui.trace.lines import (  # noqa: F401 - the reader's own names, still imp
     line_separator,
     max_line_bytes,
     open_regular,
+    read_capped,
     shown_separator,
     split_lines,
     too_long_message,
@@ -41,7 +42,7 @@ SNIFF = 1 << 20  # bytes :func:`sniff` reads to tell a trace from anything else
 def _iter_chunks(f, start: int = 0):
     f.seek(start)
     while True:
-        chunk = f.read(CHUNK)
+        chunk = read_capped(f, CHUNK)
         if not chunk:
             return
         yield chunk
@@ -101,7 +102,7 @@ class Follower:
             with open_regular(self.path) as f, _no_gc():
                 f.seek(start)
                 while True:  # in chunks: one huge appended line is never read whole
-                    data = f.read(CHUNK)
+                    data = read_capped(f, CHUNK)
                     if not data:
                         break
                     fed = self._consume(data, limit) or fed

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ktui.trace.lines import read_capped
 from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_key
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.words import count, plural
@@ -41,7 +42,7 @@ class Records:
         base = os.path.dirname(path)
         try:
             with open(path, "rb") as f:
-                data = f.read(64 << 20)
+                data = read_capped(f, 64 << 20)  # not a 64 MiB buffer for each cell's small file
         except OSError as exc:
             issues.append(ScanIssue(shown, f"cannot read: {exc.strerror or exc}", "warning"))
             return

@@ -80,12 +80,14 @@ def num(v: Any) -> float | None:
 
 def read_small(path: str) -> bytes | None:
     """A regular file's bytes when it is small enough to be a result file; None otherwise."""
+    from ktui.trace.lines import read_capped
+
     try:
         st = os.stat(path)
         if not os.path.isfile(path) or st.st_size > MAX_SIDECAR_BYTES:
             return None
         with open(path, "rb") as f:
-            return f.read(MAX_SIDECAR_BYTES + 1)
+            return read_capped(f, MAX_SIDECAR_BYTES + 1)
     except OSError:
         return None
 
