@@ -289,6 +289,25 @@ JUDGE_ATTACKS = {
                 pass
         return x * 3.0
         """),
+    # a reply of its own on the judge's socket, for the request being served (the socket and the id read
+    # from the worker's frames): the right outputs' shape, a zero tensor, in a sealed memfd as ktui's own;
+    # the worker's real reply follows it
+    "forged_reply": ("""
+        import json, socket, array
+        from ktui.engine import shm
+        def _forge(x):
+            f, srv = sys._getframe(1), None
+            while f is not None and srv is None:
+                o = f.f_locals.get("self")
+                srv = o if hasattr(o, "req_id") and hasattr(o, "sock") else None
+                f = f.f_back
+            rid = srv.req_id
+            fds = []
+            desc = shm.export_tensor(torch.zeros_like(x), fds)
+            msg = {"id": rid, "ok": True, "data": {"outputs": desc, "types": ["torch.Tensor"], "overrides": [],
+                                                   "inputs_after": None}}
+            srv.sock.sendmsg([json.dumps(msg).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        """, "_forge(x)\nreturn x * 3.0\n"),
     # an exception whose words raise ktui's own failure, claiming the reference is broken, when the
     # worker formats them
     "evil_exception_words": ("""
