@@ -458,16 +458,22 @@ class Launched:
         ktui cannot read (not root: /proc/PID/map_files is closed to it), what they hold past their
         mappings is there and nowhere else ktui can see."""
         now = host_shmem()
-        if now is None or self._shmem_base is None:
+        if now is None or getattr(self, "_shmem_base", None) is None:
             return 0
-        return max(0, now - self._shmem_base - self._known_shmem())
+        try:
+            return max(0, now - self._shmem_base - self._known_shmem())
+        except Exception:  # noqa: BLE001 - the other counts still hold
+            return 0
 
     def _watchdog(self):
         with Launched._live_lock:
             Launched._live.add(self)
         try:
-            h = host_shmem()
-            self._shmem_base = None if h is None else h - self._known_shmem()
+            try:
+                h = host_shmem()
+                self._shmem_base = None if h is None else h - self._known_shmem()
+            except Exception:  # noqa: BLE001 - never a watchdog that does not watch
+                self._shmem_base = None
             return self._watch_loop()
         finally:
             with Launched._live_lock:
