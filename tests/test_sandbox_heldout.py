@@ -370,3 +370,14 @@ def test_judge_level_held_out(tmp_path, name):
     res = judge_run(tmp_path, model(pre, body))
     assert outcome(res) in (CORRECTNESS_DISAGREES, NOT_REPRODUCIBLE), (outcome(res), res.get("status"),
                                                                       res.get("failure"))
+
+
+def test_no_attack_that_changes_the_machine_runs_unsandboxed():
+    """The bench ran every 'read' attack as a plain child for its control; the metadata attack, run
+    so as root, moved /usr/bin/env, /etc/hostname and Python's os.py into a temp dir that was then
+    removed. It has no control run, and its code puts back a file it managed to move."""
+    assert "write_outside_metadata" in H.NO_CONTROL
+    with pytest.raises(ValueError):
+        H.control("write_outside_metadata", {})
+    code = H.WRITE_OUTSIDE
+    assert code.index("os.rename(os.path.join(home, \"r\"), src)") > code.index("os.rename(src, os.path.join(home")
