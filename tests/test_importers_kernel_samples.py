@@ -17,8 +17,8 @@ import random
 
 from ktui.trace import load
 from ktui.trace.importers import detect
-from ktui.trace.importers.common import salvage_array
 from ktui.trace.importers.registry import runs_in_file
+from ktui.trace.importers.salvage import salvage_array
 
 REF = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n"
        "        super().__init__()\n\n    def forward(self, x):\n        return torch.relu(x) * 2\n\n"

@@ -44,8 +44,9 @@ from ktui.trace.importers import (
     result_run,
     swe_agent,
 )
-from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded, salvage_array
+from ktui.trace.importers.common import MAX_OBJECT_BYTES, TooBig, parse_json, read_bounded
 from ktui.trace.importers.contract import Importer
+from ktui.trace.importers.salvage import salvage_array
 from ktui.trace.model import Run, TraceProblem
 from ktui.trace.notes import JSONError
 
