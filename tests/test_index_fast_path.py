@@ -100,9 +100,14 @@ def test_forked_helpers_and_row_skim_give_the_full_readers_rows(tmp_path, monkey
     assert idx.helpers_used == 2 and idx.helpers_forked
     assert len(slow) >= 120, len(slow)
     assert [r["path"] for r in fast] == [r["path"] for r in slow]
-    diffs = {a["path"]: {k: (a[k], b[k]) for k in a if a[k] != b[k]} for a, b in zip(fast, slow) if a != b}
+    diffs = {a["path"]: {k: (a[k], b[k]) for k in a if a[k] != b[k]} for a, b in zip(fast, slow, strict=True) if a != b}
     assert diffs == {}
     assert fast_issues == slow_issues
+    # helpers as new interpreters (the app's, which scans in a thread): the same rows
+    spawned = SweepIndex(sweep, use_cache=False, jobs=1)
+    spawned.fork = False
+    assert _rows(spawned) == (slow, slow_issues)
+    assert spawned.helpers_used == 1 and not spawned.helpers_forked
     # and from the cache the fast scan wrote, once: the same rows again
     monkeypatch.setattr(SweepIndex, "PARALLEL_MIN", 10_000)
     again = SweepIndex(sweep, jobs=0)

@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ktui.trace.lines import read_capped
 from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_key
+from ktui.trace.lines import read_capped
 from ktui.trace.notes import JSONError, loads
 from ktui.trace.words import count, plural
 

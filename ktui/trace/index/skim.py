@@ -27,8 +27,8 @@ from ktui.trace.builder import Builder
 from ktui.trace.index import rowskim
 from ktui.trace.index.summary import RunSummary, TraceFile, problem_key
 from ktui.trace.labels import content_id, fingerprint, part_fingerprint
-from ktui.trace.model import OK, V2, Run
 from ktui.trace.lines import read_capped
+from ktui.trace.model import OK, V2, Run
 from ktui.trace.reader import LineParser, open_regular, split_lines
 
 CHUNK = 4 << 20
