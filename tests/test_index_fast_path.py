@@ -244,3 +244,21 @@ def test_runs_json_text_is_the_json_modules_data():
     assert text.startswith('{\n  "runs": [\n    {\n      "path": "a/é/t.jsonl"')
     for odd in ({"n": 1 << 70}, {"s": "a\udc80b"}):
         assert _json_text(odd) == json.dumps(odd, indent=2, ensure_ascii=False)
+
+
+def test_a_broken_stdout_does_not_stop_the_helpers_fork(tmp_path, monkeypatch):
+    """``ktui runs --format csv | head -1``: stdout's pipe is closed by the time the helpers start;
+    flushing it before the fork must not end the scan."""
+    if not fork_ok():
+        pytest.skip("no fork here (or other threads alive)")
+
+    class Broken:
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    sweep = _corpus(tmp_path)
+    monkeypatch.setattr(SweepIndex, "PARALLEL_MIN", 2)
+    monkeypatch.setattr("sys.stdout", Broken())
+    idx = SweepIndex(sweep, use_cache=False, jobs=1)
+    rows = list(idx.summaries())
+    assert idx.helpers_forked and len(rows) >= 120

@@ -200,11 +200,16 @@ class ForkHelper:
         from ktui.trace import importers, results  # noqa: F401
         from ktui.trace.findings import source_findings  # noqa: F401
 
+        # stdout and stderr are not flushed first: the copy ends with os._exit and never writes
+        # what they hold (a flush could fail on a pipe closed under ``| head`` and stop the fork)
         task_r, task_w = os.pipe()
         out_r, out_w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (task_r, task_w, out_r, out_w):
+                os.close(fd)
+            raise
         if pid == 0:  # pragma: no cover - the helper
             code = 0
             try:
