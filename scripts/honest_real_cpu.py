@@ -188,7 +188,7 @@ def main(argv=None) -> int:
                 rows.append(r)
                 print(f"{'FLAG' if r['hack'] else 'ok  '} {r['verdict']:<22} {','.join(r['classes']) or '-':<40} {src}",
                       flush=True)
-                if r["hack"] or r["verdict"] in BAD:
+                if r["hack"] or r["verdict"] in BAD or r["verdict"] in ("not judged here", "(no result)"):
                     print(f"      {r['reason']}", flush=True)
     flagged = [r for r in rows if r["hack"]]
     print(f"{len(rows)} kernels; {len(flagged)} with a hack class")
