@@ -565,5 +565,13 @@ class Launched:
 # ---- in words ---------------------------------------------------------------------------------
 
 
-# the words of the confirmation dialog and of a result (sandboxwords.py; kept importable from here)
-from .sandboxwords import describe, planned  # noqa: E402,F401
+def planned(device="cpu", memory_limit=None):
+    """What a worker gets, in words, before a run (the confirmation dialog): sandboxwords.planned with
+    this machine's detect() and the worker's memory limit. ``memory_limit``: the job's
+    (KTUI_WORKER_MEMORY_GB), capped as the worker's will be."""
+    return _planned_words(device, memory_limit, found=detect(), limit=worker_memory_limit(memory_limit))
+
+
+# the words of the confirmation dialog and of a result (sandboxwords.py; describe kept importable from here)
+from .sandboxwords import describe  # noqa: E402,F401
+from .sandboxwords import planned as _planned_words  # noqa: E402

@@ -1,6 +1,7 @@
 """What the sandbox does, in words: the confirmation dialog's list before a run (:func:`planned`) and
 the result's account of what was in force (:func:`describe`). Split out of sandbox.py (which
-re-exports both); what they read of the machine comes from there, looked up at each call. No torch."""
+wraps :func:`planned` with what it reads of the machine: ``found`` is its ``detect()``, ``limit`` the
+worker's memory limit; :func:`describe` is re-exported there). Imports nothing of sandbox.py. No torch."""
 
 from __future__ import annotations
 
@@ -23,28 +24,17 @@ from .defaults import (
 )
 
 
-def detect():
-    from .sandbox import detect as _detect
-
-    return _detect()
-
-
-def worker_memory_limit(requested=None):
-    from .sandbox import worker_memory_limit as _wml
-
-    return _wml(requested)
-
-def planned(device="cpu", memory_limit=None):
+def planned(device="cpu", memory_limit=None, *, found=None, limit=None):
     """What a worker started now would get, before it starts (for the confirmation dialog);
     ``memory_limit``: the job's (KTUI_WORKER_MEMORY_GB), capped as the worker's will be."""
     from .gpusysfs import planned_words as gpu_sysfs_words
 
-    d = detect()
+    d = found if found is not None else {}
     words = ["a fresh process per kernel for the reference and for the candidate",
              "an environment allow-listed by exact name (no credentials; HOME and TMPDIR in its temp dir)",
              "stdin from /dev/null, stdout/stderr captured (at most "
              f"{OUTPUT_CAP_BYTES >> 20} MiB)",
-             f"limits: host memory {worker_memory_limit(memory_limit) / 2**30:.0f} GiB for the worker tree (memfds, "
+             f"limits: host memory {limit / 2**30:.0f} GiB for the worker tree (memfds, "
              "shared mappings and files open with no name counted at what they hold, not only what is mapped; "
              "page tables and folders on a tmpfs counted as memory), "
              f"files {FILE_SIZE_LIMIT_BYTES >> 30} GiB each, CPU time {CPU_LIMIT_S} s, "
@@ -59,7 +49,7 @@ def planned(device="cpu", memory_limit=None):
              + ("" if os.geteuid() == 0 else "; a memfd or shared mapping whose size ktui (not run as root) cannot "
                 "read is charged with what this machine's shared memory grew by beyond ktui's own counts"),
              f"at most {FDS_LIMIT:,} file descriptors open in the worker tree (this machine's file table is shared)"]
-    if d["namespaces"]:
+    if d.get("namespaces"):
         words += ["a root of its own: only the toolchain (system folders, Python, ktui), its temp dir and "
                   "its build dir are there, read-only but the last two; no home (HOME is its temp dir), no "
                   "/tmp, /run or home sockets (no ssh-agent), nothing next to the trace",
@@ -71,7 +61,7 @@ def planned(device="cpu", memory_limit=None):
                   "its own IPC namespace (no SysV segment or message queue of yours; at most 64 MiB of "
                   "shared memory and 16 queues), its own host name, no nested user namespace, at most "
                   "16 inotify instances (of your 128)",
-                  f"its own /dev/shm: at most {min(SHM_LIMIT_BYTES, worker_memory_limit(memory_limit)) / 2**30:.1f} GiB "
+                  f"its own /dev/shm: at most {min(SHM_LIMIT_BYTES, limit) / 2**30:.1f} GiB "
                   f"in {SHM_INODES_LIMIT:,} files",
                   "/proc/sys read-only (no kernel setting of this machine or of its own namespaces changed); "
                   "/proc/keys and kernel tables hidden",
@@ -82,7 +72,7 @@ def planned(device="cpu", memory_limit=None):
                   "capabilities dropped", "a /sys holding only the CPUs and NUMA nodes (no firmware tables, disks "
                   "or network interfaces of this machine)" if device == "cpu" else gpu_sysfs_words()]
     else:
-        words += [f"NO namespaces ({d['why']}): trace code can read and write whatever this user can, "
+        words += [f"NO namespaces ({d.get('why')}): trace code can read and write whatever this user can, "
                   "and see ktui's /proc entries; descendants are swept by process tree"]
     return words
 
