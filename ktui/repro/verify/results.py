@@ -50,6 +50,9 @@ TIMING_CLASSES = frozenset({
     "host_vs_event_time", "timer_disagrees", "timer_cross_check", "reference_timer_cross_check",
     "faster_on_repeated_calls", "reference_slower_when_timed", "interleaved_calls", "reference_interleaved_calls",
     "slower_when_checked", "below_timer_floor",
+    # the check behind slower_when_checked (the checked pass against the timed passes, by ktui's clock):
+    # the pipeline's identity test met it in one mode only on a loaded 2-core CI machine
+    "checked_pass",
     # the checked wall-clock pass: its number of calls is sized to a time window, so which of a
     # kernel's calls it keeps (and whether it meets one that is wrong only now and then) rests on time
     "timed_outputs_correct", "wrong_while_timed",
