@@ -32,13 +32,11 @@ from ktui.trace.importers.common import (
     as_int,
     as_list,
     as_str,
-    iter_lines,
-    parse_json,
+    object_lines,
     text_of,
 )
 from ktui.trace.importers.kernels import norm_path
 from ktui.trace.model import FAILED, OK, Run, Terminal, ToolCall, Turn
-from ktui.trace.notes import JSONError
 
 NAME = "codex-exec-json"
 LABEL = "Codex CLI `codex exec --json` event stream"
@@ -196,24 +194,17 @@ def load(path: str, data: bytes | None = None) -> Run:
     run = asm.run
     run.persona = "codex exec"
     st = _State(asm)
-    size = 0
-    for no, off, raw, term in iter_lines(path, data):
-        size = off + len(raw) + (1 if term else 0)
-        if not raw.strip():
-            continue
-        try:
-            obj = parse_json(raw)
-        except JSONError:
-            if not term:
-                run.incomplete = True  # the last line, still being written
-            elif st.stray < _MAX_NOTES:
-                st.stray += 1
-                asm.note(no, "not JSON (stderr captured with the stream?): "
-                         + raw[:300].decode("utf-8", "replace"))
-            continue
-        if not isinstance(obj, dict):
-            asm.warn(no, f"line is a JSON {type(obj).__name__}, not an event")
-            continue
+    def bad(no: int, raw: bytes, term: bool, _exc: Exception) -> None:
+        if not term:
+            run.incomplete = True  # the last line, still being written
+        elif st.stray < _MAX_NOTES:
+            st.stray += 1
+            asm.note(no, "not JSON (stderr captured with the stream?): " + raw[:300].decode("utf-8", "replace"))
+
+    def other(no: int, obj: Any) -> None:
+        asm.warn(no, f"line is a JSON {type(obj).__name__}, not an event")
+
+    for no, off, raw, obj in object_lines(asm, path, data, on_bad=bad, on_other=other):
         ev = as_str(obj.get("type")) or ""
         asm.event(no, off, len(raw), ev or "?", None, None, st.turn.index if st.turn is not None else None)
         if ev == "thread.started":
@@ -249,7 +240,6 @@ def load(path: str, data: bytes | None = None) -> Run:
             asm.note(no, "the model asked the user for input")
         elif ev != "item.plan.delta":
             asm.note(no, f"an event of type {ev!r} (not read)"[:200])
-    run.size_bytes = size
     if st.last_error is not None and st.last_error[2] == len(run.turns):
         run.terminal.append(Terminal("backend_error", st.last_error[1][:400], st.last_error[0]))
     if st.prompts and not run.turns:

@@ -542,10 +542,12 @@ def torn_prefix(raw: bytes) -> tuple[int, dict | None]:
     return 0, None
 
 
-def object_lines(asm: Assembler, path: str, data: bytes | None = None) -> Iterator[tuple[int, int, bytes, dict]]:
+def object_lines(asm: Assembler, path: str, data: bytes | None = None, on_bad: Any = None,
+                 on_other: Any = None) -> Iterator[tuple[int, int, bytes, dict]]:
     """(line number, byte offset, raw line, object) for each line of a JSON-lines source that holds
-    a JSON object. Blank lines are skipped; a line that does not parse goes to :func:`bad_json_line`,
-    one that holds no object is a problem. Once the lines run out, the run's ``size_bytes`` is set."""
+    a JSON object. Blank lines are skipped; a line that does not parse goes to :func:`bad_json_line`
+    (or ``on_bad(no, raw, term, exc)``), one that holds no object is a problem (or
+    ``on_other(no, obj)``). Once the lines run out, the run's ``size_bytes`` is set."""
     size = 0
     for no, off, raw, term in iter_lines(path, data):
         size = off + len(raw) + (1 if term else 0)
@@ -556,13 +558,16 @@ def object_lines(asm: Assembler, path: str, data: bytes | None = None) -> Iterat
         except JSONError as exc:
             cut, obj = torn_prefix(raw)
             if obj is None:
-                bad_json_line(asm, no, raw, term, exc)
+                (on_bad or (lambda n, r, t, e: bad_json_line(asm, n, r, t, e)))(no, raw, term, exc)
                 continue
             asm.warn(no, f"the first {cut:,} bytes are an unfinished record (a write cut off, then the record "
                          f"written again on the same line): the complete record after them is kept")
             raw, off = raw[cut:], off + cut
         if not isinstance(obj, dict):
-            asm.problem(no, f"line is a JSON {type(obj).__name__}, not an object", excerpt(raw))
+            if on_other is not None:
+                on_other(no, obj)
+            else:
+                asm.problem(no, f"line is a JSON {type(obj).__name__}, not an object", excerpt(raw))
             continue
         yield no, off, raw, obj
     asm.run.size_bytes = size
