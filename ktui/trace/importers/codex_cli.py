@@ -24,7 +24,11 @@ file PATH``), the files of the patch before the one it names (it writes file by 
 whose output never came is applied. A round with a call that waited for the user's approval
 (``with_escalated_permissions``, ``sandbox_permissions: require_escalated``, or Codex's "exec command
 rejected by user") is completed only once the user answered and the call ran: its model time ends
-at its last ``agent_reasoning`` / ``agent_message`` event, the rest is said in a note. Hunks are applied as the tool does (an ``@@ line`` anchor; a
+at its last ``agent_reasoning`` / ``agent_message`` event, the rest is said in a note. Code mode
+(0.14x): an ``exec`` call runs a JavaScript cell; its output, a list of content items, starts "Script
+completed|failed|running with cell ID N", and a completed cell's status is the ``exit_code`` of the
+``exec_command`` result(s) it printed; a round's ``token_count`` comes after its call outputs, so it
+is that round's, its model time ending at the round's last model item. Hunks are applied as the tool does (an ``@@ line`` anchor; a
 chunk of additions only goes at the end of the file). Older rollouts without the envelope (``{"record_type":
 ...}`` or bare items) are read too.
 """
@@ -93,6 +97,10 @@ class _State:
         # per timed round: (its input-ready ms, its completion ms, the last streamed event between them)
         self.timing: dict[int, tuple[int, int, int | None]] = {}
         self.waited: set[int] = set()  # rounds whose model time was cut at an approval wait
+        self.last_item_ts: int | None = None  # the open round's last model item (reasoning, message, call)
+        # the round its call outputs just closed, nothing on the input side or of the model since
+        # (0.14x writes a round's token_count after its outputs: _after_outputs)
+        self.after_outputs: Turn | None = None
 
 
 def load(path: str, data: bytes | None = None) -> Run:
@@ -146,6 +154,9 @@ def _give_tokens(t: Turn, d: dict[str, int]) -> None:
 
 
 def _model_turn(st: _State, no: int, ts: int | None) -> Turn:
+    st.after_outputs = None
+    if ts is not None:
+        st.last_item_ts = ts
     if st.turn is None or not st.open:
         st.turn = t = st.asm.turn(no, ts)
         st.open = True
@@ -228,6 +239,7 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
         _session_meta(st, p, no, ts)
         return
     if typ == "turn_context":
+        st.after_outputs = None
         m = as_str(p.get("model"))
         if m:
             run.model = run.model or m
@@ -253,10 +265,14 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
                     if st.turn is not None and st.open and not st.timed:
                         # written after the round's items (older rollouts): this round's
                         _complete(st, st.turn, delta, ts, st.turn_ready)
+                    elif (st.after_outputs is not None and st.after_outputs is st.turn and not st.timed
+                          and not st.completions):
+                        _after_outputs(st, st.turn, delta, ts)
                     else:  # written before them (a batch written later): the next round's
                         st.completions.append((delta, ts, st.input_ts))
                     st.last_total, st.last_parts = parts["total_tokens"], parts
         elif ptype == "user_message":
+            st.after_outputs = None
             _input(st, ts)
             text = as_str(p.get("message")) or ""
             st.user_typed.append(text)
@@ -285,6 +301,7 @@ def _item(st: _State, typ: str, ptype: str, p: dict, no: int, ts: int | None) ->
             asm.assistant_text(t, text, no)
         else:  # harness context (AGENTS.md, environment) and what the user typed; the prompt is the
             st.open = False  # first user_message event
+            st.after_outputs = None
             run.messages.append((no, "user" if role == "user" else f"message:{role}", None, text))
             asm.ts(ts)
             _input(st, ts)
@@ -348,6 +365,23 @@ def _call_output(st: _State, ptype: str, p: dict, no: int, ts: int | None) -> No
         if status is None and code is None and _patch_failed(text, None):
             status = FAILED
     asm.result(pc, text, no, ts, status=status, effect={"exit_code": code} if code is not None else None)
+    if pc.turn is not None and st.turn is not None and pc.turn == st.turn.index:
+        st.after_outputs = st.turn
+
+
+def _after_outputs(st: _State, t: Turn, delta: dict[str, int], done: int | None) -> None:
+    """A round's token_count written after its call outputs (0.14x: the response completes once its
+    tools have run), before anything else: this round's tokens. Its model time is from its input to
+    its last model item (the call it streamed last), not to this completion (the tools ran between)."""
+    _give_tokens(t, delta)
+    st.timed = True
+    base = max((x for x in (st.turn_ready, st.last_completion) if x is not None), default=None)
+    end = st.last_item_ts
+    if done is not None:
+        st.last_completion = done
+    if base is not None and end is not None and end >= base:
+        t.llm_ms = end - base
+        t.start_ms = base if t.start_ms is None else min(t.start_ms, base)
 
 
 def _session_meta(st: _State, p: dict, no: int, ts: int | None) -> None:
@@ -440,10 +474,73 @@ _CODEX_REFUSED = re.compile(r"(?:failed in sandbox|execution error|apply_patch v
                             r"(?:exec command|patch) rejected by user)", re.I)  # the user said no: it never ran
 
 
+# code mode (0.14x): the ``exec`` tool runs a JavaScript cell whose output (a list of content items)
+# starts "Script completed|failed|running with cell ID N\nWall time X seconds\nOutput:\n"; what the cell
+# printed follows, often ``JSON.stringify`` of its ``tools.exec_command`` result(s)
+_SCRIPT_HEADER = re.compile(r"Script (completed|failed|running with cell ID \S+)\s*\n"
+                            r"(?:Wall time [\d.]+ seconds\s*\n)?(?:Output:\s*\n?)?")
+
+
+def _items_text(items: list) -> str:
+    """The text of an output given as content items (``input_text``, ``input_image``): the texts
+    in order, an image as "[image]"."""
+    parts: list[str] = []
+    for b in items:
+        if isinstance(b, str):
+            t = b
+        elif isinstance(b, dict) and isinstance(b.get("text"), str):
+            t = b["text"]
+        elif isinstance(b, dict) and "image" in str(b.get("type", "")):
+            t = "[image]"
+        else:
+            continue
+        if parts and not parts[-1].endswith("\n"):
+            parts.append("\n")
+        parts.append(t)
+    return "".join(parts)
+
+
+def _script_exit_code(body: str) -> int | None:
+    """The exit code a code-mode cell printed: its output is one ``exec_command`` result
+    (``{exit_code, output}``) or a list of them, as JSON; the first non-zero code, else 0. None when
+    the cell printed anything else (its own text: no code to read)."""
+    b = body.strip()
+    if not b or b[0] not in "[{" or len(b) > (1 << 22):
+        return None
+    try:
+        obj = loads(b)
+    except JSONError:
+        return None
+    results = obj if isinstance(obj, list) else [obj]
+    codes = []
+    for r in results:
+        if not (isinstance(r, dict) and "exit_code" in r and ("output" in r or "chunk_id" in r)):
+            return None
+        c = as_int(r.get("exit_code"))
+        if c is None:
+            return None
+        codes.append(c)
+    if not codes:
+        return None
+    return next((c for c in codes if c != 0), 0)
+
+
 def _output(out: Any) -> tuple[str, str | None, int | None]:
     """An output's text, status and exit code: a string (plain, or with an exit-code header), a
-    JSON string ``{output, metadata}``, or an object ``{content, success}``."""
+    JSON string ``{output, metadata}``, an object ``{content, success}``, or a list of content items
+    (a code-mode cell's output: its header says how the cell ended)."""
     meta = None
+    if isinstance(out, list):
+        out = _items_text(out)
+    h = _SCRIPT_HEADER.match(out) if isinstance(out, str) else None
+    if h is not None:
+        how = h.group(1)
+        if how == "failed":
+            return out, FAILED, None
+        if how.startswith("running"):
+            return out, OK, None  # the cell goes on: a later ``wait`` call gets its end
+        code = _script_exit_code(out[h.end():])
+        return out, (None if code is None else OK if code == 0 else FAILED), code
     if isinstance(out, str) and out.startswith("{") and '"output"' in out[:200]:
         try:
             obj = loads(out)
