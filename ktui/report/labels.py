@@ -24,7 +24,7 @@ from ktui.trace.labels import (
     record,
 )
 from ktui.trace.words import count
-from ktui.view.text import one_line
+from ktui.view.text import finite_data, one_line
 
 
 def _err(msg: str) -> None:
@@ -138,7 +138,7 @@ def export_command(root: Path, fmt: str = "jsonl", *, labels_file: str | None = 
                             kv = next((k for k in run.kernels if k.sha1 == lab.kernel_sha1), None)
                         row["code"] = kv.code if kv is not None else None
                         row["code_version"] = kv.label if kv is not None else None
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    fh.write(json.dumps(finite_data(row), ensure_ascii=False, allow_nan=False) + "\n")
                 n += 1
     except OSError as exc:
         _err(f"{output or 'stdout'}: cannot write: {exc.strerror or exc}")

@@ -30,7 +30,7 @@ from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
 from ktui.trace.words import count
 from ktui.view.fmt import num, ratio, secs
 from ktui.view.fmt import pct as fmt_pct
-from ktui.view.text import one_line, safe_data
+from ktui.view.text import json_data, one_line, safe_data
 
 # (key, header, justify) of the runs table, in order: the important columns first (a narrow
 # terminal shows them without scrolling; the app scrolls to the rest)
@@ -446,7 +446,7 @@ def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out
             "charts": _charts_json(sel.kept),
             "issues": [{"path": i.path, "message": i.message, "severity": i.severity} for i in issues],
         }
-        out.write(_json_text(safe_data(body)))
+        out.write(_json_text(json_data(body)))
         out.write("\n")
     else:
         term = out.isatty() if hasattr(out, "isatty") else False

@@ -3,20 +3,19 @@
 The hits stream: each is printed the moment its trace has been searched, and progress (traces
 searched of found, hits) goes to stderr on a terminal. A hit is raw trace text
 (:mod:`ktui.trace.search`): it is cleaned here, once, with the view's :func:`~ktui.view.text.one_line`
-(a line) or :func:`~ktui.view.text.safe_data` (``--json``); on a terminal the match is shown in
+(a line) or :func:`~ktui.view.text.json_text` (``--json``); on a terminal the match is shown in
 bold (ktui's own escape codes around cleaned text).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import IO
 
 from ktui.trace.search import Hit, Matcher, PatternError, SearchStats, parse_fields, search
 from ktui.trace.words import count
-from ktui.view.text import one_line, safe_data
+from ktui.view.text import json_text, one_line
 
 BOLD, RESET = "\x1b[1;33m", "\x1b[0m"
 
@@ -34,7 +33,7 @@ def hit_json(h: Hit) -> str:
     """A hit as one JSON line (``--json``): every string cleaned, the match's offsets in the cleaned excerpt."""
     before, match, after = one_line(h.before), one_line(h.match), one_line(h.after)
     d = {**h.to_dict(), "excerpt": before + match + after, "match": [len(before), len(before) + len(match)]}
-    return json.dumps(safe_data(d), ensure_ascii=False)
+    return json_text(d, indent=None)
 
 
 def search_command(path: str, pattern: str, *, regex: bool = False, fields: str | None = None,

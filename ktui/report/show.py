@@ -7,7 +7,6 @@ folded unless ``--full``; kernel code is printed in full with ``--full`` (the fi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.columns import Columns
@@ -27,7 +26,7 @@ from ktui.trace.words import count
 from ktui.view import RunView, TurnView, build_view
 from ktui.view import roles as R
 from ktui.view.model import CODE, Span
-from ktui.view.text import clean, one_line, safe_data
+from ktui.view.text import clean, json_text, one_line
 
 
 def header(v: RunView) -> RenderableType:
@@ -172,7 +171,7 @@ def show_command(path: Path, *, turn: int | None = None, as_json: bool = False, 
         err.print(Text(f"ktui: {one_line(path)}: {one_line(why)}"))
         return 2
     if as_json:
-        print(json.dumps(safe_data(run_to_dict(run, turn=turn)), indent=2, ensure_ascii=False))
+        print(json_text(run_to_dict(run, turn=turn), indent=2))
         return 0
     if turn is not None and not any(t.index == turn for t in run.turns):
         err.print(Text(f"ktui: {one_line(path)}: no turn {turn} (the run has {count(len(run.turns), 'turn')}"

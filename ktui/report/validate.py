@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
@@ -13,7 +12,7 @@ from ktui.report.console import err_console, out_console
 from ktui.trace import load
 from ktui.trace.address import split as split_address
 from ktui.trace.words import count, plural
-from ktui.view.text import one_line, safe_data
+from ktui.view.text import json_text, one_line
 
 
 def _is_trace(fp: Path) -> bool:
@@ -148,7 +147,7 @@ def validate_command(paths: list[str], as_json: bool = False) -> int:
                                                                   else "yellow"),
                                         (f"  [{one_line(p.excerpt)}]" if p.excerpt else "", "dim")), soft_wrap=True)
     if as_json:
-        print(json.dumps(safe_data(report), indent=2, ensure_ascii=False))
+        print(json_text(report, indent=2))
     else:
         console.print(Text(f"{count(len(files), 'file')}, {bad} with problems", "bold"))
     return 1 if bad else 0

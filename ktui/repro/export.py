@@ -88,6 +88,23 @@ def _install():
         importlib.import_module(name)
 
 
+def _finite(o):
+    """The --json result as JSON can hold it: an inf or nan becomes null, and a field
+    NAME_nonfinite beside it says which ("inf", "-inf", "nan"); an item of a list: null."""
+    if isinstance(o, float):
+        return o if o == o and o not in (float("inf"), float("-inf")) else None
+    if isinstance(o, dict):
+        out = {{}}
+        for k, v in o.items():
+            out[k] = _finite(v)
+            if isinstance(v, float) and out[k] is None and (str(k) + "_nonfinite") not in o:
+                out[str(k) + "_nonfinite"] = "nan" if v != v else ("inf" if v > 0 else "-inf")
+        return out
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
 def _shown(text):
     """What this script prints (the kernel's errors, the trace's values): a character the terminal
     would act on (escapes, other controls, bidi overrides) is written as its code point instead."""
@@ -135,8 +152,8 @@ def main(argv=None):
 
     result = pipeline.judge(job, emit=progress)
     if args.json:
-        print(_json.dumps({{"version": KERNEL_LABEL, "sha1": KERNEL_SHA1, "recorded": RECORDED,
-                           "result": result}}, default=str))
+        print(_json.dumps(_finite({{"version": KERNEL_LABEL, "sha1": KERNEL_SHA1, "recorded": RECORDED,
+                                   "result": result}}), default=str, allow_nan=False))
     else:
         print(_shown(KERNEL_LABEL + " (sha1 " + KERNEL_SHA1[:12] + ")"))
         print(_shown(report.format_result(result, RECORDED)))

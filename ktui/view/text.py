@@ -7,6 +7,10 @@ titles) goes through :func:`clean` (or :func:`one_line` / :func:`safe_data`) fir
 - :func:`safe_data` walks JSON-like data (for ``--json``): strings (keys too) cleaned, nesting
   capped at :data:`MAX_DEPTH`, numbers that JSON or a float cannot hold turned into strings;
   :func:`json_text` writes a result's ``--json`` so.
+- :func:`finite_data` (in :func:`json_data` / :func:`json_text`, for every JSON ktui writes): JSON
+  has no inf or nan, so such a value becomes ``null`` and a field beside it,
+  ``<name>_nonfinite``, says which it was (``"inf"``, ``"-inf"``, ``"nan"``); in a list, the
+  list's ``<name>_nonfinite`` maps each such item's index (``"3"``, ``"2/1"`` nested) to it.
 
 The service (``ktui/repro``) and the engine hand their words over raw (a test keeps them off the
 sanitizer): they are cleaned here, when shown.
@@ -88,6 +92,57 @@ def safe_data(obj: Any, depth: int = 0) -> Any:
     return sanitize(str(obj))
 
 
+NONFINITE = "_nonfinite"  # the suffix of the field that says why a number is null
+
+
+def _nonfinite_word(v: float) -> str:
+    return "nan" if v != v else ("inf" if v > 0 else "-inf")
+
+
+def _nonfinite_items(v: Any, prefix: str = "", depth: int = 0) -> dict[str, str]:
+    """Index path -> word for each non-finite float of a list (nested lists too; a dict in it
+    carries its own ``_nonfinite`` fields)."""
+    out: dict[str, str] = {}
+    if depth >= MAX_DEPTH:
+        return out
+    for i, x in enumerate(v):
+        if isinstance(x, float) and not math.isfinite(x):
+            out[f"{prefix}{i}"] = _nonfinite_word(x)
+        elif isinstance(x, (list, tuple)):
+            out.update(_nonfinite_items(x, f"{prefix}{i}/", depth + 1))
+    return out
+
+
+def finite_data(obj: Any, depth: int = 0) -> Any:
+    """``obj`` with every inf and nan (which JSON cannot hold) as ``None``, and beside each such
+    value of a dict a field ``<key>_nonfinite`` naming it (``"inf"``, ``"-inf"``, ``"nan"``; for a
+    list: ``{"<index>": word}``). A key of that name already there is kept as it is."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if depth >= MAX_DEPTH:
+        return obj
+    if isinstance(obj, dict):
+        out: dict[Any, Any] = {}
+        for k, v in obj.items():
+            out[k] = finite_data(v, depth + 1)
+            why: Any = None
+            if isinstance(v, float) and not math.isfinite(v):
+                why = _nonfinite_word(v)
+            elif isinstance(v, (list, tuple)):
+                why = _nonfinite_items(v) or None
+            if why is not None and f"{k}{NONFINITE}" not in obj:
+                out[f"{k}{NONFINITE}"] = why  # right after the value it explains
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [finite_data(v, depth + 1) for v in obj]
+    return obj
+
+
+def json_data(obj: Any) -> Any:
+    """``obj`` as ktui's JSON output holds it: :func:`finite_data`, then :func:`safe_data`."""
+    return safe_data(finite_data(obj))
+
+
 def pretty_json(obj: Any, max_chars: int = 200_000) -> str:
     """``obj`` as indented JSON, made safe (:func:`safe_data`), at most ``max_chars``."""
     import json
@@ -99,12 +154,13 @@ def pretty_json(obj: Any, max_chars: int = 200_000) -> str:
 
 
 def json_text(obj: Any, indent: int | None = 1) -> str:
-    """``--json`` of a result (a reproduction, a profile, a verify report): the service's raw data
-    made safe (:func:`safe_data`: every string cleaned, the numbers JSON can hold), as JSON text.
-    The one place the result commands' JSON is cleaned."""
+    """``--json`` of a result (a reproduction, a profile, a verify report), ``show --json``,
+    ``validate --json``, ``search --json``: the raw data made safe (:func:`json_data`: every string
+    cleaned, inf and nan as null with a ``_nonfinite`` field beside), as JSON text. The one place
+    the commands' JSON is cleaned."""
     import json
 
-    return json.dumps(safe_data(obj), indent=indent, ensure_ascii=False, allow_nan=False)
+    return json.dumps(json_data(obj), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 def compact_json(obj: Any, limit: int = 400) -> str:
