@@ -6,7 +6,8 @@ The shapes read (by structure):
   ``completions``, ``rewards``, ``metadata.sample_data``); the first line with messages is the
   run, later ones are reported; its "lines" are message ordinals, as for a single object;
 - one message per line (``{role, content, ...}``);
-- a single (pretty-printed) object with ``messages``, or a JSON array of messages.
+- a single object with ``messages``, or a JSON array of messages (pretty-printed or on one line:
+  Cline's ``api_conversation_history.json``).
 
 Assistant content may be a string, or blocks: ``text``, ``thinking`` / ``reasoning``,
 ``toolCall`` (Wafer: ``{id, name, arguments}``), ``tool_use`` (Anthropic), plus OpenAI's top-level
@@ -14,10 +15,19 @@ Assistant content may be a string, or blocks: ``text``, ``thinking`` / ``reasoni
 by ``tool_call_id`` (or Anthropic ``tool_result`` blocks by ``tool_use_id``), else the oldest
 pending call. ``completions[]`` (one chat.completion per model call) give per-turn tokens, the
 model and the ``created`` time. A reward gives the outcome.
+
+Cline: each message's ``ts`` (epoch ms), ``modelInfo.modelId``, ``metrics.tokens.{prompt (cached
+included), completion}`` and ``metrics.cost``; a call's result is a text block of the next user
+message, "[name for '...'] Result:\n..." (paired with the latest response's calls first: a call
+the task was interrupted in never gets one); "Command failed with exit code N." and "The user
+denied this operation." say a call failed; a ``write_to_file`` / ``replace_in_file`` whose result
+shows ``<final_file_content>`` has that content as its version (the user may have edited it in
+the diff view before it was saved; a refused one changes nothing).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ktui.trace.importers.common import (
@@ -37,7 +47,7 @@ from ktui.trace.importers.common import (
     read_bounded,
     text_of,
 )
-from ktui.trace.model import OUTCOME_FAILED, PASSED, Run, Turn
+from ktui.trace.model import FAILED, OK, OUTCOME_FAILED, PASSED, Run, ToolCall, Turn
 from ktui.trace.notes import split_think
 
 NAME = "chat-messages"
@@ -94,6 +104,11 @@ def load(path: str, data: bytes | None = None) -> Run:
         elif _is_message(obj):
             asm.event(no, off, len(raw), f"message:{obj.get('role')}")
             loose.append((no, obj))
+        elif isinstance(obj, list) and rollout is None and not loose and detect_object(obj):
+            # a JSON array of messages written on one line (compact): the whole conversation
+            run = load_object(obj, path)
+            run.size_bytes = (len(data) if data is not None else None) or off + len(raw) + (1 if term else 0)
+            return run
         else:
             asm.warn(no, f"line is a JSON {type(obj).__name__} that is neither a message nor a rollout")
     if first_bad:  # a pretty-printed single object
@@ -233,11 +248,76 @@ def _args(v: Any) -> Any:
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 
 
+# Cline (``api_conversation_history.json``): a call's result is a text block of the next user message,
+# "[read_file for 'src/x.py'] Result:\n..." (no tool_result block); an execute_command's says its exit code
+_CLINE_RESULT = re.compile(r"\[([A-Za-z_][\w-]*)(?: for .*?)?\] Result:", re.S)
+_CLINE_EXIT = re.compile(r"Command (?:executed successfully \(exit code (\d+)\)|failed with exit code (\d+))")
+_CLINE_REFUSED = re.compile(r"The user denied this operation|The tool execution failed with the following error")
+
+
+_CLINE_WRITES = {"write_to_file", "replace_in_file", "apply_diff"}
+_FINAL_FILE = re.compile(r'<final_file_content path="([^"]*)">\n?(.*?)\n?</final_file_content>', re.S)
+
+
+def _cline_write(asm: Assembler, c: ToolCall, body: str, status: str | None) -> None:
+    """A Cline write or edit, once its result is known: refused, nothing changed; where the result
+    shows the file as it was saved (``<final_file_content>``: the user's own edits in the diff view
+    and the formatter's included), that is the version; else the call as written."""
+    if status == FAILED:
+        return
+    m = _FINAL_FILE.search(body)
+    if m is None:
+        asm.track_call(c)
+        return
+    fp = next((c.args[k] for k in ("absolutePath", "path", "file_path") if isinstance(c.args.get(k), str)
+               and c.args[k]), None) or m.group(1)
+    asm.files.write(asm.files.locate(fp), m.group(2), c, c.turn, c.line, f"{c.name} (the file as it was saved)")
+    if body.startswith("The user made the following updates"):
+        asm.note(c.line, f"{c.name} of {fp[:200]}: the user changed the content before it was saved; "
+                         "the version is the file as saved")
+
+
+def _cline_results(asm: Assembler, blocks: list, pending: list, line: int, ts: int | None,
+                   deferred: list) -> set[int]:
+    """Pair Cline's result text blocks, in order, with the pending calls (the call of that name
+    first). Returns the ids of the blocks paired (they are not the user's words)."""
+    used: set[int] = set()
+    for b in blocks:
+        if not pending:
+            break
+        text = b.get("text") if isinstance(b, dict) and b.get("type") == "text" else None
+        if not isinstance(text, str):
+            continue
+        m = _CLINE_RESULT.match(text[:4000])
+        if m is None:
+            continue
+        # the calls of the latest response first: a call the task was interrupted in never got one
+        last = max((p.turn for p in pending if p.turn is not None), default=None)
+        recent = [p for p in pending if p.turn == last] or pending
+        c = next((p for p in recent if p.name == m.group(1)), recent[0])
+        pending.remove(c)
+        body = text[m.end():].lstrip("\n")
+        status = None
+        e = _CLINE_EXIT.match(body)
+        if e is not None:
+            status = OK if (e.group(1) or e.group(2)) == "0" else FAILED
+        elif _CLINE_REFUSED.search(body[:2000]):
+            status = FAILED
+        asm.result(c, body, line, ts, status=status,
+                   effect={"exit_code": int(e.group(1) or e.group(2))} if e is not None else None)
+        if c in deferred:
+            deferred.remove(c)
+            _cline_write(asm, c, body, status)
+        used.add(id(b))
+    return used
+
+
 def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Turn]:
     """Messages into turns, calls and results. Returns the assistant turns."""
     run = asm.run
     turns: list[Turn] = []
     pending: list = []
+    deferred: list = []  # Cline writes waiting for their result (_cline_results)
     for i, m in enumerate(messages):
         line, where = line_of(i), where_of(i)
         if not isinstance(m, dict):
@@ -245,9 +325,13 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
             continue
         role = m.get("role")
         ts = iso_ms(m.get("timestamp"))
+        if ts is None:
+            ts = iso_ms(m.get("ts"))  # Cline: epoch ms
         content = m.get("content")
         if isinstance(m.get("model"), str) and m["model"] and not run.model:
             run.model = m["model"]
+        if not run.model and isinstance(m.get("modelInfo"), dict):  # Cline
+            run.model = as_str(as_dict(m.get("modelInfo")).get("modelId")) or None
         if role in ("system", "developer"):
             run.messages.append((line, "system", None, text_of(content)))
             continue
@@ -262,9 +346,14 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
                 if c in pending:
                     pending.remove(c)
                 asm.result(c, b.get("content"), line, ts, is_error=b.get("is_error") is True)
-            text = text_of(content)
-            if text or not results:
+            said: set[int] = set()
+            if not results and pending:
+                said = _cline_results(asm, blocks, pending, line, ts, deferred)
+            text = text_of([b for b in blocks if id(b) not in said]) if said else text_of(content)
+            if text or not (results or said):
                 asm.message(line, "user", text)
+            if ts is not None and not (results or said):
+                asm.ts(ts)  # what the model read next was written then
             continue
         if role in ("tool", "function", "ipython"):
             cid = m.get("tool_call_id")
@@ -289,6 +378,13 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
             continue
         t = asm.turn(line, ts)
         turns.append(t)
+        tok = as_dict(as_dict(m.get("metrics")).get("tokens"))  # Cline: prompt (cached included), completion
+        if tok:
+            t.tokens_in = as_int(tok.get("prompt"))
+            t.tokens_out = as_int(tok.get("completion"))
+            cost = as_num(as_dict(m.get("metrics")).get("cost"))
+            if cost is not None:
+                t.usd = cost
         for k in ("reasoning_content", "reasoning", "thinking"):
             if isinstance(m.get(k), str):
                 asm.add_reasoning(t, m[k])
@@ -312,7 +408,10 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
             elif bt in ("toolCall", "tool_use", "tool_call", "function_call"):
                 args = _args(b.get("arguments", b.get("input", b.get("args"))))
                 c = asm.call(t, b.get("name"), args, line, ts, b.get("id") or b.get("call_id"))
-                asm.track_call(c)
+                if c.name in _CLINE_WRITES:
+                    deferred.append(c)  # its result may show the file as the tool left it
+                else:
+                    asm.track_call(c)
                 pending.append(c)
         for tc in as_list(m.get("tool_calls")):
             if not isinstance(tc, dict):
@@ -324,6 +423,8 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
             c = asm.call(t, name, args, line, ts, tc.get("id"))
             asm.track_call(c)
             pending.append(c)
+    for c in deferred:  # a write whose result never came (or said nothing of the file): as written
+        asm.track_call(c)
     for c in pending:
         if c.result is None:
             asm.warn(c.line, f"call #{c.index} ({c.name}) has no result in the log")

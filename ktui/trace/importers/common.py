@@ -174,6 +174,36 @@ def as_dict(v: Any) -> dict:
     return v if isinstance(v, dict) else {}
 
 
+_SR_START = re.compile(r"^(?:-{3,}|<{3,}) ?SEARCH\s*$")
+_SR_MID = re.compile(r"^={3,}\s*$")
+_SR_END = re.compile(r"^(?:\+{3,}|>{3,}) ?REPLACE\s*$")
+
+
+def search_replace_blocks(diff: Any) -> list[tuple[str, str]]:
+    """The (search, replace) pairs of a SEARCH / REPLACE diff (Cline's ``replace_in_file``:
+    ``------- SEARCH`` / ``=======`` / ``+++++++ REPLACE``, or the older ``<<<<<<< SEARCH`` /
+    ``>>>>>>> REPLACE``); [] when it is not one (or a block is not closed)."""
+    if not isinstance(diff, str) or "SEARCH" not in diff or len(diff) > (8 << 20):
+        return []
+    out: list[tuple[str, str]] = []
+    state = 0  # 0 outside, 1 in SEARCH, 2 in REPLACE
+    old: list[str] = []
+    new: list[str] = []
+    for ln in diff.split("\n"):
+        if state == 0 and _SR_START.match(ln):
+            state, old, new = 1, [], []
+        elif state == 1 and _SR_MID.match(ln):
+            state = 2
+        elif state == 2 and _SR_END.match(ln):
+            out.append(("\n".join(old), "\n".join(new)))
+            state = 0
+        elif state == 1:
+            old.append(ln)
+        elif state == 2:
+            new.append(ln)
+    return [] if state != 0 else out
+
+
 def text_of(content: Any, types: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
     """The text of a message content: a string, or a list of blocks with text."""
     if isinstance(content, str):
@@ -370,7 +400,7 @@ class Assembler:
         if ev is not None and not self._is_write(c):
             self.files.tested(c, ev, self.command_of(c))
         if text and self._is_write(c):
-            for k in ("file_path", "path", "filename", "file", "target_file"):
+            for k in ("file_path", "path", "filename", "file", "target_file", "absolutePath"):
                 if isinstance(c.args.get(k), str) and c.args[k]:
                     self.files.learn(c.args[k], text)
                     break
@@ -399,7 +429,7 @@ class Assembler:
         a, t, line = c.args, c.turn, c.line
         name = c.name.lower()
         path = None
-        for k in ("file_path", "path", "filename", "file", "target_file"):
+        for k in ("file_path", "path", "filename", "file", "target_file", "absolutePath"):
             if isinstance(a.get(k), str) and a[k]:
                 path = a[k]
                 break
@@ -417,6 +447,13 @@ class Assembler:
                 err = self.files.edit(p, old, new, c, t, line, a.get("replace_all") is True, c.name)
                 if err:
                     self.warn(line, err)
+                return
+            blocks = search_replace_blocks(a.get("diff"))
+            if blocks:  # Cline / Roo ``replace_in_file``: SEARCH / REPLACE blocks, applied in order
+                for i, (o, n) in enumerate(blocks):
+                    err = self.files.edit(p, o, n, c, t, line, False, f"{c.name} block {i + 1}")
+                    if err:
+                        self.warn(line, err)
                 return
             edits = a.get("edits")
             if isinstance(edits, list):
