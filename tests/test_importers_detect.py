@@ -131,3 +131,38 @@ def test_head_lines_line_by_line_equal_the_split_of_the_whole_head():
     for buf in cases:
         for more in (False, True):
             assert head_lines_of(buf, more) == _head_lines_by_split(buf, more), (buf, more)
+
+
+# the first lines of real files (the Aider chat and input histories of 0xRickx/Kangaroo_2.2.5 at
+# d6f1292, GPL-3.0, quoted; a Cursor export as find_string shows them); the rest made up
+TEXT_LOGS = {
+    "aider_chat.md": ("# aider chat started at 2024-08-27 01:19:24\n\n> Aider v0.52.1  \n"
+                      "> Model: groq/llama-3.1-405b-reasoning with whole edit format  \n\n"
+                      "#### modify Merge.cpp to be able to merge workfiles  \n",
+                      "an Aider chat history (.aider.chat.history.md)"),
+    "aider_input": ("\n# 2024-08-27 01:19:52.183058\n+/add Backup.cpp Constants.h\n+\n\n"
+                    "# 2024-08-27 01:20:36.998834\n+modify Merge.cpp\n",
+                    "an Aider input history"),
+    "cursor.md": ("# Build a command line task manager\n_Exported on 19/10/2025 at 12:29:42 GMT+8 from Cursor "
+                  "(1.7.38)_\n\n---\n\n**User**\n\nWrite it.\n\n---\n\n**Cursor**\n\nDone.\n",
+                  "a Cursor chat export"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_LOGS))
+def test_text_logs_of_other_agents_are_named_in_one_line(name, tmp_path):
+    text, what = TEXT_LOGS[name]
+    p = tmp_path / name
+    p.write_text(text)
+    run = load(str(p))
+    assert run.format == "unknown" and not run.events
+    assert len(run.problems) == 1 and run.problems[0].line == 0
+    msg = run.problems[0].message
+    assert msg.startswith(f"not a trace (looks like {what}") and "\n" not in msg
+
+
+def test_plain_text_that_matches_no_log_is_read_as_before(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("# 2024-08-27 01:19:52.183058\nno plus lines here\n")  # a stamp, but no typed input
+    run = load(str(p))
+    assert run.format == "ensemble" and run.problems and "looks like" not in run.problems[0].message

@@ -15,6 +15,7 @@ ensemble to the reader.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -224,7 +225,32 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
         return Detection("unknown", describe(single), single)
     if dicts or any(o is not None for o in objs):
         return Detection("unknown", describe(dicts[0] if dicts else next(o for o in objs if o is not None)))
+    hint = describe_text(lines)
+    if hint:
+        return Detection("unknown", hint)
     return Detection("ensemble")  # not JSON at all, or empty: the ensemble reader says what is wrong
+
+
+# text (not JSON) logs of agents ktui has no reader for, known by their first lines
+_TEXT_KINDS = [
+    (re.compile(rb"^# aider chat started at \d{4}-\d\d-\d\d"),
+     "an Aider chat history (.aider.chat.history.md), a Markdown transcript ktui has no reader for"),
+    (re.compile(rb"^# \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s*$"),
+     "an Aider input history (.aider.input.history: the prompts typed, no model output)"),
+    (re.compile(rb"^_Exported on .{1,80} from Cursor \(\d"),
+     "a Cursor chat export (Markdown), which ktui has no reader for"),
+]
+
+
+def describe_text(lines: list[bytes]) -> str:
+    """What a text file that is not JSON looks like, where its first lines say (else "")."""
+    for raw in lines[:3]:
+        for pat, what in _TEXT_KINDS:
+            if pat.match(raw.strip()):
+                if what.startswith("an Aider input") and not any(x.startswith(b"+") for x in lines[1:]):
+                    continue
+                return what
+    return ""
 
 
 def _zip_detect(path: str | None, data: bytes | None) -> Detection | None:
