@@ -186,6 +186,54 @@ def more(name: str, repo: str, refs: References) -> list[dict]:
     return rows
 
 
+#: CUDA-L1 (deepreinforce-ai/CUDA-L1, MIT): the kernels its RL system published for KernelBench L1-L3, per
+#: GPU, at every commit of ``optimized_cuda_code/``. The first release (cfff841) still had kernels that
+#: its authors later removed as reward hacks ("Remove caching", "proper stream timing synchronization"
+#: in the README's list of fixes); the last commit (4ac1f22) is the cleaned set.
+CUDAL1_COMMITS = ("cfff841", "8afc155", "7e62f3f", "5d5e64d", "262b891", "4ac1f22")
+CUDAL1_FINAL = "4ac1f22"
+
+
+def _cudal1_rows(text: str) -> list[dict]:
+    try:
+        data = json.loads(text)
+    except ValueError:  # one JSON object a line
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    if isinstance(data, dict):  # {"1": [...], "2": [...]}
+        return [dict(it, level_id=it.get("level_id", int(lv))) for lv, items in data.items() for it in items]
+    return list(data)
+
+
+def cudal1(repo: str) -> list[dict]:
+    """Every distinct ``custom_code`` CUDA-L1 published, each with its ``ref_code`` (the KernelBench
+    problem); ``final`` says whether the last commit still lists it (the others were replaced or
+    removed, some of them as the reward hacks its README names)."""
+    import hashlib
+
+    seen: dict[str, dict] = {}
+    final: set[str] = set()
+    for commit in CUDAL1_COMMITS:
+        for path in git_ls(repo, commit, "optimized_cuda_code"):
+            if not path.endswith(".json") or path.endswith("log.json"):
+                continue
+            for it in _cudal1_rows(git_show(repo, commit, path) or "[]"):
+                code = it.get("custom_code")
+                if not isinstance(code, str) or not code.strip():
+                    continue
+                key = hashlib.sha1(code.encode()).hexdigest()[:12]
+                if commit == CUDAL1_FINAL:
+                    final.add(key)
+                seen.setdefault(key, {
+                    "source": f"CUDA-L1@{commit}:{path} L{it.get('level_id')} P{it.get('task_id')}",
+                    "problem": f"L{it.get('level_id')} P{it.get('task_id')}", "author": "CUDA-L1", "code": code,
+                    "reference": it.get("ref_code"), "kind": "triton" if "triton" in code else "cuda"})
+    rows = list(seen.values())
+    for key, r in seen.items():
+        r["final"] = key in final
+        r["source"] += " [final]" if r["final"] else " [removed later]"
+    return rows
+
+
 def tritondump(folder: str) -> list[dict]:
     """The 134 recorded-correct Triton kernels of KernelBench's ``sokserey/tritonDump`` branch (6842d4f,
     MIT), read from a folder on disk (``triton_runs/level*_triton/kernels/``), each with its problem
@@ -262,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tritondump", metavar="DIR",
                     help="a folder with KernelBench's sokserey/tritonDump sweep (triton_runs/) and its problems "
                          "(KernelBench/level1, level2)")
+    ap.add_argument("--cudal1", metavar="DIR",
+                    help="a git directory of deepreinforce-ai/CUDA-L1: every kernel it published (see CUDAL1_COMMITS)")
     ap.add_argument("--limit", type=int, default=None, help="at most this many leaderboard kernels")
     ap.add_argument("--json", help="write every row (without the code) here")
     a = ap.parse_args(argv)
@@ -275,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += harbor(a.harbor, a.harbor_all)
     if a.tritondump:
         rows += tritondump(a.tritondump)
+    if a.cudal1:
+        rows += cudal1(a.cudal1)
     for spec in a.more:
         name, _, repo = spec.partition("=")
         rows += more(name, repo, refs)

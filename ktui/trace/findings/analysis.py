@@ -323,13 +323,14 @@ def _reference_constants(reference: str) -> dict[str, int]:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
                 and isinstance(st.value, ast.Constant) and type(st.value.value) is int and st.value.value > 1:
             out[st.targets[0].id.upper()] = st.value.value
-    # KernelBench's shape: sizes reach get_inputs(); a constant only get_init_inputs() uses (a stride,
-    # a kernel size, a reduction dim) configures the module, built once: a kernel may specialise on it
+    # KernelBench's shape: sizes reach get_inputs(); a constant get_init_inputs() uses (a stride, a
+    # kernel size, a reduction dim, a layer's in_channels) configures the module, built once: a kernel
+    # may specialise on it. get_inputs() using it too (``x = randn(batch, in_channels, h, w)``) does not
+    # free it: the module's weights fix it, and the reference refuses an input of another such size
     fns = {st.name: st for st in tree.body if isinstance(st, ast.FunctionDef)}
     if "get_inputs" in fns and "get_init_inputs" in fns:
-        used = {n.id.upper() for n in walk(fns["get_inputs"]) if isinstance(n, ast.Name)}
         init = {n.id.upper() for n in walk(fns["get_init_inputs"]) if isinstance(n, ast.Name)}
-        out = {k: v for k, v in out.items() if k in used or k not in init}
+        out = {k: v for k, v in out.items() if k not in init}
     return out
 
 

@@ -174,7 +174,9 @@ _BUILD_ENV = frozenset({"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUDA_HOME", "CUDA_P
                         "CXX", "CC", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "TRITON_CACHE_DIR",
                         "CUDA_LAUNCH_BLOCKING", "TORCH_USE_CUDA_DSA", "TORCH_NVCC_FLAGS", "CUDA_VISIBLE_DEVICES",
                         "CUDA_DEVICE_MAX_CONNECTIONS", "TRITON_PRINT_AUTOTUNING", "CUTLASS_PATH",
-                        "PYTORCH_ROCM_ARCH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"})
+                        "PYTORCH_ROCM_ARCH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_MODULE_LOADING"})
+#: a C/C++/CUDA source file (written out to be compiled)
+_SOURCE_FILE = re.compile(r"\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp)$")
 #: where a toolkit or library lives (THUNDERKITTENS_ROOT, CUTLASS_DIR ...): build configuration
 _BUILD_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*_(?:ROOT|HOME|PATH|DIR|INCLUDE|INCLUDE_DIR|LIB|LIBRARY_PATH)$")
 _PROCESS_CALLS = {"os._exit": "exits the process", "sys.exit": "exits the interpreter",
@@ -197,6 +199,9 @@ _HARNESS_WORDS = re.compile(
     r"(?i)(\bpass(?:ed)?\b|\bfail(?:ed)?\b(?!\s+to\b)|correct|speedup|runtime|\btrials?\b|μs|\bus\b|\bms\b|verdict|"
     r"reproduced|\[meta\]|submit_kernel|run_correctness|max_abs|abs_err|rel_err|\"status\"|\"ok\"|"
     r"\"result\"|\"stage\"|\"kind\"|timing|elapsed|mean=|median|compile_kernel|all matched)")
+#: what a printed line claims about the kernel (a harness's verdict), as opposed to describing an error
+_VERDICT_CLAIM = re.compile(r"(?i)\bpass(?:ed|es)\b|(?<!in)correct|speedup|reproduced|all matched|\bok\b|\[meta\]|"
+                            r"\"status\"|\"result\"")
 _JOIN_TEXT = ("wait_stream", "synchronize(", ".synchronize", "cudaStreamSynchronize", "cudaDeviceSynchronize",
               "cudaStreamWaitEvent", "wait_event", ".wait(", "record_stream")
 _STREAM_TEXT = _Screened(r"torch\.cuda\.Stream\s*\(|cudaStreamCreate\w*\s*\(|getStreamFromPool\s*\(|"
