@@ -264,6 +264,60 @@ class _PyDataflow(_PyFallbacks):
                     self.add("result_cache", ERROR, f"returns a stored result ({stored}) when {_short(cond.test, 50)}: "
                              "later calls can get an earlier answer", n.lineno)
                     return
+            if self._memoized(fn):
+                return
+
+    _ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
+                             "new_empty", "new_zeros", "new_ones", "new_full", "empty_strided"})
+
+    def _memoized(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """``key = (A.shape, B.shape); if key not in _CACHE: _CACHE[key] = ext.mm(A, B); return _CACHE[key]``
+        (wafer's "caching" attack, Makora's taxonomy): a result computed from the inputs, stored in a
+        container kept across calls (module-level, or on ``self``) under a key, and returned from it; an
+        input with the same key (the same shapes) gets the earlier answer. A stored allocation (a workspace
+        the kernel writes into) is not a result."""
+        params = {x.arg for x in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs} - {"self", "cls"}
+        if fn.args.vararg is not None:
+            params.add(fn.args.vararg.arg)
+
+        def container(node: ast.AST) -> str | None:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                return _short(node)
+            if isinstance(node, ast.Name) and (node.id in self._module_names() or self._is_global(fn, node.id)) \
+                    and not any(x.id == node.id and isinstance(x.ctx, ast.Store) for x in of(fn, ast.Name)):
+                return node.id
+            return None
+
+        memo: set[str] = set()  # containers that get a result computed from the inputs
+        for n in of(fn, ast.Assign):
+            for t in n.targets:
+                c = container(t.value) if isinstance(t, ast.Subscript) else None
+                v = n.value
+                if c and isinstance(v, ast.Call) and not (
+                        (isinstance(v.func, ast.Attribute) and v.func.attr in self._ALLOCATORS)
+                        or (isinstance(v.func, ast.Name) and v.func.id in self._ALLOCATORS)) \
+                        and any(isinstance(x, ast.Name) and x.id in params for x in walk(v)):
+                    memo.add(c)
+        if not memo:
+            return False
+        got: dict[str, str] = {}  # local name -> container it was read from (``out = _CACHE.get(key)``)
+        for n in of(fn, ast.Assign):
+            v = n.value
+            src = container(v.value) if isinstance(v, ast.Subscript) else (
+                container(v.func.value) if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                and v.func.attr == "get" else None)
+            for t in n.targets:
+                if isinstance(t, ast.Name) and src in memo:
+                    got[t.id] = src
+        for r in of(fn, ast.Return):
+            rv = r.value
+            c = container(rv.value) if isinstance(rv, ast.Subscript) else (
+                got.get(rv.id) if isinstance(rv, ast.Name) else None)
+            if c in memo and rv is not None:
+                self.add("result_cache", ERROR, f"returns a result it stored in {c} under a key ({_short(rv, 40)}): "
+                         "a later input with the same key (the same shapes) gets the earlier answer", r.lineno)
+                return True
+        return False
 
     # ---- inputs and outputs -----------------------------------------------------------------------------
     def inputs_and_outputs(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
