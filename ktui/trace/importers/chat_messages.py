@@ -45,6 +45,7 @@ from ktui.trace.importers.common import (
     kernelbench_problem,
     parse_json,
     read_bounded,
+    reasoning_apart,
     text_of,
 )
 from ktui.trace.model import FAILED, OK, OUTCOME_FAILED, PASSED, Run, ToolCall, Turn
@@ -214,14 +215,16 @@ def _completions(asm: Assembler, turns: list[Turn], comps: list, where_of) -> No
         tin = as_int(u.get("input_tokens", u.get("prompt_tokens")))
         tout = as_int(u.get("output_tokens", u.get("completion_tokens")))
         tr = as_int(u.get("reasoning_tokens"))
-        if tr is None and isinstance(u.get("completion_tokens_details"), dict):
+        detail = tr is None and isinstance(u.get("completion_tokens_details"), dict)
+        if detail:  # OpenAI's breakdown of completion_tokens: inside them
             tr = as_int(u["completion_tokens_details"].get("reasoning_tokens"))
         if tin is not None:
             t.tokens_in = tin + (as_int(u.get("cache_read_tokens")) or 0) + (as_int(u.get("cache_write_tokens")) or 0)
         if tout is not None:
             t.tokens_out = tout
-        if tr is not None:
-            t.tokens_reasoning = tr
+        t.tokens_reasoning = reasoning_apart(tr, as_int(u.get("total_tokens")),
+                                             ((tin or 0) + (tout or 0), (t.tokens_in or 0) + (tout or 0)),
+                                             inside_by_default=detail)
         cost = u.get("cost")
         if isinstance(cost, dict):
             total = sum(v for v in (as_num(x) for x in cost.values()) if v is not None)

@@ -34,6 +34,7 @@ from ktui.trace.importers.common import (
     as_str,
     iso_ms,
     parse_json,
+    reasoning_apart,
 )
 from ktui.trace.model import OUTCOME_FAILED, PASSED, Run, ToolCall
 
@@ -171,6 +172,15 @@ def _input_tokens(u: dict, openai_inclusive: bool) -> int | None:
         if total == tin + read + write + out:
             return tin + read + write
     return tin if openai_inclusive else tin + read + write
+
+
+def model_of(e: dict) -> str:
+    return as_str(e.get("model")) or ""
+
+
+def _google(model: str) -> bool:
+    """A model whose output token count leaves its thinking out (Inspect's google / vertex providers)."""
+    return model.lower().split("/", 1)[0] in ("google", "vertex", "gemini")
 
 
 def _inclusive_cache(ev: dict) -> bool:
@@ -338,9 +348,13 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
         if tin is not None:
             t.tokens_in = tin
         t.tokens_out = as_int(u.get("output_tokens"))
-        tr = as_int(u.get("reasoning_tokens"))
-        if tr:
-            t.tokens_reasoning = tr
+        raw_in = as_int(u.get("input_tokens")) or 0
+        cache = (as_int(u.get("input_tokens_cache_read")) or 0) + (as_int(u.get("input_tokens_cache_write")) or 0)
+        total = as_int(u.get("total_tokens"))
+        base = raw_in + (t.tokens_out or 0)
+        # Google's output count leaves the thinking out; OpenAI's and Anthropic's include it
+        t.tokens_reasoning = reasoning_apart(as_int(u.get("reasoning_tokens")), total, (base, base + cache),
+                                             inside_by_default=not _google(model_of(e)))
         start, end = iso_ms(e.get("timestamp")), iso_ms(e.get("completed"))
         if start is not None:
             t.start_ms = start
