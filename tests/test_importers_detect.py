@@ -134,7 +134,8 @@ def test_head_lines_line_by_line_equal_the_split_of_the_whole_head():
 
 
 # the first lines of real files (the Aider chat and input histories of 0xRickx/Kangaroo_2.2.5 at
-# d6f1292, GPL-3.0, quoted; a Cursor export as find_string shows them); the rest made up
+# d6f1292, GPL-3.0, quoted; a Cursor export as find_string shows them; a Codex rollout committed
+# as a Git LFS pointer, leejunha781/Codex 02ade423); the rest made up
 TEXT_LOGS = {
     "aider_chat.md": ("# aider chat started at 2024-08-27 01:19:24\n\n> Aider v0.52.1  \n"
                       "> Model: groq/llama-3.1-405b-reasoning with whole edit format  \n\n"
@@ -143,6 +144,9 @@ TEXT_LOGS = {
     "aider_input": ("\n# 2024-08-27 01:19:52.183058\n+/add Backup.cpp Constants.h\n+\n\n"
                     "# 2024-08-27 01:20:36.998834\n+modify Merge.cpp\n",
                     "an Aider input history"),
+    "rollout.jsonl": ("version https://git-lfs.github.com/spec/v1\n"
+                      "oid sha256:6bb1eb32594bef2ba4fde6c6dabed7a53174291ad00cd755c108b976d7c6b9c6\nsize 79666590\n",
+                      "a Git LFS pointer: the trace itself (79,666,590 bytes) is not in this checkout"),
     "cursor.md": ("# Build a command line task manager\n_Exported on 19/10/2025 at 12:29:42 GMT+8 from Cursor "
                   "(1.7.38)_\n\n---\n\n**User**\n\nWrite it.\n\n---\n\n**Cursor**\n\nDone.\n",
                   "a Cursor chat export"),

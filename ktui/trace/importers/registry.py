@@ -242,8 +242,15 @@ _TEXT_KINDS = [
 ]
 
 
+_LFS_SIZE = re.compile(rb"^size (\d{1,15})\s*$")
+
+
 def describe_text(lines: list[bytes]) -> str:
     """What a text file that is not JSON looks like, where its first lines say (else "")."""
+    if lines and lines[0].strip() == b"version https://git-lfs.github.com/spec/v1":
+        size = next((int(m.group(1)) for x in lines[1:4] if (m := _LFS_SIZE.match(x.strip()))), None)
+        return ("a Git LFS pointer: the trace itself" + (f" ({size:,} bytes)" if size is not None else "")
+                + " is not in this checkout (git lfs pull fetches it)")
     for raw in lines[:3]:
         for pat, what in _TEXT_KINDS:
             if pat.match(raw.strip()):
