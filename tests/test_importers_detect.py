@@ -63,7 +63,7 @@ def test_unknown_json_is_not_a_trace_with_a_hint(tmp_path):
     assert [str(x) for x in load(q).problems] == ["not a trace (looks like a JSON object with keys alpha, beta)"]
     r = tmp_path / "list.json"
     r.write_text("[1, 2, 3]")
-    assert [str(x) for x in load(r).problems] == ["not a trace (looks like a JSON array of 3 item(s) (int))"]
+    assert [str(x) for x in load(r).problems] == ["not a trace (looks like a JSON array of 3 items (int))"]
 
 
 def test_forced_format_overrides_detection(monkeypatch):

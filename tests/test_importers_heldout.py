@@ -38,7 +38,7 @@ def test_parallel_calls_sharing_one_id_pair_with_their_results_in_order():
     assert check.result.summary.startswith("PASS") and check.result.status == "ok"
     assert "out of memory" in bench.result.summary and bench.result.is_error
     assert run.problems == []
-    assert any("share the id of an earlier call" in n for _, n in run.notes)
+    assert any("1 tool call shares the id of an earlier call" in n for _, n in run.notes)
 
 
 def test_claude_code_edit_the_tool_matched_its_own_way_uses_its_structured_patch():
@@ -145,7 +145,7 @@ def test_inspect_model_graded_scorer_calls_are_not_the_agents_turns():
     assert run.problems == []  # it was "2 model event(s) for 1 assistant message(s)" three times
     assert [(t.tokens_in, t.tokens_out) for t in run.turns] == [(61, 17), (60, 9), (61, 23)]
     graded = [n for _, n in run.notes if "scorer model_graded_fact" in n]
-    assert graded[0] == "1 model call(s) of the scorer model_graded_fact (not the agent's turns): 259 tokens in, 292 out"
+    assert graded[0] == "1 model call of the scorer model_graded_fact (not the agent's turns): 259 tokens in, 292 out"
     assert len(graded) == 3
 
 
@@ -282,7 +282,7 @@ def test_claude_code_side_agent_copy_of_its_sessions_conversation_is_not_its_wor
     run = load(side)
     assert len(run.turns) == 1 and run.calls == [] and run.tokens_in == 3 and run.tokens_out == 900
     assert run.problem.prompt == "CRITICAL: Respond with TEXT ONLY. Summarise."
-    assert any("3 record(s) at its start are a copy of its session's conversation" in n for _, n in run.notes)
+    assert any("3 records at its start: a copy of its session's conversation" in n for _, n in run.notes)
     assert (run.wall_ms or 0) <= 20_000
     r2 = load(reg)  # a subagent whose records the session only quotes: all its own
     assert len(r2.turns) == 1 and r2.tokens_in == 7 and r2.problem.prompt == "Find the reduction."

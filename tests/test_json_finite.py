@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 from tests.conftest import ROOT, SEED_TRACE
 
 WORDS = {"inf", "-inf", "nan", "infinity", "-infinity"}

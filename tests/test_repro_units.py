@@ -403,9 +403,9 @@ def test_sandbox_words_name_the_mounts_left_writable_and_the_pid_namespace():
 
     words = sandbox.describe({"mounts": True, "pid_namespace": True,
                               "read_only_failed": ["/mnt/scratch: Operation not permitted"]}, True)
-    assert "read-only filesystem except its temp dir (1 mount(s) left writable: /mnt/scratch)" in words
+    assert "read-only filesystem except its temp dir (1 mount left writable: /mnt/scratch)" in words
     many = sandbox.describe({"mounts": True, "read_only_failed": [f"/m{i}: EPERM" for i in range(5)]}, True)
-    assert any(w.endswith("(5 mount(s) left writable: /m0, /m1, /m2, ...)") for w in many)
+    assert any(w.endswith("(5 mounts left writable: /m0, /m1, /m2, ...)") for w in many)
     assert "PID namespace FAILED" in many
     here = os.readlink("/proc/self/ns/pid")
     assert sandbox.in_own_pid_namespace({"host_pidns": here}) is False

@@ -10,6 +10,7 @@ import types
 
 from .buildcache import STALE_LOCK_S, _clear_stale_lock  # noqa: F401  (the judge side's; torch-free)
 from .errors import StageFailure, compile_error_text, now, one_line, round_
+from .words import count
 
 # ---- harness shims ---------------------------------------------------------------------------
 
@@ -125,7 +126,7 @@ def resolve_device(spec):
             dev = torch.device("cuda", 0)
         if dev.index >= torch.cuda.device_count():
             raise StageFailure("startup", "unsupported",
-                               f"{dev} does not exist ({torch.cuda.device_count()} CUDA device(s))")
+                               f"{dev} does not exist ({count(torch.cuda.device_count(), 'CUDA device')})")
     elif dev.type != "cpu":
         raise StageFailure("startup", "unsupported", f"device type {dev.type!r} is not supported")
     return dev

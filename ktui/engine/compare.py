@@ -7,6 +7,7 @@ import sys
 
 from .defaults import FP8_E4M3_TOL, FP8_E5M2_TOL, FP32_TOL, HALF_TOL
 from .errors import round_
+from .words import count as _count
 
 # ---- inputs, outputs ----------------------------------------------------------------------
 
@@ -166,7 +167,7 @@ def compare_outputs(ref_out, new_out, atol=None, rtol=None, input_dtype=None, co
            "max_rel_error": 0.0, "mean_rel_error": 0.0, "atol": atol, "rtol": rtol, "dtype": None,
            "input_dtype": str(input_dtype).replace("torch.", "") if input_dtype is not None else None}
     if len(refs) != len(news):
-        res.update(passed=False, reason=f"output structure mismatch: expected {len(refs)} value(s), got {len(news)}")
+        res.update(passed=False, reason=f"output structure mismatch: expected {_count(len(refs), 'value')}, got {len(news)}")
         return res
     abs_sum = rel_sum = count = 0.0
     for r, n in zip(refs, news, strict=False):

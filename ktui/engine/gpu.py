@@ -6,6 +6,8 @@ import os
 import subprocess
 import time
 
+from .words import count
+
 QUERY = "index,uuid,name,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,pstate"
 
 
@@ -80,7 +82,7 @@ def not_idle(before, ours):
     others = [p for p in before.get("processes") or [] if p["pid"] not in ours]
     bits = []
     if others:
-        bits.append(f"{len(others)} other process(es) on the GPU (pids {', '.join(str(p['pid']) for p in others[:5])})")
+        bits.append(f"{count(len(others), 'other process')} on the GPU (pids {', '.join(str(p['pid']) for p in others[:5])})")
     u = before.get("utilization_pct")
     if u is not None and u > 10:
         bits.append(f"utilization {u:.0f}% before timing")

@@ -15,6 +15,7 @@ from .defaults import (
     WARMUP,
 )
 from .errors import default_cache_root, sha1_text
+from .words import plural
 
 
 class Job:
@@ -39,7 +40,7 @@ class Job:
             setattr(self, k, kw.get(k, v) if kw.get(k) is not None else v)
         unknown = set(kw) - set(self.FIELDS) - {"keep_alive", "work_dir", "request_id"}
         if unknown:
-            raise ValueError(f"unknown job field(s): {', '.join(sorted(unknown))}")
+            raise ValueError(f"unknown job {plural(len(unknown), 'field')}: {', '.join(sorted(unknown))}")
         if not self.kernel_sha1:
             self.kernel_sha1 = sha1_text(self.kernel_code)
         if not self.build_root:

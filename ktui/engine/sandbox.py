@@ -82,6 +82,7 @@ from .toolchain import (  # noqa: F401
     tempfile_root,
     toolchain_paths,
 )
+from .words import count
 
 UNSHARE_ARGS = ["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net", "--ipc", "--uts",
                 "--kill-child=SIGKILL"]
@@ -521,7 +522,8 @@ class Launched:
                                        f", files in its folders on a tmpfs {self._tmpfs_used / 2**30:.1f} GiB"
                                        if self._tmpfs_used else "") + (
                                        f", {unseen / 2**30:.1f} GiB the host's shared memory grew by beyond "
-                                       f"ktui's counts while it maps {mem['unknown']} memfd(s) or shared mapping(s) "
+                                       f"ktui's counts while it maps "
+                                       f"{count(mem['unknown'], 'memfd or shared mapping', 'memfds or shared mappings')} "
                                        "whose size ktui (not root) cannot read" if unseen else "") + ")")
         elif mem.get("fds", 0) > self.spec.fds:
             why = ("process_limit", f"held {mem['fds']} file descriptors open (limit {self.spec.fds}: the host's "

@@ -22,6 +22,7 @@ from .defaults import (
     SHM_LIMIT_BYTES,
     SIGPENDING_LIMIT,
 )
+from .words import count
 
 
 def planned(device="cpu", memory_limit=None, *, found=None, limit=None):
@@ -92,7 +93,7 @@ def describe(report, launched_with_namespaces):
             ro += " and /dev"
         failed = [str(f).rsplit(": ", 1)[0][:80] for f in report.get("read_only_failed") or []]
         if failed:  # named: which one matters (a scratch tmpfs, or the user's home)
-            ro += (f" ({len(failed)} mount(s) left writable: " + ", ".join(failed[:3])
+            ro += (f" ({count(len(failed), 'mount')} left writable: " + ", ".join(failed[:3])
                    + (", ..." if len(failed) > 3 else "") + ")")
         out.append(ro)
     if report.get("minimal_dev"):
@@ -100,7 +101,7 @@ def describe(report, launched_with_namespaces):
     if report.get("own_root"):
         out.append("its own root (toolchain, temp and build dirs only: no home, no sockets of the user)")
     if report.get("masked"):
-        out.append(f"{len(report['masked'])} folder(s) hidden (cache, credentials)")
+        out.append(f"{count(len(report['masked']), 'folder')} hidden (cache, credentials)")
     if report.get("ipc_namespace"):
         out.append("its own IPC namespace")
     if "user/max_user_namespaces" in (report.get("ns_limits") or []):

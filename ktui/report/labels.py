@@ -23,7 +23,7 @@ from ktui.trace.labels import (
     files_for,
     record,
 )
-from ktui.trace.words import count
+from ktui.trace.words import count, plural
 from ktui.view.text import finite_data, one_line
 
 
@@ -106,7 +106,8 @@ def export_command(root: Path, fmt: str = "jsonl", *, labels_file: str | None = 
     for p in store.problems:
         _err(one_line(p))
     if store.bad_lines:
-        _err(f"{count(store.bad_lines, 'line')} of the labels file(s) skipped (not a label)")
+        _err(f"{count(store.bad_lines, 'line')} of {plural(len(store.files), 'the labels file', 'the labels files')} "
+             "skipped (not a label)")
     idx = SweepIndex(root, use_cache=use_cache, labels=store)
     fh: IO[str]
     fh = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115

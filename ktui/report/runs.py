@@ -27,7 +27,7 @@ from ktui.report.console import table_console
 from ktui.report.fmt import OUTCOME_STYLE
 from ktui.trace.aggregate import FAST_P, ModelAggregate, model_aggregates
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
-from ktui.trace.words import count
+from ktui.trace.words import count, plural
 from ktui.view.fmt import num, ratio, secs
 from ktui.view.fmt import pct as fmt_pct
 from ktui.view.text import json_data, one_line, safe_data
@@ -498,7 +498,9 @@ def _json_text(data: Any) -> str:
 
 def _with_label_issues(issues: list[ScanIssue], store: Any) -> list[ScanIssue]:
     if store.bad_lines:
-        issues.append(ScanIssue("labels", f"{count(store.bad_lines, 'line')} of the labels file(s) skipped", "warning"))
+        issues.append(ScanIssue("labels", f"{count(store.bad_lines, 'line')} of "
+                                           f"{plural(len(store.files), 'the labels file', 'the labels files')} skipped",
+                                "warning"))
     issues.extend(ScanIssue("labels", p, "warning") for p in store.problems)
     return issues
 

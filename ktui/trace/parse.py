@@ -276,7 +276,7 @@ def _lossy(body: bytes) -> tuple[dict | None, str]:
         body.decode("utf-8")
         why = "a number JSON cannot hold (NaN, Infinity) or a lone surrogate, read leniently (the event is kept)"
     except UnicodeDecodeError:
-        why = "invalid UTF-8 byte(s) replaced by U+FFFD (the event is kept)"
+        why = "invalid UTF-8 replaced by U+FFFD (the event is kept)"
     try:
         obj = loads_lenient(body)
     except Exception:  # noqa: BLE001 - still not JSON: the caller reports the first error

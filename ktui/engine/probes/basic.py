@@ -3,6 +3,7 @@ it received through sealed memfds; the candidate only runs forwards."""
 
 from __future__ import annotations
 
+from ..words import plural
 from . import judge_probe
 
 PROBE_SEED = 7919
@@ -33,7 +34,7 @@ def inputs_not_mutated(ctx):
                and (a.shape != b.shape or not torch.equal(a, b))]
     ctx.add_check("inputs_not_mutated", not changed,
                   "inputs unchanged by the kernel" if not changed else
-                  f"the kernel modified input(s) {changed} in place")
+                  f"the kernel modified {plural(len(changed), 'input')} {changed} in place")
 
 
 @judge_probe("output_changes_with_input")
@@ -171,7 +172,7 @@ def plain_output(ctx):
         eq.extend(meta.get("overrides") or [])
     problems = sorted(set(problems))
     ctx.add_check("plain_output", not problems,
-                  "plain tensor(s) as outputs" if not problems else "; ".join(problems[:4]))
+                  "outputs are plain tensors" if not problems else "; ".join(problems[:4]))
     ctx.add_check("no_eq_override", not eq,
                   "no __eq__ / __torch_function__ overrides on outputs" if not eq else "; ".join(sorted(set(eq))))
 

@@ -8,6 +8,7 @@ with its size; the judge compares the bytes moved with the inputs' and outputs' 
 
 from __future__ import annotations
 
+from ..words import count
 from . import judge_probe, worker_probe
 
 HOST_SEED = 7919 + 330
@@ -85,9 +86,9 @@ def judge_copies(data, on_gpu):
         return None, "the worker's count is not readable"
     kinds = ", ".join(str(k)[:24] for k in (data.get("kinds") or [])[:4] if isinstance(k, str))
     if moved >= MIN_HOST_BYTES and io and moved >= HOST_SHARE * io:
-        return False, (f"computes on the host: one forward copies {moved / 2**20:.2f} MiB to the host ({n} "
-                       f"transfer(s): {kinds}), {moved / io:.0%} of its inputs and outputs")
-    return True, f"{n} device-to-host transfer(s) in a forward, {moved} bytes" if n else "no device-to-host transfer"
+        return False, (f"computes on the host: one forward copies {moved / 2**20:.2f} MiB to the host ({count(n, 'transfer')}"
+                       f": {kinds}), {moved / io:.0%} of its inputs and outputs")
+    return True, f"{count(n, 'device-to-host transfer')} in a forward, {moved} bytes" if n else "no device-to-host transfer"
 
 
 @judge_probe("host_copies", order=94)

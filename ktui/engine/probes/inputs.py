@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from ..words import count
 from . import judge_probe, worker_probe
 
 VARIANT_SEED = 7919 + 300
@@ -251,7 +252,7 @@ def repeated_calls(ctx):
     del a_in, c_in
     if bad:
         ctx.add_check("repeated_calls", False, f"wrong when called again and again as a timing loop does: "
-                      f"{len(bad)} bad output(s) ({bad[0]})")
+                      f"{count(len(bad), 'bad output')} ({bad[0]})")
         ctx.result["checks"][-1]["evidence"] = "; ".join(bad)[:300]
     else:
         ctx.add_check("repeated_calls", True, f"{REPEAT_CALLS} calls in a row on the same buffers (new values "
@@ -321,7 +322,7 @@ def parameter_update(ctx):
         held = ctx.hold(ov.get("outputs"), ofd)
         cmp = ctx.compare(ref.decoded(), shm.decode_value(held.value, held.fds))
         if cmp["passed"]:
-            ctx.add_check("parameter_update", True, f"right after its {len(rs)} parameter tensor(s) changed in place")
+            ctx.add_check("parameter_update", True, f"right after its {count(len(rs), 'parameter tensor')} changed in place")
         else:
             ctx.add_check("parameter_update", False, "stale parameters: after its parameters changed in place "
                           f"(as a training step does) the output is wrong: {cmp['reason']} (a weight-only product "

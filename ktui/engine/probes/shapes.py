@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from ..words import count
 from . import judge_probe, worker_probe
 
 JITTER_SEED = 7919 + 70
@@ -284,7 +285,7 @@ def shape_jitter(ctx):
         ctx.add_check("shape_jitter", False, bad)
     elif accuracy:
         ctx.add_check("shape_jitter", None, "not judged: " + accuracy[0] + (
-            f" ({len(accuracy) - 1} more size(s) likewise)" if len(accuracy) > 1 else ""))
+            f" ({count(len(accuracy) - 1, 'more size')} likewise)" if len(accuracy) > 1 else ""))
     else:
         ctx.add_check("shape_jitter", True, f"correct {tried[0]} too" + (
-            f", and with {len(tried) - 1} more dimension(s) changed one at a time" if len(tried) > 1 else ""))
+            f", and with {count(len(tried) - 1, 'more dimension')} changed one at a time" if len(tried) > 1 else ""))

@@ -8,6 +8,7 @@ It runs when correctness failed too: a kernel that tampers and is wrong is named
 
 from __future__ import annotations
 
+from ..words import count, plural
 from . import judge_probe, worker_probe
 
 CANARY_SEED = 7919 + 40
@@ -58,8 +59,8 @@ def tampering(ctx):
     changed = [i for i in (d.get("changed") or []) if isinstance(i, int)] if isinstance(d.get("changed"), list) else []
     if changed:
         ctx.add_check("tampering", False,
-                      f"the kernel changed {len(changed)} of {n} tensor(s) it was never given (copies of its output "
+                      f"the kernel changed {len(changed)} of {count(n, 'tensor')} it was never given (copies of its output "
                       "and inputs held beside it): it tampers with other tensors")
     else:
         ctx.add_check("tampering", True if n else None,
-                      f"{n} tensor(s) it was not given are untouched" if n else "no tensor to hold as a canary")
+                      f"{count(n, 'tensor')} it was not given {plural(n, 'is', 'are')} untouched" if n else "no tensor to hold as a canary")

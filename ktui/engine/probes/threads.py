@@ -22,6 +22,7 @@ import os
 import sys
 import time
 
+from ..words import count, plural
 from . import judge_probe, worker_probe
 
 THREADS_SEED = 7919 + 60
@@ -249,18 +250,18 @@ def threads_left_running(ctx):
         problems.append(f"started by the kernel's code and running in the background: {', '.join(since[:3])}")
     native = d.get("left_native") if isinstance(d.get("left_native"), int) else 0
     if native > 0:
-        problems.append(f"{native} native thread(s) appeared during forward and are still running")
+        problems.append(f"{count(native, 'native thread')} appeared during forward and {plural(native, 'is', 'are')} still running")
     appeared = len(outside1 - outside0) if outside0 and outside1 else 0
     if appeared > 0 and not problems:
-        problems.append(f"{appeared} thread(s) of the worker appeared during a forward and are still running "
+        problems.append(f"{count(appeared, 'thread')} of the worker appeared during a forward and {plural(appeared, 'is', 'are')} still running "
                         "(counted by ktui from outside the worker)")
     started = ", ".join(_names(d, "started_by_kernel")[:4]) or "none"
     if new_procs:
-        problems.append(f"{len(new_procs)} process(es) started during forward and still running (seen by ktui "
+        problems.append(f"{count(len(new_procs), 'process')} started during forward and still running (seen by ktui "
                         "in the worker's process tree)")
     busy, used = _busy_background(ctx, set(new_procs))
     if busy:
-        problems.append(f"{len(busy)} process(es) the kernel's code started keep working in the background "
+        problems.append(f"{count(len(busy), 'process')} the kernel's code started {plural(len(busy), 'keeps', 'keep')} working in the background "
                         f"({used:.2f} s of CPU in {IDLE_WINDOW_S:.1f} s while the kernel was idle, seen by ktui)")
     evidence = (f"Python threads the kernel started during forward: {started}; native threads seen by ktui "
                 f"before/after: {len(outside0)}/{len(outside1)}")

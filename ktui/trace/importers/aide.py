@@ -39,6 +39,7 @@ from ktui.trace.importers.common import (
     read_bounded,
 )
 from ktui.trace.model import FAILED, OK, KernelUse, Metrics, Run, kernel_sha1
+from ktui.trace.words import count
 
 NAME = "aide"
 LABEL = "AIDE tree-search journal (journal.json)"
@@ -136,7 +137,7 @@ def load_object(obj: Any, path: str) -> Run:
     parents = {k: v for k, v in obj["node2parent"].items() if isinstance(k, str) and isinstance(v, str)}
     nodes = [n for n in obj["nodes"][:_MAX_NODES] if isinstance(n, dict)]
     if len(obj["nodes"]) > len(nodes):
-        asm.note(0, f"{len(obj['nodes']) - len(nodes)} node(s) not read (not objects, or past {_MAX_NODES})")
+        asm.note(0, f"{count(len(obj['nodes']) - len(nodes), 'node')} not read (not objects, or past {_MAX_NODES})")
     if not nodes:
         asm.event(1, 0, 0, "journal", None, None, None)
         asm.note(0, "the journal holds no node: the search wrote nothing")
@@ -187,7 +188,7 @@ def load_object(obj: Any, path: str) -> Run:
                     + (f" (metric {best[1]:g}, {'higher' if mx else 'lower'} is better)" if best[1] is not None else ""),
                     len(nodes), "grader")
     else:
-        asm.outcome("failed", None, f"none of the {len(nodes)} node(s) works", len(nodes), "grader")
+        asm.outcome("failed", None, f"none of the {count(len(nodes), 'node')} works", len(nodes), "grader")
     run = asm.finish()
     for turn, idx, status, summary, sha in evals:  # each evaluation judged the code its node wrote
         kv = next((v for v in run.kernels if v.sha1 == sha), None)

@@ -50,6 +50,7 @@ from ktui.trace.importers.common import (
 )
 from ktui.trace.model import FAILED, OK, OUTCOME_FAILED, PASSED, Run, ToolCall, Turn
 from ktui.trace.notes import split_think
+from ktui.trace.words import count
 
 NAME = "chat-messages"
 LABEL = "chat-message log (messages list; Wafer rollouts)"
@@ -129,7 +130,7 @@ def load(path: str, data: bytes | None = None) -> Run:
         # turns lead into the right one; problems name the line and the message
         _rollout(asm, rollout, lambda i: i + 1, lambda i: f"line {rollout_line}: $.messages[{i}]")
         if extra:
-            asm.warn(rollout_line, f"{extra} more rollout line(s) in this file; ktui shows the first")
+            asm.warn(rollout_line, f"{count(extra, 'more rollout line')} in this file; ktui shows the first")
         if loose:
             asm.warn(loose[0][0], "messages on their own lines after a rollout line are ignored")
     elif loose:

@@ -53,6 +53,7 @@ from ktui.trace.importers.common import (
 )
 from ktui.trace.importers.kernels import norm_path
 from ktui.trace.model import Run, ToolCall, Turn
+from ktui.trace.words import count
 
 NAME = "claude-code"
 LABEL = "Claude Code session JSONL"
@@ -139,13 +140,13 @@ def load(path: str, data: bytes | None = None) -> Run:
     for cid, (_, _, no, _) in st.early.items():
         asm.warn(no, f"tool_result for {cid!r} has no tool_use")
     if st.repeats:
-        asm.note(0, f"{st.repeats} record(s) written twice (the same uuid) were read once")
+        asm.note(0, f"{count(st.repeats, 'record')} written twice (the same uuid): each read once")
     if st.copied:
-        asm.note(0, f"{st.copied} record(s) at its start are a copy of its session's conversation "
+        asm.note(0, f"{count(st.copied, 'record')} at its start: a copy of its session's conversation "
                     "(the same uuids as in the session's file beside it): not read as this agent's work")
     if st.replayed:
-        asm.note(0, f"{st.replayed} record(s) written again under new uuids (a history replayed: the same times, "
-                    "message ids and content) were read once")
+        asm.note(0, f"{count(st.replayed, 'record')} written again under new uuids (a history replayed: the same times, "
+                    "message ids and content): each read once")
     for c in st.deferred.values():  # edits whose result never came
         asm.track_call(c, st.cwd)
     if st.stream:

@@ -54,6 +54,7 @@ from ktui.trace.importers.kernels import norm_path
 from ktui.trace.importers.patches import parse_patch
 from ktui.trace.model import FAILED, OK, Run, ToolCall, Turn
 from ktui.trace.notes import loads
+from ktui.trace.words import count
 
 NAME = "codex-cli"
 LABEL = "OpenAI Codex CLI rollout JSONL"
@@ -131,7 +132,7 @@ def load(path: str, data: bytes | None = None) -> Run:
     for c, body, cwd in st.patches.values():  # patches whose output never came: applied
         _apply_patch(st, c, body, cwd)
     if st.inherited_lines:
-        asm.note(0, f"{st.inherited_lines} line(s) at its start are the history of the thread it was forked from "
+        asm.note(0, f"{count(st.inherited_lines, 'line')} at its start: the history of the thread it was forked from "
                     f"({st.forked_from}), copied when it was made: not read as this thread's work")
     if st.last_error is not None and st.last_error[1] == len(asm.run.turns):  # nothing after it: it ended on it
         from ktui.trace.model import Terminal

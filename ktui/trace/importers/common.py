@@ -38,6 +38,7 @@ from ktui.trace.model import (
     Turn,
 )
 from ktui.trace.notes import JSONError, loads, loads_lenient
+from ktui.trace.words import count, plural
 
 MAX_OBJECT_BYTES = 1 << 30  # single-object formats: parsed whole, so bounded
 MAX_PROBLEMS = 1000
@@ -502,7 +503,7 @@ class Assembler:
     def finish(self) -> Run:
         run = self.run
         if self._shared:
-            self.note(0, f"{self._shared} tool call(s) share the id of an earlier call (ids given twice by the model or a "
+            self.note(0, f"{count(self._shared, 'tool call')} {plural(self._shared, 'shares', 'share')} the id of an earlier call (ids given twice by the model or a "
                          "proxy): their results are paired with them in order")
         self.files.finish(run)
         fk = run.final_kernel

@@ -26,6 +26,7 @@ from typing import Any
 from ktui.trace.importers import gemini_cli
 from ktui.trace.importers.common import Assembler, object_lines
 from ktui.trace.model import Run
+from ktui.trace.words import count
 
 NAME = "gemini-cli-jsonl"
 LABEL = "Gemini CLI chat recording as JSON lines (session-*.jsonl)"
@@ -95,12 +96,12 @@ def load(path: str, data: bytes | None = None) -> Run:
     run.size_bytes = max(run.size_bytes, probe.run.size_bytes)
     said = []
     if rewrites:
-        said.append(f"{rewrites:,} message record(s) written again as their calls, results or tokens came "
+        said.append(f"{count(rewrites, 'message record')} written again as their calls, results or tokens came "
                     "(the last copy of each read)")
     if rewinds:
-        said.append(f"{rewinds:,} rewind(s) dropped {dropped:,} message(s)")
+        said.append(f"{count(rewinds, 'rewind')} dropped {count(dropped, 'message')}")
     if replaced is not None and isinstance(replaced, list) and replaced:
-        said.append(f"the message list was replaced by a '$set' ({len(replaced):,} message(s)): that list is read")
+        said.append(f"the message list was replaced by a '$set' ({count(len(replaced), 'message')}): that list is read")
     if not meta.get("sessionId"):
         said.append("no metadata line: the session is not known (a tail of the recording?)")
     for text in said:

@@ -36,6 +36,7 @@ from ktui.trace.importers.common import (
 )
 from ktui.trace.importers.textcalls import text_calls
 from ktui.trace.model import OK, Actor, Run, Terminal, ToolCall, Turn
+from ktui.trace.words import count
 
 NAME = "harbor-atif"
 LABEL = "Harbor ATIF trajectory (JSON)"
@@ -272,7 +273,7 @@ def _step(asm: Assembler, s: Any, i: int, turns: list[Turn], agent_model: Any = 
         for k, (name, args) in enumerate(text_calls(text or "")):
             calls.append(asm.call(t, name, args, line, ts, f"step{s.get('step_id')}-text{k}"))
         if calls:
-            asm.note(line, f"step {s.get('step_id')}: {len(calls)} call(s) written in the message as "
+            asm.note(line, f"step {s.get('step_id')}: {count(len(calls), 'call')} written in the message as "
                            "<function=...> text (no native function calling)")
     failed = _failed_ids(step_extra, results, calls)
     for c in calls:  # a write or edit the tool refused changed nothing

@@ -37,6 +37,7 @@ from ktui.trace.importers.common import (
     reasoning_apart,
 )
 from ktui.trace.model import OUTCOME_FAILED, PASSED, Run, ToolCall
+from ktui.trace.words import count
 
 NAME = "inspect"
 LABEL = "Inspect AI eval log (JSON)"
@@ -309,7 +310,7 @@ def load_object(obj: Any, path: str) -> Run:
         vals = per_scorer[first_name]
         mean = sum(vals) / len(vals)
         asm.outcome(PASSED if all(v >= 1 for v in vals) else OUTCOME_FAILED, mean,
-                    f"{first_name}: mean {mean:g} over {len(vals)} sample(s)", base, "score")
+                    f"{first_name}: mean {mean:g} over {count(len(vals), 'sample')}", base, "score")
     end = iso_ms(stats.get("completed_at"))
     if end is not None:
         asm.ts(end)
@@ -337,7 +338,7 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
             use = [as_dict(as_dict(e.get("output")).get("usage")) for e in g]
             names = sorted({str(graded[i]) for i in graded if graded[i]})
             asm.note(turns[0].first_line if turns else 0,
-                     f"{len(g)} model call(s) of the scorer{'s' if len(names) > 1 else ''} "
+                     f"{count(len(g), 'model call')} of the scorer{'s' if len(names) > 1 else ''} "
                      f"{', '.join(names) or '?'} (not the agent's turns): "
                      f"{sum(as_int(u.get('input_tokens')) or 0 for u in use):,} tokens in, "
                      f"{sum(as_int(u.get('output_tokens')) or 0 for u in use):,} out")
@@ -367,7 +368,7 @@ def _events(asm: Assembler, s: dict, turns: list, where: str, inclusive: bool = 
             t.llm_ms = int(secs * 1000)
     if len(model_events) != len(turns):
         asm.warn(turns[0].first_line if turns else 0,
-                 f"{len(model_events)} model event(s) for {len(turns)} assistant message(s); tokens matched in order",
+                 f"{count(len(model_events), 'model event')} for {count(len(turns), 'assistant message')}; tokens matched in order",
                  where + ".events")
     for e in events:
         if not isinstance(e, dict) or e.get("event") != "tool":

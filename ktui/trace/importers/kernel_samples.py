@@ -46,6 +46,7 @@ from ktui.trace.importers.common import (
     kernelbench_problem,
 )
 from ktui.trace.model import FAILED, INCOMPLETE, OK, Run, Terminal, kernel_sha1
+from ktui.trace.words import count, plural
 
 NAME = "kernel-samples"
 LABEL = "kernel-generation sample records (a JSON list: sample_key, pytorch_code, turns / result)"
@@ -98,7 +99,7 @@ def load_object(obj: Any, path: str) -> Run:
     left = sum(1 for r in obj if not _is_record(r)) if isinstance(obj, list) else 0
     if keys:
         more = f", … ({len(keys):,} in all)" if len(keys) > 3 else ""
-        odd = f"; {left:,} item(s) are not sample records" if left else ""
+        odd = f"; {count(left, 'item')} {plural(left, 'is not a sample record', 'are not sample records')}" if left else ""
         asm.problem(0, f"holds {len(keys):,} runs, one a sample: open one as {os.path.basename(path)}#KEY "
                     f"(keys: {', '.join(keys[:3])}{more}); `ktui runs` on its folder lists them all{odd}")
     else:

@@ -36,6 +36,7 @@ from ktui.trace.importers.common import (
 )
 from ktui.trace.model import FAILED, OK, KernelUse, Metrics, Run, Terminal, kernel_sha1
 from ktui.trace.notes import JSONError
+from ktui.trace.words import count
 
 NAME = "kernelagent"
 LABEL = "KernelAgent session result (result.json)"
@@ -140,7 +141,7 @@ def load_object(obj: Any, path: str) -> Run:
         rounds = [{"round": obj.get("rounds"), "success": obj["success"], "kernel_code": obj["kernel_code"]}]
         asm.note(0, "no round files beside the result: its final kernel only")
     if others:
-        asm.note(0, f"the other workers wrote {others} round(s) (not read: only the winning worker's)")
+        asm.note(0, f"the other workers wrote {count(others, 'round')} (not read: only the winning worker's)")
     tests: list[tuple[int, int, str, str, str]] = []  # (turn, call index, status, summary, kernel sha1)
     for k, r in enumerate(rounds):
         line, ts = k + 1, iso_ms(r.get("timestamp"))

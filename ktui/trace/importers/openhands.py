@@ -51,6 +51,7 @@ from ktui.trace.importers.common import (
 )
 from ktui.trace.model import ERROR, Run, Terminal, ToolCall, Turn
 from ktui.trace.notes import JSONError, loads
+from ktui.trace.words import count
 
 _STATE_FILES = ("base_state.json", "trajectory.json")
 _STATE_MAX = 64 << 20  # a long conversation's stats list every response
@@ -191,7 +192,7 @@ class _Reader:
                 if t is not None and secs is not None and secs >= 0:
                     t.llm_ms = int(secs * 1000)
         if n:
-            self.asm.note(0, f"tokens and model time of {n} response(s) from {name} beside the events")
+            self.asm.note(0, f"tokens and model time of {count(n, 'response')} from {name} beside the events")
 
     def read(self, obj: Any, state: tuple[dict, str] | None = None) -> Run:
         asm = self.asm

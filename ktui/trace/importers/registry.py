@@ -50,6 +50,7 @@ from ktui.trace.importers.contract import Importer
 from ktui.trace.importers.salvage import salvage_array
 from ktui.trace.model import Run, TraceProblem
 from ktui.trace.notes import JSONError
+from ktui.trace.words import count
 
 # The registry: (name, module). Line-based formats are tried on the first lines, single-object
 # formats on the whole object. Order matters only among formats that could both match.
@@ -278,7 +279,7 @@ def _zip_detect(path: str | None, data: bytes | None) -> Detection | None:
     if inspect_ai.is_eval_zip(names):
         return Detection("inspect", "zip")
     shown = ", ".join(names[:4]) + ("…" if len(names) > 4 else "")
-    return Detection("unknown", f"a zip file of {len(names):,} file(s): {shown}" if names else "an empty zip file")
+    return Detection("unknown", f"a zip file of {count(len(names), 'file')}: {shown}" if names else "an empty zip file")
 
 
 def _safe(f, obj) -> bool:
@@ -292,7 +293,7 @@ def describe(obj: Any) -> str:
     """What a JSON value of an unknown kind looks like, in a few words."""
     if isinstance(obj, list):
         kinds = {type(x).__name__ for x in obj[:50]}
-        return f"a JSON array of {len(obj):,} item(s) ({', '.join(sorted(kinds)) or 'empty'})"
+        return f"a JSON array of {count(len(obj), 'item')} ({', '.join(sorted(kinds)) or 'empty'})"
     if not isinstance(obj, dict):
         return f"a JSON {type(obj).__name__}"
     keys = set(obj)
@@ -430,7 +431,7 @@ def _load_as(path: str, det: Detection, *, data: bytes | None = None, key: str |
             if det.cut:
                 run.problems.append(TraceProblem(
                     0, f"the file is not whole JSON: it breaks off after item {len(obj):,} of its list (cut while "
-                    f"being written, or damaged); the {len(obj):,} whole item(s) before are read", "", "warning"))
+                    f"being written, or damaged); the {count(len(obj), 'whole item')} before are read", "", "warning"))
     except TooBig as exc:
         run = Run(path=path)
         run.format = run.variant = det.name
