@@ -8,7 +8,7 @@ Cline gives a call's result as a text block of the next user message, "[read_fil
 Result:\\n...", not as a tool_result block. The structural file below has the real file's shapes
 (``ts`` in epoch ms, ``modelInfo``, ``metrics.tokens.{prompt, completion, cached}``, results with
 "Command failed with exit code N." and ``<final_file_content path=...>``, a task resumed after an
-interruption, a refused write); its values are made up. See benchmarks/results/real_traces.md,
+interruption, a plan answered by the user's words, a refused write); its values are made up. See benchmarks/results/real_traces.md,
 "2026-12-06 (helper traces35)".
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ktui.trace.importers import load
 from ktui.trace.importers.common import search_replace_blocks
-from ktui.trace.model import FAILED, MISSING, OK
+from ktui.trace.model import FAILED, OK
 
 ST = Path(__file__).parent / "fixtures" / "formats" / "structural"
 CLINE = ST / "cline_3x_api_conversation_history_one_line.json"
@@ -28,7 +28,7 @@ CLINE = ST / "cline_3x_api_conversation_history_one_line.json"
 def test_one_line_array_of_messages_is_read():
     run = load(str(CLINE))
     assert run.format == "chat-messages"
-    assert len(run.turns) == 7 and len(run.calls) == 8
+    assert len(run.turns) == 8 and len(run.calls) == 9
     assert run.model == "claude-sonnet-4-5"
     assert "Write a Triton kernel for the ReLU" in run.problem.prompt
 
@@ -41,15 +41,17 @@ def test_results_in_text_blocks_pair_with_their_calls_and_say_their_status():
         ("replace_in_file", OK),
         ("execute_command", OK),  # "Command executed successfully (exit code 0)."
         ("read_file", OK),  # two results in one user message, in order
-        ("ask_followup_question", MISSING),  # the task was interrupted: it never got one
+        ("ask_followup_question", FAILED),  # interrupted, the task resumed: it never got one
         ("write_to_file", FAILED),  # "The user denied this operation."
+        ("plan_mode_respond", OK),  # answered by the user's next message, in prose
         ("attempt_completion", OK),
     ]
     assert run.calls[1].result.effect == {"exit_code": 1}
     assert run.calls[4].name == "read_file" and run.calls[4].result.summary.startswith("1 | import torch")
-    # the interrupted call is the only one without a result, and said so
-    assert [c.name for c in run.calls if c.result is None] == ["ask_followup_question"]
-    assert [p.message for p in run.problems] == ["call #5 (ask_followup_question) has no result in the log"]
+    # the interrupted call: Cline tells the model to assume it did not succeed; every call has a result
+    assert run.calls[5].result.summary.startswith("no result: the task was interrupted here and resumed later")
+    assert run.calls[7].result.summary == "the user: no, just finish"
+    assert not run.problems and run.terminal_state != "dangling_call"
     # the result blocks are not the user's words
     assert not any("] Result:" in text for _line, kind, _a, text in run.messages if kind == "user")
 
@@ -58,10 +60,10 @@ def test_tokens_time_and_the_files_as_saved():
     run = load(str(CLINE))
     data = json.loads(CLINE.read_text())
     # metrics.tokens.prompt includes the cached tokens: counted once
-    assert (run.tokens_in, run.tokens_out) == (75800, 670)
+    assert (run.tokens_in, run.tokens_out) == (87850, 690)
     assert [t.tokens_in for t in run.turns] == [m["metrics"]["tokens"]["prompt"] for m in data if m["role"] == "assistant"]
     # a turn's model time: from the message it answered to its own ``ts``
-    assert [t.llm_ms for t in run.turns] == [6000, 4000, 6000, 3000, 3000, 5000, 4000]
+    assert [t.llm_ms for t in run.turns] == [6000, 4000, 6000, 3000, 3000, 5000, 2000, 1000]
     # v1 is the file as saved (the user changed BLOCK in the diff view), not the call's content;
     # v2 the replace_in_file on it; the refused write of notes.md is no version
     v1 = data[1]["content"][1]["input"]["content"].replace("BLOCK=1024", "BLOCK=256")

@@ -18,9 +18,12 @@ model and the ``created`` time. A reward gives the outcome.
 
 Cline: each message's ``ts`` (epoch ms), ``modelInfo.modelId``, ``metrics.tokens.{prompt (cached
 included), completion}`` and ``metrics.cost``; a call's result is a text block of the next user
-message, "[name for '...'] Result:\n..." (paired with the latest response's calls first: a call
-the task was interrupted in never gets one); "Command failed with exit code N." and "The user
-denied this operation." say a call failed; a ``write_to_file`` / ``replace_in_file`` whose result
+message, "[name for '...'] Result:\n..." (paired with the latest response's calls first); a call
+that asks the user (``plan_mode_respond``, ``ask_followup_question``, ``attempt_completion``) is
+answered by the user's words in the next message (``<user_message>``, ``<answer>``, ``<feedback>``);
+a call left without a result when the task was interrupted is failed at the "[TASK RESUMPTION]"
+message (Cline tells the model to assume it did not succeed); "Command failed with exit code N."
+and "The user denied this operation." say a call failed; a ``write_to_file`` / ``replace_in_file`` whose result
 shows ``<final_file_content>`` has that content as its version (the user may have edited it in
 the diff view before it was saved; a refused one changes nothing).
 """
@@ -281,6 +284,44 @@ def _cline_write(asm: Assembler, c: ToolCall, body: str, status: str | None) -> 
                          "the version is the file as saved")
 
 
+# Cline's calls that wait for the user: the user's next message is their answer, in prose
+_CLINE_ASKS = {"plan_mode_respond", "ask_followup_question", "attempt_completion"}
+_USER_WORDS = re.compile(r"<(user_message|answer|feedback)>\n?(.*?)\n?</\1>", re.S)
+
+
+def _cline_user_answer(asm: Assembler, blocks: list, pending: list, line: int, ts: int | None) -> None:
+    """A user message with no result block after a response whose call asked the user
+    (``plan_mode_respond``, ``ask_followup_question``, ``attempt_completion``): the words the user
+    typed (``<user_message>``, ``<answer>``, ``<feedback>``, after a task resumption too) answer it."""
+    last = max((p.turn for p in pending if p.turn is not None), default=None)
+    asks = [p for p in pending if p.turn == last and p.name in _CLINE_ASKS]
+    if not asks:
+        return
+    words = next((m.group(2) for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)
+                  for m in [_USER_WORDS.search(b["text"][:200_000])] if m), None)
+    if words is None:
+        return
+    c = asks[0]
+    pending.remove(c)
+    asm.result(c, "the user: " + words, line, ts, status=OK)
+
+
+_RESUMED = "[TASK RESUMPTION]"
+
+
+def _cline_resumed(asm: Assembler, blocks: list, pending: list, line: int, ts: int | None) -> None:
+    """A task Cline resumed after an interruption: the latest response's calls still without a
+    result never got one (Cline tells the model to assume they did not succeed): failed, said so."""
+    if not any(isinstance(b, dict) and isinstance(b.get("text"), str) and b["text"].startswith(_RESUMED)
+               for b in blocks):
+        return
+    last = max((p.turn for p in pending if p.turn is not None), default=None)
+    for c in [p for p in pending if p.turn == last]:
+        pending.remove(c)
+        asm.result(c, "no result: the task was interrupted here and resumed later (Cline tells the model "
+                      "to assume the call did not succeed)", line, ts, status=FAILED)
+
+
 def _cline_results(asm: Assembler, blocks: list, pending: list, line: int, ts: int | None,
                    deferred: list) -> set[int]:
     """Pair Cline's result text blocks, in order, with the pending calls (the call of that name
@@ -353,6 +394,9 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
             said: set[int] = set()
             if not results and pending:
                 said = _cline_results(asm, blocks, pending, line, ts, deferred)
+                if not said:
+                    _cline_user_answer(asm, blocks, pending, line, ts)
+                _cline_resumed(asm, blocks, pending, line, ts)
             text = text_of([b for b in blocks if id(b) not in said]) if said else text_of(content)
             if text or not (results or said):
                 asm.message(line, "user", text)
