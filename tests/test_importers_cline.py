@@ -78,3 +78,7 @@ def test_search_replace_blocks():
     assert search_replace_blocks(d) == [("a\nb", "c"), ("x", "")]
     assert search_replace_blocks("------- SEARCH\na\n=======\nb\n") == []  # not closed
     assert search_replace_blocks("no markers") == [] and search_replace_blocks(None) == []
+    # Roo Code's apply_diff (the shape of real apply_diff calls quoted in public transcripts)
+    roo = "<<<<<<< SEARCH\n:start_line:13\n-------\n    def f():\n=======\n    def g():\n>>>>>>> REPLACE"
+    assert search_replace_blocks(roo) == [("    def f():", "    def g():")]
+    assert search_replace_blocks("------- SEARCH\n-------\nx\n=======\ny\n+++++++ REPLACE") == [("-------\nx", "y")]
