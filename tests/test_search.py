@@ -426,3 +426,22 @@ def test_notes_before_the_first_turn_and_spawned_prompts_in_a_real_trace_are_sea
     assert [(h.turn, h.field, h.where) for h in hits] == [(None, "text", "note")], hits
     hits = _hits(p, "long-tenured Plank customer")
     assert [(h.turn, h.where) for h in hits] == [(0, "system prompt alice")], hits
+
+
+def test_result_files_beside_the_runs_are_not_counted_as_runs(tmp_path, monkeypatch):
+    """A Harbor job holds a reward.json beside each trajectory.json: `ktui runs` lists 3 runs, and
+    search said "in 3 of 6 runs" (the result files counted as runs), with or without the index."""
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    jobs = Path(__file__).parent / "fixtures" / "real" / "harbor_minimal" / "results" / "jobs"
+    d = tmp_path / "jobs"
+    shutil.copytree(jobs, d)
+    assert len(list(d.rglob("reward.json"))) == 3 and len(list(d.rglob("trajectory.json"))) == 3
+    for with_index in (False, True):
+        if with_index:
+            assert CliRunner().invoke(main, ["runs", str(d), "--print"]).exit_code == 0
+        for pattern in ("relu", "zzz-no-such-text"):
+            st = S.SearchStats()
+            list(S.search(d, S.Matcher(pattern), stats=st))
+            assert st.files == 3 and st.searched == 3, (with_index, pattern, st)
+    r = CliRunner().invoke(main, ["search", str(d), "relu"])
+    assert "in 3 of 3 runs" in r.stderr

@@ -415,6 +415,7 @@ def search(path: str | os.PathLike[str], matcher: Matcher, *, fields: Iterable[s
     from ktui.trace.importers import runs_in_file
     from ktui.trace.index import ScanIssue, iter_traces
     from ktui.trace.reader import open_regular, sniff
+    from ktui.trace.results import is_sidecar
 
     fields = tuple(f for f in FIELDS if f in set(fields))
     st = stats if stats is not None else SearchStats()
@@ -431,7 +432,12 @@ def search(path: str | os.PathLike[str], matcher: Matcher, *, fields: Iterable[s
         ent = cached.get(tf.real)
         if ent is not None and not (ent.get("size") == tf.size and ent.get("mtime_ns") == tf.mtime_ns):
             ent = None
-        if ent is not None and ent.get("not_trace"):
+        if ((ent is not None and (ent.get("not_trace") or ent.get("format") == "result"))
+                or (ent is None and is_sidecar(tf.found))):
+            # not a run: a file that is no trace, a harness's result file (Harbor's reward.json
+            # beside each trajectory.json): counted in no "of N runs"
+            st.files -= 1
+            st.searched -= 1
             if on_progress:
                 on_progress(st)
             continue
@@ -458,6 +464,8 @@ def search(path: str | os.PathLike[str], matcher: Matcher, *, fields: Iterable[s
             st.files += len(keys) - 1  # counted as runs, not as one file
             st.searched += len(keys) - 1
         elif ent is None and tf.path.endswith(".json") and not_a_trace(sniff(tf.found)):
+            st.files -= 1
+            st.searched -= 1
             continue
         targets: list[str | None] = list(keys) if keys else [None]
         for key in targets:
