@@ -30,7 +30,9 @@ def test_one_line_array_of_messages_is_read():
     assert run.format == "chat-messages"
     assert len(run.turns) == 8 and len(run.calls) == 9
     assert run.model == "claude-sonnet-4-5"
-    assert "Write a Triton kernel for the ReLU" in run.problem.prompt
+    # the task inside Cline's <task> tags, not the environment details sent after it
+    assert run.problem.prompt == ("Write a Triton kernel for the ReLU in ref.py into solution.py and check it with "
+                                  "python check.py.")
 
 
 def test_results_in_text_blocks_pair_with_their_calls_and_say_their_status():
