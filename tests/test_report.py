@@ -454,3 +454,22 @@ def test_the_page_counts_agree_with_their_nouns(browser, tmp_path):
     tabs = page.eval_on_selector_all("#detail .tabs button", "bs => bs.map(b => b.textContent)")
     assert "Kernel diffs (1 version)" in tabs and "Transcript (2 turns)" in tabs, tabs
     assert not errors, errors
+
+
+@needs_browser
+def test_a_runs_metrics_sit_beside_their_labels(browser, tmp_path, monkeypatch):
+    """A Harbor run's result group (result file, pass rule, reward ...): the table took the page's
+    whole width, each value ~1,100 px right of its label at 1,400 px; now it is as wide as it needs."""
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    jobs = ROOT / "tests" / "fixtures" / "real" / "harbor_minimal" / "results" / "jobs"
+    out = tmp_path / "r.html"
+    assert CliRunner().invoke(main, ["report", str(jobs), "-o", str(out)]).exit_code == 0
+    page, errors = _open(browser, out)
+    page.click("#runs tbody tr")
+    page.wait_for_selector("#detail table.metrics", timeout=10_000)
+    gaps = page.evaluate("() => Array.from(document.querySelectorAll('#detail table.metrics tr')).filter("
+                         "tr => tr.cells.length >= 2).map(tr => tr.cells[1].getBoundingClientRect().right - "
+                         "tr.cells[0].getBoundingClientRect().left)")
+    assert gaps and max(gaps) < 700, gaps  # a label and its value (right-aligned in its cell): not 1,247 px
+    head = page.eval_on_selector("#detail table.metrics th", "th => th.colSpan")
+    assert head == 4 and not errors, errors

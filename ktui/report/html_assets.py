@@ -37,6 +37,8 @@ svg.chart .cell:hover rect, svg.chart .cell:focus rect { stroke:#fff; stroke-wid
 table { border-collapse:collapse; width:100%; }
 th, td { padding:3px 8px; border-bottom:1px solid var(--line); text-align:left; white-space:nowrap; }
 td.num, th.num { text-align:right; font-variant-numeric: tabular-nums; }
+/* a run's metrics: label, value, recorded, note side by side (at 100% the value stood a page away) */
+table.metrics { width:auto; margin:8px 0; } table.metrics th { cursor:default; }
 th { position:sticky; top:0; background:var(--panel); cursor:pointer; user-select:none; }
 th.sorted-asc::after { content:" ▲"; } th.sorted-desc::after { content:" ▼"; }
 #runs tbody tr { cursor:pointer; } #runs tbody tr:hover { background:#262b35; } #runs tbody tr.sel { background:#2d3646; }
@@ -375,7 +377,7 @@ JS = r"""
     if (d.metrics) {
       const mt = el("table", "metrics");
       for (const g of d.metrics.groups) {
-        const h = el("tr"); h.appendChild(el("th", "", g[0])); mt.appendChild(h);
+        const h = el("tr"), th = el("th", "", g[0]); th.colSpan = 4; h.appendChild(th); mt.appendChild(h);
         for (const r of g[1]) {
           const tr = el("tr");
           tr.appendChild(el("td", "r-label", r[0])); tr.appendChild(el("td", "num", r[1]));
