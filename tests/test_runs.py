@@ -467,3 +467,23 @@ def test_the_summary_counts_cached_files_not_runs(tmp_path):
     res = CliRunner().invoke(main, ["runs", str(tmp_path), "--print"], env=env)
     assert res.exit_code == 0 and "1 run in" in res.output, res.output
     assert "2 files read from the index cache" in " ".join(res.output.split()), res.output
+
+
+def test_at_100_columns_the_trace_keeps_more_room_than_the_other_cut_columns():
+    """A Harbor job at 100 columns (model/sampleN/problem/trajectory.json, hack classes and flags
+    as wide as 40 and 48): every column was cut to the same 23 cells, the trace reading
+    ``GPT-5.5/sam…e1/fp8…wn/…`` (neither the sample nor the problem legible). The trace now keeps
+    about 1.5x the room of hack classes and flags, and its sample and problem's start show."""
+    from ktui.report.runs import fit_columns, fit_middle, name_counts
+
+    natural = {"path": 57, "outcome": 10, "speedup": 9, "hacks": 40, "flags": 48, "model": 28, "problem": 40,
+               "turns": 5, "tokens": 8, "wall": 7, "persona": 11, "format": 11}
+    kept, w = fit_columns(list(natural), natural, 98)
+    assert kept == ["path", "outcome", "speedup", "hacks", "flags"]
+    assert sum(w[k] + 2 for k in kept) <= 98
+    assert w["path"] >= 1.4 * max(w["hacks"], w["flags"]) and min(w["hacks"], w["flags"]) >= 16, w
+    paths = [f"GPT-5.5/sample{i}/fp8_microscale__llama3_8b_down/trajectory.json" for i in (1, 2)]
+    shown = fit_middle(paths[0], w["path"], name_counts(paths))
+    assert shown.startswith("GPT-5.5/sample1/fp8_") and len(shown) <= w["path"], shown
+    kept, w = fit_columns(list(natural), natural, 158)  # room enough: the trace whole
+    assert w["path"] == 57 and "model" in kept

@@ -82,6 +82,7 @@ def natural_widths(runs: Iterable[RunSummary], keys: Iterable[str]) -> dict[str,
 FAIR = {"path": 40, "flags": 30, "hacks": 24, "model": 16, "problem": 20, "persona": 12, "format": 12,
         "reproduced": 20, "labels": 20}
 MUST = ("path", "outcome", "speedup", "hacks", "flags", "reproduced")  # shown down to their minimum widths
+PATH_SHARE = 2 / 3  # when every column gives cells, the trace's width counts at this share (it names the row)
 
 
 def fit_columns(keys: list[str], natural: dict[str, int], room: int) -> tuple[list[str], dict[str, int]]:
@@ -89,7 +90,9 @@ def fit_columns(keys: list[str], natural: dict[str, int], room: int) -> tuple[li
     :data:`PRIORITY`, and their widths. A column is left out, least important first, while the
     kept ones at their fair widths (:data:`FAIR`) do not fit; the columns of :data:`MUST` only when
     they do not fit at their minimum widths either (the trace never). Then the widest cut first:
-    each kept column down to its fair width, least important first, then down to its minimum.
+    each kept column down to its fair width, least important first, then down to its minimum (the
+    trace's width counted at :data:`PATH_SHARE`: at 100 columns a Harbor job's trace kept 23 cells,
+    ``GPT-5.5/sam…e1/fp8…wn/…``, as many as hack classes and flags).
     Returns (kept keys, widths of every key: a left-out column keeps its natural width)."""
     rank = {k: i for i, k in enumerate(PRIORITY)}
     fair = {k: min(natural[k], FAIR.get(k, natural[k])) for k in keys}
@@ -114,9 +117,10 @@ def fit_columns(keys: list[str], natural: dict[str, int], room: int) -> tuple[li
             cut = min(excess, max(0, w[k] - fair[k]))
             w[k] -= cut
             excess -= cut
-    while excess > 0:  # then the widest column above its minimum gives one cell at a time
-        k = max((x for x in kept if w[x] > WIDTH_LIMITS[x][0]), key=lambda x: (w[x], -rank.get(x, 99)),
-                default=None)
+    while excess > 0:  # then the widest column above its minimum gives one cell at a time (the
+        # trace, which names the row, counted at two thirds of its width: it keeps ~1.5x the others)
+        k = max((x for x in kept if w[x] > WIDTH_LIMITS[x][0]),
+                key=lambda x: (w[x] * PATH_SHARE if x == "path" else w[x], -rank.get(x, 99)), default=None)
         if k is None:
             break
         w[k] -= 1
