@@ -473,3 +473,20 @@ def test_a_runs_metrics_sit_beside_their_labels(browser, tmp_path, monkeypatch):
     assert gaps and max(gaps) < 700, gaps  # a label and its value (right-aligned in its cell): not 1,247 px
     head = page.eval_on_selector("#detail table.metrics th", "th => th.colSpan")
     assert head == 4 and not errors, errors
+
+
+@needs_browser
+def test_sorting_by_trace_puts_problem_numbers_in_their_order(browser, tmp_path, monkeypatch):
+    """As in the app (ktui.report.runs.natural_key): problem1, problem2, problem10, not
+    problem1, problem10, problem2."""
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "cache"))
+    d = tmp_path / "sweep"
+    d.mkdir()
+    seed = (ROOT / "traces" / "popcorn_l1_p27_grok-4.3.jsonl").read_text(encoding="utf-8")
+    for n in (10, 2, 1):  # three runs (the same bytes would be one run and two duplicates)
+        (d / f"problem{n}.jsonl").write_text(seed.replace("grok-4.3", f"grok-4.{n}"), encoding="utf-8")
+    out = tmp_path / "r.html"
+    assert CliRunner().invoke(main, ["report", str(d), "-o", str(out)]).exit_code == 0
+    page, errors = _open(browser, out)
+    page.click("#runs thead th[data-col='path']")
+    assert _shown_paths(page) == ["problem1.jsonl", "problem2.jsonl", "problem10.jsonl"] and not errors, errors

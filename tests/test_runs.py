@@ -487,3 +487,19 @@ def test_at_100_columns_the_trace_keeps_more_room_than_the_other_cut_columns():
     assert shown.startswith("GPT-5.5/sample1/fp8_") and len(shown) <= w["path"], shown
     kept, w = fit_columns(list(natural), natural, 158)  # room enough: the trace whole
     assert w["path"] == 57 and "model" in kept
+
+
+def test_sorting_by_trace_or_problem_puts_numbers_in_their_order():
+    """KernelBench's Triton runs (level1_problem1 ... level1_problem100): sorted by trace they read
+    problem100, problem10, problem11 ... problem19, problem1, problem20 (character order)."""
+    from ktui.report.runs import sorted_runs
+    from ktui.trace.index import RunSummary
+
+    names = ["level1_problem100_triton.py", "level1_problem10_triton.py", "level1_problem1_triton.py",
+             "level1_problem2_triton.py", "Level2_problem1_triton.py", "level1_problem19_triton.py"]
+    rows = [RunSummary(path=f"level1_triton/{n}", real=f"/x/{n}", size=1, mtime_ns=0) for n in names]
+    order = [rows[i].path.split("/")[1] for i in sorted_runs(range(len(rows)), rows, "path")]
+    assert order == ["level1_problem1_triton.py", "level1_problem2_triton.py", "level1_problem10_triton.py",
+                     "level1_problem19_triton.py", "level1_problem100_triton.py", "Level2_problem1_triton.py"]
+    back = [rows[i].path.split("/")[1] for i in sorted_runs(range(len(rows)), rows, "path", reverse=True)]
+    assert back == order[::-1]

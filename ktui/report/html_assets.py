@@ -124,7 +124,7 @@ JS = r"""
   }
   function cmp(a, b) {
     if (typeof a === "number" && typeof b === "number") return a - b;
-    return String(a).localeCompare(String(b));
+    return String(a).localeCompare(String(b), undefined, { numeric: true, sensitivity: "base" });  // problem2 before problem10
   }
   function render() {
     let idx = [];
