@@ -503,3 +503,16 @@ def test_sorting_by_trace_or_problem_puts_numbers_in_their_order():
                      "level1_problem19_triton.py", "level1_problem100_triton.py", "Level2_problem1_triton.py"]
     back = [rows[i].path.split("/")[1] for i in sorted_runs(range(len(rows)), rows, "path", reverse=True)]
     assert back == order[::-1]
+
+
+def test_the_no_gpu_code_note_agrees_with_its_count():
+    """'1 correct run whose final kernel has no GPU code: counted as passed, their speedup ...'"""
+    from ktui.report.runs import no_gpu_note
+    from ktui.trace.aggregate import ModelAggregate
+
+    one, two = ModelAggregate("all runs"), ModelAggregate("all runs")
+    one.no_gpu, two.no_gpu = 1, 2
+    assert no_gpu_note([one]).startswith("1 correct run whose final kernel has no GPU code: counted as passed, its "
+                                         "speedup in no fast_p")
+    assert "2 correct runs whose final kernel has no GPU code: counted as passed, their speedup" in no_gpu_note([two])
+    assert no_gpu_note([ModelAggregate("all runs")]) == ""

@@ -429,8 +429,8 @@ def no_gpu_note(aggs: list[ModelAggregate]) -> str:
     n = aggs[-1].no_gpu if aggs else 0
     if len(aggs) > 1 and aggs[-1].model != "all runs":
         n = sum(a.no_gpu for a in aggs)
-    return (f"{count(n, 'correct run')} whose final kernel has no GPU code: counted as passed, their speedup in no "
-            "fast_p and no geomean") if n else ""
+    return (f"{count(n, 'correct run')} whose final kernel has no GPU code: counted as passed, "
+            f"{plural(n, 'its', 'their')} speedup in no fast_p and no geomean") if n else ""
 
 
 def runs_print(path: str | Path, fmt: str = "table", use_cache: bool = True, out=None, *,
