@@ -170,3 +170,15 @@ def test_plain_text_that_matches_no_log_is_read_as_before(tmp_path):
     p.write_text("# 2024-08-27 01:19:52.183058\nno plus lines here\n")  # a stamp, but no typed input
     run = load(str(p))
     assert run.format == "ensemble" and run.problems and "looks like" not in run.problems[0].message
+
+
+def test_cline_ui_messages_point_at_the_task_history(tmp_path):
+    # the shape of Cline's ui_messages.json (say / ask records with an epoch-ms ts)
+    p = tmp_path / "ui_messages.json"
+    p.write_text(json.dumps([{"ts": 1777073160794, "type": "say", "say": "task", "text": "Write a kernel"},
+                             {"ts": 1777073161000, "type": "say", "say": "api_req_started", "text": "{}"},
+                             {"ts": 1777073170000, "type": "ask", "ask": "followup", "text": "ok?"}]))
+    run = load(p)
+    assert [str(x) for x in run.problems] == [
+        "not a trace (looks like Cline's UI messages (ui_messages.json); its task history is "
+        "api_conversation_history.json in the same folder)"]

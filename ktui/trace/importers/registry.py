@@ -292,6 +292,10 @@ def _safe(f, obj) -> bool:
 def describe(obj: Any) -> str:
     """What a JSON value of an unknown kind looks like, in a few words."""
     if isinstance(obj, list):
+        head = [x for x in obj[:8] if isinstance(x, dict)]
+        if head and all(x.get("type") in ("say", "ask") and "ts" in x for x in head):
+            return ("Cline's UI messages (ui_messages.json); its task history is api_conversation_history.json "
+                    "in the same folder")
         kinds = {type(x).__name__ for x in obj[:50]}
         return f"a JSON array of {count(len(obj), 'item')} ({', '.join(sorted(kinds)) or 'empty'})"
     if not isinstance(obj, dict):
