@@ -346,3 +346,21 @@ def test_findings_wrap_their_prose_before_their_code_evidence():
         out = con.export_text()
         assert "time.perf_counter = _slow_clock" in out and "torch.matmul(a, b)" in out, out
         assert max(len(line) for line in out.splitlines()) <= width
+
+
+def test_a_recorded_row_not_compared_is_not_called_not_recorded(tmp_path):
+    """`ktui repro` of a CUDA kernel on a CPU (not judged here): the rows read "compiles  pass
+    (compile_kernel, turn 5)  —  not recorded", a verdict that denied the recorded value beside it."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, SEED_TRACE
+
+    env = {**os.environ, "KTUI_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "120"}
+    r = subprocess.run([sys.executable, "-m", "ktui", "repro", str(SEED_TRACE), "--final", "--device", "cpu"],
+                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert "NOT JUDGED HERE" in r.stdout, r.stdout + r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith(("compiles", "correctness"))]
+    assert len(rows) == 2 and all("pass (" in x for x in rows), rows
+    assert all(x.rstrip().endswith("not judged") and "not recorded" not in x for x in rows), rows

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ktui.repro.judging.names import NOT_RECORDED, SHOWN_ONLY
+from ktui.repro.judging.names import NOT_RECORDED, SHOWN_ONLY, UNJUDGED
 from ktui.repro.judging.text import row_texts
 from ktui.trace.words import count, plural
 from ktui.view import roles as R
@@ -167,6 +167,10 @@ def _rows(comp: Any) -> tuple[list[ComparisonRow], list[tuple[Any, ...]]]:
     for r in comp.rows:
         rec, rep = (one_line(x) for x in row_texts(r))
         ratio, verdict, note = ratio_text(r.ratio), clean(r.verdict), one_line(r.note)
+        if r.verdict == NOT_RECORDED and rec not in ("", "—"):
+            # the trace did record it: nothing was compared (the kernel was not judged here, or
+            # nothing of it was measured), which "not recorded" beside a recorded "pass" denied
+            verdict = "not judged" if getattr(comp, "verdict", None) in UNJUDGED else "—"
         foot = None
         if r.note and r.verdict not in (NOT_RECORDED, SHOWN_ONLY):
             n += 1
