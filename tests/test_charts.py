@@ -385,3 +385,26 @@ def test_cut_grid_labels_are_numbered_with_a_key(sweep, width, height):
     for j, k in enumerate(c.grid.problems):
         assert f"#{j + 1} {clean(c.grid.titles.get(k, k))}" in text, (k, text)
     assert max(len(x.rstrip()) for x in lines) <= width and len(lines) <= height
+
+
+def test_first_correct_says_which_models_have_correct_runs_without_a_turn():
+    """A Harbor job (reward.json read at the end, no per-turn correctness): claude-opus-4.8 had 5
+    correct runs of 20 and the chart said "no correct kernel: ... claude-opus-4.8 0/20"."""
+    from ktui.report.svg import first_correct_svg
+    from ktui.trace.index import RunSummary
+    from ktui.view.charts import first_correct_chart, not_reached_line
+
+    def run(i: int, model: str, correct: bool | None, turn: int | None) -> RunSummary:
+        s = RunSummary(path=f"{model}/{i}/trajectory.json", real=f"/x/{model}/{i}", size=1, mtime_ns=0,
+                       model=model, outcome="passed" if correct else "failed", correct=correct,
+                       final_sha1="ab" * 20)
+        s.first_correct_turn = turn
+        return s
+
+    runs = ([run(i, "opus", i < 5, None) for i in range(20)] + [run(i, "flash", False, None) for i in range(4)]
+            + [run(i, "gpt", True, 2) for i in range(3)])
+    fc = first_correct_chart(runs)
+    line = not_reached_line(fc.rows)
+    assert "no correct kernel: flash 0/4" in line and "correct, turn not recorded: opus 5/20" in line, line
+    assert "opus 0/20" not in line
+    assert "correct, turn not recorded: opus 5/20" in first_correct_svg(fc)

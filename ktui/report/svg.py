@@ -26,6 +26,7 @@ from ktui.view.charts import (
     fmt_num,
     fmt_x,
     lin_ticks,
+    not_reached_line,
     pct,
 )
 from ktui.view.text import one_line
@@ -191,7 +192,7 @@ def grid_svg(g: GridChart, cell_index: dict[tuple[str, str], int]) -> str:
 # ---- first correct ---------------------------------------------------------------------------------------
 def first_correct_svg(fc: FirstCorrectChart) -> str:
     rows = [(i, r) for i, r in enumerate(fc.rows) if r.reached]
-    never = [r for r in fc.rows if not r.reached]
+    never = not_reached_line(fc.rows)
     W, L, R, RH = 860, 200, 150, 24
     panel = 30 + RH * max(1, len(rows)) + 26
     H = panel * len(FIRST_CORRECT_METRICS) + (24 if never else 0) + 6
@@ -227,6 +228,5 @@ def first_correct_svg(fc: FirstCorrectChart) -> str:
         ticks = _xticks(lo, hi) if log else lin_ticks(lo, hi, 8)
         _x_axis(sx, ticks, ay, lambda t, u=unit: fmt_num(t, u), out)
     if never:
-        txt = "no correct kernel: " + " · ".join(f"{one_line(r.model, 40)} 0/{r.runs}" for r in never)
-        out.append(f'<text class="tl" x="10" y="{H - 8}">{html.escape(txt)}</text>')
+        out.append(f'<text class="tl" x="10" y="{H - 8}">{html.escape(never)}</text>')
     return _svg("first-correct", W, H, out, "turns, tokens and wall time to the first correct kernel")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ktui.trace.aggregate import ALL_MODELS, FAST_P, UNKNOWN_MODEL, aggregate, geomean, is_kernel_run
+from ktui.view.text import one_line
 
 # best outcome of a grid cell, worst to best
 FAILED, COMPILED, CORRECT, FASTER = "failed", "compiled", "correct", "faster"
@@ -291,6 +292,7 @@ class FirstCorrectRow:
     runs: int
     reached: int  # runs with a first correct kernel
     stats: dict[str, BoxStats | None]  # metric -> stats over the runs that reached it (and record it)
+    unplaced: int = 0  # correct runs whose correct turn the trace does not say (a result at the end only)
 
 
 @dataclass(slots=True)
@@ -314,23 +316,42 @@ def first_correct_chart(runs: Sequence[Any]) -> FirstCorrectChart:
     models = [a.model for a in aggregate(runs, key=model_of, total=False)]
     vals: dict[str, dict[str, list[float]]] = {m: {k: [] for k, _, _ in FIRST_CORRECT_METRICS} for m in models}
     counts = {m: [0, 0] for m in models}
+    unplaced = dict.fromkeys(models, 0)
     for r in runs:
         m = model_of(r)
         counts[m][0] += 1
         fv = first_correct_values(r)
         if fv["turns"] is None:
+            if getattr(r, "correct", None) is True:
+                unplaced[m] += 1
             continue
         counts[m][1] += 1
         for k, v in fv.items():
             if v is not None:
                 vals[m][k].append(v)
-    rows = [FirstCorrectRow(m, counts[m][0], counts[m][1], {k: box_stats(vals[m][k]) for k in vals[m]})
-            for m in models]
+    rows = [FirstCorrectRow(m, counts[m][0], counts[m][1], {k: box_stats(vals[m][k]) for k in vals[m]},
+                            unplaced[m]) for m in models]
     ranges: dict[str, tuple[float, float]] = {}
     for k, _, _ in FIRST_CORRECT_METRICS:
         allv = [v for m in models for v in vals[m][k]]
         ranges[k] = (min(allv), max(allv)) if allv else (0.0, 1.0)
     return FirstCorrectChart(rows, ranges)
+
+
+def not_reached_line(rows: Sequence[FirstCorrectRow], name_width: int = 40) -> str:
+    """Under the chart, the models it has no row for: those with no correct run ("no correct
+    kernel: M 0/20"), and those whose correct runs do not say at which turn (a Harbor trial's
+    reward.json is read at the end: "correct, turn not recorded: M 5/20"), which the chart said had
+    no correct kernel."""
+    never = [r for r in rows if not r.reached and not r.unplaced]
+    unsaid = [r for r in rows if not r.reached and r.unplaced]
+    parts = []
+    if never:
+        parts.append("no correct kernel: " + " · ".join(f"{one_line(r.model, name_width)} 0/{r.runs}" for r in never))
+    if unsaid:
+        parts.append("correct, turn not recorded: "
+                     + " · ".join(f"{one_line(r.model, name_width)} {r.unplaced}/{r.runs}" for r in unsaid))
+    return "; ".join(parts)
 
 
 # ---- axes -------------------------------------------------------------------------------------------

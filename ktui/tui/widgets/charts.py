@@ -40,6 +40,7 @@ from ktui.view.charts import (
     fmt_num,
     fmt_x,
     lin_ticks,
+    not_reached_line,
     pct,
 )
 from ktui.view.text import clean
@@ -408,7 +409,7 @@ def render_first_correct(charts: SweepCharts, width: int, height: int) -> Text:
     stat_w = 24
     bw = max(10, width - name_w - stat_w - 3)
     reached = [(i, r) for i, r in enumerate(rows) if r.reached]
-    never = [r for r in rows if not r.reached]
+    never = not_reached_line(rows, 10_000)
     per = max(1, (height - 1 - (1 if never else 0)) // 3 - 2)  # model rows per metric
     for mk, label, unit in FIRST_CORRECT_METRICS:
         lo, hi, log = first_correct_axis(fc, mk)
@@ -435,8 +436,7 @@ def render_first_correct(charts: SweepCharts, width: int, height: int) -> Text:
         rule, labels = _axis(lo, hi, bw, log=log, unit=unit or "n", pad=name_w + 2)
         t.append(labels + "\n", style="dim")
     if never:
-        line = "no correct kernel: " + " · ".join(f"{clean(r.model)} 0/{r.runs}" for r in never)
-        t.append(_name(line, width).rstrip(), style="dim")
+        t.append(_name(never, width).rstrip(), style="dim")
     return t
 
 
