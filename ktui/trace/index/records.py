@@ -48,6 +48,7 @@ class Records:
             return
         if name == "runs.jsonl":
             bad = 0
+            nbase = os.path.normpath(base)  # once a file, not once a row (a sweep's top file has 10,000)
             for i, raw in enumerate(data.split(b"\n"), 1):
                 if not raw.strip():
                     continue
@@ -57,7 +58,7 @@ class Records:
                     bad += 1
                     continue
                 if isinstance(row, dict):
-                    self._row(row, base, f"{shown}:{i}")
+                    self._row(row, base, f"{shown}:{i}", nbase)
             if bad:
                 issues.append(ScanIssue(shown, f"{count(bad, 'record line')} {plural(bad, 'is', 'are')} not JSON", "warning"))
             return
@@ -79,16 +80,22 @@ class Records:
         elif name == "meta.json" and isinstance(obj, dict):
             self._put(base, _Record(shown, obj, ""))
 
-    def _row(self, row: dict[str, Any], base: str, source: str) -> None:
-        if isinstance(row.get("run_id"), str):  # ensemble per-run meta row in a cell
-            self._put(os.path.join(base, row["run_id"]), _Record(source, row, ""))
-            return
-        slug = row.get("slug")
-        if not isinstance(slug, str) or not slug:
-            tp = row.get("trace_path")
-            slug = os.path.basename(os.path.dirname(tp)) if isinstance(tp, str) else None
-        if slug:
-            self._put(os.path.join(base, slug), _Record(source, row, ""))
+    def _row(self, row: dict[str, Any], base: str, source: str, nbase: str | None = None) -> None:
+        """A ``runs.jsonl`` row, for the run ``base/<run_id or slug>``; ``nbase``: ``base`` normalised."""
+        name = row.get("run_id")
+        if not isinstance(name, str):  # else an ensemble per-run meta row in a cell
+            name = row.get("slug")
+            if not isinstance(name, str) or not name:
+                tp = row.get("trace_path")
+                name = os.path.basename(os.path.dirname(tp)) if isinstance(tp, str) else None
+            if not name:
+                return
+        target = _joined(nbase, name)
+        if target is None:
+            self._put(os.path.join(base, name), _Record(source, row, ""))
+        else:  # what _put's normpath would give
+            rec = _Record(source, row, target)
+            self.by_target[target] = rec
 
     def lookup(self, tf: TraceFile) -> list[_Record]:
         """Records that apply to a trace (by where it was found), outermost first."""
@@ -154,6 +161,17 @@ class Records:
 
     def unmatched(self) -> list[_Record]:
         return [r for r in self.by_target.values() if not r.matched]
+
+
+def _joined(nbase: str | None, name: str) -> str | None:
+    """``os.path.normpath(os.path.join(base, name))`` for a plain ``name`` (one component: no
+    separator, not ``.`` or ``..``, not empty) and ``nbase = normpath(base)``, without normpath's
+    split and join; None for any other (the caller normalises)."""
+    if nbase is None or not name or os.sep in name or name == "." or name == ".." or (os.altsep and os.altsep in name):
+        return None
+    if nbase == ".":
+        return name
+    return nbase + name if nbase.endswith(os.sep) else nbase + os.sep + name
 
 
 def _canonical(data: dict[str, Any]) -> bytes:

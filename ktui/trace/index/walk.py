@@ -74,6 +74,14 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
         return
     seen_files: set[tuple[int, int]] = set()
     seen_dirs: set[tuple[int, int]] = set()
+    # every path below is built by joining names onto root: shown is what follows this prefix
+    # (:func:`_display`'s answer, without its checks per file: 10,000 cells of 3 entries each)
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    n_prefix = len(prefix)
+
+    def shown_of(path: str) -> str:
+        return path[n_prefix:] if path.startswith(prefix) else _display(path, root)
+
     # stack items: ("dir", (path, real path or None)) or ("files", [(TraceFile, (dev, ino))...])
     stack: list[tuple[str, Any]] = [("dir", (root, None))]
     while stack:
@@ -87,7 +95,7 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
                     yield tf
             continue
         d, real_dir = item
-        shown = _display(d, root)
+        shown = shown_of(d)
         try:
             dst = os.stat(d)
         except OSError as exc:
@@ -108,20 +116,25 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
             continue
         if real_dir is None:
             real_dir = os.path.realpath(d)
+        # os.path.join(real_dir, name) for a name scandir gave (never absolute, no separator)
+        real_base = real_dir if real_dir.endswith(os.sep) else real_dir + os.sep
         files: list[tuple[TraceFile, tuple[int, int]]] = []
         subdirs: list[tuple[str, str | None]] = []
-        names = frozenset(e.name for e in entries)
+        names: frozenset[str] | None = None  # the directory's names: asked only beside a "sessions" folder
         for e in entries:
             name = e.name
             try:
                 is_link = e.is_symlink()
                 if e.is_dir():
-                    if agent_copy(name, names):
-                        issues.append(ScanIssue(_display(e.path, root), "the agent's own session copy of the run in "
-                                                "trajectory.json beside it; not listed again", "info"))
-                        continue
+                    if name == "sessions":
+                        if names is None:
+                            names = frozenset(x.name for x in entries)
+                        if agent_copy(name, names):
+                            issues.append(ScanIssue(shown_of(e.path), "the agent's own session copy of the run in "
+                                                    "trajectory.json beside it; not listed again", "info"))
+                            continue
                     if not name.startswith(".") and name != "__pycache__":
-                        subdirs.append((e.path, None if is_link else os.path.join(real_dir, name)))
+                        subdirs.append((e.path, None if is_link else real_base + name))
                     continue
                 if not e.is_file() and name.endswith(".jsonl") and not is_link:
                     issues.append(ScanIssue(_display(e.path, root), file_problem(e.path) or "not a regular file",
@@ -138,17 +151,17 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
                     continue
                 if name in RECORD_FILES:
                     if records is not None:
-                        records.read(e.path, issues, _display(e.path, root))
+                        records.read(e.path, issues, shown_of(e.path))
                     continue
                 if not looked_at(name):
                     continue
                 fst = e.stat()
                 # the real path of a link is resolved only if it is not a duplicate (see above)
-                real = e.path if is_link else os.path.join(real_dir, name)
-                tf = TraceFile(_display(e.path, root), real, fst.st_size, fst.st_mtime_ns, is_link, e.path)
+                real = e.path if is_link else real_base + name
+                tf = TraceFile(shown_of(e.path), real, fst.st_size, fst.st_mtime_ns, is_link, e.path)
                 files.append((tf, (fst.st_dev, fst.st_ino)))
             except OSError as exc:
-                issues.append(ScanIssue(_display(e.path, root), f"cannot read: {exc.strerror or exc}", "warning"))
+                issues.append(ScanIssue(shown_of(e.path), f"cannot read: {exc.strerror or exc}", "warning"))
         stack.append(("files", files))
         for sd in reversed(subdirs):
             stack.append(("dir", sd))
