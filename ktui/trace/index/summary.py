@@ -76,7 +76,7 @@ class RunSummary:
         return self.outcome == "passed"
 
     def to_dict(self) -> dict[str, Any]:
-        d = dict(zip(_FIELDS, _ALL_FIELDS(self)))  # every field read at C speed (a row a file, 10,000 a sweep)
+        d = dict(zip(_FIELDS, _ALL_FIELDS(self), strict=True))  # every field read at C speed (a row a file, 10,000 a sweep)
         d["scores"], d["flags"], d["problems"] = dict(self.scores), list(self.flags), list(self.problems)
         d["hacks"], d["speedups"], d["labels"] = list(self.hacks), dict(self.speedups), list(self.labels)
         d["parts"] = list(self.parts)
