@@ -137,3 +137,17 @@ def test_hostile_code_is_shown_literally():
     con.print(render_split(a, b, title_a="[red]a", title_b="b"))
     assert "[red]a" in con.export_text()
     assert clean("tab\there") == "tab here"
+
+
+@needs_seed
+def test_split_piped_follows_an_asked_width(monkeypatch):
+    """`COLUMNS=100 ktui diff TRACE v3 v4 --split | cat` drew 280 columns (wide enough that nothing
+    wraps, whatever COLUMNS said); with COLUMNS set each side folds its long lines instead."""
+    monkeypatch.setenv("COLUMNS", "100")
+    r = run(str(SEED), "v3", "v4", "--split")
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    assert max(len(x) for x in lines) <= 100, max(lines, key=len)
+    assert any("int64_t" in x for x in lines) and any("int p = perm[j];" in x for x in lines)
+    monkeypatch.delenv("COLUMNS")
+    assert max(len(x) for x in run(str(SEED), "v3", "v4", "--split").output.splitlines()) > 100  # unasked: no fold

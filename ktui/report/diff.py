@@ -11,12 +11,14 @@ Exit status: 0 when the diffs were printed, 2 when a version is unknown or the t
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
+from ktui.report.console import output_width
 from ktui.report.render_diff import clean, render_split, stats_text, unified_text_lines
 from ktui.trace import diffing
 
@@ -67,10 +69,14 @@ def diff_command(path, version_a: str | None = None, version_b: str | None = Non
         out.print(Text(msg, style="dim"))
         return 0
     plain = not out.is_terminal
-    if plain and split and console is None:  # piped side by side: wide enough that nothing wraps
+    if plain and split and console is None:  # piped side by side: wide enough that nothing wraps,
+        # unless COLUMNS asks for a width (COLUMNS=100 ktui diff --split | cat: 280 columns; now long
+        # lines fold inside their side)
         widest = max((len(line) for ka, kb in pairs for k in (ka, kb) for line in clean(k.code).splitlines()),
                      default=40)
-        out = Console(highlight=False, soft_wrap=False, width=min(4000, max(100, 2 * widest + 24)))
+        asked = os.environ.get("COLUMNS", "").strip()
+        width = output_width() if asked.isdigit() and int(asked) > 0 else min(4000, max(100, 2 * widest + 24))
+        out = Console(highlight=False, soft_wrap=False, width=width)
     context = max(0, context)
     for i, (ka, kb) in enumerate(pairs):
         if i:
