@@ -279,3 +279,28 @@ def test_runs_with_one_file_name_are_told_apart_by_their_folders(tmp_path):
         for sample in ("sample1", "sample2"):
             assert f"{model}/{sample}" in head, head
     assert "trajectory.jsonl" not in head and "fp8_microscale" not in head, head
+
+
+def test_the_title_names_every_run_at_100_columns(tmp_path):
+    """Three runs at 100x30: the one-line title was cut after "#2 test-agent-b ·" (the third run
+    not named at all); it wraps onto the lines it needs now."""
+    third = tmp_path / "third.jsonl"
+    third.write_text(SEED_TRACE.read_text(encoding="utf-8").replace("grok-4.3", "grok-third"), encoding="utf-8")
+
+    async def go():
+        app = compare_app(SEED_TRACE, TEST_TRACE, third)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _loaded(pilot)
+            await pilot.pause()
+            shown = _screen_text(app)
+            assert "#3 grok-third" in shown, shown[:600]
+
+    asyncio.run(go())
+
+
+def _screen_text(app) -> str:
+    from textual.widgets import Static
+
+    title = app.screen.query_one("#compare-title", Static)
+    strips = title.render_lines(title.content_region.reset_offset)  # what the title draws, line by line
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)

@@ -54,7 +54,7 @@ class CompareScreen(KtuiScreen):
     """Compare two or more traces (``paths``) or already loaded ``runs``."""
     DEFAULT_CSS = """
     CompareScreen { layout: vertical; }
-    #compare-title { height: 1; padding: 0 1; background: $panel; }
+    #compare-title { height: auto; max-height: 3; padding: 0 1; background: $panel; }
     #compare-warning { height: auto; padding: 0 1; color: $warning; text-style: bold; display: none; }
     #compare-warning.shown { display: block; }
     #compare-tabs { height: 1fr; }
