@@ -199,16 +199,17 @@ def test_what_a_worker_leaves_in_its_folders_is_counted(code, kw):
 
 @linux_ns
 def test_memory_no_process_holds_ends_the_run_not_the_host():
-    """1.5 GiB of memfds sent over a socket and closed: in flight, in no process's table or RSS
-    (the watchdog counts 0 of it). The host's own count is what drops: below the floor the worker is
-    ended and the run is not judged here (it may be another program's doing)."""
+    """1.5 GiB of memfds sent over a socket and closed: in flight, in no process's table or RSS. The
+    tree made that socket itself (it is in its own network namespace): what the host's shared memory
+    grew by beyond ktui's counts is its, over its limit, before the host's floor (the run was "not
+    judged here" at the floor until session 35)."""
     avail, _total = sandbox.host_memory()
     if avail is None or avail < 6 << 30:
         pytest.skip("needs 6 GiB of free memory")
-    w = _launch(SCM_HIDE, memory_limit=256 << 20, host_memory_floor=avail - (512 << 20))
+    w = _launch(SCM_HIDE, memory_limit=256 << 20, host_memory_floor=avail - (1 << 30))
     _wait(w, 120)
-    assert w.limit_hit is not None and w.limit_hit[0] == "environment", (w.limit_hit, w.tail("stderr")[-500:])
-    assert getattr(w, "peak_memory", 0) < 256 << 20  # what the tree's count saw: the floor caught it
+    assert w.limit_hit is not None and w.limit_hit[0] == "memory_limit", (w.limit_hit, w.tail("stderr")[-500:])
+    assert "unix socket" in w.limit_hit[1] and "of its own" in w.limit_hit[1], w.limit_hit
 
 
 @linux_ns
