@@ -12,8 +12,11 @@ class KernelExit(Exception):
 
 
 class StageFailure(Exception):
-    def __init__(self, stage, kind, message, trial=None, fatal=False, detail=None):
+    def __init__(self, stage, kind, message, trial=None, fatal=False, detail=None, words=None):
         super().__init__(message)
+        # who wrote `message`: None (the judge), "kernel" / "reference" (a worker that ran trace code:
+        # a claim, read only through what the judge checks itself: claims.py)
+        self.words = words
         self.stage = stage
         self.kind = kind
         self.message = message

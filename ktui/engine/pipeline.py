@@ -17,7 +17,7 @@ import secrets
 import tempfile
 import time
 
-from . import buildcache, sandbox
+from . import buildcache, claims, sandbox
 from .build import NO_MODEL
 from .clockcheck import ClockStages, agreeing_cross_check  # noqa: F401 - re-exported
 from .compare import cosine_rule, tolerance_rule
@@ -46,12 +46,14 @@ from .oslib import (
     remove_tree,
 )
 from .probectx import ProbeContext
+from .proctree import descendants
 from .refshare import ReplyStore, SharedReference
 from .workers import (  # noqa: F401 - re-exported
     _IMPORTS_REFERENCE,
     _REFERENCE_ON_CUDA,
     _TRITON,
     CANDIDATE_KINDS,
+    JUDGE_WORD_KINDS,
     KILLED_FROM_OUTSIDE,
     SIGNAL_WORDS,
     TRACE_CODE_OPS,
@@ -186,7 +188,7 @@ class Judge(CorrectnessStages, ClockStages):
             self.result["status"] = "completed"
             self.end_stage()
         except StageFailure as f:
-            self._fail(f.stage, f.kind, f.message, f.trial, f.fatal, f.detail)
+            self._fail(f.stage, f.kind, f.message, f.trial, f.fatal, f.detail, words=f.words)
         except Cancelled:
             self._fail(self.stage_name, "cancelled", f"cancelled {self.describe_position()}", self.cur_trial, True)
             self.result["status"] = "cancelled"
@@ -206,14 +208,40 @@ class Judge(CorrectnessStages, ClockStages):
         self.result["seconds"] = round_(now() - t0, 3)
         return self.result
 
-    def _fail(self, stage, kind, message, trial, fatal, detail=None):
+    def _fail(self, stage, kind, message, trial, fatal, detail=None, words=None):
         self.end_stage("failed")
         self.result["status"] = "failed"
         self.result["failure"] = {"stage": stage or "startup", "kind": kind, "message": message, "trial": trial,
                                   "fatal": bool(fatal), "detail": detail}
+        self.result["failure"].update(self.whose_words(stage, kind, message, words))
         for w in self.workers:
             if w.role == "candidate":
                 self.result["stderr_tail"] = w.proc.tail()
+
+    def whose_words(self, stage, kind, message, words=None):
+        """Who wrote a failure's message ("words": "judge" / "kernel" / "reference") and, for the
+        kernel's words, what the judge itself confirmed of a claim in them that this machine could
+        not judge it ("checked": claims.check). A failure of a kind the kernel causes, once its
+        code ran, is in its words whatever raised it (a message of the judge's may quote a value
+        the kernel sent)."""
+        cand = next((w for w in self.workers if w.role == "candidate"), None)
+        if words is None and kind not in JUDGE_WORD_KINDS and cand is not None and cand.trace_code_loaded:
+            words = "kernel"
+        out = {"words": words or "judge"}
+        if words == "kernel":
+            ours = set()
+            for w in self.workers:
+                try:
+                    ours.update(descendants(w.proc.proc.pid))
+                except Exception:  # noqa: BLE001 - a worker already gone
+                    continue
+            checked = claims.check(message, stage, device_kind=self.device_kind,
+                                   device_str=getattr(self, "device_str", None) or self.job.device,
+                                   kernel_code=self.job.kernel_code,
+                                   reference_source=getattr(self.job, "reference_source", None), ours=ours)
+            if checked is not None:
+                out["checked"] = checked
+        return out
 
     def open_windows(self, device_str):
         """The device's lock (devicelock.py), from the moment the device is known. On the CPU the
@@ -536,7 +564,8 @@ def build(job, emit=None, cancel=None):
         j.end_stage()
         j.result["status"] = "completed"
     except StageFailure as f:
-        res["failure"] = {"stage": f.stage, "kind": f.kind, "message": f.message, "detail": f.detail}
+        res["failure"] = {"stage": f.stage, "kind": f.kind, "message": f.message, "detail": f.detail,
+                          **j.whose_words(f.stage, f.kind, f.message, f.words)}
     except (Cancelled, Timeout) as exc:
         kind = "cancelled" if isinstance(exc, Cancelled) else "timeout"
         res["failure"] = {"stage": j.stage_name, "kind": kind, "message": f"{kind} {j.describe_position()}"}

@@ -23,6 +23,10 @@ KILLED_FROM_OUTSIDE = "killed"  # failure kind: SIGKILL by someone else / host O
 TRACE_CODE_OPS = {"build", "load_reference"}
 #: failure kinds the judge takes from the candidate's process (all of them the kernel's own)
 CANDIDATE_KINDS = {"runtime_error", "import_error", "compile_error", "cuda_error", "oom", "exit", "no_model"}
+#: failure kinds whose message is the judge's own words (or, for reference_error, the reference's): every
+#: other failure once the kernel's code ran is in the kernel's words (pipeline.Judge.whose_words)
+JUDGE_WORD_KINDS = {"timeout", "cancelled", "environment", "unsupported", "harness_error", "worker_error",
+                    "no_reference", "no_code", "reference_error", "method_unsupported"}
 
 
 
@@ -192,8 +196,16 @@ class Worker:
                 trial = payload.get("trial") or j.cur_trial
                 kind_, message = self.judged_kind(op, payload["kind"], payload["message"])
                 raise StageFailure(j.stage_name or "startup", kind_, message, trial=trial,
-                                   fatal=payload["fatal"], detail=payload.get("detail"))
+                                   fatal=payload["fatal"], detail=payload.get("detail"),
+                                   words=self.words())
             return payload, rfds
+
+    def words(self):
+        """Who wrote what this worker says: ktui (None) until trace code ran in it, then its role's
+        code ("kernel" / "reference")."""
+        if not self.trace_code_loaded:
+            return None
+        return "reference" if self.role == "reference" else "kernel"
 
     def judged_kind(self, op, kind, message):
         """The failure kind the judge gives an error a worker reported: the worker's word is a
@@ -256,7 +268,9 @@ class Worker:
         tail = self.proc.tail()
         if self.proc.namespaces and rc == 1 and "sigprocmask unblock failed" in tail[-400:]:
             rc = -9  # unshare(1) cannot re-raise a SIGKILL that ended its child: it says so, exits 1
-        if "No module named 'ktui" in tail or "No module named ktui" in tail:
+        if not self.trace_code_loaded and ("No module named 'ktui" in tail or "No module named ktui" in tail):
+            # ktui's own start failed (PYTHONPATH); once trace code ran, its stderr is the kernel's to
+            # print: a kernel that printed these words and exited was a "harness error"
             return StageFailure(j.stage_name or "startup", "worker_error",
                                 "the worker could not import ktui (PYTHONPATH?)", fatal=True)
         if rc is not None and rc < 0:

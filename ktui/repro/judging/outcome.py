@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ktui.engine import claims
+from ktui.engine.claims import OOM_OTHERS_SHARE, gpu_memory_held_by_others  # noqa: F401 - re-exported
 from ktui.engine.defaults import FILE_SIZE_LIMIT_BYTES
 from ktui.repro.judging.model import CANCELLED, HARNESS_ERROR, JUDGE_SIDE, NOT_JUDGED
 
@@ -38,31 +40,6 @@ _HOW = {
     SIZE: (f"its inputs or outputs are larger than a value the sandbox may pass ({FILE_SIZE_LIMIT_BYTES >> 30} GiB "
            "each): judge it at a smaller size (a copy of the reference with smaller get_inputs, --reference FILE)"),
 }
-#: torch's CUDA out-of-memory message: what was asked, the GPU's capacity and free memory, this process's use
-_CUDA_OOM = re.compile(r"Tried to allocate ([\d.]+) ([KMGT]i?B).*?total capacity of ([\d.]+) ([KMGT]i?B) of which "
-                       r"([\d.]+) ([KMGT]i?B) is free.*?this process has ([\d.]+) ([KMGT]i?B) memory in use", re.S)
-_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
-#: the process would have fitted on the GPU alone when what it held and asked for is under this share of it
-OOM_OTHERS_SHARE = 0.8
-
-
-def gpu_memory_held_by_others(msg: str) -> str | None:
-    """When a CUDA out-of-memory message shows that the process itself held and asked for far
-    less than the GPU has (others held the rest: in a sweep, the other kernels being judged),
-    the words that say so; else None (the kernel's own demand: a judgement)."""
-    m = _CUDA_OOM.search(msg or "")
-    if m is None:
-        return None
-    try:
-        ask, total, free, own = (float(m.group(i)) * _UNITS[m.group(i + 1)] for i in (1, 3, 5, 7))
-    except (KeyError, ValueError):
-        return None
-    if total <= 0 or own + ask >= OOM_OTHERS_SHARE * total:
-        return None
-    return (f"the GPU's memory was held by other work: this process had {own / 2**30:.1f} GiB and asked for "
-            f"{ask / 2**30:.2f} GiB more of {total / 2**30:.1f} GiB, {free / 2**30:.2f} GiB free")
-
-
 #: a value the sandbox passes (a memfd) went over the per-file limit: the problem's size, not the kernel
 _TOO_LARGE = re.compile(r"\[Errno 27\]|File too large|EFBIG")
 #: failure kinds the judge gives what the kernel's own code raised: their message is the kernel's words, so
@@ -72,25 +49,10 @@ _KERNEL_KINDS = {"runtime_error", "import_error", "compile_error", "cuda_error",
 #: the reference's worker went over ktui's host-memory limit (the engine's words, workers.py): the problem's
 #: size against ktui's limit, not a broken judge
 _REFERENCE_OVER_LIMIT = re.compile(r"^the reference used [\d.]+ GiB of host memory \(limit [\d.]+ GiB")
-#: Triton's own launcher / driver stub failed to compile (its C file, not the kernel's code): the toolchain
-_TRITON_STUB = re.compile(r"(?:cuda_utils|__triton_launcher|driver)\.c\b.*returned non-zero|"
-                          r"Command '\[[^\]]*(?:cuda_utils|__triton_launcher)\.c")
-#: the kernel imports a part of the toolchain that this machine's version does not have (Triton 3 removed
-#: ``triton.ops``; torch moves private modules): the recorded run had another version, not a broken kernel
-_TOOLCHAIN_VERSION = re.compile(r"No module named '((?:triton|torch)\.[\w.]+)'|"
-                                r"cannot import name '(\w+)' from '((?:triton|torch)(?:\.[\w.]+)?)'")
-#: a failure message that says the machine lacks a GPU or a GPU toolchain (not that the kernel is wrong)
-_NEEDS_GPU = re.compile(
-    r"(?i)no CUDA (?:GPU|device|devices)|CUDA_HOME|\bnvcc\b.*(?:not found|No such file)|No such file.*\bnvcc\b|"
-    r"Torch not compiled with CUDA|Found no NVIDIA driver|no NVIDIA driver|CUDA driver (?:version|initialization)|"
-    r"cudaGetDeviceCount|CUDA-capable device|0 active drivers|no active (?:GPU|driver)|"
-    r"torch\.cuda\.is_available\(\) is False|device=['\"]?cuda|\.cuda\(\)|expected device cuda|"
-    r"(?:cuda|gpu|triton|hip)\b.*\bnot available|libcuda\.so|libcudart|cuda\.h: No such file|"
-    r"cannot find -lcuda|CUDA error: no kernel image")
-_NO_CUDA_TOOLKIT = re.compile(r"(?i)CUDA_HOME|\bnvcc\b.*(?:not found|No such file)|No such file.*\bnvcc\b|"
-                              r"cuda\.h: No such file|cannot find -lcud")
-_NO_COMPILER = re.compile(r"(?i)(?:\bc\+\+|\bg\+\+|\bgcc|\bclang|ninja)\b.*(?:not found|No such file)|"
-                          r"Ninja is required|command not found")
+#: who wrote a failure's message (the judge sets it, ktui.engine.pipeline): "kernel" once the kernel's code
+#: ran in the candidate's worker: its words are a claim, read only through what the judge itself checked
+#: (ktui.engine.claims); "reference" (the problem's own code: its words read as before), "judge"
+KERNEL_WORDS = "kernel"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,16 +102,20 @@ def unjudged(result: Any) -> Unjudged | None:
         return Unjudged(CANCELLED, "cancelled", msg or "cancelled", "")
     if status == "completed" or not f:
         return None
-    if kind not in _KERNEL_KINDS and _TOO_LARGE.search(msg):
-        return Unjudged(NOT_JUDGED, SIZE, f"a tensor of the problem is larger than the sandbox passes ({msg})",
-                        _HOW[SIZE])
-    if kind == "oom" or "out of memory" in msg.lower():
-        others = gpu_memory_held_by_others(str(f.get("message") or ""))
-        if others is not None:
-            return Unjudged(NOT_JUDGED, GPU_MEMORY, f"{others} ({msg[:160]})", _HOW[GPU_MEMORY])
-    if kind == "reference_error" and _REFERENCE_OVER_LIMIT.match(msg):
-        return Unjudged(NOT_JUDGED, HOST_MEMORY, f"the problem's reference needs more host memory than ktui's workers "
-                        f"may use ({msg})", _HOW[HOST_MEMORY])
+    words = f.get("words")
+    if words == KERNEL_WORDS:
+        # the message is the kernel's words (its code ran in the worker): ktui's and torch's wordings in
+        # it are claims; only what the judge itself confirmed (ktui.engine.claims.check) says the machine
+        # could not judge it
+        checked = _dict(f.get("checked"))
+        why = checked.get("why")
+        if kind not in JUDGE_SIDE and why in (NO_GPU, NO_TOOLCHAIN, GPU_MEMORY):
+            return Unjudged(NOT_JUDGED, str(why), f"{msg} (checked by the judge: {checked.get('checked')})"[:400],
+                            _HOW[str(why)])
+    else:
+        un = _judge_words(kind, msg, stage, f)
+        if un is not None:
+            return un
     if kind in JUDGE_SIDE:
         return Unjudged(HARNESS_ERROR, "judge", msg or kind, "run it again (--fresh); if it repeats, report it")
     if kind == "no_reference":
@@ -161,16 +127,39 @@ def unjudged(result: Any) -> Unjudged | None:
         return Unjudged(NOT_JUDGED, BUDGET, f"ktui's time budget ran out{where} ({msg})" if msg else
                         f"ktui's time budget ran out{where}", _HOW[BUDGET])
     if kind in ("environment", "unsupported"):
-        why = NO_GPU if (_NEEDS_GPU.search(msg) or "cuda" in msg.lower() or "gpu" in msg.lower()) else NO_TOOLCHAIN
+        why = NO_GPU if (claims.NEEDS_GPU.search(msg) or "cuda" in msg.lower() or "gpu" in msg.lower()) else NO_TOOLCHAIN
         return Unjudged(NOT_JUDGED, why, msg or kind, _HOW[why])
+    if words == KERNEL_WORDS:
+        return None
+    return _legacy_words(result, msg, stage)
+
+
+def _judge_words(kind: str, msg: str, stage: str, f: dict[str, Any]) -> Unjudged | None:
+    """The rules on ktui's own words (the judge's messages: a limit, a file too large to pass)."""
+    if kind not in _KERNEL_KINDS and _TOO_LARGE.search(msg):
+        return Unjudged(NOT_JUDGED, SIZE, f"a tensor of the problem is larger than the sandbox passes ({msg})",
+                        _HOW[SIZE])
+    if kind == "oom" or "out of memory" in msg.lower():
+        others = gpu_memory_held_by_others(str(f.get("message") or ""))
+        if others is not None:
+            return Unjudged(NOT_JUDGED, GPU_MEMORY, f"{others} ({msg[:160]})", _HOW[GPU_MEMORY])
+    if kind == "reference_error" and _REFERENCE_OVER_LIMIT.match(msg):
+        return Unjudged(NOT_JUDGED, HOST_MEMORY, f"the problem's reference needs more host memory than ktui's workers "
+                        f"may use ({msg})", _HOW[HOST_MEMORY])
+    return None
+
+
+def _legacy_words(result: dict[str, Any], msg: str, stage: str) -> Unjudged | None:
+    """A result with no word of who wrote its message (before the judge said: cached results of
+    earlier versions, the judge's own words): the message's wordings, as they were read."""
     # a build or run that failed because this machine has no GPU (a CUDA / Triton kernel on the CPU)
     gpu = has_gpu(result)
-    if gpu is not True and _NEEDS_GPU.search(msg):
+    if gpu is not True and claims.NEEDS_GPU.search(msg):
         return Unjudged(NOT_JUDGED, NO_GPU, msg, _HOW[NO_GPU])
-    if _TRITON_STUB.search(msg):
+    if claims.TRITON_STUB.search(msg):
         return Unjudged(NOT_JUDGED, NO_TOOLCHAIN, f"Triton's own launcher did not compile here ({msg})",
                         _HOW[NO_TOOLCHAIN])
-    tv = _TOOLCHAIN_VERSION.search(msg)
+    tv = claims.TOOLCHAIN_VERSION.search(msg)
     if tv is not None:
         what = tv.group(1) or f"{tv.group(2)} in {tv.group(3)}"
         pkg = (tv.group(1) or tv.group(3)).split(".")[0]
@@ -178,6 +167,6 @@ def unjudged(result: Any) -> Unjudged | None:
                         f"kernel was written for another version of it ({msg})",
                         "run it with the Triton / torch version the run used (the trace's environment, where it "
                         "says), or where that version is installed")
-    if stage in ("startup", "build") and (_NO_COMPILER.search(msg) or _NO_CUDA_TOOLKIT.search(msg)):
+    if stage in ("startup", "build") and (claims.NO_COMPILER.search(msg) or claims.NO_CUDA_TOOLKIT.search(msg)):
         return Unjudged(NOT_JUDGED, NO_TOOLCHAIN, msg, _HOW[NO_TOOLCHAIN])
     return None
