@@ -320,12 +320,22 @@ def _plant():
             sysconfig.get_paths().get("purelib", ""), site.getusersitepackages() or ""}
     made = []
     for d in sorted(x for x in dirs if x):
-        for name, text in (("sitecustomize.py", "open('/tmp/s35-ran', 'w')\\n"),
-                           ("s35-evil.pth", "import os; open('/tmp/s35-ran', 'w')\\n"),
-                           ("usercustomize.py", "open('/tmp/s35-ran', 'w')\\n")):
+        for name, text in (("sitecustomize.py", "import sys; sys.stderr.write('S35' + 'RAN')\\n"),
+                           ("s35-evil.pth", "import sys; sys.stderr.write('S35' + 'RAN')\\n"),
+                           ("usercustomize.py", "import sys; sys.stderr.write('S35' + 'RAN')\\n")):
             try:
                 with open(os.path.join(d, name), "w") as fh:
                     fh.write(text)
+                made.append(os.path.join(d, name))
+            except OSError:
+                pass
+        # shared objects under the names the dynamic loader looks for (an LD_PRELOAD / LD_LIBRARY_PATH of a
+        # later process that meets this folder would load them): a copy of a real ELF of the toolchain
+        for name in ("libgomp.so.1", "libc10.so", "libtorch_python.so", "s35_preload.so"):
+            try:
+                src = torch.__file__.replace("__init__.py", "lib/libc10.so")
+                with open(src, "rb") as fi, open(os.path.join(d, name), "wb") as fo:
+                    fo.write(fi.read(1 << 20))
                 made.append(os.path.join(d, name))
             except OSError:
                 pass
@@ -342,35 +352,28 @@ _MADE = _plant()
 @pytest.mark.slow
 @needs("torch")
 def test_files_planted_for_other_processes_reach_nothing_that_outlives_the_run(tmp_path, monkeypatch):
-    """Nothing the kernel writes reaches the build cache or any folder that outlives its run (the next
-    Python to meet a sitecustomize.py / .pth there would run it), and the judge process never runs it."""
-    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "kc"))
-    marker = Path("/tmp/s35-ran")
-    if marker.exists():
-        pytest.skip("/tmp/s35-ran exists already (not this test's)")
-    res = judge_run(tmp_path, model(PLANT, "return x * 3.0\n"))
-    assert judged_against_itself(res), (verdict(res), res.get("failure"))
-    left = [str(p) for p in (tmp_path / "cache").rglob("*")
-            if p.name in ("sitecustomize.py", "usercustomize.py", "s35-evil.pth", "torch_s35_shadow")]
-    left += [p for p in ("/tmp/sitecustomize.py", "/tmp/s35-evil.pth") if os.path.exists(p)]
+    """Nothing the kernel writes reaches a folder that outlives its run but its own build's cache entry
+    (what its build left, copied by the judge after the build, for this same kernel only: a file named
+    *.so is a build product), and nothing planted there runs: the next run of the same kernel, from the
+    cache, would print S35RAN from a sitecustomize / .pth met at its start."""
     import site
-
-    for d in {*site.getsitepackages(), site.getusersitepackages(), os.getcwd()}:
-        left += [os.path.join(d, n) for n in ("sitecustomize.py", "s35-evil.pth", "usercustomize.py")
-                 if os.path.exists(os.path.join(d, n)) and os.path.getmtime(os.path.join(d, n)) > res_start]
-    assert not left, left
-    assert not marker.exists()
-
-
-res_start = 0.0
-
-
-@pytest.fixture(autouse=True)
-def _start_time():
     import time
 
-    global res_start
-    res_start = time.time() - 1
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "kc"))
+    t0 = time.time() - 1
+    code = model(PLANT, "return x * 3.0\n")
+    runs = [judge_run(tmp_path, code), judge_run(tmp_path, code)]
+    for res in runs:
+        assert judged_against_itself(res), (verdict(res), res.get("failure"))
+        assert "S35RAN" not in json.dumps(res, default=str)
+    names = ("sitecustomize.py", "usercustomize.py", "s35-evil.pth", "torch_s35_shadow", "libgomp.so.1", "libc10.so",
+             "libtorch_python.so", "s35_preload.so")
+    build = tmp_path / "cache" / "build"
+    left = [str(p) for p in tmp_path.rglob("*") if p.name in names and build not in p.parents]
+    for d in {*site.getsitepackages(), site.getusersitepackages(), os.getcwd(), "/tmp"}:
+        left += [os.path.join(d, n) for n in names
+                 if os.path.exists(os.path.join(d, n)) and os.path.getmtime(os.path.join(d, n)) > t0]
+    assert not left, left
 
 
 # a torch-extensions folder shared across kernels: the first kernel leaves a marker in every folder torch
@@ -419,6 +422,47 @@ def test_a_torch_extensions_folder_is_not_shared_between_kernels(tmp_path, monke
     second = judge_run(tmp_path, model(SHARED_EXT_READ, "h = _seen()\nif h: raise RuntimeError('S35SEEN ' + repr(h))\n"
                                                         "return x * 3.0\n"))
     assert "S35SEEN" not in json.dumps(second, default=str), (second.get("failure") or {}).get("message")
+
+
+# a hostile reference: its worker's sealing of the tensors it sends is switched off (ktui's own shm module,
+# patched in its process) and a thread keeps writing every memfd it made, so that the inputs the candidate
+# gets change under it: an honest candidate must not be the one blamed
+REFERENCE_TAMPERS = """
+import fcntl as _fcntl, threading as _th, time as _time, os as _os
+from ktui.engine import shm as _shm
+class _NoSeal:
+    def __getattr__(self, k):
+        return getattr(_fcntl, k)
+    def fcntl(self, fd, op, *a):
+        if op == _fcntl.F_ADD_SEALS:
+            return 0
+        if op == _fcntl.F_GET_SEALS:
+            return _shm.SEALS | _fcntl.F_SEAL_SEAL
+        return _fcntl.fcntl(fd, op, *a)
+_shm.fcntl = _NoSeal()
+def _scribble():
+    while True:
+        for d in _os.listdir("/proc/self/fd"):
+            try:
+                if _os.readlink("/proc/self/fd/" + d).startswith("/memfd:ktui"):
+                    n = _os.fstat(int(d)).st_size
+                    _os.pwrite(int(d), bytes(n), 0)
+            except OSError:
+                pass
+        _time.sleep(0.005)
+_th.Thread(target=_scribble, daemon=True).start()
+"""
+
+
+@pytest.mark.slow
+@needs("torch")
+def test_a_reference_that_rewrites_the_tensors_it_sent_never_blames_the_candidate(tmp_path, monkeypatch):
+    monkeypatch.setenv("KTUI_CACHE_DIR", str(tmp_path / "kc"))
+    ref = (REPRO / "reference_scaled_relu.txt").read_text().replace(
+        "from kernelbench.distributed_collectives import default_device",
+        "from kernelbench.distributed_collectives import default_device\n" + REFERENCE_TAMPERS)
+    res = judge_run(tmp_path, model("", "return torch.relu(x) * 2.0\n"), reference_source=ref)
+    assert not judged_against_itself(res), (verdict(res), res.get("failure"))
 
 
 # the judge's input memfds written through /proc/self/fd (O_RDWR reopen; a sealed memfd refuses), then an

@@ -2,6 +2,7 @@
 # A request/reply channel to one worker (protocol.py), the failure kind the judge gives what the
 # worker reports (its word is a claim once trace code ran in it), and the values the judge holds
 # (sealed memfds). MIT license, part of ktui.
+import fcntl
 import os
 import re
 import select
@@ -184,6 +185,7 @@ class Worker:
                 kind, payload = protocol.check_reply(op, msg, len(rfds))
                 if msg["id"] != self.seq:
                     raise protocol.ProtocolError(f"reply to request {msg['id']}, expected {self.seq}")
+                unsealed(rfds)
             except protocol.ProtocolError as exc:
                 shm.close_fds(rfds)
                 raise self._protocol_error(exc) from None
@@ -240,11 +242,15 @@ class Worker:
                                  f"assigns: counted as the kernel's own failure: {message}")
 
     def _protocol_error(self, exc):
+        """A reply the judge refuses: the sender's failure (the reference's is a reference error: a
+        reference that sent unsealed tensors made the candidate that received them fail, and the
+        candidate was blamed)."""
         self.kill()
         j = self.judge
-        return StageFailure(j.stage_name or "startup", "protocol_error",
+        kind = "reference_error" if self.role == "reference" and self.trace_code_loaded else "protocol_error"
+        return StageFailure(j.stage_name or "startup", kind,
                             f"worker protocol error: {exc} (the {self.role} worker was ended)",
-                            trial=j.cur_trial, fatal=True)
+                            trial=j.cur_trial, fatal=True, words=self.words())
 
     def _death(self):
         j = self.judge
@@ -316,6 +322,19 @@ class Worker:
         except OSError:
             pass
         remove_tree(self.dir)
+
+
+def unsealed(fds):
+    """Every descriptor a worker sends is a tensor's memfd, sealed against writes and size changes:
+    checked by the judge when it receives them (it passes some on unopened: a reference's inputs to
+    the candidate), so that a sender that kept a way to write them is the one that fails."""
+    for fd in fds:
+        try:
+            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        except OSError:
+            raise protocol.ProtocolError("a descriptor it sent is not a sealed memfd") from None
+        if seals & shm.SEALS != shm.SEALS:
+            raise protocol.ProtocolError("a tensor's memfd it sent is not sealed against writes")
 
 
 def _renumber(value, fds, out):
