@@ -17,6 +17,8 @@ import re
 import shutil
 import sysconfig
 
+from .words import count
+
 NO_GPU, NO_TOOLCHAIN, GPU_MEMORY = "no GPU", "no toolchain", "GPU memory"
 
 #: torch's CUDA out-of-memory message: what was asked, the GPU's capacity and free memory, this process's use
@@ -167,7 +169,7 @@ def check(message, stage, *, device_kind, device_str=None, kernel_code=None, ref
         n = others_on_gpu(device_str, set(ours))
         if n is None or n > 0:
             return {"why": GPU_MEMORY, "checked": ("nvidia-smi could not be asked" if n is None else
-                                                   f"nvidia-smi lists {n} other process(es) on the GPU")}
+                                                   f"nvidia-smi lists {count(n, 'other process')} on the GPU")}
     tv = TOOLCHAIN_VERSION.search(msg)
     if tv is not None:
         if tv.group(1) and module_missing(tv.group(1)):
