@@ -105,6 +105,34 @@ def output_changes_with_input(ctx):
 FEW = 3
 
 
+def few_from_draw(a, c, gen):
+    """``a`` with FEW elements taken from ``c`` (another draw of the same input), one in each of FEW
+    stretches, never the corners, only where the two draws differ: a position every draw gives the
+    same value (a zero below the diagonal of a triangular input) is the problem's structure, not a
+    value to vary; a symmetric input stays symmetric (:func:`inputs.keep_structure`). None when
+    nothing can change."""
+    import torch
+
+    from .inputs import keep_structure
+
+    if a.shape != c.shape or a.numel() <= 2 * FEW + 2:
+        return None
+    flat = a.reshape(-1).clone()
+    src = c.reshape(-1).to(flat.device)
+    n, moved = flat.numel(), 0
+    for i in range(FEW):
+        lo, hi = 1 + i * (n - 2) // FEW, 1 + (i + 1) * (n - 2) // FEW
+        where = (src[lo:hi] != flat[lo:hi]).nonzero().reshape(-1)
+        if where.numel() == 0:
+            continue
+        j = lo + int(where[int(torch.randint(0, where.numel(), (1,), generator=gen))])
+        flat[j] = src[j]
+        moved += 1
+    if not moved:
+        return None
+    return keep_structure(a, flat.view(a.shape))
+
+
 def _few_changed(ctx, base, seed, slot, out_before):
     """The same buffers again with only a few elements changed (values from another draw of the
     inputs, away from the corners): a cache keyed on a sample of the input (every k-th element,
@@ -119,19 +147,10 @@ def _few_changed(ctx, base, seed, slot, out_before):
     gen = torch.Generator().manual_seed(seed + 4)
     changed, few = 0, []
     for a, c in zip(base, draws, strict=False):
-        if isinstance(a, torch.Tensor) and isinstance(c, torch.Tensor) and _floating(a) and a.shape == c.shape \
-                and a.numel() > 2 * FEW + 2:
-            flat = a.reshape(-1).clone()
-            src = c.reshape(-1)
-            n = flat.numel()
-            for i in range(FEW):  # one position in each of FEW stretches, never the corners
-                lo, hi = 1 + i * (n - 2) // FEW, 1 + (i + 1) * (n - 2) // FEW
-                j = int(torch.randint(lo, max(lo + 1, hi), (1,), generator=gen))
-                flat[j] = src[j] if not torch.equal(src[j], flat[j]) else flat[j] + 1
-            few.append(flat.view(a.shape))
-            changed += 1
-        else:
-            few.append(a)
+        t = few_from_draw(a, c, gen) if isinstance(a, torch.Tensor) and isinstance(c, torch.Tensor) \
+            and _floating(a) else None
+        few.append(a if t is None else t)
+        changed += t is not None
     if not changed:
         return None
     fds = []
