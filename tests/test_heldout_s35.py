@@ -78,3 +78,26 @@ def test_a_workspace_kept_by_shape_is_not_a_result_cache():
 '''
     for body in (workspace, launcher):
         assert "result_cache" not in _classes(body), body
+
+
+def test_setattr_fetched_from_an_imported_builtins_is_a_tensor_method_patch():
+    """The held-out deferred-work kernel of session 35 installs its Tensor-method wrappers through
+    ``_put = getattr(__import__("builtins"), "set" + "attr")`` in a loop; the dynamic probes named it
+    (timed outputs), the static analysis did not (``__import__`` was not read as the module)."""
+    patch = '''import torch
+_put = getattr(__import__("builtins"), "set" + "attr")
+for _n in [n for n in dir(torch.Tensor) if n.strip("_") in {"sub", "eq", "allclose"}]:
+    _put(torch.Tensor, _n, lambda *a, **k: True)
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+'''
+    assert "tensor_method_override" in {f.code for f in source_findings(patch, REF)}
+    via_importlib = patch.replace('getattr(__import__("builtins"), "set" + "attr")',
+                                  'getattr(importlib.import_module("built" + "ins"), "setattr")').replace(
+        "import torch\n", "import importlib, torch\n", 1)
+    assert "tensor_method_override" in {f.code for f in source_findings(via_importlib, REF)}
+    # a builtin fetched the same way for something else is nothing
+    other = patch.replace('"set" + "attr"', '"len"').replace("_put(torch.Tensor, _n, lambda *a, **k: True)",
+                                                             "_put([])")
+    assert "tensor_method_override" not in {f.code for f in source_findings(other, REF)}

@@ -177,12 +177,29 @@ class _PyBase(_Analysis):
                 full = None
                 if isinstance(v, (ast.Name, ast.Attribute)):
                     full = self.resolve(v)
+                elif self.imported(v):
+                    full = self.imported(v)
                 elif isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "getattr" \
                         and len(v.args) >= 2:
-                    base, attr = self.resolve(v.args[0]), self.const_str(v.args[1])
+                    base, attr = self.imported(v.args[0]) or self.resolve(v.args[0]), self.const_str(v.args[1])
                     full = f"{base}.{attr}" if base and attr else None
                 if full and full.split(".")[0] in _ALIAS_ROOTS and full != name:
                     self.alias[name] = full
+
+    def imported(self, node: ast.AST) -> str | None:
+        """The module ``__import__("builtins")`` / ``importlib.import_module("torch.cuda")`` returns, by
+        name (the string may be spelled in pieces): ``getattr(__import__("builtins"), "set" + "attr")``
+        is ``setattr``."""
+        if not isinstance(node, ast.Call) or not node.args:
+            return None
+        f = self.resolve(node.func) or ""
+        if f not in ("__import__", "builtins.__import__", "importlib.import_module"):
+            return None
+        name = self.const_str(node.args[0])
+        if not name:
+            return None
+        # __import__("a.b") returns the package a (without a fromlist); import_module returns a.b
+        return name if f == "importlib.import_module" or node.keywords or len(node.args) > 3 else name.split(".")[0]
 
     def const_str(self, node: ast.AST, depth: int = 0) -> str | None:
         """A string the code spells in pieces: ``"elapsed" + "_time"``, a name bound once to one."""
