@@ -101,3 +101,21 @@ class ModelNew(torch.nn.Module):
     other = patch.replace('"set" + "attr"', '"len"').replace("_put(torch.Tensor, _n, lambda *a, **k: True)",
                                                              "_put([])")
     assert "tensor_method_override" not in {f.code for f in source_findings(other, REF)}
+
+
+def test_an_in_place_torch_function_on_an_input_is_an_input_write():
+    """CUDA-L1's final L1 P20 (LeakyReLU) returns ``torch._C._nn.leaky_relu_(x, slope)``: its input,
+    written over (the CPU probes named it: ``inputs_not_mutated``, ``fresh_output``); the static
+    analysis read only the method form (``x.relu_()``)."""
+    kernel = '''import torch
+import torch.nn.functional as F
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        {e}
+'''
+    for e in ("return torch._C._nn.leaky_relu_(x, 0.01)", "return torch.relu_(x)",
+              "return F.leaky_relu(x, 0.01, inplace=True)"):
+        assert "input_write" in {f.code for f in source_findings(kernel.format(e=e), None)}, e
+    for e in ("y = x * 2\n        return torch.relu_(y)", "return F.relu(x, inplace=False)",
+              "return F.relu(x.clone(), inplace=True)"):
+        assert "input_write" not in {f.code for f in source_findings(kernel.format(e=e), None)}, e

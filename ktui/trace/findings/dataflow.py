@@ -377,6 +377,18 @@ class _PyDataflow(_PyFallbacks):
     def _io_call(self, n: ast.Call, alias: set[str], written: set[str]) -> None:
         """A call in the judged forward: an in-place method or ``out=`` on an input; the names it
         is given (which it may write)."""
+        f = self.resolve(n.func) or ""
+        if f.startswith("torch.") and n.args and (
+                _inplace(f.rsplit(".", 1)[-1]) or any(k.arg == "inplace" and isinstance(k.value, ast.Constant)
+                                                      and k.value.value is True for k in n.keywords)):
+            # the function form: torch.relu_(x), torch._C._nn.leaky_relu_(x, s), F.relu(x, inplace=True)
+            # (CUDA-L1's L1 P20 returns torch._C._nn.leaky_relu_(x, slope): its input, written over)
+            base = _base_name(n.args[0])
+            if base in alias:
+                self.add("input_write", ERROR, f"writes into its input {base} in place ({_short(n, 50)})",
+                         n.lineno)
+                written.add(base)
+                return
         if isinstance(n.func, ast.Attribute) and _inplace(n.func.attr):
             base = _base_name(n.func.value)
             if base in alias:
