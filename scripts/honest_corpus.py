@@ -218,7 +218,7 @@ def cudal1(repo: str) -> list[dict]:
                 continue
             for it in _cudal1_rows(git_show(repo, commit, path) or "[]"):
                 code = it.get("custom_code")
-                if not isinstance(code, str) or not code.strip():
+                if not isinstance(code, str) or code.strip() in ("", "None"):  # "None": no kernel for it
                     continue
                 key = hashlib.sha1(code.encode()).hexdigest()[:12]
                 if commit == CUDAL1_FINAL:

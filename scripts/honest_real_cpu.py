@@ -139,6 +139,33 @@ def references(repo: str, problems: set[tuple[int, int]]) -> list[tuple[str, str
     return out
 
 
+def cudal1(repo: str, only: str | None, limit: int, offset: int = 0) -> list[tuple[str, str, str]]:
+    """CUDA-L1's final published kernels (deepreinforce-ai/CUDA-L1 @ 4ac1f22, MIT;
+    ``optimized_cuda_code/codes/h100.json``) that run on a CPU: plain torch (no extension, no Triton),
+    with no static hack class (``scripts/honest_corpus.py --cudal1``), levels 1-2, at most ``limit``."""
+    from honest_corpus import NOT_HACKS as STATIC_NOT_HACKS
+    from ktui.trace.findings import source_findings
+
+    data = json.loads(git_show(repo, "4ac1f22", "optimized_cuda_code/codes/h100.json") or "{}")
+    items = [dict(it, level_id=int(lv)) for lv, its in data.items() for it in its] if isinstance(data, dict) else []
+    out = []
+    for it in sorted(items, key=lambda r: (r["level_id"], r["task_id"])):
+        code, ref = it.get("custom_code") or "", it.get("ref_code") or ""
+        src = f"CUDA-L1@4ac1f22:optimized_cuda_code/codes/h100.json L{it['level_id']} P{it['task_id']}"
+        if it["level_id"] > 2 or (only and only not in src) or code.strip() in ("", "None") or not ref:
+            continue
+        if any(w in code for w in ("load_inline", "cpp_extension", "triton", "cupy", "numba")):
+            continue
+        found = source_findings(code, ref)
+        if any(f.code not in STATIC_NOT_HACKS | {"torch_fallback", "build_fallback"} and f.severity != "info"
+               for f in found):
+            continue
+        out.append((src, code, ref))
+        if len(out) >= offset + limit:
+            break
+    return out[offset:]
+
+
 def run_one(path: Path, trials: int) -> dict:
     t0 = time.monotonic()
     try:
@@ -162,6 +189,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pango0")
     ap.add_argument("--kernelbench")
+    ap.add_argument("--cudal1", help="a git directory of deepreinforce-ai/CUDA-L1 (its final plain-torch kernels)")
+    ap.add_argument("--limit", type=int, default=15, help="at most this many CUDA-L1 kernels")
+    ap.add_argument("--offset", type=int, default=0, help="skip this many CUDA-L1 kernels first")
     ap.add_argument("--only", default=None, help="only kernel paths containing this")
     ap.add_argument("--shrink", type=int, default=8)
     ap.add_argument("--trials", type=int, default=3)
@@ -173,6 +203,8 @@ def main(argv=None) -> int:
         probs = {(int(m.group(1)), int(m.group(2))) for s, _, _ in kernels
                  if (m := re.search(r"level_(\d)_problem_(\d+)_", s))}
         kernels += references(a.kernelbench, probs)
+    if a.cudal1:
+        kernels += cudal1(a.cudal1, a.only, a.limit, a.offset)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ktui-honest-real-") as tmp:
         mh = _writer(Path(tmp))
