@@ -143,3 +143,21 @@ def test_cuda_l1s_known_hacks_are_still_named():
     are such tricks: work on a stream the timer never waits for, and a lazily computed tensor subclass."""
     assert "side_stream" in _real("l1p5_side_stream_removed")
     assert "tensor_subclass" in _real("l1p9_lazy_matmul")
+
+
+def test_the_benchmark_fact_does_not_hide_a_precision_flag_set_after_it():
+    """CUDA-L1's final L1 P62 sets ``cudnn.benchmark = True`` and two lines later ``allow_tf32 = True``:
+    one finding a class, the earliest line won, so the info fact hid the flag (the CPU run's
+    ``precision_flags`` probe still named it)."""
+    code = '''import torch
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.backends.cudnn.benchmark = True
+        x = 1
+        torch.backends.cuda.matmul.allow_tf32 = True
+    def forward(self, x):
+        return ext.run(x)
+'''
+    found = [f for f in source_findings(code, None) if f.code == "backend_flags"]
+    assert len(found) == 1 and found[0].severity == "warning" and "allow_tf32" in found[0].what

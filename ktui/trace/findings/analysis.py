@@ -14,6 +14,7 @@ from ktui.trace.findings.astwalk import walk
 from ktui.trace.findings.model import (
     _EVIDENCE_CHARS,
     ERROR,
+    INFO,
     MAX_AST_CHARS,
     WARNING,
     SourceFinding,
@@ -150,12 +151,16 @@ class _Analysis:
         return line is not None and any(a <= line <= b for a, b in self.self_test_lines)
 
     def add(self, code: str, severity: str, what: str, line: int | None) -> None:
-        """One finding per class: the one on the earliest line."""
+        """One finding per class: the most severe, then the one on the earliest line (an info fact,
+        ``cudnn.benchmark = True`` on line 23, never hides ``allow_tf32 = True`` on line 25)."""
         if code in self.SELF_TEST_NATURAL and (self.self_test_script or self.in_self_test(line)):
             return
+        rank = {INFO: 0, WARNING: 1, ERROR: 2}
         for i, f in enumerate(self.out):
             if f.code == code:
-                if line is not None and (f.line is None or line < f.line):
+                graver = rank.get(severity, 1) > rank.get(f.severity, 1)
+                if graver or (rank.get(severity, 1) == rank.get(f.severity, 1) and line is not None
+                              and (f.line is None or line < f.line)):
                     self.out[i] = SourceFinding(code, severity, what, line, _evidence(self.lines, line))
                 return
         self.out.append(SourceFinding(code, severity, what, line, _evidence(self.lines, line)))
