@@ -67,8 +67,17 @@ def test_cudnn_benchmark_is_a_fact_not_a_backend_flag():
     assert any(f.code == "backend_flags" and f.severity == "info" for f in found)
 
 
+def test_cudnns_other_speed_settings_are_facts_too():
+    for line in ("torch.backends.cudnn.deterministic = False", "torch.backends.cudnn.enabled = True",
+                 "torch.backends.cudnn.fastest = True", "torch.backends.cudnn.workspace_limit = 1 << 32"):
+        code = f"import torch\n{line}\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n" \
+               "        return ext.run(x)\n"
+        assert "backend_flags" not in _classes(code), line
+
+
 def test_a_precision_flag_is_still_a_backend_flag():
-    for line in ("torch.backends.cuda.matmul.allow_tf32 = True", "torch.backends.cudnn.allow_tf32 = True"):
+    for line in ("torch.backends.cuda.matmul.allow_tf32 = True", "torch.backends.cudnn.allow_tf32 = True",
+                 "torch.set_float32_matmul_precision('high')"):
         code = f"import torch\n{line}\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n" \
                "        return ext.run(x)\n"
         assert "backend_flags" in _classes(code)

@@ -175,6 +175,10 @@ _BUILD_ENV = frozenset({"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUDA_HOME", "CUDA_P
                         "CUDA_LAUNCH_BLOCKING", "TORCH_USE_CUDA_DSA", "TORCH_NVCC_FLAGS", "CUDA_VISIBLE_DEVICES",
                         "CUDA_DEVICE_MAX_CONNECTIONS", "TRITON_PRINT_AUTOTUNING", "CUTLASS_PATH",
                         "PYTORCH_ROCM_ARCH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_MODULE_LOADING"})
+#: cuDNN settings that choose among its full-precision algorithms (speed, determinism, workspace)
+_CUDNN_SPEED = frozenset({"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic",
+                          "torch.backends.cudnn.fastest", "torch.backends.cudnn.workspace_limit",
+                          "torch.backends.cudnn.enabled"})
 #: a C/C++/CUDA source file (written out to be compiled)
 _SOURCE_FILE = re.compile(r"\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp)$")
 #: where a toolkit or library lives (THUNDERKITTENS_ROOT, CUTLASS_DIR ...): build configuration

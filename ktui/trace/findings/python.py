@@ -22,6 +22,7 @@ from ktui.trace.findings.names import (
     _GC_CALLS,
     _GRAPH_CALLS,
     _HARNESS_WORDS,
+    _CUDNN_SPEED,
     _SOURCE_FILE,
     _VERDICT_CLAIM,
     _JOINABLE,
@@ -125,11 +126,12 @@ class _PyAnalysis(_PyDataflow):
             return
         line = self.line(node)
         last = target.rsplit(".", 1)[-1]
-        if target == "torch.backends.cudnn.benchmark":
-            # cuDNN times its own algorithms and keeps the fastest, for the reference too: a speed setting
-            # of the library, not a change of precision (212 of CUDA-L1's 868 kernels set it)
-            self.add("backend_flags", INFO, f"sets {target} (cuDNN picks its fastest algorithm, for the reference "
-                     "too: a speed setting, not a precision change)", line)
+        if target in _CUDNN_SPEED:
+            # cuDNN's choice among its own full-precision algorithms (benchmark, deterministic, fastest,
+            # workspace_limit, enabled), for the reference too: a speed setting, not a change of precision
+            # (212 of CUDA-L1's 867 kernels set benchmark, 74 deterministic); allow_tf32 stays a flag
+            self.add("backend_flags", INFO, f"sets {target} (which of cuDNN's full-precision algorithms runs, for "
+                     "the reference too: a speed setting, not a precision change)", line)
         elif target.startswith("torch.backends.") or target in ("torch.cuda.matmul.allow_tf32",):
             self.add("backend_flags", WARNING, f"sets {target} (a global flag that also changes the reference's "
                      "numerics or speed)", line)
