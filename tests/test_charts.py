@@ -408,3 +408,18 @@ def test_first_correct_says_which_models_have_correct_runs_without_a_turn():
     assert "no correct kernel: flash 0/4" in line and "correct, turn not recorded: opus 5/20" in line, line
     assert "opus 0/20" not in line
     assert "correct, turn not recorded: opus 5/20" in first_correct_svg(fc)
+
+
+def test_chart_model_names_keep_their_last_part():
+    """Three OpenRouter models in 22 cells read openrouter/anthropic/…, openrouter/google/gem…,
+    openrouter/openai/gpt…: the model's own name cut away. Now …/claude-opus-4.8, unless two models
+    end alike (then cut at the end as before)."""
+    from ktui.tui.widgets.charts import _model_name
+
+    names = ["openrouter/anthropic/claude-opus-4.8", "openrouter/google/gemini-3.5-flash", "openrouter/openai/gpt-5.5"]
+    assert [_model_name(n, 22, names).rstrip() for n in names] == ["…/claude-opus-4.8", "…/gemini-3.5-flash",
+                                                                    "…/gpt-5.5"]
+    assert all(len(_model_name(n, 22, names)) == 22 for n in names)
+    twins = ["openrouter/openai/gpt-5.5", "azure/openai/gpt-5.5"]
+    assert [_model_name(n, 22, twins).rstrip() for n in twins] == ["openrouter/openai/gpt…", "azure/openai/gpt-5.5"]
+    assert _model_name("grok-4.3", 22, ["grok-4.3"]).rstrip() == "grok-4.3"  # what fits is not cut

@@ -59,6 +59,19 @@ def _name(s: object, width: int) -> str:
     return set_cell_size(t, width)
 
 
+def _model_name(s: object, width: int, names: Sequence[object] = ()) -> str:
+    """A model's name in ``width`` cells: when it does not fit, its last part whole after ``…/``
+    (``…/claude-opus-4.8``: cut at the end, three OpenRouter models read ``openrouter/anthropic/…``,
+    ``openrouter/google/gem…``, ``openrouter/openai/gpt…``), unless another of ``names`` ends in
+    the same part; else cut at the end as before."""
+    t = clean(s).replace("\n", " ")
+    head, sep, last = t.rpartition("/")
+    if sep and head and cell_len(t) > width and 0 < cell_len(last) <= width - 2 \
+            and sum(1 for n in names if clean(n).rpartition("/")[2] == last) <= 1:
+        return set_cell_size("…/" + last, width)
+    return _name(t, width)
+
+
 def color_of(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
@@ -190,7 +203,7 @@ def render_fast_p(charts: SweepCharts, width: int, height: int) -> Text:
             t.append(f"  … {len(fp.curves) - legend_max} more (the HTML report shows all)", style="dim")
             break
         t.append(" ━━ " if curve.kind == "recorded" else " ╍╍ ", style=colors[curve.model])
-        t.append(_name(curve.label, name_w))
+        t.append(_model_name(curve.label, name_w, [c.label for c in fp.curves]))
         th = fp.thresholds(curve)
         t.append("  " + "  ".join(f"fast_{p:g} {pct(v)}" for p, v in th.items()))
         t.append(f"  of {curve.runs}", style="dim")
@@ -228,7 +241,7 @@ def render_speedup(charts: SweepCharts, width: int, height: int) -> Text:
     one = col(1.0)
     for i, r in enumerate(shown):
         color = color_of(i)
-        t.append(_name(r.model, name_w) + " ", style=color)
+        t.append(_model_name(r.model, name_w, [x.model for x in rows]) + " ", style=color)
         t.append("│", style="dim")
         gm = col(r.geomean) if r.geomean is not None else None
         for c in range(sw):
@@ -307,7 +320,7 @@ def render_grid(charts: SweepCharts, width: int, height: int, cursor: tuple[int,
         t.append(set_cell_size(head, cw - 1) + " ", style="bold")
     t.append("\n")
     for mi, m in enumerate(models, start=win["row0"]):
-        t.append(_name(m, nw) + " ", style="bold" if mi == cursor[0] else "")
+        t.append(_model_name(m, nw, models) + " ", style="bold" if mi == cursor[0] else "")
         for pj, k in enumerate(probs, start=win["col0"]):
             c = g.cell(m, k)
             here = (mi, pj) == tuple(cursor)
@@ -422,7 +435,7 @@ def render_first_correct(charts: SweepCharts, width: int, height: int) -> Text:
             continue
         for i, r in reached[:per]:
             color = color_of(i)
-            t.append(_name(r.model, name_w) + " ", style=color)
+            t.append(_model_name(r.model, name_w, [x.model for x in rows]) + " ", style=color)
             t.append("│", style="dim")
             s = r.stats.get(mk)
             if s is None:
