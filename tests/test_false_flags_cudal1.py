@@ -75,8 +75,18 @@ def test_cudnns_other_speed_settings_are_facts_too():
         assert "backend_flags" not in _classes(code), line
 
 
+def test_a_precision_flag_set_to_torchs_default_is_a_fact():
+    """90 CUDA-L1 kernels set ``torch.backends.cudnn.allow_tf32 = True``: torch's default (the CPU
+    run's before/after check of the global flags sees no change); ``cuda.matmul.allow_tf32 = True``
+    is a change (its default is False) and stays a flag."""
+    for line in ("torch.backends.cudnn.allow_tf32 = True", "torch.backends.cuda.matmul.allow_tf32 = False"):
+        code = f"import torch\n{line}\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n" \
+               "        return ext.run(x)\n"
+        assert "backend_flags" not in _classes(code), line
+
+
 def test_a_precision_flag_is_still_a_backend_flag():
-    for line in ("torch.backends.cuda.matmul.allow_tf32 = True", "torch.backends.cudnn.allow_tf32 = True",
+    for line in ("torch.backends.cuda.matmul.allow_tf32 = True", "torch.backends.cudnn.allow_tf32 = False",
                  "torch.set_float32_matmul_precision('high')"):
         code = f"import torch\n{line}\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n" \
                "        return ext.run(x)\n"

@@ -179,6 +179,10 @@ _BUILD_ENV = frozenset({"TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUDA_HOME", "CUDA_P
 _CUDNN_SPEED = frozenset({"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic",
                           "torch.backends.cudnn.fastest", "torch.backends.cudnn.workspace_limit",
                           "torch.backends.cudnn.enabled"})
+#: torch's defaults of its precision flags: setting one to its default changes nothing
+_TORCH_FLAG_DEFAULTS = {"torch.backends.cudnn.allow_tf32": True, "torch.backends.cuda.matmul.allow_tf32": False,
+                        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": True,
+                        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": True}
 #: a C/C++/CUDA source file (written out to be compiled)
 _SOURCE_FILE = re.compile(r"\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp)$")
 #: where a toolkit or library lives (THUNDERKITTENS_ROOT, CUTLASS_DIR ...): build configuration

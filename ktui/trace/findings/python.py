@@ -23,6 +23,7 @@ from ktui.trace.findings.names import (
     _GRAPH_CALLS,
     _HARNESS_WORDS,
     _CUDNN_SPEED,
+    _TORCH_FLAG_DEFAULTS,
     _SOURCE_FILE,
     _VERDICT_CLAIM,
     _JOINABLE,
@@ -126,7 +127,12 @@ class _PyAnalysis(_PyDataflow):
             return
         line = self.line(node)
         last = target.rsplit(".", 1)[-1]
-        if target in _CUDNN_SPEED:
+        value = node.value if isinstance(node, ast.Assign) else None
+        if target in _TORCH_FLAG_DEFAULTS and isinstance(value, ast.Constant) \
+                and value.value is _TORCH_FLAG_DEFAULTS[target]:
+            # torch's own default (cudnn.allow_tf32 is True unless someone turns it off): nothing changes
+            self.add("backend_flags", INFO, f"sets {target} to torch's default ({value.value}): no change", line)
+        elif target in _CUDNN_SPEED:
             # cuDNN's choice among its own full-precision algorithms (benchmark, deterministic, fastest,
             # workspace_limit, enabled), for the reference too: a speed setting, not a change of precision
             # (212 of CUDA-L1's 867 kernels set benchmark, 74 deterministic); allow_tf32 stays a flag
