@@ -180,3 +180,11 @@ class ModelNew(torch.nn.Module):
 '''
     found = [f for f in source_findings(code, None) if f.code == "backend_flags"]
     assert len(found) == 1 and found[0].severity == "warning" and "allow_tf32" in found[0].what
+
+
+def test_a_warning_that_says_incorrect_is_not_a_verdict_imitation():
+    """CUDA-L1 (h100_xsm.json L1 P10 at 8afc155, in the final lists) prints ``"Warning: Kernel produced incorrect
+    shape. Expected ..."`` outside any handler: "correct" matched inside "incorrect"."""
+    code = _HANDLER.replace("except Exception as e:", "except Exception:")
+    assert "fake_harness_output" not in _classes(code.format(msg='f"Warning: kernel produced incorrect shape {x.shape}"'))
+    assert "fake_harness_output" in _classes(code.format(msg='f"correct: {x.shape}"'))

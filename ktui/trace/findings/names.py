@@ -204,7 +204,7 @@ _OUTPUT_CALLS = frozenset({"print", "sys.stdout.write", "sys.stderr.write", "sys
                            "logging.critical", "logging.debug", "os.write", "sys.stdout.buffer.write",
                            "sys.stderr.buffer.write", "builtins.print"})
 _HARNESS_WORDS = re.compile(
-    r"(?i)(\bpass(?:ed)?\b|\bfail(?:ed)?\b(?!\s+to\b)|correct|speedup|runtime|\btrials?\b|μs|\bus\b|\bms\b|verdict|"
+    r"(?i)(\bpass(?:ed)?\b|\bfail(?:ed)?\b(?!\s+to\b)|(?<!in)correct|speedup|runtime|\btrials?\b|μs|\bus\b|\bms\b|verdict|"
     r"reproduced|\[meta\]|submit_kernel|run_correctness|max_abs|abs_err|rel_err|\"status\"|\"ok\"|"
     r"\"result\"|\"stage\"|\"kind\"|timing|elapsed|mean=|median|compile_kernel|all matched)")
 #: what a printed line claims about the kernel (a harness's verdict), as opposed to describing an error
