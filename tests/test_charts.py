@@ -423,3 +423,16 @@ def test_chart_model_names_keep_their_last_part():
     twins = ["openrouter/openai/gpt-5.5", "azure/openai/gpt-5.5"]
     assert [_model_name(n, 22, twins).rstrip() for n in twins] == ["openrouter/openai/gpt…", "azure/openai/gpt-5.5"]
     assert _model_name("grok-4.3", 22, ["grok-4.3"]).rstrip() == "grok-4.3"  # what fits is not cut
+
+
+def test_report_chart_model_labels_keep_their_last_part():
+    """The report's charts cut model labels at 28 characters from the end
+    (openrouter/anthropic/claude…, openrouter/google/gemini-3.…); now …/claude-opus-4.8."""
+    from ktui.report.svg import model_esc
+
+    names = ["openrouter/anthropic/claude-opus-4.8", "openrouter/google/gemini-3.5-flash", "openrouter/openai/gpt-5.5"]
+    assert [model_esc(n, names) for n in names] == ["…/claude-opus-4.8", "…/gemini-3.5-flash",
+                                                    "openrouter/openai/gpt-5.5"]
+    twins = ["openrouter/openai/gpt-5.5-priority-x", "azure-east-2/openai/gpt-5.5-priority-x"]
+    assert [model_esc(n, twins) for n in twins] == ["openrouter/openai/gpt-5.5-p…", "azure-east-2/openai/gpt-5.5…"]
+    assert model_esc("openrouter/<script>-model-name", []) == "…/&lt;script&gt;-model-name"  # escaped

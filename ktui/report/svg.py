@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 
 from ktui.trace.words import count
 from ktui.view.charts import (
@@ -26,6 +27,7 @@ from ktui.view.charts import (
     fmt_num,
     fmt_x,
     lin_ticks,
+    model_label,
     not_reached_line,
     pct,
 )
@@ -42,6 +44,13 @@ def color_of(i: int) -> str:
 
 def esc(s: object, limit: int = 0) -> str:
     return html.escape(one_line(s, limit), quote=True)
+
+
+def model_esc(name: object, names: Sequence[object], limit: int = 28) -> str:
+    """A model's name in a chart's label column (:func:`ktui.view.charts.model_label`), escaped."""
+    text = one_line(name)
+    short = model_label(text, limit, [one_line(n) for n in names])
+    return html.escape(short, quote=True) if short else esc(text, limit)
 
 
 def _n(v: float) -> str:
@@ -128,7 +137,7 @@ def speedup_svg(sc: SpeedupChart) -> str:
         y = T + RH * i + RH / 2
         col = color_of(i)
         g = [f'<g class="series" data-model="{esc(r.model)}">',
-             f'<text class="ml" x="{L - 8}" y="{_n(y + 4)}" text-anchor="end">{esc(r.model, 28)}</text>',
+             f'<text class="ml" x="{L - 8}" y="{_n(y + 4)}" text-anchor="end">{model_esc(r.model, [x.model for x in sc.rows])}</text>',
              f'<line class="grid" x1="{L}" y1="{_n(y)}" x2="{W - R}" y2="{_n(y)}"/>']
         for j, v in enumerate(r.speedups):
             jy = y + ((j * 7) % 11 - 5)
@@ -164,7 +173,7 @@ def grid_svg(g: GridChart, cell_index: dict[tuple[str, str], int]) -> str:
     for i, m in enumerate(g.models):
         y = T + CH * i
         row = [f'<g class="series" data-model="{esc(m)}">',
-               f'<text class="ml" x="{L - 8}" y="{_n(y + CH / 2 + 4)}" text-anchor="end">{esc(m, 28)}</text>']
+               f'<text class="ml" x="{L - 8}" y="{_n(y + CH / 2 + 4)}" text-anchor="end">{model_esc(m, g.models)}</text>']
         for j, k in enumerate(g.problems):
             c = g.cell(m, k)
             x = L + CW * j
@@ -208,7 +217,7 @@ def first_correct_svg(fc: FirstCorrectChart) -> str:
             col = color_of(i)
             s = r.stats.get(mk)
             g = [f'<g class="series" data-model="{esc(r.model)}" data-metric="{mk}">',
-                 f'<text class="ml" x="{L - 8}" y="{_n(y + 4)}" text-anchor="end">{esc(r.model, 28)}</text>']
+                 f'<text class="ml" x="{L - 8}" y="{_n(y + 4)}" text-anchor="end">{model_esc(r.model, [x.model for x in fc.rows])}</text>']
             if s is None:
                 g.append(f'<text class="tl" x="{L}" y="{_n(y + 4)}">not recorded ({r.reached}/{r.runs} correct)</text>')
             else:

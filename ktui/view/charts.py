@@ -338,6 +338,18 @@ def first_correct_chart(runs: Sequence[Any]) -> FirstCorrectChart:
     return FirstCorrectChart(rows, ranges)
 
 
+def model_label(name: str, width: int, names: Sequence[str] = ()) -> str | None:
+    """A model's name cut to ``width`` characters keeping its last part (``…/claude-opus-4.8``,
+    where an end cut read ``openrouter/anthropic/claude…``); None when it fits, when its last part
+    does not, or when another of ``names`` ends in the same part (the caller cuts it as before)."""
+    head, sep, last = name.rpartition("/")
+    if not sep or not head or len(name) <= width or not 0 < len(last) <= width - 2:
+        return None
+    if sum(1 for n in names if n.rpartition("/")[2] == last) > 1:
+        return None
+    return "…/" + last
+
+
 def not_reached_line(rows: Sequence[FirstCorrectRow], name_width: int = 40) -> str:
     """Under the chart, the models it has no row for: those with no correct run ("no correct
     kernel: M 0/20"), and those whose correct runs do not say at which turn (a Harbor trial's
