@@ -5,13 +5,20 @@
     python benchmarks/bench_compare_memory.py old 67108864
     python benchmarks/bench_compare_memory.py new 67108864
 """
-import sys, time, resource, importlib.util, torch
+import importlib.util
+import resource
+import sys
+import time
+
+import torch
+
 which, n = sys.argv[1], int(sys.argv[2])
 if which == "old":
     sys.path.insert(0, "/tmp/cmpb")
     import ktui.engine.compare  # noqa (its package for relative imports)
     spec = importlib.util.spec_from_file_location("ktui.engine.old_compare", sys.argv[3] if len(sys.argv) > 3 else "/tmp/cmpb/old_compare.py")
-    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
 else:
     from ktui.engine import compare as m
 g = torch.Generator().manual_seed(1)

@@ -144,6 +144,7 @@ def cudal1(repo: str, only: str | None, limit: int, offset: int = 0) -> list[tup
     ``optimized_cuda_code/codes/h100.json``) that run on a CPU: plain torch (no extension, no Triton),
     with no static hack class (``scripts/honest_corpus.py --cudal1``), levels 1-2, at most ``limit``."""
     from honest_corpus import NOT_HACKS as STATIC_NOT_HACKS
+
     from ktui.trace.findings import source_findings
 
     data = json.loads(git_show(repo, "4ac1f22", "optimized_cuda_code/codes/h100.json") or "{}")

@@ -52,7 +52,6 @@ from .defaults import (
     HOST_MEMORY_FLOOR_FRACTION,
     HOST_MEMORY_FLOOR_MAX,
     HOST_MEMORY_LOST_MIN,
-    MEMORY_LIMIT_BYTES,
     MSGQUEUE_LIMIT_BYTES,
     NPROC_LIMIT,
     OPEN_FILES_LIMIT,
@@ -61,6 +60,7 @@ from .defaults import (
     SIGPENDING_LIMIT,
     WATCHDOG_PERIOD_S,
 )
+from .meminfo import default_memory_limit, host_memory, host_shmem  # noqa: F401 - read through sandbox
 from .oslib import _under, fs_type, libc, prctl, set_pdeathsig  # noqa: F401
 from .proctree import (  # noqa: F401
     _threads,
@@ -195,18 +195,6 @@ class Spec:
                 "sysfs_note": self.sysfs_note, "toolchain": tool}
 
 
-def default_memory_limit():
-    try:
-        with open("/proc/meminfo") as fh:
-            for ln in fh:
-                if ln.startswith("MemTotal:"):
-                    total = int(ln.split()[1]) * 1024
-                    return min(MEMORY_LIMIT_BYTES, total // 2)
-    except (OSError, ValueError):
-        pass
-    return MEMORY_LIMIT_BYTES
-
-
 def worker_memory_limit(requested=None):
     """A worker tree's host-memory limit: ``requested`` bytes (the user's ``KTUI_WORKER_MEMORY_GB``,
     carried in the job's ``memory_limit``) capped at three quarters of the host's memory, or the
@@ -219,33 +207,6 @@ def worker_memory_limit(requested=None):
         return default_memory_limit()
     total = host_memory()[1]
     return min(req, total * 3 // 4) if total else req
-
-
-def host_memory():
-    """(MemAvailable, MemTotal) of this machine in bytes, (None, None) when unknown."""
-    got = {}
-    try:
-        with open("/proc/meminfo") as fh:
-            for ln in fh:
-                k, _, v = ln.partition(":")
-                if k in ("MemAvailable", "MemTotal"):
-                    got[k] = int(v.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return got.get("MemAvailable"), got.get("MemTotal")
-
-
-def host_shmem():
-    """Bytes of shared memory on this machine (/proc/meminfo Shmem: every tmpfs file, memfd, shared
-    anonymous mapping and SysV segment of every program), None when unknown."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for ln in fh:
-                if ln.startswith("Shmem:"):
-                    return int(ln.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def default_masks(extra=()):

@@ -14,6 +14,7 @@ from ktui.trace.findings.names import (
     _BUILD_ENV,
     _BUILD_ENV_NAME,
     _COMPARE_NAMES,
+    _CUDNN_SPEED,
     _DYNAMIC,
     _ENV_CALLS,
     _FRAME_ATTRS,
@@ -22,21 +23,20 @@ from ktui.trace.findings.names import (
     _GC_CALLS,
     _GRAPH_CALLS,
     _HARNESS_WORDS,
-    _CUDNN_SPEED,
-    _TORCH_FLAG_DEFAULTS,
-    _SOURCE_FILE,
-    _VERDICT_CLAIM,
     _JOINABLE,
     _OUTPUT_CALLS,
     _PATCH_ROOTS,
     _PATH_METHODS,
     _PROCESS_CALLS,
     _RNG_CALLS,
+    _SOURCE_FILE,
     _STATS_ROOTS,
     _THREAD_BASES,
     _THREAD_CALLS,
     _TIMER_WORDS,
+    _TORCH_FLAG_DEFAULTS,
     _TRACE_HOOKS,
+    _VERDICT_CLAIM,
     _profiler_query,
     ref_is_half,
 )
@@ -267,6 +267,20 @@ class _PyAnalysis(_PyDataflow):
                  "when profiled (ktui counts launches and looks for hidden work in a profiled forward)", self.line(node))
 
     # ---- calls --------------------------------------------------------------------------------------
+    def dot(self, node: ast.Call, line: int | None) -> None:
+        """tl.dot: TF32 chosen against a full-precision reference, or Triton's TF32 default (info)."""
+        tf32 = _dot_tf32(node)
+        if tf32 is None or (self.reference is not None and ref_is_half(self.reference)):
+            return
+        if tf32 == "chosen" and not self.has("precision_downgrade"):
+            self.add("precision_downgrade", WARNING, f"computes in reduced precision ({_short(node, 60)}: TF32, a "
+                     "10-bit mantissa) where the reference is full precision", line)
+        elif tf32 == "default" and not self.has("triton_tf32_default"):
+            self.add("triton_tf32_default", INFO, "tl.dot without input_precision='ieee': on float32 operands "
+                     "Triton computes it in TF32 (10-bit mantissa) by default, so against a float32 reference "
+                     "the run-time check may name the kernel reduced precision; that is Triton's default, "
+                     "not necessarily a choice", line)
+
     def call(self, node: ast.Call) -> None:
         f = self.resolve(node.func)
         line = self.line(node)
@@ -309,17 +323,7 @@ class _PyAnalysis(_PyDataflow):
                      "setting that also changes the reference)", line)
             return
         if f in ("triton.language.dot", "tl.dot"):
-            tf32 = _dot_tf32(node)
-            if tf32 is None or (self.reference is not None and ref_is_half(self.reference)):
-                return
-            if tf32 == "chosen" and not self.has("precision_downgrade"):
-                self.add("precision_downgrade", WARNING, f"computes in reduced precision ({_short(node, 60)}: TF32, a "
-                         "10-bit mantissa) where the reference is full precision", line)
-            elif tf32 == "default" and not self.has("triton_tf32_default"):
-                self.add("triton_tf32_default", INFO, "tl.dot without input_precision='ieee': on float32 operands "
-                         "Triton computes it in TF32 (10-bit mantissa) by default, so against a float32 reference "
-                         "the run-time check may name the kernel reduced precision; that is Triton's default, "
-                         "not necessarily a choice", line)
+            self.dot(node, line)
             return
         if f in _GRAPH_CALLS:
             self.add("cuda_graph", WARNING, f"captures or replays a CUDA graph ({f}): a replay reruns the captured "

@@ -357,6 +357,52 @@ def _cline_results(asm: Assembler, blocks: list, pending: list, line: int, ts: i
     return used
 
 
+def _user_message(asm: Assembler, content: Any, pending: list, deferred: list, line: int, ts: int | None,
+                  where: Any) -> None:
+    """A user message: tool results (Anthropic blocks, Cline's text results, answers), else text."""
+    blocks = content if isinstance(content, list) else []
+    results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+    for b in results:
+        c = asm.pending(b.get("tool_use_id")) or (pending[0] if pending else None)
+        if c is None:
+            asm.warn(line, "tool_result with no pending call", where)
+            continue
+        if c in pending:
+            pending.remove(c)
+        asm.result(c, b.get("content"), line, ts, is_error=b.get("is_error") is True)
+    said: set[int] = set()
+    if not results and pending:
+        said = _cline_results(asm, blocks, pending, line, ts, deferred)
+        if not said:
+            _cline_user_answer(asm, blocks, pending, line, ts)
+        _cline_resumed(asm, blocks, pending, line, ts)
+    text = text_of([b for b in blocks if id(b) not in said]) if said else text_of(content)
+    if text or not (results or said):
+        asm.message(line, "user", text)
+    if ts is not None and not (results or said):
+        asm.ts(ts)  # what the model read next was written then
+
+
+def _tool_message(asm: Assembler, m: dict, content: Any, pending: list, line: int, ts: int | None,
+                  where: Any) -> None:
+    """A tool / function message: the result of its call (by id, else by name, else the oldest)."""
+    cid = m.get("tool_call_id")
+    c = asm.pending(cid)
+    if c is None and pending:
+        name = m.get("name") or m.get("function")
+        c = next((p for p in pending if p.name == name), pending[0]) if name else pending[0]
+    if c is None:
+        asm.warn(line, f"tool message (id {cid!r}) with no pending call", where)
+        return
+    if c in pending:
+        pending.remove(c)
+    err = m.get("is_error") is True or (isinstance(m.get("error"), (str, dict)) and bool(m.get("error")))
+    body = content if content not in (None, "", []) else m.get("error")
+    if isinstance(body, dict):
+        body = as_str(body.get("message")) or str(body)
+    asm.result(c, body, line, ts, is_error=err)
+
+
 def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Turn]:
     """Messages into turns, calls and results. Returns the assistant turns."""
     run = asm.run
@@ -381,44 +427,10 @@ def _conversation(asm: Assembler, messages: list, line_of, where_of) -> list[Tur
             run.messages.append((line, "system", None, text_of(content)))
             continue
         if role == "user":
-            blocks = content if isinstance(content, list) else []
-            results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-            for b in results:
-                c = asm.pending(b.get("tool_use_id")) or (pending[0] if pending else None)
-                if c is None:
-                    asm.warn(line, "tool_result with no pending call", where)
-                    continue
-                if c in pending:
-                    pending.remove(c)
-                asm.result(c, b.get("content"), line, ts, is_error=b.get("is_error") is True)
-            said: set[int] = set()
-            if not results and pending:
-                said = _cline_results(asm, blocks, pending, line, ts, deferred)
-                if not said:
-                    _cline_user_answer(asm, blocks, pending, line, ts)
-                _cline_resumed(asm, blocks, pending, line, ts)
-            text = text_of([b for b in blocks if id(b) not in said]) if said else text_of(content)
-            if text or not (results or said):
-                asm.message(line, "user", text)
-            if ts is not None and not (results or said):
-                asm.ts(ts)  # what the model read next was written then
+            _user_message(asm, content, pending, deferred, line, ts, where)
             continue
         if role in ("tool", "function", "ipython"):
-            cid = m.get("tool_call_id")
-            c = asm.pending(cid)
-            if c is None and pending:
-                name = m.get("name") or m.get("function")
-                c = next((p for p in pending if p.name == name), pending[0]) if name else pending[0]
-            if c is None:
-                asm.warn(line, f"tool message (id {cid!r}) with no pending call", where)
-                continue
-            if c in pending:
-                pending.remove(c)
-            err = m.get("is_error") is True or (isinstance(m.get("error"), (str, dict)) and bool(m.get("error")))
-            body = content if content not in (None, "", []) else m.get("error")
-            if isinstance(body, dict):
-                body = as_str(body.get("message")) or str(body)
-            asm.result(c, body, line, ts, is_error=err)
+            _tool_message(asm, m, content, pending, line, ts, where)
             continue
         if role != "assistant":
             asm.warn(line, f"message {i} has an unknown role {role!r}; kept as a message", where)

@@ -19,7 +19,9 @@ from ktui.trace.derive import flags as derive_flags
 from ktui.trace.importers.evidence import evidence
 from ktui.trace.importers.framing import task_of
 from ktui.trace.importers.kernels import backend_of
+from ktui.trace.importers.searchreplace import search_replace_blocks  # noqa: F401 - importers take it from here
 from ktui.trace.importers.shellstatus import exit_code, shell_status  # noqa: F401 - importers take them from here
+from ktui.trace.importers.tokens import reasoning_apart  # noqa: F401 - importers take it from here
 from ktui.trace.importers.tracker import FileTracker
 from ktui.trace.model import (
     ERROR,
@@ -173,64 +175,6 @@ def as_list(v: Any) -> list:
 
 def as_dict(v: Any) -> dict:
     return v if isinstance(v, dict) else {}
-
-
-_SR_START = re.compile(r"^(-{3,}|<{3,}) ?SEARCH\s*$")
-_SR_MID = re.compile(r"^={3,}\s*$")
-_SR_END = re.compile(r"^(?:\+{3,}|>{3,}) ?REPLACE\s*$")
-_SR_LINE_HINT = re.compile(r"^:(?:start|end)_line:\s*\d+\s*$")
-_SR_HEAD_END = re.compile(r"^-{3,}\s*$")
-
-
-def search_replace_blocks(diff: Any) -> list[tuple[str, str]]:
-    """The (search, replace) pairs of a SEARCH / REPLACE diff (Cline's ``replace_in_file``:
-    ``------- SEARCH`` / ``=======`` / ``+++++++ REPLACE``; the older ``<<<<<<< SEARCH`` /
-    ``>>>>>>> REPLACE``, where Roo Code's ``apply_diff`` puts ``:start_line:N`` and a ``-------``
-    line before the search text); [] when it is not one (or a block is not closed)."""
-    if not isinstance(diff, str) or "SEARCH" not in diff or len(diff) > (8 << 20):
-        return []
-    out: list[tuple[str, str]] = []
-    state = 0  # 0 outside, 1 in SEARCH, 2 in REPLACE
-    head = False  # at the start of a <<<<<<< SEARCH block: Roo's line hints may come
-    old: list[str] = []
-    new: list[str] = []
-    for ln in diff.split("\n"):
-        if state == 0:
-            m = _SR_START.match(ln)
-            if m:
-                state, old, new, head = 1, [], [], m.group(1).startswith("<")
-        elif state == 1 and head and _SR_LINE_HINT.match(ln):
-            continue
-        elif state == 1 and head and old == [] and _SR_HEAD_END.match(ln):
-            head = False
-        elif state == 1 and _SR_MID.match(ln):
-            state = 2
-        elif state == 2 and _SR_END.match(ln):
-            out.append(("\n".join(old), "\n".join(new)))
-            state = 0
-        elif state == 1:
-            head = False
-            old.append(ln)
-        elif state == 2:
-            new.append(ln)
-    return [] if state != 0 else out
-
-
-def reasoning_apart(tr: int | None, total: int | None, counted: tuple[int, ...], inside_by_default: bool) -> int | None:
-    """The reasoning tokens to count beside a call's output tokens, or None where they are already
-    inside them. ``counted``: what ``total`` would be without reasoning apart (input plus output;
-    with and without the cached input, where the provider may count it apart). OpenAI's and
-    Anthropic's output counts include the reasoning (``total = input + output``); Gemini's do not
-    (``total = input + output + reasoning``). The total decides where it is given, else
-    ``inside_by_default``."""
-    if not tr:
-        return None
-    if total is not None:
-        if total in counted:
-            return None
-        if any(total == c + tr for c in counted):
-            return tr
-    return None if inside_by_default else tr
 
 
 def text_of(content: Any, types: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
