@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,16 @@ SEED_TRACE = ROOT / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
 #: a skip mark for tests that read ../shared/fixtures (beside the clone in CI; a clone elsewhere
 #: has none: those tests skip, as the README says, instead of failing on a missing folder)
 needs_shared = pytest.mark.skipif(not FIXTURES.is_dir(), reason="needs ../shared/fixtures beside the clone")
+
+
+# One thread per process for torch's intra-op pool (OpenMP) in every judge and worker the tests start
+# (the sandbox passes OMP_NUM_THREADS on): with the default (one thread per core), a CPU judge run of
+# a hack-corpus kernel on the loaded 2-core machine took 20 CPU-seconds and 78 s, with one thread
+# 5.5 and 20 s (benchmarks/results/test_suite_cpu.md, 2026-12-06): the pool's threads spin waiting
+# for each other while three processes share two cores. What the tests check does not depend on the
+# pool's size; test_hacks_corpus.py::test_honest_kernels_stay_clean_with_torchs_thread_pool judges
+# with the pool on. A value set by the user (or CI) is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 # How long a test lets a kernel's build take before the judge calls it a timeout: a C++ extension
