@@ -149,3 +149,35 @@ def seed_trace() -> Path:
 def _own_labels_file(tmp_path_factory, monkeypatch):
     """Every test reads and writes its own labels file (never the user's ~/.local/share/ktui)."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
+# ---- the judge on one kernel against the scaled-relu reference (the sandbox held-out attacks) -------------
+
+def judge_run(tmp_path, code: str, **req) -> dict:
+    """ktui's judge on ``code`` against tests/fixtures/repro/reference_scaled_relu.txt, on the CPU."""
+    from ktui.repro.runner import run_request
+
+    r = {"kernel_code": code, "reference_source": (ROOT / "tests" / "fixtures" / "repro" / "reference_scaled_relu.txt").read_text(),
+         "device": "cpu", "trials": 3, "correctness_trials": 1, "checks": False,
+         "build_root": str(tmp_path / "cache" / "build")}
+    r.update(req)
+    return run_request(r, run_timeout=240, compile_timeout=BUILD_TIMEOUT_S)
+
+
+def model(prelude: str, body: str) -> str:
+    """A ModelNew whose module runs ``prelude`` at import and whose forward is ``body``."""
+    import textwrap
+
+    return ("import os, sys, torch, torch.nn as nn\n" + textwrap.dedent(prelude) + "\n"
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(body), "        ")
+            + "\n")
+
+
+def outcome(res: dict) -> str:
+    """The verdict of a judge's result against the recorded claim of tests/fixtures/repro/cpu_wrong.jsonl v1."""
+    from ktui.repro.recorded import recorded_for
+    from ktui.repro.verdict import compare
+    from ktui.trace import load
+
+    r = load(str(ROOT / "tests" / "fixtures" / "repro" / "cpu_wrong.jsonl"))
+    return compare(recorded_for(r, r.kernel("v1")), res).verdict

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BUILD_TIMEOUT_S, needs
+from conftest import judge_run, model, needs, outcome
 
 from ktui.engine import confine, proctree, sandbox
 
@@ -225,33 +225,6 @@ def test_nothing_outlives_the_worker(plan):
 
 
 # ---- the judge: forging the verdict, crashing or hanging it ---------------------------------------------------
-
-def judge_run(tmp_path, code: str, **req) -> dict:
-    from ktui.repro.runner import run_request
-
-    r = {"kernel_code": code, "reference_source": (REPRO / "reference_scaled_relu.txt").read_text(),
-         "device": "cpu", "trials": 3, "correctness_trials": 1, "checks": False,
-         "build_root": str(tmp_path / "cache" / "build")}
-    r.update(req)
-    return run_request(r, run_timeout=240, compile_timeout=BUILD_TIMEOUT_S)
-
-
-def model(prelude: str, body: str) -> str:
-    import textwrap
-
-    return ("import os, sys, torch, torch.nn as nn\n" + textwrap.dedent(prelude) + "\n"
-            "class ModelNew(nn.Module):\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(body), "        ")
-            + "\n")
-
-
-def outcome(res: dict) -> str:
-    from ktui.repro.recorded import recorded_for
-    from ktui.repro.verdict import compare
-    from ktui.trace import load
-
-    r = load(str(REPRO / "cpu_wrong.jsonl"))
-    return compare(recorded_for(r, r.kernel("v1")), res).verdict
-
 
 #: a kernel whose output is wrong (x * 3, the reference's relu(x) * 2) and which tries to make the judge
 #: say anything but "correctness disagrees" / "not reproducible"

@@ -18,40 +18,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import BUILD_TIMEOUT_S, needs
+from conftest import judge_run, model, needs
+from conftest import outcome as verdict
 
 REPO = Path(__file__).resolve().parents[1]
 REPRO = REPO / "tests" / "fixtures" / "repro"
 SECRET = "s35-planted-secret-4f1d9c"
 
 
-def judge_run(tmp_path, code: str, **req) -> dict:
-    from ktui.repro.runner import run_request
-
-    r = {"kernel_code": code, "reference_source": (REPRO / "reference_scaled_relu.txt").read_text(),
-         "device": "cpu", "trials": 3, "correctness_trials": 1, "checks": False,
-         "build_root": str(tmp_path / "cache" / "build")}
-    r.update(req)
-    return run_request(r, run_timeout=240, compile_timeout=BUILD_TIMEOUT_S)
-
-
-def model(prelude: str, body: str) -> str:
-    return ("import os, sys, torch, torch.nn as nn\n" + textwrap.dedent(prelude) + "\n"
-            "class ModelNew(nn.Module):\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(body), "        ")
-            + "\n")
-
-
-def verdict(res: dict) -> str:
-    from ktui.repro.recorded import recorded_for
-    from ktui.repro.verdict import compare
-    from ktui.trace import load
-
-    r = load(str(REPRO / "cpu_wrong.jsonl"))
-    return compare(recorded_for(r, r.kernel("v1")), res).verdict
 
 
 def judged_against_itself(res: dict) -> bool:
