@@ -218,23 +218,33 @@ def _mapped_size(pid, start, end):
         return None
 
 
-def _shm_used(pids):
-    """Bytes used in the worker's private /dev/shm (a tmpfs: files there are host memory even
-    when nothing holds them open), read through a process of the tree that lives in the
-    worker's own mount namespace; 0 when none does (no namespaces: the host's /dev/shm)."""
+def through_own_namespace(pids, ns, read):
+    """``read(pid)`` through the first process of the tree whose ``ns`` namespace (``net``, ``mnt``)
+    is not the judge's, that is the worker's own; 0 when none is (no namespaces) or none can be read."""
     try:
-        ours = os.readlink("/proc/self/ns/mnt")
+        ours = os.readlink(f"/proc/self/ns/{ns}")
     except OSError:
         return 0
     for p in pids:
         try:
-            if os.readlink(f"/proc/{p}/ns/mnt") == ours:
+            if os.readlink(f"/proc/{p}/ns/{ns}") == ours:
                 continue
-            st = os.statvfs(f"/proc/{p}/root/dev/shm")
-            return (st.f_blocks - st.f_bfree) * st.f_frsize
+            return read(p)
         except OSError:
             continue
     return 0
+
+
+def _shm_used(pids):
+    """Bytes used in the worker's private /dev/shm (a tmpfs: files there are host memory even
+    when nothing holds them open), read through a process of the tree that lives in the
+    worker's own mount namespace; 0 when none does (no namespaces: the host's /dev/shm)."""
+
+    def used(p):
+        st = os.statvfs(f"/proc/{p}/root/dev/shm")
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+    return through_own_namespace(pids, "mnt", used)
 
 
 def _mapped_files(pids, objs):

@@ -70,6 +70,7 @@ from .proctree import (  # noqa: F401
     disk_used,
     kill_tree,
     stop_tree,
+    through_own_namespace,
     tree_memory,
     wait_stopped,
 )
@@ -429,19 +430,12 @@ class Launched:
         """Unix sockets in the tree's own network namespace (/proc/PID/net/unix of a process of the
         tree whose namespace is not the judge's): each one the tree made itself (0 when it shares the
         judge's namespace: no count of its own then)."""
-        try:
-            ours = os.readlink("/proc/self/ns/net")
-        except OSError:
-            return 0
-        for p in pids:
-            try:
-                if os.readlink(f"/proc/{p}/ns/net") == ours:
-                    continue
-                with open(f"/proc/{p}/net/unix", "rb") as fh:
-                    return max(0, sum(1 for _ in fh) - 1)  # a header line, then one line a socket
-            except OSError:
-                continue
-        return 0
+
+        def sockets(p):
+            with open(f"/proc/{p}/net/unix", "rb") as fh:
+                return max(0, sum(1 for _ in fh) - 1)  # a header line, then one line a socket
+
+        return through_own_namespace(pids, "net", sockets)
 
     def _watchdog(self):
         with Launched._live_lock:
