@@ -35,16 +35,16 @@ REST=$(sed -n 2p /tmp/real_sweep_lists.txt)
 echo "recorded correct: $(echo $GOOD | wc -w) runs; others: $(echo $REST | wc -w)"
 T0=$(date +%s)
 TASKS="${TASKS:-.i21data/subset_final}"
-OPTS="--trials 30 --timeout 90 --compile-timeout 240"
+OPTS="--trials 30 --timeout ${TIMEOUT:-300} --compile-timeout 240"
 if [ -d "$TASKS" ]; then OPTS="$OPTS --tasks $TASKS"; echo "task folders: $TASKS"; else echo "no task folders ($TASKS)"; fi
 # shellcheck disable=SC2086
-timeout "$CORRECT_S" python3 -m ktui verify $GOOD $OPTS --json > "$OUT/verify_correct.json" 2> "$OUT/verify_correct.log"
+timeout "$CORRECT_S" python3 -m ktui verify $GOOD $OPTS --json ${EVENTS:+--events "$OUT/events_correct.json"} > "$OUT/verify_correct.json" 2> "$OUT/verify_correct.log"
 echo "verify (recorded correct) rc=$? in $(( $(date +%s) - T0 )) s"
 # shellcheck disable=SC2086
 timeout 45 python3 -m ktui verify $GOOD $OPTS > "$OUT/verify_correct.txt" 2>&1  # the table, from the cache
 LEFT=$(( BUDGET - ($(date +%s) - T0) ))
 if [ "$LEFT" -gt 30 ]; then
     # shellcheck disable=SC2086
-    timeout "$LEFT" python3 -m ktui verify $REST $OPTS --json > "$OUT/verify_rest.json" 2> "$OUT/verify_rest.log"
+    timeout "$LEFT" python3 -m ktui verify $REST $OPTS --json ${EVENTS:+--events "$OUT/events_rest.json"} > "$OUT/verify_rest.json" 2> "$OUT/verify_rest.log"
     echo "verify (others) rc=$? in $(( $(date +%s) - T0 )) s total"
 fi

@@ -36,15 +36,15 @@ FIRST=$(sed -n 1p /tmp/triton_sweep_lists.txt)
 REST=$(sed -n 2p /tmp/triton_sweep_lists.txt)
 echo "recorded on an H200: $(echo $FIRST | wc -w) kernels; others: $(echo $REST | wc -w)"
 T0=$(date +%s)
-OPTS="--trials 30 --timeout 90 --compile-timeout 240"
+OPTS="--trials 30 --timeout ${TIMEOUT:-300} --compile-timeout 240"
 # shellcheck disable=SC2086
-timeout "$FIRST_S" python3 -m ktui verify $FIRST $OPTS --json > "$OUT/verify_h200.json" 2> "$OUT/verify_h200.log"
+timeout "$FIRST_S" python3 -m ktui verify $FIRST $OPTS --json ${EVENTS:+--events "$OUT/events_h200.json"} > "$OUT/verify_h200.json" 2> "$OUT/verify_h200.log"
 echo "verify (H200-recorded) rc=$? in $(( $(date +%s) - T0 )) s"
 # shellcheck disable=SC2086
 timeout 45 python3 -m ktui verify $FIRST $OPTS > "$OUT/verify_h200.txt" 2>&1  # the table, from the cache
 LEFT=$(( BUDGET - ($(date +%s) - T0) ))
 if [ "$LEFT" -gt 30 ]; then
     # shellcheck disable=SC2086
-    timeout "$LEFT" python3 -m ktui verify $REST $OPTS --json > "$OUT/verify_h100.json" 2> "$OUT/verify_h100.log"
+    timeout "$LEFT" python3 -m ktui verify $REST $OPTS --json ${EVENTS:+--events "$OUT/events_h100.json"} > "$OUT/verify_h100.json" 2> "$OUT/verify_h100.log"
     echo "verify (others) rc=$? in $(( $(date +%s) - T0 )) s total"
 fi
