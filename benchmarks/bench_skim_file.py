@@ -40,7 +40,8 @@ files (``time.process_time``), after 50 to warm the imports.
 dropped before each run), for each ``--src`` in turn (a ``git archive`` of a commit; default: this
 checkout), ``--rounds`` times, alternated, with the bare orjson loop (cold) at the start of each
 round: wall time, CPU of all its processes, load average, rows, and a digest of the rows printed
-(the same digest for two commits: the same rows, every field).
+(the same digest for two commits: the same rows, every field, in the same order; ``set_digest``: the
+same rows, every field, whatever their order).
 
     python benchmarks/bench_skim_file.py cli TREE --src /tmp/before --src . --rounds 3
 """
@@ -203,9 +204,12 @@ def cli(tree: str, srcs: list[str], rounds: int) -> list[dict]:
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             rows = json.loads(p.stdout)["runs"] if p.returncode == 0 else []
             digest = hashlib.sha1(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
+            # the rows whatever their order (the default order became natural order in speed36)
+            by_path = sorted(rows, key=lambda r: (r.get("path", ""), r.get("key", "")))
+            set_digest = hashlib.sha1(json.dumps(by_path, sort_keys=True).encode()).hexdigest()[:16]
             out.append({"round": r, "what": "ktui runs", "src": src, "rc": p.returncode, "wall_s": round(wall, 2),
                         "cpu_s": round((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), 2),
-                        "rows": len(rows), "digest": digest, "load": round(os.getloadavg()[0], 2)})
+                        "rows": len(rows), "digest": digest, "set_digest": set_digest, "load": round(os.getloadavg()[0], 2)})
             print(json.dumps(out[-1]), flush=True)
     return out
 

@@ -566,3 +566,34 @@ def test_a_scan_reads_the_files_ahead_that_it_skims(tmp_path, monkeypatch, jobs)
     asked.clear()
     assert len(list(SweepIndex(sweep, jobs=jobs).summaries())) == 60
     assert asked == []
+
+
+def test_rows_come_in_natural_order_by_default(tmp_path, monkeypatch):
+    """``ktui runs``' default order: a1, a2, a10 (directories and files), as the runs table's column
+    sort orders them, not character order (a1, a10, a2); names equal but for case or leading zeros
+    keep one fixed order whatever the file system lists first."""
+    import subprocess
+    import sys
+
+    from ktui.report.runs import sorted_runs
+
+    seed = Path(SEED_TRACE).read_bytes()
+    sw = tmp_path / "sweep"
+    n = 0
+    for d in ("a10", "a2", "a1", "B3", "b20", "c"):
+        (sw / d).mkdir(parents=True)
+        for f in ("x01.jsonl", "x1.jsonl", "X1.jsonl", "x001.jsonl") if d == "c" else \
+                ("run10.jsonl", "run2.jsonl", "run1.jsonl"):
+            n += 1
+            (sw / d / f).write_bytes(seed + b"\n" * n)  # blank lines: another file of the same run
+    want = [f"{d}/{f}" for d in ("a1", "a2", "a10", "B3", "b20") for f in ("run1.jsonl", "run2.jsonl", "run10.jsonl")]
+    want += ["c/X1.jsonl", "c/x001.jsonl", "c/x01.jsonl", "c/x1.jsonl"]
+    assert [t.path for t in discover(sw, [])] == want
+    runs, _ = scan(sw, use_cache=False, jobs=0)
+    assert [r.path for r in runs] == want
+    by_column = [runs[i].path for i in sorted_runs(range(len(runs)), runs, "path")]
+    assert [p for p in by_column if not p.startswith("c/")] == want[:15]  # the column's sort: the same order
+    env = dict(os.environ, KTUI_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-m", "ktui", "runs", str(sw), "--format", "json", "--no-cache"],
+                         capture_output=True, env=env, cwd=tmp_path, check=True).stdout
+    assert [r["path"] for r in json.loads(out)["runs"]] == want

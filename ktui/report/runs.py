@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import sys
 import time
 from collections import Counter
@@ -28,6 +27,7 @@ from ktui.report.console import table_console
 from ktui.report.fmt import OUTCOME_STYLE
 from ktui.trace.aggregate import FAST_P, ModelAggregate, model_aggregates
 from ktui.trace.index import RunSummary, ScanIssue, SweepIndex
+from ktui.trace.order import natural_key
 from ktui.trace.words import count, plural
 from ktui.view.fmt import num, ratio, secs
 from ktui.view.fmt import pct as fmt_pct
@@ -294,17 +294,6 @@ def sort_value(s: RunSummary, key: str) -> Any:
         return len(s.hacks)
     text = cell(s, key)
     return None if text in ("", "—") else natural_key(text)
-
-
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
-    """``text`` as it sorts for a reader: case folded, its numbers by value (``problem2`` before
-    ``problem10``, where character order put ``level1_problem100`` first and ``problem1`` after
-    ``problem19``)."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part)
-                 for part in _DIGITS.split(text.lower()) if part)
 
 
 def sorted_runs(indices: Iterable[int], rows: list[RunSummary], key: str, reverse: bool = False) -> list[int]:

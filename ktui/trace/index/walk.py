@@ -1,4 +1,6 @@
-"""Walking a sweep: every trace file under a directory once, in a stable order.
+"""Walking a sweep: every trace file under a directory once, in a stable order: a directory's
+entries in natural order (:func:`ktui.trace.order.name_key`: ``run2`` before ``run10``, as the
+runs table sorts its columns), so that the rows of ``ktui runs`` come in that order.
 
 Directory walking follows symbolic links, visits each real directory once (symlink loops are
 reported, not followed), lists each real file once (by device and inode), skips the record
@@ -16,6 +18,7 @@ from typing import Any
 from ktui.trace.index.records import RECORD_FILES, Records
 from ktui.trace.index.summary import ScanIssue, TraceFile
 from ktui.trace.labels import SWEEP_FILE as LABELS_FILE
+from ktui.trace.order import name_key
 from ktui.trace.reader import file_problem
 from ktui.trace.results.kernelbench import SAMPLE
 
@@ -23,6 +26,10 @@ from ktui.trace.results.kernelbench import SAMPLE
 TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval")  # .eval: Inspect's zipped logs
 # KernelBench run folders: one kernel file per sample (ktui.trace.results.kernelbench), a run each
 _SAMPLE_FILE = SAMPLE
+
+
+def _entry_key(e: os.DirEntry[str]) -> tuple[tuple[tuple[int, int | str], ...], str]:
+    return name_key(e.name)
 
 
 def looked_at(name: str) -> bool:
@@ -110,7 +117,7 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
         seen_dirs.add(key)
         try:
             with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_entry_key)
         except OSError as exc:
             issues.append(ScanIssue(shown, f"cannot list directory: {exc.strerror or exc}", "warning"))
             continue

@@ -1,0 +1,25 @@
+"""The order a reader expects of names: case folded, numbers by value (``run2`` before ``run10``,
+``a1, a2, a10`` where character order gives ``a1, a10, a2``). One rule for the sweep index's
+default row order (:mod:`ktui.trace.index.walk`) and the runs table's column sort
+(:func:`ktui.report.runs.sort_value`)."""
+
+from __future__ import annotations
+
+import re
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """``text`` as it sorts for a reader: case folded, its numbers by value (``problem2`` before
+    ``problem10``, where character order put ``level1_problem100`` first and ``problem1`` after
+    ``problem19``)."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part)
+                 for part in _DIGITS.split(text.lower()) if part)
+
+
+def name_key(name: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
+    """A directory entry's place among its siblings: :func:`natural_key`, then the name itself
+    (``Run1`` and ``run1``, ``a01`` and ``a1`` are equal by value: their character order decides,
+    so that the order never depends on the order the file system lists them in)."""
+    return natural_key(name), name
