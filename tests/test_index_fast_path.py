@@ -1,7 +1,7 @@
 """The sweep index's fast path gives the slow path's rows, on a mixed corpus.
 
 The fast path is what ``ktui runs`` does on a cold sweep: helpers forked from the scanning process
-(:class:`ktui.trace.index.workers.ForkHelper`, rows sent back as marshalled tuples), the row skim
+(:class:`ktui.trace.index.workers.Helper` made by fork, rows sent back as marshalled tuples), the row skim
 on ensemble traces (:mod:`ktui.trace.index.rowskim`), the file's first chunk read into a buffer of
 its own size (:func:`ktui.trace.index.skim._read_first`). The slow path is the full reader and
 builder on every file in one process. Every row (every field) and every issue must be the same.
@@ -25,7 +25,7 @@ from conftest import FIXTURES, ROOT, SEED_TRACE
 
 from ktui.trace.index import SweepIndex, skim, summarize
 from ktui.trace.index.summary import RunSummary, TraceFile
-from ktui.trace.index.workers import ForkHelper, fork_ok
+from ktui.trace.index.workers import Helper, fork_ok
 
 SOURCES = [ROOT / "tests" / "fixtures" / d for d in ("compare", "formats", "real", "hacks")] + [
     FIXTURES, FIXTURES.parent / "formats"]
@@ -116,20 +116,21 @@ def test_forked_helpers_and_row_skim_give_the_full_readers_rows(tmp_path, monkey
     assert _rows(warm)[0] == slow and warm.cache_hits == warm.total
 
 
-def test_a_forked_helper_answers_rows_and_ends_with_the_scan(tmp_path):
-    """A forked helper answers each file with the row this process would make, and is gone (reaped)
-    once closed; one that dies leaves no zombie and answers nothing more."""
-    if not fork_ok():
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_a_helper_answers_rows_and_ends_with_the_scan(tmp_path, fork):
+    """A helper, forked or a new interpreter (one class, one protocol: marshal frames both ways),
+    answers each file with the row this process would make, and is gone (reaped) once closed."""
+    if fork and not fork_ok():
         pytest.skip("no fork here (or other threads alive)")
     st = os.stat(SEED_TRACE)
     tf = TraceFile(str(SEED_TRACE), str(SEED_TRACE), st.st_size, st.st_mtime_ns, False, str(SEED_TRACE))
-    h = ForkHelper()
+    h = Helper(fork=fork)
     try:
         assert h.give(7, tf)
         got: list[tuple[int, RunSummary | None]] = []
         import select
 
-        while not got:
+        while not got and h.alive:
             select.select([h.fileno()], [], [], 30)
             got += h.read()
         assert got[0][0] == 7 and got[0][1] is not None

@@ -33,7 +33,7 @@ from ktui.trace.index.records import RECORD_FILES, Records, outcome_from_scores
 from ktui.trace.index.skim import CHUNK, _progress, summarize, summarize_loaded, summary_of_run
 from ktui.trace.index.summary import RunSummary, ScanIssue, TraceFile, problem_key
 from ktui.trace.index.walk import TRACE_EXTS, discover, iter_traces, willneed
-from ktui.trace.index.workers import ForkHelper, Helper, default_jobs, fork_ok, worker_main
+from ktui.trace.index.workers import Helper, default_jobs, fork_ok, worker_main
 from ktui.trace.labels import LabelStore, files_for
 from ktui.trace.words import count, plural
 
@@ -68,7 +68,7 @@ class _Scan:
         self.ready: dict[int, RunSummary] = {}  # results waiting for their turn
         self.raw: dict[int, dict[str, Any]] = {}  # each ready row before the sweep's records: what the cache keeps
         self.todo: deque[int] = deque()  # indices to skim, in order
-        self.helpers: list[Helper | ForkHelper] = []
+        self.helpers: list[Helper] = []
         self.sel = selectors.DefaultSelector()
         self.next_out = 0
         self.n_found = 0
@@ -135,12 +135,8 @@ class _Scan:
         idx = self.idx
         forked = idx.fork if idx.fork is not None else fork_ok()
         for _ in range(idx.jobs - len(self.helpers)):
-            h: Helper | ForkHelper
             try:
-                if forked:
-                    h = ForkHelper([fd for o in self.helpers if isinstance(o, ForkHelper) for fd in o.fds()])
-                else:
-                    h = Helper()
+                h = Helper(forked, [fd for o in self.helpers for fd in o.fds()] if forked else None)
             except OSError:
                 idx.jobs = len(self.helpers)
                 return
@@ -175,7 +171,7 @@ class _Scan:
         if not self.helpers:
             return
         for key, _ in self.sel.select(timeout):
-            h: Helper | ForkHelper = key.data
+            h: Helper = key.data
             for i, s in h.read():
                 self.finish(i, s if s is not None else summarize(self.idx.files[i]))
             if not h.alive:  # it died: its tasks come back to us
@@ -313,7 +309,7 @@ class SweepIndex:
         self.not_traces = 0  # .json files skipped: not traces
         self.result_files = 0  # .json files that are a harness's result files (read with their runs)
         self.helpers_used = 0
-        self.helpers_forked = False  # the helpers were forked from this process (workers.ForkHelper)
+        self.helpers_forked = False  # the helpers were forked from this process (workers.Helper(fork=True))
         self.fork: bool | None = None  # None: fork where it is safe (workers.fork_ok); False: never
 
     def discover(self) -> list[TraceFile]:

@@ -1,21 +1,20 @@
 """Skimming in parallel: helper processes, each fed trace files and answering with one summary
 each, so that a cold scan uses the cores there are.
 
-Two kinds, one interface (``give``, ``read``, ``fileno``, ``close``, ``alive``, ``outstanding``):
+One :class:`Helper` class, started one of two ways, then the same in everything else: tasks and
+rows go through two pipes as length-prefixed ``marshal`` frames (a row as the tuple of its
+fields: no JSON, no per-field checks of data that never left ktui), served by :func:`_serve`.
 
-- :class:`ForkHelper` (the default where it is safe: a POSIX process with one thread, as ``ktui
-  runs``, ``validate`` and ``report`` are): a copy of the scanning process made by ``fork()``, so it
-  starts skimming at once with every module already imported (a new interpreter spent 0.3-0.5 s
-  of CPU on its imports before its first file); tasks and rows go through two pipes as
-  length-prefixed ``marshal`` frames (a row as the tuple of its fields: no JSON, no per-field
-  checks of data that never left ktui).
-- :class:`Helper`: a new interpreter fed on stdin, one JSON line each way; used where a fork is
-  not safe (the app scans in a thread; a platform without ``fork``).
+- ``fork=True`` (the default where it is safe, :func:`fork_ok`: a POSIX process with one thread,
+  as ``ktui runs``, ``validate`` and ``report`` are): a copy of the scanning process made by
+  ``fork()``, so it starts skimming at once with every module already imported (a new
+  interpreter spent 0.3-0.5 s of CPU on its imports before its first file);
+- ``fork=False``: a new interpreter (:func:`worker_main`) on the two ends of its stdin and stdout;
+  used where a fork is not safe (the app scans in a thread; a platform without ``fork``).
 """
 
 from __future__ import annotations
 
-import json
 import marshal
 import os
 import signal
@@ -23,12 +22,10 @@ import struct
 import subprocess
 import sys
 import threading
-from typing import IO, cast
 
 from ktui import settings
 from ktui.trace.index.skim import summarize
 from ktui.trace.index.summary import RunSummary, TraceFile
-from ktui.trace.notes import JSONError, loads
 
 
 def default_jobs() -> int:
@@ -42,104 +39,6 @@ def default_jobs() -> int:
     return max(0, min(7, (os.cpu_count() or 1) - 1))
 
 
-def worker_main() -> None:  # pragma: no cover - runs in a helper process (tested through SweepIndex)
-    """Helper process: a TraceFile per stdin line in, a summary per stdout line out (JSON)."""
-    out = sys.stdout.buffer
-    for raw in sys.stdin.buffer:
-        task = None
-        try:
-            task = loads(raw)
-            tf = TraceFile(task["path"], task["real"], task["size"], task["mtime_ns"], False, task["found"])
-            body = {"i": task["i"], "s": summarize(tf).to_dict()}
-        except Exception as exc:  # noqa: BLE001 - report, never die on one file
-            body = {"i": task.get("i") if isinstance(task, dict) else None, "error": repr(exc)}
-        out.write(_dumps(body) + b"\n")
-        out.flush()
-
-
-def _dumps(body: dict) -> bytes:
-    try:
-        import orjson
-
-        return orjson.dumps(body)
-    except (ImportError, TypeError):  # numbers orjson cannot hold (ints over 64 bits): the json module can
-        return json.dumps(body).encode()
-
-
-class Helper:
-    """One helper process and the tasks it has been given."""
-
-    MAX_OUTSTANDING = 16
-
-    def fileno(self) -> int:
-        """What the scan waits on (``selectors``): the helper's answers."""
-        return cast(IO[bytes], self.proc.stdout).fileno()
-
-    def __init__(self) -> None:
-        pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from ktui.trace.index.workers import worker_main; worker_main()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        self.outstanding: dict[int, TraceFile] = {}
-        self.buf = b""
-        self.alive = True
-
-    def give(self, i: int, tf: TraceFile) -> bool:
-        task = {"i": i, "path": tf.path, "real": tf.real, "size": tf.size, "mtime_ns": tf.mtime_ns,
-                "found": tf.found}
-        try:
-            stdin = cast(IO[bytes], self.proc.stdin)  # a PIPE
-            stdin.write(json.dumps(task).encode() + b"\n")
-            stdin.flush()
-        except (OSError, ValueError):
-            self.alive = False
-            return False
-        self.outstanding[i] = tf
-        return True
-
-    def read(self) -> list[tuple[int, RunSummary | None]]:
-        """Results available now (call when select() says the pipe is readable)."""
-        try:
-            chunk = os.read(cast(IO[bytes], self.proc.stdout).fileno(), 1 << 20)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.alive = False
-            return []
-        self.buf += chunk
-        *lines, self.buf = self.buf.split(b"\n")
-        out = []
-        for ln in lines:
-            try:
-                body = loads(ln)
-                i = body["i"]
-                s = RunSummary.from_dict(body["s"]) if "s" in body else None
-            except KeyError:
-                continue
-            except JSONError:  # TypeError among them
-                continue
-            if i in self.outstanding:
-                del self.outstanding[i]
-                out.append((i, s))
-        return out
-
-    def close(self) -> None:
-        try:
-            if self.proc.stdin:
-                self.proc.stdin.close()
-        except OSError:
-            pass
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for f in (self.proc.stdout,):
-            if f:
-                f.close()
-
-
-# ---- helpers made by fork() ---------------------------------------------------------------------------
 _LEN = struct.Struct("<I")
 
 
@@ -169,8 +68,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _fork_main(task_fd: int, out_fd: int) -> None:  # pragma: no cover - runs in the forked helper
-    """The forked helper's loop: a task frame in, a row frame out, until the task pipe closes."""
+def worker_main() -> None:  # pragma: no cover - runs in a spawned helper (tested through SweepIndex)
+    """A spawned helper (``Helper(fork=False)``): :func:`_serve` on its stdin and stdout."""
+    _serve(sys.stdin.fileno(), sys.stdout.fileno())
+
+
+def _serve(task_fd: int, out_fd: int) -> None:  # pragma: no cover - runs in a helper
+    """A helper's loop: a task frame in, a row frame out, until the task pipe closes."""
     buf = bytearray()
     while True:
         chunk = os.read(task_fd, 1 << 16)
@@ -188,51 +92,84 @@ def _fork_main(task_fd: int, out_fd: int) -> None:  # pragma: no cover - runs in
             _write_all(out_fd, _LEN.pack(len(body)) + body)
 
 
-class ForkHelper:
-    """One helper made by ``fork()`` (see the module's docstring) and the tasks it has been given.
+def _fork(close_in_child: list[int] | None) -> tuple[int, int, int]:
+    """A copy of this process serving tasks: (its pid, the task pipe's end, the rows pipe's end).
     ``close_in_child``: descriptors of the helpers made before it, which it must not keep open
     (a helper holding another's task pipe would keep that one from ever seeing its end)."""
+    # the modules a skim imports on first use, imported once here so that the copy has them
+    from ktui.trace import importers, results  # noqa: F401
+    from ktui.trace.findings import source_findings  # noqa: F401
+
+    # stdout and stderr are not flushed first: the copy ends with os._exit and never writes
+    # what they hold (a flush could fail on a pipe closed under ``| head`` and stop the fork)
+    task_r, task_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (task_r, task_w, out_r, out_w):
+            os.close(fd)
+        raise
+    if pid == 0:  # pragma: no cover - the helper
+        code = 0
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            for fd in (task_w, out_r, *(close_in_child or ())):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            _serve(task_r, out_w)
+        except BaseException:  # noqa: BLE001 - the helper ends here whatever happens
+            code = 1
+        finally:
+            os._exit(code)  # never the parent's exit handlers, buffers or finally blocks
+    os.close(task_r)
+    os.close(out_w)
+    return pid, task_w, out_r
+
+
+def _spawn() -> tuple[subprocess.Popen[bytes], int, int]:
+    """A new interpreter serving tasks (:func:`worker_main`) on two pipes made here, as a forked
+    helper's are: (its Popen, the task pipe's end, the rows pipe's end)."""
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    task_r, task_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from ktui.trace.index.workers import worker_main; worker_main()"],
+            stdin=task_r, stdout=out_w, stderr=subprocess.DEVNULL, env=env)
+    except BaseException:
+        for fd in (task_w, out_r):
+            os.close(fd)
+        raise
+    finally:
+        os.close(task_r)
+        os.close(out_w)
+    return proc, task_w, out_r
+
+
+class Helper:
+    """One helper process (see the module's docstring: ``fork`` says how it starts) and the tasks
+    it has been given. ``close_in_child``: what :func:`_fork` says (a forked helper only)."""
 
     MAX_OUTSTANDING = 16
 
-    def __init__(self, close_in_child: list[int] | None = None) -> None:
-        # the modules a skim imports on first use, imported once here so that the copy has them
-        from ktui.trace import importers, results  # noqa: F401
-        from ktui.trace.findings import source_findings  # noqa: F401
-
-        # stdout and stderr are not flushed first: the copy ends with os._exit and never writes
-        # what they hold (a flush could fail on a pipe closed under ``| head`` and stop the fork)
-        task_r, task_w = os.pipe()
-        out_r, out_w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            for fd in (task_r, task_w, out_r, out_w):
-                os.close(fd)
-            raise
-        if pid == 0:  # pragma: no cover - the helper
-            code = 0
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                for fd in (task_w, out_r, *(close_in_child or ())):
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
-                _fork_main(task_r, out_w)
-            except BaseException:  # noqa: BLE001 - the helper ends here whatever happens
-                code = 1
-            finally:
-                os._exit(code)  # never the parent's exit handlers, buffers or finally blocks
-        os.close(task_r)
-        os.close(out_w)
-        self.pid = pid
-        self.task_fd, self.out_fd = task_w, out_r
+    def __init__(self, fork: bool = False, close_in_child: list[int] | None = None) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        if fork:
+            self.pid, self.task_fd, self.out_fd = _fork(close_in_child)
+        else:
+            self.proc, self.task_fd, self.out_fd = _spawn()
+            self.pid = self.proc.pid
         self.outstanding: dict[int, TraceFile] = {}
         self.buf = bytearray()
         self.alive = True
 
     def fileno(self) -> int:
+        """What the scan waits on (``selectors``): the helper's answers."""
         return self.out_fd
 
     def fds(self) -> list[int]:
@@ -271,11 +208,16 @@ class ForkHelper:
         return out
 
     def close(self) -> None:
+        """Its pipes closed, the process killed and reaped."""
         for fd in (self.task_fd, self.out_fd):
             try:
                 os.close(fd)
             except OSError:
                 pass
+        if self.proc is not None:  # reaped through its Popen, which would otherwise say it still runs
+            self.proc.kill()
+            self.proc.wait()
+            return
         try:
             os.kill(self.pid, signal.SIGKILL)
         except OSError:
