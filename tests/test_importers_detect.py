@@ -137,10 +137,6 @@ def test_head_lines_line_by_line_equal_the_split_of_the_whole_head():
 # d6f1292, GPL-3.0, quoted; a Cursor export as find_string shows them; a Codex rollout committed
 # as a Git LFS pointer, leejunha781/Codex 02ade423); the rest made up
 TEXT_LOGS = {
-    "aider_chat.md": ("# aider chat started at 2024-08-27 01:19:24\n\n> Aider v0.52.1  \n"
-                      "> Model: groq/llama-3.1-405b-reasoning with whole edit format  \n\n"
-                      "#### modify Merge.cpp to be able to merge workfiles  \n",
-                      "an Aider chat history (.aider.chat.history.md)"),
     "aider_input": ("\n# 2024-08-27 01:19:52.183058\n+/add Backup.cpp Constants.h\n+\n\n"
                     "# 2024-08-27 01:20:36.998834\n+modify Merge.cpp\n",
                     "an Aider input history"),
@@ -163,6 +159,18 @@ def test_text_logs_of_other_agents_are_named_in_one_line(name, tmp_path):
     assert len(run.problems) == 1 and run.problems[0].line == 0
     msg = run.problems[0].message
     assert msg.startswith(f"not a trace (looks like {what}") and "\n" not in msg
+
+
+def test_an_aider_chat_history_is_read_by_its_reader(tmp_path):
+    # (named "not a trace" before ktui.trace.importers.aider; its input history still is: prompts only)
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text("# aider chat started at 2024-08-27 01:19:24\n\n> Aider v0.52.1  \n"
+                 "> Model: groq/llama-3.1-405b-reasoning with whole edit format  \n\n"
+                 "#### modify Merge.cpp to be able to merge workfiles  \n")
+    run = load(str(p))
+    assert run.format == "aider" and not run.problems
+    assert run.model == "groq/llama-3.1-405b-reasoning"
+    assert run.problem.prompt == "modify Merge.cpp to be able to merge workfiles"
 
 
 def test_plain_text_that_matches_no_log_is_read_as_before(tmp_path):

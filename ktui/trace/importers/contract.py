@@ -8,7 +8,9 @@ An importer reads one trace format into a :class:`~ktui.trace.model.Run`. It has
 * single-object: ``detect_object(obj) -> bool`` says whether a parsed whole-file object is of the
   format, ``load_object(obj, path) -> Run`` reads it;
 
-and optionally ``load_zip(path, data=None) -> Run`` (an archive of the format).
+and optionally ``load_zip(path, data=None) -> Run`` (an archive of the format). A line-based format
+of text that is not JSON (Aider's Markdown transcript) adds ``detect_text(lines) -> bool``: whether
+the file's first non-blank lines (bytes) are of the format; its ``detect_line`` matches nothing.
 
 A single-object format whose file holds many runs (one results file a configuration, each
 problem a run) adds ``runs_in(obj) -> list[str]``: the keys of the runs the object holds, in
@@ -71,6 +73,7 @@ class Importer:
     load_zip: Callable[..., Run] | None = None  # load_zip(path, data=None)
     runs_in: Callable[[Any], list[str]] | None = None  # a file of many runs: their keys
     load_run: Callable[[Any, str, str], Run] | None = None  # load_run(obj, path, key)
+    detect_text: Callable[[list[bytes]], bool] | None = None  # a text (not JSON) log: its first lines
     module: ModuleType | None = None
     streamed: bool = False  # the reader's own format (ensemble): read by ktui.trace.reader
 
@@ -99,4 +102,5 @@ class Importer:
         return cls(name=name or module.NAME, label=module.LABEL, line_based=line_based,
                    detect_line=fn("detect_line"), load_lines=fn("load") if line_based else None,
                    detect_object=fn("detect_object"), load_object=fn("load_object"), load_zip=fn("load_zip"),
-                   runs_in=fn("runs_in"), load_run=fn("load_run"), module=module, streamed=streamed)
+                   runs_in=fn("runs_in"), load_run=fn("load_run"), detect_text=fn("detect_text"), module=module,
+                   streamed=streamed)

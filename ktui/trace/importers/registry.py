@@ -26,6 +26,7 @@ from ktui.trace.address import join as join_address
 from ktui.trace.address import split as split_address
 from ktui.trace.importers import (
     aide,
+    aider,
     atif_jsonl,
     chat_messages,
     claude_code,
@@ -72,6 +73,7 @@ FORMATS: list[tuple[str, ModuleType]] = [
     ("aide", aide),
     ("kernelbench-agentic", kernelbench_agentic),
     ("kernel-samples", kernel_samples),
+    ("aider", aider),  # Markdown, not JSON: known by its first lines (detect_text)
     ("result-file", result_run),  # a result file that names its kernel file: after every trace format
     ("chat-messages", chat_messages),  # the most general shape: last
 ]
@@ -185,6 +187,10 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
         except JSONError:
             objs.append(None)
     dicts = [o for o in objs if isinstance(o, dict)]
+    if lines and objs and objs[0] is None:  # a text log of a format ktui reads (not JSON)
+        for imp in IMPORTERS:
+            if imp.detect_text is not None and _safe(imp.detect_text, lines):
+                return Detection(imp.name)
     if len(lines) == 1 and not more and dicts:  # one compact object: a single-object format first
         for imp in IMPORTERS:
             f = imp.detect_object
@@ -234,10 +240,9 @@ def detect(path: str | None = None, data: bytes | None = None) -> Detection:
 
 # text (not JSON) logs of agents ktui has no reader for, known by their first lines
 _TEXT_KINDS = [
-    (re.compile(rb"^# aider chat started at \d{4}-\d\d-\d\d"),
-     "an Aider chat history (.aider.chat.history.md), a Markdown transcript ktui has no reader for"),
     (re.compile(rb"^# \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s*$"),
-     "an Aider input history (.aider.input.history: the prompts typed, no model output)"),
+     "an Aider input history (.aider.input.history: the prompts typed, no model output; ktui reads the "
+     ".aider.chat.history.md beside it, and times its prompts from this file)"),
     (re.compile(rb"^_Exported on .{1,80} from Cursor \(\d"),
      "a Cursor chat export (Markdown), which ktui has no reader for"),
 ]

@@ -23,7 +23,8 @@ from ktui.trace.reader import file_problem
 from ktui.trace.results.kernelbench import SAMPLE
 
 # files looked at as traces (which format a file is comes from its content, never its name)
-TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval")  # .eval: Inspect's zipped logs
+TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval",  # .eval: Inspect's zipped logs
+              ".aider.chat.history.md")  # Aider's Markdown transcript (ktui.trace.importers.aider)
 # KernelBench run folders: one kernel file per sample (ktui.trace.results.kernelbench), a run each
 _SAMPLE_FILE = SAMPLE
 
