@@ -215,6 +215,7 @@ class ClockStages(CheckedPass, RefTimingStages):
             self.cand.call("put_inputs", {"slot": "t", "inputs": v}, f)
         self._pending_wall_check = None
         self._wall_ref = ref_out  # the size of the outputs the checked pass keeps
+        self._wall_inputs = inputs  # a wrong checked pass is compared with one untimed call on them
         done = []
         self._rt_prepare()
         try:
