@@ -107,3 +107,37 @@ def test_sdk_events_are_not_v0_and_v0_is_not_sdk(tmp_path):
     q = tmp_path / "v0.json"
     q.write_text(json.dumps(_events()))
     assert detect(str(q)).name == "openhands-v0"
+
+
+def _think_event(eid, thought, arg, content):
+    # the shape of a real `think` action (StephenQSstarThomas/Anewbenchmark 9c152d9,
+    # OpenHands/trajectories/injected_20250910_070654.json, gpt-4o; no licence found: written after it)
+    call = {"id": f"call_{eid}", "type": "function",
+            "function": {"name": "think", "arguments": json.dumps({"thought": arg})}}
+    resp = {"id": f"r{eid}", "model": "gpt-4o-2024-08-06", "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            "choices": [{"message": {"role": "assistant", "content": content, "tool_calls": [call]}}]}
+    return [{"id": eid, "timestamp": "2025-09-10T01:27:17.039596", "source": "agent",
+             "message": f"I am thinking...: {thought}", "action": "think",
+             "tool_call_metadata": {"function_name": "think", "tool_call_id": f"call_{eid}", "model_response": resp,
+                                    "total_calls_in_response": 1},
+             "args": {"thought": thought}},
+            {"id": eid + 1, "timestamp": "2025-09-10T01:27:17.040000", "source": "agent",
+             "message": "Your thought has been logged.", "cause": eid, "observation": "think",
+             "content": "Your thought has been logged.", "extras": {}}]
+
+
+def test_a_think_call_shows_its_thought_and_the_text_before_it_apart(tmp_path):
+    evs = _events()[:2]
+    evs += _think_event(20, "The repository holds no code.", "The repository holds no code.", None)
+    evs += _think_event(30, "Let me reason first.\nCheck the kernel's bounds.", "Check the kernel's bounds.",
+                        "Let me reason first.")
+    p = tmp_path / "trajectory.json"
+    p.write_text(json.dumps(evs))
+    run = load(str(p))
+    a, b = run.calls
+    assert a.name == b.name == "think"
+    assert a.args == {"thought": "The repository holds no code."}  # was {} ("(no arguments)")
+    assert not run.turns[0].text  # the thought is the call's, not also the turn's text
+    assert b.args == {"thought": "Check the kernel's bounds."}
+    assert run.turns[1].text == "Let me reason first."
+    assert a.result is not None and a.result.status == "ok"

@@ -32,8 +32,10 @@ from ktui.trace.importers.common import (
     Assembler,
     as_dict,
     as_int,
+    as_list,
     as_num,
     as_str,
+    decoded_arguments,
     iso_ms,
     shell_status,
 )
@@ -64,6 +66,26 @@ def detect_object(obj: Any) -> bool:
     head = obj[:20]
     events = [e for e in head if _is_event(e)]  # a few odd entries are warnings, not another format
     return _is_event(head[0]) and 2 * len(events) >= len(head) and any("action" in e for e in events)
+
+
+def _think(thought: str, resp: dict, call_id: str | None) -> tuple[str, str]:
+    """(the model's text before a ``think`` call, the call's thought): OpenHands puts the call's
+    argument in ``args.thought``, joined to the reply's text where there was some; the call's own
+    arguments in the recorded response say which part is which."""
+    for ch in as_list(resp.get("choices"))[:4]:
+        msg = as_dict(as_dict(ch).get("message"))
+        for tc in as_list(msg.get("tool_calls")):
+            tc = as_dict(tc)
+            if call_id is not None and tc.get("id") != call_id:
+                continue
+            arg = as_str(as_dict(decoded_arguments(as_dict(tc.get("function")).get("arguments"), "thought"))
+                         .get("thought"))
+            if arg is None:
+                continue
+            arg = arg.strip()
+            rest = thought.replace(arg, "", 1).strip() if arg and arg in thought else ""
+            return rest, arg
+    return "", thought
 
 
 class _Reader:
@@ -107,9 +129,14 @@ class _Reader:
         if act == "message":  # the agent's text without a tool call
             asm.assistant_text(t, as_str(args.get("content")) or as_str(e.get("message")) or "", line)
             return
-        asm.assistant_text(t, as_str(args.get("thought")) or "", line)
         name = as_str(meta.get("function_name")) or _NAMES.get(act, act)
         a = {k: v for k, v in args.items() if k not in _NOISE and v is not None}
+        if act == "think":  # ``thought`` is the call's own argument here (with any text before it)
+            text, arg = _think(as_str(args.get("thought")) or "", resp, as_str(meta.get("tool_call_id")))
+            asm.assistant_text(t, text, line)
+            a = {"thought": arg}
+        else:
+            asm.assistant_text(t, as_str(args.get("thought")) or "", line)
         if act == "finish":
             a = {"message": as_str(args.get("final_thought")) or as_str(e.get("message")) or ""}
         elif act == "write":  # a whole-file write, as the editor's create
