@@ -314,7 +314,35 @@ def load_object(obj: Any, path: str) -> Run:
     end = iso_ms(stats.get("completed_at"))
     if end is not None:
         asm.ts(end)
-    return asm.finish()
+    run = asm.finish()
+    _concurrent_model_time(run)
+    return run
+
+
+def _concurrent_model_time(run: Run) -> None:
+    """Samples run at once: the run's model time is the time some model call was running (the
+    union of the calls' spans), not their sum (which was up to 10x the eval's wall time); each turn
+    keeps its own call's time."""
+    spans = sorted((t.start_ms, t.start_ms + t.llm_ms) for t in run.turns
+                   if t.start_ms is not None and t.llm_ms is not None)
+    total = sum(b - a for a, b in spans)
+    busy, cur_a, cur_b = 0, None, None
+    for a, b in spans:
+        if cur_b is None or a > cur_b:
+            if cur_b is not None and cur_a is not None:
+                busy += cur_b - cur_a
+            cur_a, cur_b = a, b
+        else:
+            cur_b = max(cur_b, b)
+    if cur_a is not None and cur_b is not None:
+        busy += cur_b - cur_a
+    # calls with a duration but no start (an older log's ``output.time``) cannot overlap what is known
+    busy += sum(t.llm_ms for t in run.turns if t.start_ms is None and t.llm_ms is not None)
+    if spans and busy < total:
+        run.llm_busy_ms = busy
+        run.notes.append((0, f"samples ran concurrently: the model time is the {busy / 1000:.1f} s in which a model "
+                             f"call was running, not the {total / 1000:.1f} s the {count(len(spans), 'call')} took "
+                             "together (each turn keeps its own call's time)"))
 
 
 def _term(text: str, line: int, value: float):
