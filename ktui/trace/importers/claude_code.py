@@ -309,11 +309,24 @@ def _stream_tail(st: _State) -> None:
     """After a stream-json file: its non-JSON lines were the CLI's other output, not problems."""
     run = st.asm.run
     keep = []
+    block: list[tuple[int, str]] = []  # consecutive lines of one output (a stack trace): one note
+
+    def flush() -> None:
+        if block:
+            first, text = block[0][0], block[0][1]
+            more = f" (+{len(block) - 1} more line{'s' if len(block) > 2 else ''}, to line {block[-1][0]})" \
+                if len(block) > 1 else ""
+            run.notes.append((first, f"other output of the CLI (not a stream-json line): {text}{more}"))
+            block.clear()
+
     for p in run.problems:
         if p.message.startswith("not valid JSON") and not p.excerpt.lstrip().startswith("{"):
-            run.notes.append((p.line, f"other output of the CLI (not a stream-json line): {p.excerpt}"))
+            if block and p.line != block[-1][0] + 1:
+                flush()
+            block.append((p.line, p.excerpt))
         else:
             keep.append(p)
+    flush()
     run.problems = keep
     if run.model is None and st.init_model and not st.init_model.startswith("<"):
         run.model = st.init_model
