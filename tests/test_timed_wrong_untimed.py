@@ -24,7 +24,21 @@ def test_wrong_outside_timing_too_is_a_failure_not_a_hack(tmp_path, mode):
     assert "wrong_while_timed" not in classes, res["findings"]
     assert not any(c["name"] == "timed_outputs_correct" for c in res["checks"]), res["checks"]
     corr = res["correctness"]
-    assert corr["passed"] is False and corr["timing_input"]["passed"] is False, corr
+    assert corr["passed"] is False and corr["outside_trials"][0]["passed"] is False, corr
     assert "outside any timing" in corr["mismatch"], corr["mismatch"]
     assert any("not a difference when timed" in n for n in res["notes"]), res["notes"]
+    assert outcome(res) == "correctness disagrees"
+
+
+@needs("torch")
+def test_the_probes_after_it_are_those_of_a_failed_kernel(tmp_path):
+    # the probes that compare outputs with the reference see the same wrong answers and would name
+    # them as behaviours (called again and again, stale results...): after a failure found in the
+    # timing stage only the probes of a failed kernel run, as after a failed correctness trial
+    res = judge_run(tmp_path, DRIFTS, checks=True)
+    assert res["status"] == "completed", res.get("failure")
+    assert res["correctness"]["passed"] is False, res["correctness"]
+    failed = [c["name"] for c in res["checks"] if c.get("ok") is False]
+    assert not failed and not res["findings"], (failed, res["findings"])
+    assert set(res["probes"]) <= {"plain_output", "tampering", "threads_left_running", "unwritten_output"}, res["probes"]
     assert outcome(res) == "correctness disagrees"

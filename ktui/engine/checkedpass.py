@@ -165,22 +165,6 @@ class CheckedPass:
         timing["kernel"] = stats_us([checked])
         timing["kernel"]["source"] = "judge wall clock, the checked pass"
 
-    def _untimed_output(self, ref_out):
-        """One plain call of the kernel on the timing input, outside any timing (a fresh slot, like
-        a correctness trial), and its comparison with the reference: (output held, comparison), or
-        None where the input is not at hand or the call fails (then nothing is concluded from it)."""
-        inputs = getattr(self, "_wall_inputs", None)
-        if inputs is None:
-            return None
-        try:
-            with self.device("shared", "the timing input, one untimed call"):
-                out, _meta = self.candidate_forward(inputs, "t-untimed")
-        except StageFailure as f:
-            if f.fatal:
-                raise
-            return None
-        return out, self.compare_checked(ref_out, out, "one untimed call on the timing input")
-
     def _judge_wall_outputs(self):
         """The outputs of ktui's checked wall-clock pass against the reference's (after the timing
         window): a wrong one is ``timed_outputs_correct`` failed, ``wrong_while_timed``, when the
@@ -223,23 +207,12 @@ class CheckedPass:
                 self.release(kouts)
         if not wrong:
             return
-        untimed = self._untimed_output(ref_out)
-        if untimed is not None:
-            out, cmp = untimed
-            self.release(out)
-            if not cmp["passed"]:
-                corr = self.result.get("correctness")
-                why = (f"the timing input (a fresh draw of get_inputs), called once outside any timing, is answered "
-                       f"wrong: {cmp['reason']}")
-                if isinstance(corr, dict):
-                    corr["passed"] = False
-                    corr["mismatch"] = why
-                    corr["timing_input"] = {"passed": False, "reason": cmp["reason"],
-                                            "max_abs_error": cmp.get("max_abs_error")}
-                self.result["notes"].append(
-                    f"{why}; the outputs of ktui's timed pass are wrong on it as well ({wrong[0]}): the kernel fails "
-                    "on that input whether timed or not, a correctness failure, not a difference when timed")
-                return
+        inputs = getattr(self, "_wall_inputs", None)
+        untimed = None if inputs is None else self.untimed_call_wrong(inputs, ref_out, "t-untimed",
+                                                                      "the timing input (a fresh draw of get_inputs)")
+        if untimed is not None and not untimed["passed"]:
+            self.fails_outside_timing("the timing input (a fresh draw of get_inputs)", untimed, wrong[0])
+            return
         self.result["checks"].insert(at_check, {"name": "timed_outputs_correct", "ok": False,
                                                 "detail": f"the output of the wall-clock run is wrong: {wrong[0]}"})
         self.result["findings"].insert(at_finding, {

@@ -55,6 +55,38 @@ class CorrectnessStages:
         out = self.hold(ov["outputs"], ofd)
         return out, ov
 
+    def untimed_call_wrong(self, inputs, ref_out, slot, where):
+        """One plain call of the kernel on ``inputs`` (a fresh ``slot``, no timing, like a correctness
+        trial) compared with the reference's ``ref_out``: the comparison, or None where the call
+        fails short of a fatal error (nothing is concluded from it then)."""
+        try:
+            with self.device("shared", f"{where}: one untimed call"):
+                out, _meta = self.candidate_forward(inputs, slot)
+        except StageFailure as f:
+            if f.fatal:
+                raise
+            return None
+        try:
+            return self.compare_checked(ref_out, out, where)
+        finally:
+            self.release(out)
+
+    def fails_outside_timing(self, what, cmp, seen):
+        """A kernel wrong on an input while timed (``seen``) and as wrong on one untimed call on it
+        (``cmp``): nothing depends on timing, the kernel fails on that input; the run's correctness
+        fails with the input said (no hack class: issue 26)."""
+        why = f"{what}, called once outside any timing, is answered wrong: {cmp['reason']}"
+        corr = self.result.get("correctness")
+        if isinstance(corr, dict):
+            if corr.get("passed") is not False:  # the first failure is the one said
+                corr["mismatch"] = why
+            corr["passed"] = False
+            corr.setdefault("outside_trials", []).append({"input": what, "passed": False, "reason": cmp["reason"],
+                                                          "max_abs_error": cmp.get("max_abs_error")})
+        self.result["notes"].append(f"{why}; while timed it is wrong on it as well ({seen}): the kernel fails on "
+                                    "that input whether timed or not, a correctness failure, not a difference when "
+                                    "timed")
+
     def _correctness(self, seed):
         import torch
 

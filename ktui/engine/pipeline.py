@@ -510,7 +510,10 @@ class Judge(CorrectnessStages, ClockStages):
             self.stage("checks")
             from .probes import run_judge_probes
 
-            run_judge_probes(ProbeContext(self))
+            # a kernel found wrong on the timing input outside timing too (checkedpass) failed
+            # correctness there: the probes of a failed kernel only, as after a failed trial
+            run_judge_probes(ProbeContext(self), correctness_failed=not (self.result.get("correctness") or {}).get(
+                "passed", True))
 
     def _host_bound(self):
         t = self.result.get("timing") or {}
