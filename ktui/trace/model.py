@@ -479,9 +479,7 @@ class Run:
     size_bytes: int = 0
     tokens_by_actor: dict[str, dict[str, float]] = field(default_factory=dict)
     final_kernel_number: int | None = None  # set by importers: the version of the run's kernel file
-    # set by an importer whose turns ran at once (Inspect's concurrent samples): the time some model
-    # call was running (the union of the calls' spans); ``llm_ms`` is then this, not the calls' sum
-    llm_busy_ms: int | None = None
+    llm_busy_ms: int | None = None  # turns ran at once (Inspect's samples): the calls' union, not sum
     results: list[Any] = field(default_factory=list)  # ktui.trace.results.Result: the harness's own result files
     findings_pending: bool = False  # loaded without the static findings (the app adds them in a worker)
     revision: int = 0  # bumped by each Builder.finish(): what :meth:`lookup` caches is tied to it

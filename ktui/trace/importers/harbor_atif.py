@@ -36,7 +36,7 @@ from ktui.trace.importers.common import (
 )
 from ktui.trace.importers.textcalls import text_calls
 from ktui.trace.model import OK, Actor, Run, Terminal, ToolCall, Turn
-from ktui.trace.words import count
+from ktui.trace.words import count, plural
 
 NAME = "harbor-atif"
 LABEL = "Harbor ATIF trajectory (JSON)"
@@ -158,6 +158,7 @@ def load_object(obj: Any, path: str) -> Run:
         if _placeholder(named) and turns[-1].first_line == i + 1:  # the run ended on the agent's own message
             said = last.get("message") if isinstance(last.get("message"), str) else text_of(last.get("message"))
             run.terminal.append(Terminal("backend_error", (said or f"a message of model {named}")[:400], i + 1))
+    _main_model(asm, obj["steps"], agent.get("model_name"))
     _finished(asm)
     asm.llm_time_recorded = False
     asm.turn_times_set = True
@@ -181,6 +182,33 @@ def load_object(obj: Any, path: str) -> Run:
             asm.outcome("passed" if r > 0 else "failed", r, f"reward {r:g}", len(obj["steps"]), "score")
             break
     return asm.finish()
+
+
+def _main_model(asm: Assembler, steps: list, named: Any) -> None:
+    """The run's model where ``agent.model_name`` names a side chain's: Harbor's claude-code
+    converter writes the first model it meets, which can be a subagent's (the Explore agent's
+    haiku) while every step of the main line says another model (the one the trial was run with)."""
+    named = _model(named)
+    main: dict[str, int] = {}
+    side: set[str] = set()
+    for s in steps:
+        if not isinstance(s, dict) or s.get("source") != "agent" or _model(s.get("model_name")) is None:
+            continue
+        m = _model(s.get("model_name"))
+        assert m is not None
+        if _dict(s.get("extra")).get("is_sidechain") is True:
+            side.add(m)
+        else:
+            main[m] = main.get(m, 0) + 1
+    if named is None or not main or named in main or named not in side:
+        return
+    best = max(main, key=lambda k: main[k])
+    asm.run.model = best
+    for a in asm.run.actors:
+        if a.id == "agent":
+            a.model = best
+    asm.note(0, f"agent.model_name is {named}, the model of side-chain (subagent) steps only; the main "
+                f"line's {count(main[best], 'step')} {plural(main[best], 'says', 'say')} {best}: the run's model")
 
 
 def _turn_time(asm: Assembler, t: Turn, prev_ts: int | None, ts: int | None, i: int) -> None:
@@ -330,6 +358,16 @@ def _pair_results(asm: Assembler, s: dict, line: int, calls: list[ToolCall], res
         asm.result(last, combined, line, None)
     elif unpaired and not calls:
         asm.message(line, "observation", "\n".join(x if isinstance(x, str) else text_of(x) for x in unpaired))
+    # Harbor's Claude Code converter writes no observation for a tool result with no content (a
+    # command that printed nothing) but keeps the raw result in the step's extra
+    ex = _dict(s.get("extra"))
+    for key in ("tool_result_metadata", "metadata"):
+        raw = _dict(_dict(ex.get(key)).get("raw_tool_result"))
+        c = asm.pending(raw.get("tool_use_id")) if raw else None
+        if c is not None and any(c is x for x in calls):
+            content = raw.get("content")
+            asm.result(c, content if isinstance(content, (str, list)) else "", line, None,
+                       is_error=raw.get("is_error") is True)
 
 
 def _content_text(v: Any) -> str:
