@@ -213,3 +213,21 @@ def test_the_row_skim_is_what_summarize_uses():
     b = _full(_tf(seed))
     assert rowskim.stats["full"] == before["full"] + 1
     assert a.to_dict() == b
+
+
+def test_every_cost_line_takes_the_one_cost_path(monkeypatch):
+    """Review D2: the row skim had two copies of the builder's cost rules (the loop's own for
+    tokens of a named actor, ``_Rows.cost`` for the rest), which could drift apart; every cost
+    line now goes through ``_Rows.cost``, and the row is still the full reader's."""
+    seed = ROOT / "traces" / "popcorn_l1_p27_grok-4.3.jsonl"
+    n_cost = sum(json.loads(ln)["payload"]["kind"] == "cost" for ln in seed.read_bytes().splitlines() if ln.strip())
+    seen = []
+    real = rowskim._Rows.cost
+
+    def counted(self, line, *a):
+        seen.append(line)
+        return real(self, line, *a)
+
+    monkeypatch.setattr(rowskim._Rows, "cost", counted)
+    assert n_cost > 20 and _compare(seed) is True
+    assert len(seen) == n_cost
