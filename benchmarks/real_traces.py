@@ -30,7 +30,7 @@ def row(path: str) -> str:
     verdicts = sum(1 for k in ks for u in k.uses if u.verdict)
     errs = sum(1 for p in run.problems if p.severity == "error")
     warns = len(run.problems) - errs
-    llm = sum(t.llm_ms or 0 for t in run.turns) / 1000
+    llm = (run.llm_ms or 0) / 1000  # the run's model time as ktui shows it (concurrent calls: their union)
     span = (run.wall_ms or 0) / 1000
     m = run.metrics
     res = "—" if m is None else f"{'ok' if m.correct else ('fail' if m.correct is False else '?')}" + (
@@ -62,7 +62,7 @@ def totals(files: list[str]) -> None:
         t["warnings"] += sum(1 for p in run.problems if p.severity != "error")
         t["in"] += run.tokens_in
         t["out"] += run.tokens_out
-        llm = sum(x.llm_ms or 0 for x in run.turns)
+        llm = run.llm_ms or 0
         t["model ms"] += llm
         t["model > span"] += llm > (run.wall_ms or 0) * 1.01 + 1000
         for p in run.problems:

@@ -296,6 +296,7 @@ class _Reader:
         self.whole = False
         self.fmt: str | None = None
         self.models: list[str] = []
+        self.reply_models: list[str] = []  # the model in use at each reply
         self.versions: list[str] = []
         self.pending: list[tuple[ToolCall, _Edit]] = []  # the last reply's edit calls, waiting for Aider's word
         self.reply: Turn | None = None
@@ -374,8 +375,9 @@ class _Reader:
             seen = True
             self._tool(b)
         self._settle()
-        if self.models:
-            run.model = max(set(self.models), key=self.models.count)
+        if self.models:  # the model that wrote the most replies (else the one named most)
+            pool = self.reply_models or self.models
+            run.model = max(dict.fromkeys(pool), key=pool.count)
             if len(set(self.models)) > 1:
                 asm.note(0, "models: " + ", ".join(dict.fromkeys(self.models)))
         if self.versions:
@@ -405,6 +407,8 @@ class _Reader:
         asm = self.asm
         t = asm.turn(b.line, self.ts)
         asm.event(b.line, 0, 0, "message:assistant", self.ts, "agent", t.index)
+        if self.models:
+            self.reply_models.append(self.models[-1])
         lines = b.lines
         th = next((i for i, x in enumerate(lines) if _THINK.match(x)), None)
         an = next((i for i, x in enumerate(lines) if _ANSWER.match(x)), None)
