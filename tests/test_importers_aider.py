@@ -245,3 +245,11 @@ def test_a_history_whose_head_was_cut_is_still_read(tmp_path):
     plain.write_text("# Notes\n\n> a quote\n\nsome text\n")
     assert detect(str(plain)).name != "aider"
 
+
+
+def test_numbers_out_of_range_are_not_read(tmp_path):
+    text = ("\n# aider chat started at 2024-01-01 00:00:00\n\n#### hi  \n\nreply\n\n"
+            f"> Tokens: {'9' * 400}k sent, 5 received. Cost: $... message, $1 session.  \n")
+    run = load(str(_write(tmp_path, text, None)))
+    assert run.format == "aider" and not run.problems  # was an OverflowError / ValueError
+    assert (run.turns[0].tokens_in, run.turns[0].tokens_out, run.turns[0].usd) == (None, 5, None)

@@ -178,9 +178,18 @@ def _tokens(v: str | None) -> int | None:
     elif v[-1] in "mM":
         v, mult = v[:-1], 1_000_000
     try:
-        return int(round(float(v) * mult))
+        n = float(v) * mult
     except ValueError:
         return None
+    return int(n) if 0 <= n < 1e15 else None
+
+
+def _number(v: str) -> float | None:
+    try:
+        n = float(v)
+    except ValueError:
+        return None
+    return n if n == n and abs(n) < 1e15 else None
 
 
 def _path_of(line: str) -> str | None:
@@ -453,7 +462,7 @@ class _Reader:
                     self.n_cached += 1
                 t.tokens_out = _tokens(m.group(4))
                 if m.group(5):
-                    t.usd = float(m.group(5))
+                    t.usd = _number(m.group(5))
                 continue
             m = _MODEL.match(s)
             if m:
