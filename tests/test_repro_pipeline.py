@@ -190,6 +190,8 @@ def test_builds_are_keyed_and_reused(reports, cache_dir):
     again = reproduce(run, run.kernel("v3"), options(fresh=True))
     assert again.result["build"]["cached"] is True
     assert again.result["build"]["from_cache"] is True  # the judge copied the cached build in
+    # what the cache keeps (the build's own outputs, buildcache.build_outputs) is all ninja needs: no step ran
+    assert [e.get("steps") for e in again.result["build"]["extensions"]] == [None], again.result["build"]
     # (no seconds asserted: on a loaded 2-core machine even loading a cached build can take long)
     # and the result cache answers without running anything
     cached = reproduce(run, run.kernel("v3"), options())

@@ -245,32 +245,41 @@ def test_planned_words_are_true():
 # ---- the build cache -------------------------------------------------------------------------------
 
 def test_cache_copy_keeps_regular_files_only(tmp_path):
+    key = "0123456789abcdef0123"
+    ext = "ext_k" + key[:10]
     src = tmp_path / "b"
-    (src / "ext").mkdir(parents=True)
-    (src / "ext" / "ext.so").write_bytes(b"\x7fELF fake")
-    (src / "ext" / "build.ninja").write_text("rule x\n")
-    sh = src / "ext" / "sh"
+    (src / ext).mkdir(parents=True)
+    (src / ext / (ext + ".so")).write_bytes(b"\x7fELF fake")
+    (src / ext / "build.ninja").write_text("rule x\n")
+    sh = src / ext / "main.o"
     sh.write_bytes(b"#!/bin/sh\n")
     os.chmod(sh, 0o6777)  # set-uid, set-gid, world-writable
-    os.mkfifo(src / "ext" / "fifo")
-    os.symlink("/etc/passwd", src / "ext" / "out")
-    os.symlink("ext.so", src / "ext" / "in")
-    (src / "ext" / "lock").write_text("")
+    os.mkfifo(src / ext / "fifo")
+    os.symlink("/etc/passwd", src / ext / "out")
+    os.symlink(ext + ".so", src / ext / "in")
+    os.symlink("/etc/passwd", src / ext / "cuda.cu")  # a link under a name torch writes
+    (src / ext / "lock").write_text("")
+    # regular files a kernel planted beside the build: none is the build's own output
+    (src / ext / "sitecustomize.py").write_text("print('ran')\n")
+    (src / ext / "libc10.so").write_bytes(b"\x7fELF planted")
+    (src / "s36-evil.pth").write_text("import os\n")
+    (src / "planted_k9999999999").mkdir()
+    (src / "planted_k9999999999" / "planted_k9999999999.so").write_bytes(b"\x7fELF another key")
     s = socket.socket(socket.AF_UNIX)
-    s.bind(str(src / "ext" / "sock"))
+    s.bind(str(src / ext / "sock"))
     old = 1_000_000_000
-    os.utime(src / "ext" / "ext.so", (old, old))
-    dst = tmp_path / "cache" / "key"
+    os.utime(src / ext / (ext + ".so"), (old, old))
+    dst = tmp_path / "cache" / key
     res = buildcache.publish(str(src), str(dst))
     s.close()
     assert res["stored"], res
     names = {p.name: p for p in dst.rglob("*")}
-    assert set(names) == {"ext", "ext.so", "build.ninja", "sh"}, sorted(names)
+    assert set(names) == {ext, ext + ".so", "build.ninja", "main.o"}, sorted(names)
     for p in names.values():
         st = p.lstat()
         assert stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)
         assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH), oct(st.st_mode)
-    assert int(names["ext.so"].stat().st_mtime) == old  # ninja finds the copy up to date
+    assert int(names[ext + ".so"].stat().st_mtime) == old  # ninja finds the copy up to date
     # a second build of the same key does not replace the stored one
     assert not buildcache.publish(str(src), str(dst))["stored"]
 
@@ -806,21 +815,23 @@ os.symlink("/", _d + "/ext/root")
 @needs("torch")
 def test_nothing_of_a_build_but_regular_files_reaches_the_cache(tmp_path):
     # written while the kernel loads (its build): a set-uid shell, a FIFO, links out; written
-    # while it runs: a file that must never reach the cache
-    code = model(BUILD_LITTER, body='open(os.environ["TORCH_EXTENSIONS_DIR"] + "/ext/at-run-time", "w").write("x")\n')
-    res = judge_run(tmp_path, code)
-    assert res["status"] == "completed", res.get("failure")
-    stored = list((tmp_path / "cache" / "build").rglob("*"))
-    names = {p.name for p in stored}
-    assert "ext.so" in names and "sh" in names, names
-    # two layers: the filter refuses the set-id chmod in the sandbox where it is available, and
-    # the cache copy strips set-id bits whatever the build left (checked for every file below)
+    # while it runs: a file that must never reach the cache. None of it is the build's own output
+    # (an extension torch built, by its name): nothing of it is stored (buildcache.build_outputs)
     import platform
 
     from ktui.engine.seccomp import seccomp_program
-    if seccomp_program(platform.machine()) is not None:
-        assert "setid-refused" in names, names
-    assert not {"fifo", "passwd", "root", "at-run-time"} & names, names
+
+    filtered = seccomp_program(platform.machine()) is not None
+    body = ('open(os.environ["TORCH_EXTENSIONS_DIR"] + "/ext/at-run-time", "w").write("x")\n'
+            'if not os.path.exists(os.environ["TORCH_EXTENSIONS_DIR"] + "/ext/setid-refused"):\n'
+            '    raise RuntimeError("the set-id chmod was allowed")\n'
+            'return torch.relu(x) * 2.0\n')
+    res = judge_run(tmp_path, model(BUILD_LITTER, body=body))
+    if filtered:  # the filter refuses the set-id chmod in the sandbox
+        assert res["status"] == "completed", res.get("failure")
+    stored = list((tmp_path / "cache" / "build").rglob("*"))
+    names = {p.name for p in stored}
+    assert not {"ext", "ext.so", "sh", "setid-refused", "fifo", "passwd", "root", "at-run-time"} & names, names
     for p in stored:
         st = p.lstat()
         assert stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode), p
