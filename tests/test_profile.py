@@ -157,6 +157,29 @@ def test_passes_and_errors_from_logs():
         ["sm__nope.sum"]
 
 
+def test_counter_permission_words_need_the_judges_reading_once_trace_code_ran(tmp_path):
+    """ncu's log lies in the profiled process's temp dir: after trace code ran, ERR_NVGPUCTRPERM in it is
+    believed only where the judge reads RmProfilingAdminOnly: 1 from the driver itself."""
+    from ktui.repro.profile.ncu import NOT_CONFIRMED, counters_admin_only
+
+    log = "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters"
+    assert explain_log(log, trace_code_ran=False) == PERMISSION  # before any trace code: ncu's own words
+    assert explain_log(log, trace_code_ran=True, admin_only=True) == PERMISSION
+    for admin in (False, None):
+        why = explain_log(log, trace_code_ran=True, admin_only=admin)
+        assert why != PERMISSION and why.startswith(NOT_CONFIRMED.split("{")[0]), why
+    assert "not confirmed" in explain_log("==ERROR== Failed to find metric x", trace_code_ran=True)
+    # the driver's file (real shape: "Key: value" lines of /proc/driver/nvidia/params)
+    params = tmp_path / "params"
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\nEnableMSI: 1\n")
+    assert counters_admin_only(params) is True
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 0\n")
+    assert counters_admin_only(params) is False
+    params.write_text("EnableMSI: 1\n")
+    assert counters_admin_only(params) is None
+    assert counters_admin_only(tmp_path / "absent") is None
+
+
 
 def test_passes_with_launch_count_and_library_kernel_names():
     # what `ktui repro --profile` really writes (--launch-count N adds " (K/N)" after the ID; H200 run 1)
@@ -572,6 +595,19 @@ if os.environ.get("KTUI_TEST_FAKE_NCU_MODE") == "hang":
     print('{{"event": "ready"}}', flush=True)
     import time
     time.sleep(300)
+if os.environ.get("KTUI_TEST_FAKE_NCU_MODE") == "kernel_says_perm":
+    # the profiled worker starts the kernel's build; the kernel prints ncu's permission words and writes
+    # them into ncu's log (a file in its own temp dir), then the worker fails
+    import json
+    print(json.dumps({{"event": "ready"}}), flush=True)
+    print(json.dumps({{"event": "stage", "stage": "build", "state": "start"}}), flush=True)
+    words = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+             "Counters on the target device 0.")
+    print(words, flush=True)
+    open(opts["--log-file"], "a").write(words + "\n")
+    print(json.dumps({{"event": "result", "status": "failed", "failure": {{"stage": "build", "kind": "environment",
+                      "message": words}}}}), flush=True)
+    sys.exit(1)
 if os.environ.get("KTUI_TEST_FAKE_NCU_MODE") == "perm":
     open(opts["--log-file"], "w").write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                                         "NVIDIA GPU Performance Counters on the target device 0.\n")
@@ -617,6 +653,26 @@ def test_cli_with_ncu_but_no_gpu_or_no_counters(tmp_path, mode, needle):
     assert out.returncode == 1
     d = json.loads(out.stdout)
     assert d["status"] == "unavailable" and needle in d["message"]
+
+
+@pytest.mark.skipif(not _no_gpu(), reason="needs torch and no CUDA GPU")
+def test_a_kernel_printing_ncus_permission_words_is_not_believed(tmp_path):
+    """The kernel (its build stage started) prints ERR_NVGPUCTRPERM and writes it into ncu's log: no
+    "cannot profile" (unavailable) on its word; this machine's driver says nothing (no NVIDIA driver)."""
+    from ktui.repro.profile.ncu import counters_admin_only
+
+    if counters_admin_only() is not None:
+        pytest.skip("this machine has an NVIDIA driver: its own reading would decide")
+    env = dict(os.environ, KTUI_NCU=str(_fake_ncu(tmp_path)), KTUI_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(REPO), KTUI_TEST_FAKE_NCU_MODE="kernel_says_perm")
+    out = subprocess.run([sys.executable, "-m", "ktui", "repro", str(SEED), "--version", "v4", "--profile", "--json"],
+                         capture_output=True, text=True, env=env, timeout=180)
+    d = json.loads(out.stdout)
+    assert d["status"] != "unavailable", d
+    sides = [s for s in (d.get("kernel"), d.get("reference"), *(d.get("sides") or [])) if isinstance(s, dict)]
+    text = json.dumps(d)
+    assert "not taken as ncu's" in text, text[:2000]
+    assert not any(s.get("status") == "unavailable" for s in sides), sides
 
 
 # ---- the profiled worker's process handling (no ncu needed) ----------------------------------------

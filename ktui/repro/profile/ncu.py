@@ -116,12 +116,42 @@ def unknown_metrics(log: str, asked: list[str]) -> list[str]:
     return [m for m in asked if m in errs]
 
 
-def explain_log(log: str) -> str | None:
-    """One line for a known ncu failure in its log, or None."""
+DRIVER_PARAMS = "/proc/driver/nvidia/params"
+NOT_CONFIRMED = ("ncu's log names ERR_NVGPUCTRPERM (no permission for the GPU's counters), but {why}: the profiled "
+                 "process can write that log, so the words are not taken as ncu's")
+
+
+def counters_admin_only(params: str | os.PathLike[str] = DRIVER_PARAMS) -> bool | None:
+    """The judge's own reading of the driver: True where only administrators may read the GPU's
+    performance counters (``RmProfilingAdminOnly: 1``: the sandboxed profiler, with every capability
+    dropped, then gets ERR_NVGPUCTRPERM), False where every user may, None where it cannot be read."""
+    try:
+        with open(params, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(1 << 16)
+    except OSError:
+        return None
+    m = re.search(r"^\s*RmProfilingAdminOnly\s*:\s*(\d+)", text, re.M)
+    return None if m is None else m.group(1) != "0"
+
+
+def explain_log(log: str, *, trace_code_ran: bool = False, admin_only: bool | None = None) -> str | None:
+    """One line for a known ncu failure in its log, or None.
+
+    The log is a file in the profiled process's own temporary folder: once trace code has run
+    (``trace_code_ran``: the judge saw the worker start its build, reference or check stage) the
+    profiled process could have written any of it. ERR_NVGPUCTRPERM is then believed only where the
+    judge's own reading of the driver (``admin_only``, from :func:`counters_admin_only`) says the
+    counters are for administrators; otherwise the answer says the words were not confirmed. An
+    ``==ERROR==`` line written after trace code ran is quoted as the log's, not as ncu's."""
     text = log or ""
     if "ERR_NVGPUCTRPERM" in text or "permission to access NVIDIA GPU Performance Counters" in text:
-        return PERMISSION
+        if not trace_code_ran or admin_only:
+            return PERMISSION
+        why = ("this driver lets every user read them (RmProfilingAdminOnly: 0)" if admin_only is False
+               else f"the judge could not read the driver's setting ({DRIVER_PARAMS})")
+        return NOT_CONFIRMED.format(why=why)
     for ln in text.splitlines():
         if "==ERROR==" in ln:
-            return "ncu: " + ln.split("==ERROR==", 1)[1].strip()[:300]
+            line = ln.split("==ERROR==", 1)[1].strip()[:300]
+            return ("ncu's log (written while trace code ran, not confirmed): " if trace_code_ran else "ncu: ") + line
     return None

@@ -235,6 +235,9 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
             pass
 
     sandbox_report: list[Any] = [None]
+    # whether the worker started a stage that loads trace code (build, reference, check, profile): from
+    # then on its files, its events and ncu's log (in its temp dir) may be the trace code's words
+    trace_ran = [False]
 
     def failed(kind: str, message: str, stage: str | None) -> dict[str, Any]:
         res = {"status": "cancelled" if kind == "cancelled" else "failed",
@@ -242,6 +245,7 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
                "stderr_tail": _tail(err_path), "wall_seconds": round(time.monotonic() - t0, 3)}
         res["sandbox_report"] = sandbox_report[0]
         res["sandbox"] = sandbox_words(res, namespaces)
+        res["trace_code_ran"] = trace_ran[0]
         return res
 
     stage: str | None = "startup"
@@ -285,6 +289,7 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
                 sandbox_report[0] = ev["sandbox"]  # the first ready event only: the worker's prologue
             elif kind == "stage" and ev.get("state") == "start":
                 stage = str(ev.get("stage"))
+                trace_ran[0] = trace_ran[0] or stage not in ("startup",)
                 deadline = time.monotonic() + (compile_timeout if stage in COMPILE_STAGES else run_timeout)
                 msg = f"{stage}…"
             elif kind == "stage":
@@ -303,6 +308,7 @@ def run_target(argv: list[str], request: dict[str, Any], *, cwd: Path, compile_t
                 res["returncode"] = proc.returncode
                 res["sandbox_report"] = sandbox_report[0]
                 res["sandbox"] = sandbox_words(res, namespaces)
+                res["trace_code_ran"] = trace_ran[0]
                 if res.get("status") != "completed":
                     res["stderr_tail"] = _tail(err_path)
                 return res
@@ -363,8 +369,11 @@ def profile_side(side: str, request: dict[str, Any], ncu: str, options: ProfileO
                     metrics = [m for m in metrics if m not in bad] if bad else \
                         [m for m in metrics if m in CORE_METRICS]
                     continue
-                why = N.explain_log(log)
-                kind = (res.get("failure") or {}).get("kind")
+                # ncu's log and the worker's failure kind are the trace code's words once it ran: the
+                # counters' permission then needs the judge's own reading of the driver
+                ran = bool(res.get("trace_code_ran"))
+                why = N.explain_log(log, trace_code_ran=ran, admin_only=N.counters_admin_only() if ran else None)
+                kind = (res.get("failure") or {}).get("kind") if not ran else None
                 sp.status = "unavailable" if kind == "environment" or why == N.PERMISSION else "failed"
                 if why == N.PERMISSION:
                     sp.message = why
