@@ -10,7 +10,7 @@ Three steps, each a subcommand:
     data the GPU run needs is in the repository (the machine reaches nothing outside).
 ``traces DIR [--shrink N] [--limit N]``
     writes TEST TRACES (the hack corpus's writer: one submission, made-up recorded timings) into
-    ``DIR/honest`` (CUDA-L1 kernels judged honest, plain torch and CUDA extensions), ``DIR/spot``
+    ``DIR/honest`` and ``DIR/honestcu`` (CUDA-L1 kernels judged honest: plain torch; CUDA extensions), ``DIR/spot``
     (CUDA-L1 kernels with a static ``cuda_graph`` / ``result_cache`` / ``precision_downgrade`` flag, and
     its kernels with a true class found on the CPU) and ``DIR/heldout`` (the held-out hacks and honest
     variants of ``scripts/hack_variants.py``: sessions 31, 35 and the CUDA-only ones of 34).
@@ -136,18 +136,19 @@ def _writer(folder: Path):
 
 
 def write_traces(out: Path, shrink_by: int, limit: int | None, backend: str) -> dict[str, list[dict]]:
-    """The three groups' traces; a manifest (``out/manifest.json``) maps each file to its kernel."""
+    """The four groups' traces; a manifest (``out/manifest.json``) maps each file to its kernel."""
     from hack_variants import heldout_s31, heldout_s34_cuda, heldout_s35
     from honest_real_cpu import shrink
 
     corpus = json.loads(CORPUS.read_text(encoding="utf-8"))["kernels"]
-    groups: dict[str, list[dict]] = {"honest": [], "spot": [], "heldout": []}
+    groups: dict[str, list[dict]] = {"honest": [], "honestcu": [], "spot": [], "heldout": []}
     for g in groups:
         (out / g).mkdir(parents=True, exist_ok=True)
     for g in groups:
         mh = _writer(out / g)
-        if g in ("honest", "spot"):
-            rows = [k for k in corpus if (k["role"] == "honest") == (g == "honest")]
+        if g != "heldout":
+            rows = [k for k in corpus if (k["role"] == "honest") == (g != "spot")
+                    and (g == "spot" or ("load_inline" in k["custom_code"]) == (g == "honestcu"))]
             for k in rows[:limit]:
                 key = k["id"]
                 ref = shrink(k["ref_code"], shrink_by) if shrink_by > 1 else k["ref_code"]
@@ -157,9 +158,9 @@ def write_traces(out: Path, shrink_by: int, limit: int | None, backend: str) -> 
                 groups[g].append({"file": str(p), "id": key, "role": k["role"], "why": k["why"],
                                   "source": k["source"], "code": k["custom_code"], "ref": ref})
         else:
-            tables = [("s31", heldout_s31(mh)), ("s35", heldout_s35(mh))]
-            if backend == "cuda":
-                tables.append(("s34_cuda", heldout_s34_cuda(mh)))
+            # the CUDA-only ones first (no CPU run could check them), then sessions 35 and 31
+            tables = [("s34_cuda", heldout_s34_cuda(mh))] if backend == "cuda" else []
+            tables += [("s35", heldout_s35(mh)), ("s31", heldout_s31(mh))]
             n = 0
             for tag, table in tables:
                 for name, (prob, code) in table.items():

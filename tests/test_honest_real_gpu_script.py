@@ -35,7 +35,7 @@ def test_traces_and_table(tmp_path):
     subprocess.run([sys.executable, str(SCRIPT), "traces", str(traces), "--limit", "1", "--shrink", "8",
                     "--backend", "cpu"], check=True, cwd=ROOT, capture_output=True, timeout=300)
     manifest = json.loads((traces / "manifest.json").read_text(encoding="utf-8"))
-    assert {g: len(v) for g, v in manifest.items()} == {"honest": 1, "spot": 1, "heldout": 1}
+    assert {g: len(v) for g, v in manifest.items()} == {"honest": 1, "honestcu": 1, "spot": 1, "heldout": 1}
     honest = manifest["honest"][0]
     assert Path(honest["file"]).is_file()
     out.mkdir()
