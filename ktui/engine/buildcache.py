@@ -4,8 +4,10 @@
 # the candidate stopped, and copies a cached build into the next throwaway folder. A copy holds
 # regular files and folders only: no set-uid / set-gid / sticky bits, no write bits for group or
 # others, no device files, FIFOs, sockets or symbolic links (in or out), within a size and count
-# budget; torch's lock files stay behind. Nothing a kernel writes once it runs reaches the cache:
-# the worker only ever writes to its throwaway copy. And of what the build left, only the build's own
+# budget; torch's lock files stay behind. Nothing a kernel writes once it saw a judged input reaches
+# the cache: the worker only ever writes to its throwaway copy, and the judge copies from it after the
+# build and, for Triton's cache (JIT_CACHE), right after the kernel's warm-up call, whose inputs come
+# from the public init seed (publish_jit). And of what the build left, only the build's own
 # outputs, by name (build_outputs): in each extension folder of the key (NAME_k<key[:10]>, what
 # build.BuildPatch names it) torch's files (the extension NAME_k<key>.so, build.ninja, ninja's log
 # and deps, the load_inline sources, object files), and Triton's cache entries (triton/<hash>/<file>
@@ -97,11 +99,12 @@ def has_binary(path, key=None):
     return False
 
 
-def copy_outputs(src, dst, key, max_bytes=MAX_BYTES, max_files=MAX_FILES):
+def copy_outputs(src, dst, key, max_bytes=MAX_BYTES, max_files=MAX_FILES, only=None):
     """Copy the build's own outputs (``build_outputs``) of ``src`` into the new folder ``dst`` (modes
-    and times as copy_tree). Returns {"files", "bytes", "skipped"}, "skipped" naming what the build
-    folder held that is not the build's (up to 20); raises TooLarge past the budget (``dst`` removed)."""
-    keep = build_outputs(src, key)
+    and times as copy_tree); ``only``: those under that top folder of it. Returns {"files", "bytes",
+    "skipped"}, "skipped" naming what the build folder held that is not the build's (up to 20);
+    raises TooLarge past the budget (``dst`` removed)."""
+    keep = [p for p in build_outputs(src, key) if only is None or p.split(os.sep)[0] == only]
     stats = {"files": 0, "bytes": 0, "skipped": _not_kept(src, set(keep))}
     os.makedirs(dst, mode=0o755)
     try:
@@ -261,6 +264,36 @@ def publish(work_dir, cache_dir, key=None):
     except OSError as exc:
         stats["stored"] = False
         stats["why"] = f"not cached: {exc}"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return stats
+
+
+#: the folder of a kernel's build where Triton keeps its cache (roles.op_build points TRITON_CACHE_DIR at
+#: it): compiled kernels, their launchers (built with the host's C compiler) and autotuning timings
+JIT_CACHE = "triton"
+
+
+def publish_jit(work_dir, cache_dir, key=None):
+    """Triton's cache entries of the throwaway build (``work_dir/JIT_CACHE``, build_outputs' kinds)
+    copied into the kernel's cached build when it has none yet: the whole build when nothing of it
+    is cached (a Triton-only kernel builds no extension), else that folder beside the cached build
+    (atomically: a folder in the cached build renamed into place). Returns a dict as :func:`publish`."""
+    key = key or os.path.basename(os.path.normpath(cache_dir))
+    if not any(p.split(os.sep)[0] == JIT_CACHE for p in build_outputs(work_dir, key)):
+        return {"stored": False, "why": "nothing compiled"}
+    if not (os.path.isdir(cache_dir) and has_binary(cache_dir, key)):
+        return publish(work_dir, cache_dir, key)
+    dst = os.path.join(cache_dir, JIT_CACHE)
+    if os.path.lexists(dst):
+        return {"stored": False, "why": "already cached"}
+    tmp = tempfile.mkdtemp(prefix=".incoming-", dir=cache_dir)
+    try:
+        stats = copy_outputs(work_dir, os.path.join(tmp, "b"), key, only=JIT_CACHE)
+        os.rename(os.path.join(tmp, "b", JIT_CACHE), dst)
+        stats["stored"] = True
+    except (OSError, TooLarge) as exc:  # another judge of this kernel stored it first, or too large
+        stats = {"stored": False, "why": f"not cached: {exc}"}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return stats

@@ -1,8 +1,10 @@
 # ---- ktui repro harness: the correctness stage ------------------------------------------------------
 # MIT license, part of ktui.
+import os
 import time
 
 from . import protocol
+from .buildcache import JIT_CACHE
 from .compare import compare_outputs, held_out_seed, input_precision
 from .errors import StageFailure, now, round_
 from .workers import Held, Timeout, nonfinite_fraction, value_nbytes
@@ -28,11 +30,16 @@ class CorrectnessStages:
                 inputs.close()
             self.drop_slots(["jit"])
         jit = round_(now() - t0, 3)
+        # the cache the first call filled (compiled kernels, launchers, autotuning) kept for the
+        # kernel's next worker life: before any judged input reaches the candidate
+        fetched = os.path.isdir(os.path.join(self.job.build_dir, JIT_CACHE))  # kept by an earlier life
+        jit_cache = self.publish_jit_cache(self.cand)
         self.end_stage()
         self.result["stages"]["build"] = {"state": "done",
                                           "seconds": round_(float(before.get("seconds") or 0.0) + jit, 3)}
         if isinstance(self.result.get("build"), dict):
             self.result["build"]["jit_s"] = jit
+            self.result["build"]["jit_cache"] = dict(jit_cache, fetched=bool(fetched))
         self.stage("correctness")
 
     def reference_io(self, seed, slot, outputs=True):

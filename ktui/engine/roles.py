@@ -307,7 +307,11 @@ class Server(SlotOps):
         os.makedirs(ext_root, exist_ok=True)
         cached_before = _dir_has_binary(ext_root)
         os.environ["TORCH_EXTENSIONS_DIR"] = ext_root
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(ext_root, "triton")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(ext_root, "triton")  # buildcache.JIT_CACHE: kept per kernel
+        # @triton.autotune's timings kept in that cache too (Triton 3.6: knobs.autotuning.cache, read as
+        # the kernel's module defines it): its next worker life picks its configs without benchmarking
+        # each one again
+        os.environ["TRITON_CACHE_AUTOTUNING"] = "1"
         arch = arch_list_for(dev)
         if arch:
             os.environ["TORCH_CUDA_ARCH_LIST"] = arch
