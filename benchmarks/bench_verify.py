@@ -192,7 +192,50 @@ def build_figures(builds: dict[str, Any]) -> dict[str, Any]:
             "seconds_total": round(total, 1), "median_s": round(secs[len(secs) // 2], 1) if secs else None,
             "max_s": round(secs[-1], 1) if secs else None,
             "ninja_steps_s": {k: round(v, 1) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
-            "outside_ninja_s": round(total - sum(kinds.values()), 1)}
+            "outside_ninja_s": round(total - sum(kinds.values()), 1),
+            "phases_s": build_phases(compiled), "max_jobs": max_jobs_spread(done)}
+
+
+def build_phases(compiled: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The compiled builds' wall seconds split by phase, summed (the build records' ``stages``,
+    ``startup``, ``publish_s`` and extensions; steps.build_phases): the judge process's own start and
+    end (the wall less its stages), the worker's start (its stage ``startup``: the sandbox, torch's
+    import, the device set up), load_inline's wall less ninja's steps (sources written and hashed,
+    the compiler checked, the .so loaded), ninja's steps (in parallel under MAX_JOBS > 1: their sum
+    may pass the build's wall), the copy into the build cache, and the rest of the build stage (the
+    kernel's module run). None when the records have no stages (an older ktui)."""
+    rows = [b for b in compiled if isinstance(b.get("stages"), dict)]
+    if not rows:
+        return None
+    acc: dict[str, float] = {}
+
+    def add(k: str, v: Any) -> None:
+        if isinstance(v, (int, float)):
+            acc[k] = acc.get(k, 0.0) + float(v)
+
+    for b in rows:
+        st = b["stages"]
+        su = b.get("startup") or {}
+        steps_s = sum(float(x.get("seconds") or 0.0) for e in b.get("extensions") or [] for x in e.get("steps") or [])
+        ext_s = sum(float(e.get("seconds") or 0.0) for e in b.get("extensions") or [])
+        add("judge process (wall less its stages)", float(b["seconds"]) - sum(float(v or 0.0) for v in st.values()))
+        add("worker startup stage", st.get("startup"))
+        add("  of which torch import", su.get("import_torch_s"))
+        add("  of which device set-up", su.get("device_init_s"))
+        add("load_inline less ninja", ext_s - steps_s)
+        add("ninja steps", steps_s)
+        add("copy into the build cache", b.get("publish_s"))
+        add("build stage, rest (module run)", float(st.get("build") or 0.0) - ext_s - float(b.get("publish_s") or 0.0))
+    return {"builds": len(rows), **{k: round(v, 1) for k, v in acc.items()}}
+
+
+def max_jobs_spread(done: list[dict[str, Any]]) -> dict[str, int]:
+    """How many builds ran with each MAX_JOBS."""
+    out: dict[str, int] = {}
+    for b in done:
+        if isinstance(b.get("max_jobs"), int):
+            out[str(b["max_jobs"])] = out.get(str(b["max_jobs"]), 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
 def busy_after_builds(alone: list[tuple[float, float]], builds: dict[str, Any], ev: dict[str, Any]) -> dict[str, Any] | None:
@@ -222,6 +265,10 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
     ref_work = 0.0  # seconds of the reference's requests that run its model (refshare's kinds + timing)
     judged_s = 0.0
     beyond: list[float] = []  # per kernel: seconds of its stages past the build, less its timed work
+    beyond_own: list[float] = []  # the same less its waits for the device (another judge's windows)
+    probe_waits: dict[str, float] = {}
+    waits = 0.0
+    spans: list[tuple[float, float]] = []  # each kernel's time on its slot (verify.started / ended)
     ref_src: dict[str, int] = {}
     ref_requests = 0
     for t in timings.values():
@@ -242,8 +289,15 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
             if name != "build":
                 own += -sec if name.startswith("tim") else sec
         beyond.append(max(0.0, own))
+        waited = sum(float(w.get("waited_s") or 0.0) for w in t.get("device_windows") or [])
+        waits += waited
+        beyond_own.append(max(0.0, own - waited))
+        v = t.get("verify") or {}
+        if isinstance(v.get("started"), (int, float)) and isinstance(v.get("ended"), (int, float)):
+            spans.append((float(v["started"]), float(v["ended"])))
         for name, pr in (t.get("probes") or {}).items():
             probes[name] = probes.get(name, 0.0) + float((pr or {}).get("seconds") or 0.0)
+            probe_waits[name] = probe_waits.get(name, 0.0) + float((pr or {}).get("waited_s") or 0.0)
         alone += [(w["start"], w["end"]) for w in t.get("device_windows") or [] if w.get("kind") == "alone"]
         for k, v in (t.get("reference_cache") or {}).items():
             if isinstance(v, dict):  # live / replayed, per kind of reference request
@@ -260,13 +314,26 @@ def pipeline_figures(rep: dict[str, Any], ev: dict[str, Any], wall: float) -> di
         counts[str(x.get("verdict"))] = counts.get(str(x.get("verdict")), 0) + 1
     judged = sum(1 for x in runs if x.get("verdict") not in ("not judged here", "not run", None))
     beyond.sort()
+    beyond_own.sort()
+    # the slots' throughput: the time kernels were on a slot (the union of their spans), per kernel,
+    # less the mean timing stage: what the GPU slot spends per kernel past its timed work, overlap
+    # counted once (with the pipeline, each kernel's own stages overlap the next one's)
+    busy = union(spans)
+    mean_timing = (sum(float(((t.get("stages") or {}).get("timing") or {}).get("seconds") or 0.0)
+                       for t in timings.values()) / processed) if processed else 0.0
     return {
         "wall_s": round(wall, 2), "kernels_judged": judged, "kernels_processed": processed, "verdict_counts": counts,
         "slot_beyond_timing_s": {"median": round(beyond[len(beyond) // 2], 2) if beyond else None,
                                  "max": round(beyond[-1], 2) if beyond else None},
+        "slot_beyond_timing_own_s": {"median": round(beyond_own[len(beyond_own) // 2], 2) if beyond_own else None,
+                                     "max": round(beyond_own[-1], 2) if beyond_own else None},
+        "device_waits_s": round(waits, 2),
+        "slot_busy_s": round(busy, 2),
+        "slot_per_kernel_past_timing_s": round(busy / processed - mean_timing, 2) if processed and spans else None,
         "kernels_per_min": round(60 * judged / wall, 2) if wall else None,
         "stage_seconds": {k: round(v, 2) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])},
         "probe_seconds": {k: round(v, 2) for k, v in sorted(probes.items(), key=lambda kv: -kv[1])},
+        "probe_waits_s": {k: round(v, 2) for k, v in sorted(probe_waits.items(), key=lambda kv: -kv[1]) if v},
         "timing_windows_s": round(union(alone), 2),
         "device_busy_after_builds": busy_after_builds(alone, builds, ev),
         "device_busy_fraction": round(union(alone) / wall, 3) if wall else None,
@@ -492,13 +559,18 @@ def pipeline_md(r: dict[str, Any]) -> str:
         lines.append(f"- wall {f['wall_s']} s, {f['kernels_judged']} kernels judged, {f['kernels_per_min']} kernels/min"
                      + (" (INTERRUPTED)" if f.get("interrupted") else ""))
         lines.append(f"- verdicts: {f.get('verdict_counts')}; kernels through the judge: {f.get('kernels_processed')}")
-        lines.append(f"- per kernel, stage seconds past the build less its timing stage: {f.get('slot_beyond_timing_s')}")
+        lines.append(f"- per kernel, stage seconds past the build less its timing stage: {f.get('slot_beyond_timing_s')}; "
+                     f"less its waits for the device (another judge's windows, {f.get('device_waits_s')} s in all): "
+                     f"{f.get('slot_beyond_timing_own_s')}")
+        lines.append(f"- the slots' time with a kernel on them {f.get('slot_busy_s')} s: per kernel past the mean "
+                     f"timing stage {f.get('slot_per_kernel_past_timing_s')} s (overlap counted once)")
         lines.append(f"- timing windows (device alone) {f['timing_windows_s']} s = {f['device_busy_fraction']} of the wall; "
                      f"once the builds were done: {f.get('device_busy_after_builds')} (target >= 0.7)")
         lines.append(f"- targets: cold wall {f['wall_s']} s (target < 300 s for 30 kernels, builds included); slot "
                      f"time past the timing per kernel {f.get('slot_beyond_timing_s')} (target median <= 3 s, max <= 10 s)")
         lines.append(f"- per stage (s, summed over kernels): {f['stage_seconds']}")
-        lines.append(f"- per probe (s, summed): {f['probe_seconds']}")
+        lines.append(f"- per probe (s, summed): {f['probe_seconds']}; of which waiting for the device: "
+                     f"{f.get('probe_waits_s')}")
         lines.append(f"- pipeline depth {f['pipeline_depth']}; builds' MAX_JOBS {f['max_jobs']}; reference replies "
                      f"from the store: {f.get('reference_cache')}")
         lines.append(f"- the reference's work (its requests that run it): {f.get('reference_work_s')} s, "

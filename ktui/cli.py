@@ -375,7 +375,7 @@ def labels_export(directory: str, fmt: str, output: str | None, labels_file: str
 @click.option("--final", "final", is_flag=True, help="Each run's final kernel (default).")
 @click.option("--all-versions", is_flag=True, help="Every kernel version of every run.")
 @click.option("--gpus", default=None, help="GPUs to time on, e.g. 0,1 (default: every visible GPU).")
-@click.option("--jobs", "-j", type=int, default=None, help="Parallel builds (default: cores - 1).")
+@click.option("--jobs", "-j", type=int, default=None, help="Parallel builds (default: the cores the judges leave, two compilers a build).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--address", default=None, help="Ray cluster address (default: a local Ray instance).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON on stdout.")

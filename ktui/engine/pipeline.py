@@ -333,6 +333,7 @@ class Judge(CorrectnessStages, ClockStages):
         binfo["dir"] = job.build_dir
         binfo["from_cache"] = bool(self.build_from_cache)  # the judge's word: it copied a cached build in
         if binfo.get("has_model") and not binfo.get("failed_builds"):
+            t0 = now()
             pids = sandbox.stop_tree(cand.proc.proc)
             sandbox.wait_stopped(pids)
             try:
@@ -340,6 +341,7 @@ class Judge(CorrectnessStages, ClockStages):
             finally:
                 sandbox.continue_tree(cand.proc.proc, pids)
             binfo["cache"] = {k: v for k, v in stored.items() if k != "skipped"}
+            binfo["cache"]["seconds"] = round_(now() - t0, 3)
             if stored.get("skipped"):
                 binfo["cache"]["left_out"] = [str(x)[:120] for x in stored["skipped"][:8]]
         return binfo

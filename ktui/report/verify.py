@@ -161,7 +161,7 @@ def parse_gpus(text: str | None) -> list[str] | None:
     return ids
 
 
-def make_engine(name: str, options: Any, *, slots: list[Any], jobs: int, build_root: str | None, on_event: Any,
+def make_engine(name: str, options: Any, *, slots: list[Any], jobs: int | None, build_root: str | None, on_event: Any,
                 address: str | None = None, gpus: list[str] | None = None, cpu_slots: int = 1,
                 pipeline: bool = True) -> Any:
     if name == "ray":
@@ -223,7 +223,8 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
     display = ProgressDisplay(planner, live=live)
     try:
         # Ray without --jobs: the cluster's CPUs (less one per timing slot), not this machine's
-        eng = make_engine(engine, options, slots=slots, jobs=njobs if engine == "local" else jobs,
+        # the local engine without --jobs: builds from the cores its judges leave (steps.builders_for)
+        eng = make_engine(engine, options, slots=slots, jobs=jobs if jobs and jobs > 0 else None,
                           build_root=build_cache, on_event=display,
                           address=address, gpus=gpu_ids, cpu_slots=cpu_slots, pipeline=pipeline)
     except (ImportError, RuntimeError, ValueError) as exc:
@@ -250,7 +251,7 @@ def verify_command(paths: list[str], *, all_versions: bool = False, gpus: str | 
              "failed": c.get(FAILED, 0), "cancelled": c.get(CANCELLED, 0), "wall_s": round(wall, 3),
              "engine": engine, "slots": getattr(eng, "slot_count", len(slots)),
              "pipeline_depth": getattr(eng, "depth", 1),
-             "jobs": getattr(eng, "max_builds", njobs),
+             "jobs": getattr(eng, "max_builds", getattr(eng, "jobs", njobs)),
              "interrupted": interrupted}
     if events_out:
         import json

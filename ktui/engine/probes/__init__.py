@@ -127,6 +127,8 @@ def run_judge_probes(ctx, correctness_failed=False):
             continue
         kind = "none" if needs["device"] == "none" else "shared"
         window = judge.device(kind, f"probe {name}") if judge is not None and hasattr(judge, "device") else None
+        wins = getattr(judge, "windows", None)
+        waited0 = float(getattr(wins, "waited_s", 0.0) or 0.0)
         t0 = time.monotonic()
         state = "done"
         try:
@@ -146,11 +148,14 @@ def run_judge_probes(ctx, correctness_failed=False):
             raise
         finally:
             secs = round(time.monotonic() - t0, 3)
-            costs[name] = dict(needs, seconds=secs, state=state)
+            # the part of it spent waiting for the device (another judge's timing window): not its cost
+            waited = round(max(0.0, float(getattr(wins, "waited_s", 0.0) or 0.0) - waited0), 3)
+            costs[name] = dict(needs, seconds=secs, state=state, waited_s=waited)
             if state != "failed" and judge is not None and hasattr(judge, "drop_slots"):
                 judge.drop_slots(prefix="p-")  # the probe's input sets: each one is a whole set on the device
             if judge is not None and hasattr(judge, "emit"):
-                judge.emit({"event": "probe", "name": name, "seconds": secs, "state": state, **needs})
+                judge.emit({"event": "probe", "name": name, "seconds": secs, "state": state, "waited_s": waited,
+                            **needs})
 
 
 def _clearly_slower(result):

@@ -117,9 +117,10 @@ def cpu_only(device: str | None, slots: list[Slot]) -> bool:
     return early.on_cpu(device)
 
 
-def default_jobs() -> int:
-    """Build processes: one per core but one (the timing's), no more than the memory holds."""
-    return max(1, min((os.cpu_count() or 2) - 1, steps.compilers_budget()))
+def default_jobs(judges: int = 1) -> int:
+    """Builds at once: the compilers budget (the cores less those kept for the ``judges`` in
+    flight, no more than the memory holds) in builds of two compilers each (steps.builders_for)."""
+    return steps.builders_for(steps.compilers_budget(judges=judges))
 
 
 def cache_entry(job: Job, options: ReproOptions, result: dict[str, Any]) -> dict[str, Any]:
@@ -368,13 +369,15 @@ class LocalEngine(EngineBase):
             raise ValueError("no timing slots")
         self.options = options
         self.slots = slots
-        self.jobs = max(1, jobs or default_jobs())
+        self.depth = PIPELINE_DEPTH if pipeline else 1  # judges in flight per slot
+        self.judges = len(slots) * self.depth
+        self._budget = steps.compilers_budget(judges=self.judges)  # compilers at once, the judges' cores kept
+        self.jobs = max(1, jobs or steps.builders_for(self._budget))
         self.build_root = build_root or str(cache.build_root())
         self.rec = Recorder(options, on_event)
         self.build_fn = build_fn
         self.judge_fn = judge_fn
         self.skip_trivial = skip_trivial
-        self.depth = PIPELINE_DEPTH if pipeline else 1  # judges in flight per slot
         if share_reference is None:  # KTUI_VERIFY_SHARE_REFERENCE=0: every kernel its own seed (benchmarks)
             from ktui.settings import current
 
@@ -387,7 +390,8 @@ class LocalEngine(EngineBase):
         self._builders_left = 0
         self._lock = threading.Lock()
         self._building = 0  # builds in flight (their MAX_JOBS share the compilers budget)
-        self._budget = steps.compilers_budget()
+        self._compilers = 0  # the sum of their MAX_JOBS
+        self._queued = 0  # builds waiting for a builder
         self.errors: list[str] = []  # engine bugs (each also made its kernel's result)
         self._gates = {s.name: SlotGate(self.cancel) for s in slots}
 
@@ -404,6 +408,8 @@ class LocalEngine(EngineBase):
             self.rec.builds[job.key] = {"seconds": 0.0, "skipped": True, "ok": True}
             self._ready_q.put((job, None))  # nothing to compile: straight to a timing slot
         else:
+            with self._lock:
+                self._queued += 1
             self._build_q.put(job)
 
     def _feed(self, jobs: Iterable[Job]) -> None:
@@ -421,8 +427,13 @@ class LocalEngine(EngineBase):
                 if job is _DONE or self.cancel.is_set():
                     break
                 with self._lock:
+                    self._queued = max(0, self._queued - 1)
                     self._building += 1
-                    max_jobs = steps.max_jobs_for(self._budget, self._building)
+                    max_jobs = steps.max_jobs_for(self._budget, self._building, self._queued, self._compilers,
+                                                  builders=self.jobs)
+                    if os.environ.get("MAX_JOBS"):
+                        max_jobs = max(1, int(os.environ["MAX_JOBS"]) if os.environ["MAX_JOBS"].isdigit() else 1)
+                    self._compilers += max_jobs
                 benv = dict(env)
                 if not os.environ.get("MAX_JOBS"):
                     benv["MAX_JOBS"] = str(max_jobs)
@@ -442,10 +453,12 @@ class LocalEngine(EngineBase):
                 finally:
                     with self._lock:
                         self._building -= 1
+                        self._compilers -= max_jobs
                 exts = (br.build or {}).get("extensions") or []
                 self.rec.builds[job.key].update(
                     seconds=br.seconds, started=br.started, ended=br.ended, cached=bool((br.build or {}).get("cached")),
-                    ok=br.ok, extensions=[{k: e.get(k) for k in ("name", "seconds", "steps")} for e in exts][:8])
+                    ok=br.ok, extensions=[{k: e.get(k) for k in ("name", "seconds", "steps")} for e in exts][:8],
+                    **steps.build_phases(br))
                 if br.ok:
                     self.rec.emit(BUILT, job, seconds=br.seconds)
                     self._ready_q.put((job, br))
@@ -509,9 +522,21 @@ class LocalEngine(EngineBase):
             self._cost_events(job, slot, res)
             self.rec.finish(job, res, slot=slot.name, stopping=self.cancel.is_set())
 
+    def _judge_env(self, slot: Slot) -> dict[str, str]:
+        """The slot's environment for one judge, with torch's intra-op threads for it and its workers
+        (``OMP_NUM_THREADS``, unless set): the cores the builds in flight leave, shared by the
+        judges in flight (steps.judge_threads). GPU slots only: on the CPU the threads are the
+        device's, and the timings depend on them."""
+        env = dict(slot.env)
+        if slot.gpu is not None and not os.environ.get("OMP_NUM_THREADS"):
+            with self._lock:
+                compilers = self._compilers
+            env["OMP_NUM_THREADS"] = str(steps.judge_threads(os.cpu_count() or 1, self.judges, compilers))
+        return env
+
     def _judge_one(self, job: Job, slot: Slot) -> dict[str, Any]:
         try:
-            return self.judge_fn(job, self.options, build_root=self.build_root, env_extra=slot.env,
+            return self.judge_fn(job, self.options, build_root=self.build_root, env_extra=self._judge_env(slot),
                                  cancel=self.cancel)
         except Exception:
             tb = traceback.format_exc()

@@ -53,26 +53,70 @@ def mem_available() -> int | None:
     return None
 
 
-def compilers_budget(cores: int | None = None, mem: int | None = None) -> int:
-    """How many compilers may run at once here: one per core, no more than the memory holds
-    (``PER_COMPILER_BYTES`` each); at least 1."""
+#: cores one judge in flight keeps busy at most: its own comparisons (float64, on the CPU) and the host
+#: work of one of its two workers (they answer its requests in turn)
+JUDGE_CORES = 2
+#: compilers one build keeps busy: a load_inline extension is two sources (the C++ bindings and the
+#: .cu), compiled at once
+BUILD_JOBS = 2
+
+
+def judge_cores(cores: int, judges: int) -> int:
+    """Cores kept for the ``judges`` in flight (GPU slots x pipeline depth): never given to
+    compilers, so that a sweep's builds do not slow the kernels being judged (half the cores at most)."""
+    if judges <= 0 or cores <= 1:
+        return 0
+    return max(1, min(cores // 2, JUDGE_CORES * judges))
+
+
+def compilers_budget(cores: int | None = None, mem: int | None = None, judges: int = 0) -> int:
+    """How many compilers may run at once here: one per core less the judges' cores
+    (:func:`judge_cores`), no more than the memory holds (``PER_COMPILER_BYTES`` each); at least 1."""
     cores = cores or os.cpu_count() or 1
     mem = mem_available() if mem is None else mem
-    by_mem = cores if mem is None else max(1, mem // PER_COMPILER_BYTES)
-    return max(1, min(cores, by_mem))
+    usable = max(1, cores - judge_cores(cores, judges))
+    by_mem = usable if mem is None else max(1, mem // PER_COMPILER_BYTES)
+    return max(1, min(usable, by_mem))
 
 
-def max_jobs_for(budget: int, in_flight: int) -> int:
+def builders_for(budget: int) -> int:
+    """Builds at once: the compilers budget in builds of ``BUILD_JOBS`` compilers each. Fewer
+    builds, each with its own cores, land sooner than one build per core all sharing them (the
+    first kernel reaches its GPU earlier; the sweep's compile work is the same)."""
+    return max(1, budget // BUILD_JOBS)
+
+
+def max_jobs_for(budget: int, in_flight: int, waiting: int = 0, used_by_others: int = 0,
+                 builders: int | None = None) -> int:
     """ninja's parallelism (MAX_JOBS) for a build that starts while ``in_flight`` builds (itself
-    included) run: the compilers budget shared among them (the last builds of a sweep, alone,
-    compile their sources in parallel)."""
-    return max(1, budget // max(1, in_flight))
+    included) run and ``waiting`` more are queued: the compilers budget shared among the builds
+    that will run beside it (at most ``builders``), never more than the budget the other builds
+    in flight left (``used_by_others``: the sum of their MAX_JOBS); at least 1. The last builds of
+    a sweep, alone, compile their sources in parallel."""
+    beside = max(1, in_flight + max(0, waiting))
+    if builders is not None:
+        beside = min(beside, max(1, builders))
+    share = max(1, budget // beside)
+    return max(1, min(share, budget - max(0, used_by_others)))
+
+
+def judge_threads(cores: int, judges: int, compilers: int) -> int:
+    """torch's intra-op threads (``OMP_NUM_THREADS``) for a judge and its workers on a GPU slot: the
+    cores the compilers in flight leave, shared by the ``judges`` in flight. With one pool of one
+    thread per core in each of several processes (two judges of the pipeline and their workers,
+    beside a sweep's builds), the pools' threads spin-wait for each other at every parallel region
+    (benchmarks/results/test_suite_cpu.md: 4x slower on a loaded machine)."""
+    free = max(1, cores - max(0, compilers))
+    return max(1, free // max(1, judges))
 
 
 def build_env(extra: dict[str, str] | None = None, max_jobs: int = 1) -> dict[str, str]:
-    """The environment additions of a build worker: ``max_jobs`` compilers (unless MAX_JOBS is set), niced."""
+    """The environment additions of a build worker: ``max_jobs`` compilers (unless MAX_JOBS is set),
+    niced, and one torch thread (unless OMP_NUM_THREADS is set: a build runs no tensor work of ktui's)."""
     env = {} if os.environ.get("MAX_JOBS") else {"MAX_JOBS": str(max(1, int(max_jobs)))}
     env["KTUI_WORKER_NICE"] = BUILD_NICE
+    if not os.environ.get("OMP_NUM_THREADS"):
+        env["OMP_NUM_THREADS"] = "1"
     env.update(extra or {})
     return env
 
@@ -90,6 +134,29 @@ class BuildResult:
     def to_wire(self) -> dict[str, Any]:
         return {"ok": self.ok, "result": self.result, "seconds": self.seconds, "started": self.started,
                 "ended": self.ended, "build": self.build}
+
+
+def build_phases(br: BuildResult) -> dict[str, Any]:
+    """Where a build step's wall time went, from its judge's result: its stages (``startup``: the
+    worker started, torch imported, the device set up; ``build``: the kernel's module loaded, its
+    extensions compiled, the build folder copied into the cache), torch's import and the device's
+    set-up inside the startup, the build's copy into the cache, and the candidate's seconds per
+    request. The rest of ``seconds`` is the judge process's own start and end."""
+    res = br.result if isinstance(br.result, dict) else {}
+    out: dict[str, Any] = {}
+    st = res.get("stages")
+    if isinstance(st, dict):
+        out["stages"] = {str(k): v.get("seconds") for k, v in st.items() if isinstance(v, dict)}
+    su = res.get("startup")
+    if isinstance(su, dict):
+        out["startup"] = {k: su.get(k) for k in ("import_torch_s", "device_init_s")}
+    ws = (res.get("worker_seconds") or {}).get("candidate") if isinstance(res.get("worker_seconds"), dict) else None
+    if isinstance(ws, dict):
+        out["worker_seconds"] = {str(k): v for k, v in list(ws.items())[:16]}
+    cache_rec = (br.build or {}).get("cache") if isinstance(br.build, dict) else None
+    if isinstance(cache_rec, dict) and isinstance(cache_rec.get("seconds"), (int, float)):
+        out["publish_s"] = cache_rec["seconds"]
+    return out
 
 
 def _timeouts(options: ReproOptions) -> tuple[float, float]:
