@@ -50,17 +50,18 @@ _calls = [0]
 class ModelNew(torch.nn.Module):
     def forward(self, x):
         _calls[0] += 1
-        d = os.environ.get("TRITON_CACHE_DIR") or "/nonexistent"
+        root = os.environ.get("TRITON_CACHE_DIR") or "/nonexistent"
+        d = os.path.join(root, "KT3NBV6Q2LXUSYFUUJ5ZGPM4R7FCWYXMDP6BOYUXWJ4E7QSGYVKQ")  # an entry, as Triton names one
+        seen = sorted(os.listdir(root)) if os.path.isdir(root) else []
         os.makedirs(d, exist_ok=True)
         if _calls[0] == 1:  # the first call: what a JIT compiles
-            seen = sorted(os.listdir(d))
-            with open(os.path.join(d, "launcher.so"), "wb") as fh:
+            with open(os.path.join(d, "__triton_launcher.so"), "wb") as fh:
                 fh.write(b"compiled")
             with open(os.path.join(d, "first.json"), "w") as fh:
-                json.dump({"dir": d, "autotuning": os.environ.get("TRITON_CACHE_AUTOTUNING"), "seen": seen}, fh)
+                json.dump({"dir": root, "autotuning": os.environ.get("TRITON_CACHE_AUTOTUNING"), "seen": seen}, fh)
         else:  # later calls saw judged inputs: nothing of this may reach the cache
-            with open(os.path.join(d, "later_%d.txt" % _calls[0]), "w") as fh:
-                fh.write(repr(x.flatten()[:4].tolist()))
+            with open(os.path.join(d, "later_%d.json" % _calls[0]), "w") as fh:
+                fh.write(json.dumps(x.flatten()[:4].tolist()))
         return torch.relu(x) * 3.0
 '''
 
@@ -85,10 +86,11 @@ def test_the_jit_cache_is_kept_for_the_kernels_next_worker_life(tmp_path, monkey
     jc = first["build"]["jit_cache"]
     assert jc["stored"] is True and jc["fetched"] is False, jc
     cached = Path(first["build"]["dir"]) / buildcache.JIT_CACHE
-    kept = sorted(p.name for p in cached.iterdir())
+    kept = sorted(str(p.relative_to(cached)) for p in cached.rglob("*") if p.is_file())
     # the warm-up call's files only: nothing written once the kernel saw a judged input
-    assert kept == ["first.json", "launcher.so"], kept
-    rec = json.loads((cached / "first.json").read_text())
+    assert [k.split("/")[-1] for k in kept] == ["__triton_launcher.so", "first.json"], kept
+    entry = cached / kept[0].split("/")[0]
+    rec = json.loads((entry / "first.json").read_text())
     assert rec["autotuning"] == "1"  # the env reached the worker
     assert rec["dir"].endswith("/" + buildcache.JIT_CACHE) and rec["seen"] == []
 
@@ -96,20 +98,25 @@ def test_the_jit_cache_is_kept_for_the_kernels_next_worker_life(tmp_path, monkey
     assert second["status"] == "completed", second.get("failure")
     jc2 = second["build"]["jit_cache"]
     assert jc2["fetched"] is True and jc2["stored"] is False, jc2  # started from the first life's cache
-    assert sorted(p.name for p in cached.iterdir()) == kept  # and never added to it
+    assert sorted(str(p.relative_to(cached)) for p in cached.rglob("*") if p.is_file()) == kept  # never added to
 
 
 def test_publish_jit_adds_the_folder_beside_a_cached_extension(tmp_path):
-    work, cache = tmp_path / "work", tmp_path / "cache" / "k"
-    (work / "ext").mkdir(parents=True)
-    (work / "ext" / "ext.so").write_bytes(b"x")
+    key = "0123456789abcdef"
+    work, cache = tmp_path / "work", tmp_path / "cache" / key
+    ext = work / "ext_k0123456789"
+    ext.mkdir(parents=True)
+    (ext / "ext_k0123456789.so").write_bytes(b"x")
     assert buildcache.publish(str(work), str(cache))["stored"]  # the extension, cached at the build
     assert buildcache.publish_jit(str(work), str(cache)) == {"stored": False, "why": "nothing compiled"}
-    (work / "triton" / "abc").mkdir(parents=True)
-    (work / "triton" / "abc" / "k.cubin").write_bytes(b"c")
-    (work / "triton" / "abc" / "lock").write_bytes(b"")
+    entry = work / "triton" / "ABCDEFGHIJKLMNOP"
+    entry.mkdir(parents=True)
+    (entry / "k.cubin").write_bytes(b"c")
+    (entry / "lock").write_bytes(b"")
+    (entry / "planted.py").write_text("print(1)")  # not one of Triton's kinds
+    (ext / "later.o").write_bytes(b"o")  # the extension's folder is not published again
     assert buildcache.publish_jit(str(work), str(cache))["stored"]
-    assert sorted(p.name for p in (cache / "triton" / "abc").iterdir()) == ["k.cubin"]  # torch's lock files stay
-    assert (cache / "ext" / "ext.so").exists()
+    assert sorted(p.name for p in (cache / "triton" / "ABCDEFGHIJKLMNOP").iterdir()) == ["k.cubin"]
+    assert sorted(p.name for p in (cache / "ext_k0123456789").iterdir()) == ["ext_k0123456789.so"]
     assert buildcache.publish_jit(str(work), str(cache)) == {"stored": False, "why": "already cached"}
     assert not [p for p in cache.iterdir() if p.name.startswith(".incoming")]
