@@ -597,3 +597,18 @@ def test_rows_come_in_natural_order_by_default(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-m", "ktui", "runs", str(sw), "--format", "json", "--no-cache"],
                          capture_output=True, env=env, cwd=tmp_path, check=True).stdout
     assert [r["path"] for r in json.loads(out)["runs"]] == want
+
+
+def test_the_walks_name_key_orders_as_the_column_sort():
+    """``trace.order.name_key`` (the walk's, fast) orders names exactly as ``natural_key`` (the runs
+    table's column sort) does, the name itself breaking ties: random names of letters, digits with
+    leading zeros, case, separators and non-ASCII digits."""
+    import random
+
+    from ktui.trace.order import name_key, natural_key
+
+    rng = random.Random(5)
+    alphabet = ["a", "B", "b", "_", "-", ".", "0", "00", "1", "01", "2", "9", "10", "123", "٣", "x7", ""]
+    names = list({"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(3000)})
+    rng.shuffle(names)
+    assert sorted(names, key=name_key) == sorted(names, key=lambda n: (natural_key(n), n))

@@ -29,10 +29,6 @@ TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval",  # .eval: Inspect's zipped lo
 _SAMPLE_FILE = SAMPLE
 
 
-def _entry_key(e: os.DirEntry[str]) -> tuple[tuple[tuple[int, int | str], ...], str]:
-    return name_key(e.name)
-
-
 def looked_at(name: str) -> bool:
     """Whether a file of this name is read as a possible run: a trace extension or a KernelBench
     sample file, not a sweep record nor ktui's own labels file beside a sweep (it was "not a trace",
@@ -90,6 +86,14 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
     def shown_of(path: str) -> str:
         return path[n_prefix:] if path.startswith(prefix) else _display(path, root)
 
+    keys: dict[str, tuple[list[str | int], str]] = {}  # names repeat from cell to cell (trace.jsonl, runs.jsonl)
+
+    def entry_key(e: os.DirEntry[str]) -> tuple[list[str | int], str]:
+        k = keys.get(e.name)
+        if k is None:
+            k = keys[e.name] = name_key(e.name)
+        return k
+
     # stack items: ("dir", (path, real path or None)) or ("files", [(TraceFile, (dev, ino))...])
     stack: list[tuple[str, Any]] = [("dir", (root, None))]
     while stack:
@@ -118,7 +122,9 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
         seen_dirs.add(key)
         try:
             with os.scandir(d) as it:
-                entries = sorted(it, key=_entry_key)
+                entries = list(it)
+            if len(entries) > 1:
+                entries.sort(key=entry_key)
         except OSError as exc:
             issues.append(ScanIssue(shown, f"cannot list directory: {exc.strerror or exc}", "warning"))
             continue
