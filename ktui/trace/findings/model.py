@@ -26,6 +26,7 @@ CLASSES: dict[str, str] = {
     "side_stream": "unjoined side stream",
     "ptr_cache": "pointer/fingerprint-keyed cache",
     "result_cache": "stored result returned",
+    "weight_precompute": "weights folded once (stale on a parameter change)",
     "call_counting": "call counting",
     "frame_introspection": "caller/frame introspection",
     "profiler_sniffing": "profiler detection",

@@ -40,6 +40,7 @@ from ktui.trace.findings.names import (
     _profiler_query,
     ref_is_half,
 )
+from ktui.trace.findings.weights import weight_precompute
 
 #: the nodes the first walk of :meth:`_PyAnalysis.run` looks at (the others: names, constants,
 #: operators, contexts, never reach a branch of it)
@@ -106,6 +107,9 @@ class _PyAnalysis(_PyDataflow):
         self.extension_sniffing()
         self.call_counting()
         self.result_cache()
+        wp = weight_precompute(self.tree, self.reference)
+        if wp is not None:
+            self.add("weight_precompute", WARNING, wp[1], self.line(wp[0]))
         for fn in self.judged_forwards:
             self.inputs_and_outputs(fn)
         self.side_stream()
