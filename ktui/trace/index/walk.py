@@ -29,6 +29,22 @@ TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval",  # .eval: Inspect's zipped lo
 _SAMPLE_FILE = SAMPLE
 
 
+def _listed(d: str, keys: dict[str, tuple[list[str | int], str]]) -> list[os.DirEntry[str]]:
+    """A directory's entries in natural order (``keys``: the names' keys made so far in this walk;
+    a name's key made once). OSError where it cannot be listed."""
+    with os.scandir(d) as it:
+        entries = list(it)
+    if len(entries) > 1:
+        def key(e: os.DirEntry[str]) -> tuple[list[str | int], str]:
+            k = keys.get(e.name)
+            if k is None:
+                k = keys[e.name] = name_key(e.name)
+            return k
+
+        entries.sort(key=key)
+    return entries
+
+
 def looked_at(name: str) -> bool:
     """Whether a file of this name is read as a possible run: a trace extension or a KernelBench
     sample file, not a sweep record nor ktui's own labels file beside a sweep (it was "not a trace",
@@ -87,13 +103,6 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
         return path[n_prefix:] if path.startswith(prefix) else _display(path, root)
 
     keys: dict[str, tuple[list[str | int], str]] = {}  # names repeat from cell to cell (trace.jsonl, runs.jsonl)
-
-    def entry_key(e: os.DirEntry[str]) -> tuple[list[str | int], str]:
-        k = keys.get(e.name)
-        if k is None:
-            k = keys[e.name] = name_key(e.name)
-        return k
-
     # stack items: ("dir", (path, real path or None)) or ("files", [(TraceFile, (dev, ino))...])
     stack: list[tuple[str, Any]] = [("dir", (root, None))]
     while stack:
@@ -121,10 +130,7 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
             continue
         seen_dirs.add(key)
         try:
-            with os.scandir(d) as it:
-                entries = list(it)
-            if len(entries) > 1:
-                entries.sort(key=entry_key)
+            entries = _listed(d, keys)
         except OSError as exc:
             issues.append(ScanIssue(shown, f"cannot list directory: {exc.strerror or exc}", "warning"))
             continue
