@@ -21,7 +21,7 @@
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 gpu_setup /tmp/ktui-honest-real-cache
-BUDGET="${BUDGET:-380}"  # seconds for the four verify calls (run at once)
+BUDGET="${BUDGET:-360}"  # seconds for the four verify calls (run at once)
 TRACES="${TRACES:-$(mktemp -d)/traces}"
 BACKEND=cuda
 [ "${DEVICE:-}" = cpu ] && BACKEND=cpu
@@ -44,7 +44,7 @@ for p in "${pids[@]}"; do wait "$p"; done
 echo "verify (4 groups at once): $(( $(date +%s) - T0 )) s"
 for g in honest honestcu spot heldout; do  # a JSON cut short (killed past the grace): read again from the cache
     python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$OUT/verify_$g.json" 2>/dev/null || \
-        timeout -s INT -k 5 25 python3 -m ktui verify "$TRACES/$g" $OPTS -j 1 --json > "$OUT/verify_$g.json" 2>> "$OUT/verify_$g.log"
+        timeout -s INT -k 5 15 python3 -m ktui verify "$TRACES/$g" $OPTS -j 1 --json > "$OUT/verify_$g.json" 2>> "$OUT/verify_$g.log"
 done
 python3 scripts/honest_real_gpu.py table "$OUT" --traces "$TRACES"
 rc=$?
