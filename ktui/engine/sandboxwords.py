@@ -55,7 +55,7 @@ def planned(device="cpu", memory_limit=None, *, found=None, limit=None):
                   "its build dir are there, read-only but the last two; no home (HOME is its temp dir), no "
                   "/tmp, /run or home sockets (no ssh-agent), nothing next to the trace",
                   "its own session keyring (the keys of your session are out of reach) and no kernel key calls (your key "
-                  "quota stays yours); no vsock socket (a VM's channel to its host), no set-uid or set-gid file, no io_uring",
+                  "quota stays yours); no vsock socket (a VM's channel to its host), no set-uid or set-gid file, no io_uring, eBPF or userfaultfd",
                   "own PID namespace (every descendant, setsid daemons included, dies with it; "
                   "ktui's /proc out of reach)",
                   "no network (own network namespace)",
@@ -114,7 +114,7 @@ def describe(report, launched_with_namespaces):
     if "/proc/sys" in (report.get("proc_read_only") or []):
         out.append("/proc/sys read-only")
     if report.get("keys_denied"):
-        out.append("no kernel key calls, vsock sockets, set-id files or io_uring")
+        out.append("no kernel key calls, vsock sockets, set-id files, io_uring, eBPF or userfaultfd")
     if report.get("session_keyring"):
         out.append("its own session keyring")
     if report.get("caps_dropped"):

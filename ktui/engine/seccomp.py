@@ -10,15 +10,17 @@ from .oslib import PR_SET_NO_NEW_PRIVS, libc, prctl
 
 #: the system calls the worker's seccomp filter knows, per machine: its audit arch; calls refused
 #: outright (add_key, request_key, keyctl; io_uring's three, whose queued operations (an openat with
-#: any mode, a socket) run without passing this filter: moby's default profile refuses them too); the
+#: any mode, a socket) run without passing this filter: moby's default profile refuses them too; bpf
+#: and userfaultfd, which no kernel or toolchain of a trace needs and which kernel exploits start
+#: from: an eBPF map or program, a page fault held open to widen a race; moby refuses both too); the
 #: socket call; calls whose mode argument must not carry S_ISUID/S_ISGID (name -> (nr, mode arg)); the
 #: open calls of that kind, checked when their flags create a file (nr -> (flags arg, mode arg)); and
 #: openat2 (its mode is inside a struct a filter cannot read: ENOSYS, libc falls back to openat)
 _SECCOMP: dict = {
-    "x86_64": {"arch": 0xC000003E, "deny": (248, 249, 250, 425, 426, 427), "socket": 41,
+    "x86_64": {"arch": 0xC000003E, "deny": (248, 249, 250, 425, 426, 427, 321, 323), "socket": 41,
                "mode": {90: 1, 91: 1, 268: 2, 452: 2, 85: 1, 133: 1, 259: 2}, "open": {2: (1, 2), 257: (2, 3)},
                "enosys": (437,), "x32": True},
-    "aarch64": {"arch": 0xC00000B7, "deny": (217, 218, 219, 425, 426, 427), "socket": 198,
+    "aarch64": {"arch": 0xC00000B7, "deny": (217, 218, 219, 425, 426, 427, 280, 282), "socket": 198,
                 "mode": {52: 1, 53: 2, 452: 2, 33: 2}, "open": {56: (2, 3)}, "enosys": (437,), "x32": False},
 }
 AF_VSOCK = 40
@@ -29,7 +31,7 @@ O_CREAT_OR_TMPFILE = 0o100 | 0o20000000  # O_CREAT, __O_TMPFILE (x86_64 and aarc
 def seccomp_program(machine):
     """The worker's filter as classic BPF (code, jt, jf, k) tuples, or None for a machine it does not
     know. Refused with EPERM: key calls and io_uring; another ABI's calls (x32's, by bit 30 of the
-    number; i386's by the audit arch); socket(AF_VSOCK); a mode with the set-uid or set-gid bit in
+    number; i386's by the audit arch); bpf and userfaultfd; socket(AF_VSOCK); a mode with the set-uid or set-gid bit in
     chmod, fchmod, fchmodat(2), mknod(at), creat, and in open/openat when they create a file.
     openat2 fails with ENOSYS. Everything else is allowed."""
     t = _SECCOMP.get(machine)
