@@ -308,7 +308,18 @@ def tree_memory(pids, scan=None):
     dev_shm = _shm_used(pids)
     shared = shmem + hidden + dev_shm
     return {"total": rss + shared, "shared": shared, "channels": len(channels), "unlinked": unlinked,
-            "fds": counts.get("fds", 0), "unknown": unknown}
+            "fds": counts.get("fds", 0), "unknown": unknown, "keys": set(objs) | set(mapped)}
+
+
+def held_shmem(pid):
+    """{key: bytes} of the tmpfs files (memfds) ``pid`` holds open, and of those it maps whose size is
+    known (:data:`KNOWN_SHMEM`): what the judge holds of what it received."""
+    objs: dict = {}
+    _open_files(pid, objs, set(), {})
+    for _a, _b, _off, key, _shared, _growable in _shmem_vmas(pid):
+        if key not in objs and key in KNOWN_SHMEM:
+            objs[key] = KNOWN_SHMEM[key]
+    return objs
 
 
 def _signal(pid, sig):

@@ -87,10 +87,13 @@ def recv(sock):
     except ProtocolError:
         _close_all(fds)
         raise
+    from .inflight import channel_key, note_received
     from .proctree import note_shmem
 
+    ch = channel_key(sock) if fds else None
     for fd in fds:  # the sizes of the sealed memfds that pass through the judge (a worker maps them later)
         note_shmem(fd)
+        note_received(fd, ch)  # and whose they are while the judge holds them: the sender's
     return obj, fds
 
 

@@ -27,6 +27,8 @@ import threading
 import time
 import weakref
 
+from . import inflight
+
 # the rest of the sandbox, named here too (callers use ``sandbox.X``): the Linux primitives, the
 # toolchain a worker's root holds, the process tree seen from outside, the worker's prologue
 from .confine import (  # noqa: F401
@@ -68,6 +70,7 @@ from .proctree import (  # noqa: F401
     cpu_seconds,
     descendants,
     disk_used,
+    held_shmem,
     kill_tree,
     stop_tree,
     through_own_namespace,
@@ -304,6 +307,19 @@ def preexec(spec):
     return fn
 
 
+def _socket_names(fds):
+    """"socket:[inode]" of each descriptor in ``fds`` that is a socket."""
+    out = set()
+    for fd in fds:
+        try:
+            t = os.readlink(f"/proc/self/fd/{int(fd)}")
+        except (OSError, ValueError):
+            continue
+        if t.startswith("socket:"):
+            out.add(t)
+    return out
+
+
 def popen(spec, cmd, stdout, stderr, pass_fds=()):
     """Start ``cmd`` (a :func:`command` line) as a sandboxed worker: in ``spec.work_dir`` (its
     ``tmp/`` made first), with :func:`worker_env` and :func:`preexec`, stdin closed and no file
@@ -321,8 +337,12 @@ class Launched:
     _live: "weakref.WeakSet[Launched]" = weakref.WeakSet()
     _live_lock = threading.Lock()
 
-    def __init__(self, spec, argv, pass_fds=(), prefix=()):
+    def __init__(self, spec, argv, pass_fds=(), prefix=(), channel=None):
         self.spec = spec
+        # the judge's end of the worker's channel (a socket): what waits in its queue, and the memfds the
+        # judge received by it and still holds, are the worker's (ktui.engine.inflight)
+        self.channel, self._channel_key = channel, inflight.channel_key(channel) if channel is not None else None
+        self._skip_sockets = _socket_names(pass_fds)  # the worker's end: its queue holds the judge's requests
         self._shared_now = 0  # shared memory of its tree at the last count (for the other workers' sums)
         from .gpusysfs import resolve
 
@@ -437,6 +457,37 @@ class Launched:
 
         return through_own_namespace(pids, "net", sockets)
 
+    def _in_flight(self, pids, own_sockets):
+        """Words for the messages that wait in a queue attributable to the tree, or None: on the judge's
+        end of its channel, or on unix sockets the tree holds (looked at only where it made some of its
+        own: ``own_sockets``)."""
+        if self.channel is not None:
+            try:
+                if inflight.queued(self.channel.fileno()):
+                    return "messages it sent wait on the judge's channel"
+            except (OSError, ValueError):
+                pass
+        if own_sockets:
+            n = inflight.tree_queued(pids, self._skip_sockets)
+            if n:
+                return f"messages wait on {count(n, 'unix socket')} of its own"
+        return None
+
+    def _received(self, mem):
+        """Bytes of the memfds the judge received by this worker's channel and still holds, that the
+        tree itself no longer holds (0 without a channel)."""
+        if self._channel_key is None or not inflight.received_on(self._channel_key):
+            return 0
+        now = time.monotonic()
+        if now < getattr(self, "_received_next", 0.0):  # the judge's table walked once a second at most
+            return self._received_last
+        try:
+            self._received_last = inflight.held_from(self._channel_key, held_shmem(os.getpid()), mem.get("keys") or ())
+        except Exception:  # noqa: BLE001 - the other counts still hold
+            self._received_last = 0
+        self._received_next = now + 1.0
+        return self._received_last
+
     def _watchdog(self):
         with Launched._live_lock:
             Launched._live.add(self)
@@ -485,9 +536,16 @@ class Launched:
         # and where the tree made unix sockets of its own (in its network namespace: the judge's channel is
         # not one of them): descriptors sent over them and closed are in flight, in no table (1.5 GiB of
         # memfds in flight ended the run at the host's floor, "not judged here", not over its limit)
+        # only while messages wait in a queue: a socket of the tree's that holds some (or listens), or the
+        # judge's end of its channel (unsolicited messages, read by nobody yet): another program's growth of
+        # the host's shared memory is not charged to an honest tree that merely holds a socket
         own_sockets = 0 if mem.get("unknown") else self._own_unix_sockets(pids)
-        unseen = self._unseen_shmem() if (mem.get("unknown") or own_sockets) else 0
-        rss = mem["total"] + self._tmpfs_used + unseen
+        flight = self._in_flight(pids, own_sockets) if not mem.get("unknown") else None
+        unseen = self._unseen_shmem() if (mem.get("unknown") or flight) else 0
+        # and what the judge received from it and holds (its outputs; the reference's inputs), where the
+        # tree itself no longer holds it
+        received = self._received(mem)
+        rss = mem["total"] + self._tmpfs_used + unseen + received
         self.peak_rss = max(self.peak_rss, rss)
         self.peak_memory = max(getattr(self, "peak_memory", 0), rss)
         tasks = sum(_threads(p) for p in pids)
@@ -502,9 +560,11 @@ class Launched:
                                        + (f"ktui's counts while it maps "
                                           f"{count(mem['unknown'], 'memfd or shared mapping', 'memfds or shared mappings')} "
                                           "whose size ktui (not root) cannot read" if mem.get("unknown") else
-                                          f"ktui's counts while it holds {count(own_sockets, 'unix socket')} of its "
-                                          "own (descriptors in flight on them are in no process's table)")
-                                       if unseen else "") + ")")
+                                          f"ktui's counts while {flight} (descriptors in flight are in no process's "
+                                          "table)")
+                                       if unseen else "") + (
+                                       f", memfds it sent that the judge holds {received / 2**30:.1f} GiB"
+                                       if received else "") + ")")
         elif mem.get("fds", 0) > self.spec.fds:
             why = ("process_limit", f"held {mem['fds']} file descriptors open (limit {self.spec.fds}: the host's "
                                     "file table, fs.file-max, is shared by every program)")

@@ -84,7 +84,7 @@ class Worker:
                             python_path=job.python_path, memory_limit=job.memory_limit, argv=list(prefix) + argv,
                             **({"output_cap": int(job.output_cap)} if job.output_cap else {}))
         try:
-            self.proc = sandbox.Launched(spec, argv, pass_fds=[child.fileno()], prefix=prefix)
+            self.proc = sandbox.Launched(spec, argv, pass_fds=[child.fileno()], prefix=prefix, channel=self.sock)
         finally:
             child.close()
         self.seq = 0
