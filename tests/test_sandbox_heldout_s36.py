@@ -430,16 +430,17 @@ def _needs_free(gib):
     return avail
 
 
-# the worker sends 768 MiB of memfds over its channel to the judge (BATCH a message: 4 unread, 1 read and acknowledged) and closes them; the judge
+# the worker sends 768 MiB of memfds over its channel to the judge (16 MiB each, BATCH a message: 4 unread, 1 read and
+# acknowledged) and closes them; the judge
 # is busy elsewhere and reads nothing: in flight, in the judge's socket's queue, in no process's table
 CHANNEL_FLOOD = '''
 import os, socket, time
 s = socket.socket(fileno=FD)
 chunk = b"\\\\3" * (1 << 20)
 fds = []
-for i in range(24):
+for i in range(48):
     fd = os.memfd_create("s36-%d" % i)
-    for _ in range(32):
+    for _ in range(16):
         os.write(fd, chunk)
     fds.append(fd)
     if len(fds) == BATCH:
@@ -456,7 +457,8 @@ time.sleep(60)
 
 @pytest.mark.skipif(sys.platform != "linux", reason="linux namespaces")
 def test_memfds_in_flight_on_the_judges_channel_are_the_senders():
-    """768 MiB of memfds sent unsolicited on the judge's channel and closed, the judge reading nothing,
+    """Up to 768 MiB of memfds sent unsolicited on the judge's channel and closed (the tree holds 80 MiB at
+    most), the judge reading nothing,
     against a 256 MiB limit: memory_limit (they waited in the judge's socket's queue: no count of the
     tree's saw them, and the run ended at the host's floor, "not judged here")."""
     from ktui.engine import protocol
@@ -477,7 +479,7 @@ def test_memfds_in_flight_on_the_judges_channel_are_the_senders():
 
 @pytest.mark.skipif(sys.platform != "linux", reason="linux namespaces")
 def test_memfds_the_judge_received_and_holds_count_against_the_sender():
-    """The judge reads each message (one memfd of 32 MiB) and holds the memfds, the worker closes its own:
+    """The judge reads each message (one memfd of 16 MiB) and holds the memfds, the worker closes its own:
     768 MiB in the judge's table only, counted against the worker's 256 MiB limit, not as the judge's."""
     import threading
 
@@ -491,7 +493,7 @@ def test_memfds_the_judge_received_and_holds_count_against_the_sender():
     held: list[int] = []
 
     def judge():
-        while len(held) < 24:
+        while len(held) < 48:
             try:
                 _msg, fds = protocol.recv(parent)
             except Exception:  # noqa: BLE001 - the worker ended
