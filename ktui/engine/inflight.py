@@ -26,6 +26,10 @@ import ctypes
 import os
 import socket
 import struct
+import time
+
+from .proctree import held_shmem
+from .words import count
 
 #: memfds the judge received, by (major, minor, inode): the inode of the judge's end of the channel they came by
 RECEIVED_BY: dict = {}
@@ -162,3 +166,55 @@ def tree_queued(pids, skip=()):
             if pidfd is not None:
                 os.close(pidfd)
     return n
+
+
+def socket_names(fds):
+    """"socket:[inode]" of each descriptor in ``fds`` that is a socket."""
+    out = set()
+    for fd in fds:
+        try:
+            t = os.readlink(f"/proc/self/fd/{int(fd)}")
+        except (OSError, ValueError):
+            continue
+        if t.startswith("socket:"):
+            out.add(t)
+    return out
+
+
+def waiting(channel, pids, own_sockets, skip=()):
+    """Words for the messages that wait in a queue attributable to the tree ``pids``, or None: on the
+    judge's end of its channel (``channel``, a socket), or on unix sockets the tree holds (looked at only
+    where it made some of its own: ``own_sockets``; ``skip`` as :func:`tree_queued`)."""
+    if channel is not None:
+        try:
+            if queued(channel.fileno()):
+                return "messages it sent wait on the judge's channel"
+        except (OSError, ValueError):
+            pass
+    if own_sockets:
+        n = tree_queued(pids, skip)
+        if n:
+            return f"messages wait on {count(n, 'unix socket')} of its own"
+    return None
+
+
+class HeldFrom:
+    """Bytes of the memfds the judge (this process) received by one worker's channel and still holds,
+    that the worker's tree no longer holds itself; the judge's table walked once a second at most."""
+
+    def __init__(self, channel):
+        self.key = channel_key(channel) if channel is not None else None
+        self.last, self.next = 0, 0.0
+
+    def bytes(self, tree_keys):
+        if self.key is None or not received_on(self.key):
+            return 0
+        now = time.monotonic()
+        if now < self.next:
+            return self.last
+        try:
+            self.last = held_from(self.key, held_shmem(os.getpid()), tree_keys)
+        except Exception:  # noqa: BLE001 - the other counts still hold
+            self.last = 0
+        self.next = now + 1.0
+        return self.last

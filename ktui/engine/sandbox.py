@@ -70,7 +70,6 @@ from .proctree import (  # noqa: F401
     cpu_seconds,
     descendants,
     disk_used,
-    held_shmem,
     kill_tree,
     stop_tree,
     through_own_namespace,
@@ -307,19 +306,6 @@ def preexec(spec):
     return fn
 
 
-def _socket_names(fds):
-    """"socket:[inode]" of each descriptor in ``fds`` that is a socket."""
-    out = set()
-    for fd in fds:
-        try:
-            t = os.readlink(f"/proc/self/fd/{int(fd)}")
-        except (OSError, ValueError):
-            continue
-        if t.startswith("socket:"):
-            out.add(t)
-    return out
-
-
 def popen(spec, cmd, stdout, stderr, pass_fds=()):
     """Start ``cmd`` (a :func:`command` line) as a sandboxed worker: in ``spec.work_dir`` (its
     ``tmp/`` made first), with :func:`worker_env` and :func:`preexec`, stdin closed and no file
@@ -341,8 +327,9 @@ class Launched:
         self.spec = spec
         # the judge's end of the worker's channel (a socket): what waits in its queue, and the memfds the
         # judge received by it and still holds, are the worker's (ktui.engine.inflight)
-        self.channel, self._channel_key = channel, inflight.channel_key(channel) if channel is not None else None
-        self._skip_sockets = _socket_names(pass_fds)  # the worker's end: its queue holds the judge's requests
+        self.channel = channel
+        self._skip_sockets = inflight.socket_names(pass_fds)  # the worker's end: its queue holds the judge's requests
+        self._held = inflight.HeldFrom(channel)
         self._shared_now = 0  # shared memory of its tree at the last count (for the other workers' sums)
         from .gpusysfs import resolve
 
@@ -457,37 +444,6 @@ class Launched:
 
         return through_own_namespace(pids, "net", sockets)
 
-    def _in_flight(self, pids, own_sockets):
-        """Words for the messages that wait in a queue attributable to the tree, or None: on the judge's
-        end of its channel, or on unix sockets the tree holds (looked at only where it made some of its
-        own: ``own_sockets``)."""
-        if self.channel is not None:
-            try:
-                if inflight.queued(self.channel.fileno()):
-                    return "messages it sent wait on the judge's channel"
-            except (OSError, ValueError):
-                pass
-        if own_sockets:
-            n = inflight.tree_queued(pids, self._skip_sockets)
-            if n:
-                return f"messages wait on {count(n, 'unix socket')} of its own"
-        return None
-
-    def _received(self, mem):
-        """Bytes of the memfds the judge received by this worker's channel and still holds, that the
-        tree itself no longer holds (0 without a channel)."""
-        if self._channel_key is None or not inflight.received_on(self._channel_key):
-            return 0
-        now = time.monotonic()
-        if now < getattr(self, "_received_next", 0.0):  # the judge's table walked once a second at most
-            return self._received_last
-        try:
-            self._received_last = inflight.held_from(self._channel_key, held_shmem(os.getpid()), mem.get("keys") or ())
-        except Exception:  # noqa: BLE001 - the other counts still hold
-            self._received_last = 0
-        self._received_next = now + 1.0
-        return self._received_last
-
     def _watchdog(self):
         with Launched._live_lock:
             Launched._live.add(self)
@@ -540,11 +496,11 @@ class Launched:
         # judge's end of its channel (unsolicited messages, read by nobody yet): another program's growth of
         # the host's shared memory is not charged to an honest tree that merely holds a socket
         own_sockets = 0 if mem.get("unknown") else self._own_unix_sockets(pids)
-        flight = self._in_flight(pids, own_sockets) if not mem.get("unknown") else None
+        flight = None if mem.get("unknown") else inflight.waiting(self.channel, pids, own_sockets, self._skip_sockets)
         unseen = self._unseen_shmem() if (mem.get("unknown") or flight) else 0
         # and what the judge received from it and holds (its outputs; the reference's inputs), where the
         # tree itself no longer holds it
-        received = self._received(mem)
+        received = self._held.bytes(mem.get("keys") or ())
         rss = mem["total"] + self._tmpfs_used + unseen + received
         self.peak_rss = max(self.peak_rss, rss)
         self.peak_memory = max(getattr(self, "peak_memory", 0), rss)
