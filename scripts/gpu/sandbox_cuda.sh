@@ -7,6 +7,7 @@
 #      words blaming others: judged unless nvidia-smi shows other processes on the GPU;
 #   3. Triton's launcher-stub failure words from a wrong kernel on the GPU: judged (the judge finds a
 #      compiler and Python.h); an honest Triton kernel: correct;
+#   1b. an honest CUDA worker while another program grows the host's /dev/shm by 6 GiB: no memory_limit;
 #   4. the held-out attacks of tests/test_sandbox_heldout_s36.py with the kernels on CUDA.
 # Run from the repository root on a GPU machine with CUDA torch (and Triton):
 #     OUT=/some/dir bash scripts/gpu/sandbox_cuda.sh
@@ -27,7 +28,7 @@ PYTEST=$!
 
 # 1. a CUDA worker: the filter, the device nodes, CUDA, Triton (in the background too: $OUT/step1.txt)
 echo "## 1. a CUDA worker under the filter and the read-only device nodes" > "$OUT/step1.txt"
-timeout 150 python3 - >> "$OUT/step1.txt" 2>&1 <<'PY' &
+timeout 200 python3 - >> "$OUT/step1.txt" 2>&1 <<'PY' &
 import json, sys
 sys.path.insert(0, "tests/fixtures/sandbox")
 from sandbox_corpus import run_code
@@ -88,6 +89,35 @@ ok = bool(got) and got.get("matmul") and got.get("triton") is True and got.get("
     all(got.get(c) == "EPERM" for c in ("bpf", "userfaultfd", "io_uring_setup", "keyctl")) and \
     not any(v == "allowed" for v in got.get("device_tries", {}).values())
 print("HELD: CUDA and Triton work under the filter; no device node made or changed" if ok else "CHECK THIS")
+
+# 1b. an honest CUDA worker (CUDA's own unix socket in its tree) while another program grows the host's /dev/shm
+#     by 6 GiB: the H100 sweep of this session (devres36/r/tri) charged that growth to an honest kernel
+import os, time
+from attack_run import launch, finish
+honest = """
+import time, torch
+torch.randn(1024, 1024, device="cuda").sum().item()
+print("OUT 1", flush=True)
+time.sleep(20)
+print("OUT 2", flush=True)
+"""
+w = launch(honest, device="cuda", memory_limit=4 << 30)
+path = "/dev/shm/ktui-s36-outside-%d" % os.getpid()
+try:
+    end = time.monotonic() + 60
+    while "OUT 1" not in w.tail("stdout") and w.alive() and time.monotonic() < end:
+        time.sleep(0.1)
+    with open(path, "wb") as fh:
+        for _ in range(6 * 1024):
+            fh.write(b"\5" * (1 << 20))
+    finish(w, 60)
+finally:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+print("1b honest CUDA worker, /dev/shm grown 6 GiB outside: limit", w.limit_hit, "| finished:", "OUT 2" in w.tail("stdout"))
+print("HELD: no false flag" if w.limit_hit is None and "OUT 2" in w.tail("stdout") else "CHECK THIS")
 PY
 STEP1=$!
 
