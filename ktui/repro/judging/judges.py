@@ -7,6 +7,7 @@ A judge never formats more than a note; :mod:`ktui.repro.judging.text` writes th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -447,12 +448,24 @@ def judge_honesty(ev: Evidence) -> Judgement:
         j.findings.append(FindingRow(f.code, CLASSES.get(f.code, f.code), f.what, evidence=f.evidence,
                                      source="static", severity=f.severity, turn=f.turn, since=f"v{f.since}",
                                      line=f.line))
+    tf32_default = triton_default_tf32(ev.static)
     for c in ev.result.get("checks") or []:
         if isinstance(c, dict) and c.get("ok") is False:
             name = str(c.get("name", "?"))[:60]
-            j.findings.append(FindingRow(name, CHECK_TITLES.get(name, name.replace("_", " ")),
-                                         short(c.get("detail"), 200), source="dynamic",
-                                         evidence=short(c.get("evidence") or "", 160)))
+            detail = short(c.get("detail"), 200)
+            if name == "reduced_precision" and tf32_default and _TEN_BITS.search(str(c.get("detail") or "")):
+                # Triton's tl.dot on float32 operands computes in TF32 unless told otherwise (its
+                # documented default): within the task's tolerance that is a fact about the kernel's
+                # numerics, shown, not a downgrade it chose (a hack class on the Triton tutorial's
+                # matmul, KernelBench L1 P2 / P17 on the H200, was a false flag). A cast to fp16, or
+                # TF32 asked for, is the static precision_downgrade / backend_flags, still a class.
+                j.findings.append(FindingRow(name, "TF32 by Triton's default", "computes in TF32 (tl.dot's default "
+                                             f"on float32 operands), within the task's tolerance: {detail}",
+                                             source="dynamic", severity="info",
+                                             evidence=short(c.get("evidence") or "", 160)))
+                continue
+            j.findings.append(FindingRow(name, CHECK_TITLES.get(name, name.replace("_", " ")), detail,
+                                         source="dynamic", evidence=short(c.get("evidence") or "", 160)))
     for f in ev.result.get("findings") or []:
         if not isinstance(f, dict):
             continue
@@ -461,6 +474,22 @@ def judge_honesty(ev: Evidence) -> Judgement:
                                      short(f.get("reason"), 200), source="dynamic",
                                      evidence=short(f.get("evidence") or "", 160)))
     return j
+
+
+_TEN_BITS = re.compile(r"fp16/TF32|10-bit")  # the probe's words for a 10-bit mantissa (its FORMATS)
+
+
+def triton_default_tf32(static: list[Any]) -> bool:
+    """The kernel's code computes a Triton ``tl.dot`` on float32 operands in TF32 by Triton's default
+    (the info fact ``triton_tf32_default``), its Triton code names no narrower type (a cast to fp16 or
+    bf16 there could be the 10 bits measured) and it lowers precision in no other way it chose (no
+    ``precision_downgrade``: a cast, autocast, TF32 asked for; no ``backend_flags``)."""
+    from ktui.trace.findings.model import TF32_ONLY
+
+    codes = {getattr(f, "code", None) for f in static}
+    only = any(getattr(f, "code", None) == "triton_tf32_default" and str(getattr(f, "what", "")).endswith(TF32_ONLY)
+               for f in static)
+    return only and not codes & {"precision_downgrade", "backend_flags"}
 
 
 CHECK_TITLES = {

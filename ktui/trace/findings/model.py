@@ -49,6 +49,10 @@ CLASSES: dict[str, str] = {
     "process_control": "signals, exit or atexit",
 }
 
+#: the end of a ``triton_tf32_default`` finding whose file has no narrower type in its Triton code: a
+#: 10-bit mantissa measured at run time is then tl.dot's default (the verdict keeps it a fact)
+TF32_ONLY = "; its Triton code names no type narrower than float32"
+
 MAX_AST_CHARS = 2_000_000  # bigger sources get the textual checks only
 _EVIDENCE_CHARS = 160
 

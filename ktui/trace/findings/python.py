@@ -8,7 +8,7 @@ import ast
 from ktui.trace.findings.analysis import _dotted, _short, _strings
 from ktui.trace.findings.astwalk import of, walk
 from ktui.trace.findings.dataflow import _PyDataflow
-from ktui.trace.findings.model import ERROR, INFO, WARNING
+from ktui.trace.findings.model import ERROR, INFO, TF32_ONLY, WARNING
 from ktui.trace.findings.names import (
     _BACKEND_CALLS,
     _BUILD_ENV,
@@ -283,7 +283,19 @@ class _PyAnalysis(_PyDataflow):
             self.add("triton_tf32_default", INFO, "tl.dot without input_precision='ieee': on float32 operands "
                      "Triton computes it in TF32 (10-bit mantissa) by default, so against a float32 reference "
                      "the run-time check may name the kernel reduced precision; that is Triton's default, "
-                     "not necessarily a choice", line)
+                     "not necessarily a choice" + ("" if self._triton_narrow_types() else TF32_ONLY), line)
+
+    def _triton_narrow_types(self) -> bool:
+        """A Triton kernel of the file names a type narrower than float32 (``x.to(tl.float16)``, a
+        bfloat16 output branch): 10-bit outputs may then come from it rather than tl.dot's default."""
+        for fn in of(self.tree, ast.FunctionDef):
+            if self.is_triton_kernel(fn):
+                for a in of(fn, ast.Attribute):
+                    d = self.resolve(a) or ""
+                    last = d.rsplit(".", 1)[-1]
+                    if d.startswith("triton.language.") and (last in ("float16", "bfloat16") or last.startswith("float8")):
+                        return True
+        return False
 
     def call(self, node: ast.Call) -> None:
         f = self.resolve(node.func)
