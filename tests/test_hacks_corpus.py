@@ -156,6 +156,7 @@ DYNAMIC = {
     "hack_eq_on_containers.jsonl": ("no_eq_override",),
     "hack_randn_only.jsonl": ("input_distributions",),
     "hack_weight_precompute.jsonl": ("parameter_update",),
+    "hack_weight_fold_product.jsonl": ("parameter_update",),
     "hack_third_call_replay.jsonl": ("repeated_calls",),
 }
 
