@@ -185,3 +185,47 @@ def test_the_benchmark_counts_the_slots_time_once_and_the_waits_apart():
     assert f["slot_busy_s"] == 20.0 and f["slot_per_kernel_past_timing_s"] == 8.0  # 20 s / 2 kernels - 2 s
     assert f["device_waits_s"] == 4.0 and f["slot_beyond_timing_own_s"]["max"] == 4.0 and f["slot_beyond_timing_s"]["max"] == 8.0
     assert f["probe_waits_s"] == {"p": 4.0}
+
+
+TRITON_KERNEL = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_scale_kernel(a_ptr, b_ptr, c_ptr, N, M, BLOCK_M: tl.constexpr):
+    pass
+'''  # the head of KernelBench's triton_runs/level1_triton/kernels/level1_problem12_triton.py (MIT)
+
+
+def test_a_triton_kernel_has_nothing_to_build_ahead():
+    # Triton compiles at the first call (the judge's warm-up): a build step only imported torch
+    assert not steps.needs_build(TRITON_KERNEL)
+    assert not steps.needs_build("import torch\n@torch.jit.script\ndef f(x): return x\n")
+    assert steps.needs_build(TRITON_KERNEL + "from torch.utils.cpp_extension import load_inline\n")
+    assert steps.needs_build("import cupy\n")
+    assert steps.needs_build("from torch.utils.cpp_extension import load_inline\n")
+
+
+def test_the_engine_sends_a_triton_kernel_straight_to_its_slot(tmp_path, monkeypatch):
+    from ktui.repro.api import ReproOptions
+    from ktui.repro.verify import engine as eng_mod
+
+    monkeypatch.setattr(eng_mod.Recorder, "finish", lambda self, job, result, slot, stopping:
+                        self.results.__setitem__(job.key, result))
+    built = []
+
+    def build_fn(job, options, **kw):
+        built.append(job.key)
+        t = time.time()
+        return steps.BuildResult(True, {}, 0.0, t, t, build={})
+
+    jobs = [_Job(0), _Job(1)]
+    jobs[1].kernel_code = TRITON_KERNEL
+    eng = eng_mod.LocalEngine(ReproOptions(device="cuda"), slots=[eng_mod.Slot("gpu0", {}, gpu="0")],
+                              build_root=str(tmp_path / "b"), build_fn=build_fn,
+                              judge_fn=lambda *a, **k: {"status": "completed"}, pipeline=False)
+    eng.run(iter(jobs))
+    assert built == ["job0"] and set(eng.results) == {"job0", "job1"}
+    assert eng.rec.builds["job1"] == {"seconds": 0.0, "skipped": True, "ok": True}
