@@ -602,13 +602,14 @@ def test_rows_come_in_natural_order_by_default(tmp_path, monkeypatch):
 def test_the_walks_name_key_orders_as_the_column_sort():
     """``trace.order.name_key`` (the walk's, fast) orders names exactly as ``natural_key`` (the runs
     table's column sort) does, the name itself breaking ties: random names of letters, digits with
-    leading zeros, case, separators and non-ASCII digits."""
+    leading zeros, long numbers, case, separators, control characters and non-ASCII digits."""
     import random
 
     from ktui.trace.order import name_key, natural_key
 
     rng = random.Random(5)
-    alphabet = ["a", "B", "b", "_", "-", ".", "0", "00", "1", "01", "2", "9", "10", "123", "٣", "x7", ""]
+    alphabet = ["a", "B", "b", "_", "-", ".", " ", "\x01", "~", "é", "0", "00", "1", "01", "2", "9", "10", "123",
+                "99999999999999999999", "٣", "٠", "x7", ""]
     names = list({"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(3000)})
     rng.shuffle(names)
     assert sorted(names, key=name_key) == sorted(names, key=lambda n: (natural_key(n), n))
