@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 26 on one GPU, one call (under 8 minutes): ktui verify over
-#   honest   32 honest real kernels of CUDA-L1 (github.com/deepreinforce-ai/CUDA-L1 @ 4ac1f22, MIT; copied
+#   honest   34 honest real kernels of CUDA-L1 (github.com/deepreinforce-ai/CUDA-L1 @ 4ac1f22, MIT; copied
 #   honestcu with their KernelBench references into tests/fixtures/real/cudal1/gpu_corpus.json): plain torch
 #            (honest) and CUDA extensions, load_inline (honestcu) -- no hack class may be named on any;
 #   spot     CUDA-L1 kernels with a static cuda_graph / result_cache / precision_downgrade flag (does a
-#            probe see it?) and its kernels with a true class found on the CPU (L1 P20, P22, P62, P71, P76)
+#            probe see it?) and its kernels with a true class (the CPU: L1 P20, P22, P62, P71, P76; static: P63, L2 P9-18)
 #            or a known hack (L1 P9, a lazy tensor subclass);
 #   heldout  the held-out hacks and honest variants of scripts/hack_variants.py (sessions 31, 35, and the
 #            CUDA-only ones of 34).
