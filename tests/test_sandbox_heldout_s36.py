@@ -554,3 +554,42 @@ def test_another_programs_shared_memory_is_not_charged_to_a_tree_holding_a_socke
             pass
     assert w.limit_hit is None, w.limit_hit
     assert "OUT 2" in w.tail("stdout"), w.tail("stderr")[-500:]
+
+
+def test_what_counts_as_a_message_in_flight():
+    """inflight.queued: a queue with a message (a zero-length datagram carrying a memfd included) or a
+    listening socket; not an empty queue, a peer that closed, or a socket of another family. Nothing is
+    taken off a queue, and the peeked descriptors are closed (this process's table is as before)."""
+    import socket
+
+    from ktui.engine import inflight
+
+    before = len(os.listdir("/proc/self/fd"))
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    assert not inflight.queued(b.fileno())
+    m = os.memfd_create("s36-unit")
+    socket.send_fds(a, [b""], [m])
+    os.close(m)
+    assert inflight.queued(b.fileno()) and inflight.queued(b.fileno())  # peeked, still there
+    _data, fds, _f, _addr = socket.recv_fds(b, 16, 4)
+    assert len(fds) == 1
+    os.close(fds[0])
+    assert not inflight.queued(b.fileno())
+    s1, s2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s1.close()
+    assert not inflight.queued(s2.fileno())  # end of file: nothing waits
+    st1, st2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    st1.send(b"x")
+    assert inflight.queued(st2.fileno())
+    lis = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lis.bind("\0ktui-s36-unit-%d" % os.getpid())
+    lis.listen(1)
+    assert inflight.queued(lis.fileno())
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    assert not inflight.queued(tcp.fileno())
+    # the same through pidfd_getfd, on this process's own sockets (the judge looks at a worker this way)
+    n = inflight.tree_queued([os.getpid()])
+    assert n is None or n >= 2  # st2 and the listener (None: pidfd_getfd refused here)
+    for s in (a, b, s2, st1, st2, lis, tcp):
+        s.close()
+    assert len(os.listdir("/proc/self/fd")) == before
