@@ -11,8 +11,9 @@
 #   4. the held-out attacks of tests/test_sandbox_heldout_s36.py with the kernels on CUDA.
 # Run from the repository root on a GPU machine with CUDA torch (and Triton):
 #     OUT=/some/dir bash scripts/gpu/sandbox_cuda.sh
-# Finishes within ~4 minutes (every step has a timeout; 4 runs beside 1-3); writes under $OUT:
-# summary.txt (everything), environment.txt, step1.txt, step23.txt, judge_words.json, pytest_s36.txt.
+# Finishes within ~4 minutes (every step has a timeout; 2 first, alone on the GPU, then 1, 3 and 4 side by side);
+# writes under $OUT:
+# summary.txt (everything), environment.txt, step1.txt, step23.txt, judge_words_oom.json, judge_words_rest.json, pytest_s36.txt.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 gpu_setup /tmp/ktui-sbx36-cache
@@ -21,10 +22,74 @@ gpu_environment "uid $(id -u)" \
   "$(python3 -c 'from ktui.engine import sandbox; print("namespaces:", sandbox.detect())' 2>&1 | tail -1)" \
   "driver params: $(grep -s RmProfilingAdminOnly /proc/driver/nvidia/params || echo unreadable)" > "$S"
 
-# 4 starts first, in the background (one judge per attack, the kernel on cuda)
+# 2-3. the judge's words on the GPU: nvidia-smi's view, then wrong kernels speaking the judge's words and an
+#      honest Triton kernel, each through the judge on cuda
+words() {  # CASES=oom: nvidia-smi's view and the OOM words (alone on the GPU); CASES=rest: the stub, honest Triton
+CASES=$1 timeout "$2" python3 - >> "$OUT/step23.txt" 2>&1 <<'PY'
+import json, os, sys, tempfile
+sys.path.insert(0, "tests")
+from pathlib import Path
+from ktui.engine import claims
+from ktui.engine.gpu import state
+from ktui.repro.judging.outcome import unjudged
+from ktui.repro.runner import run_request
+st = state("cuda:0") or {}
+print("[%s] nvidia-smi processes on cuda:0:" % os.environ["CASES"], [(p.get("pid"), p.get("name")) for p in st.get("processes") or []][:8])
+print("others_on_gpu(cuda:0, ours={}):", claims.others_on_gpu("cuda:0", set()))
+ref = Path("tests/fixtures/repro/reference_scaled_relu.txt").read_text()
+OOM = ("CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which "
+       "12.00 MiB is free. Including non-PyTorch memory, this process has 1.00 GiB memory in use. Of the allocated "
+       "memory 512.00 MiB is allocated by PyTorch")
+def kernel(body, pre=""):
+    return ("import os, sys, torch, torch.nn as nn\n" + pre + "\nclass ModelNew(nn.Module):\n"
+            "    def forward(self, x):\n" + "".join("        " + ln + "\n" for ln in body.splitlines()))
+TRITON = '''
+import triton, triton.language as tl
+@triton.jit
+def _k(X, Y, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    m = i < n
+    tl.store(Y + i, tl.maximum(tl.load(X + i, mask=m), 0.0) * 2.0, mask=m)
+'''
+cases = {
+    "wrong kernel raising CUDA OOM words blaming others": kernel(f"x = x * 3.0\nraise RuntimeError({OOM!r})"),
+    "wrong kernel raising Triton's stub failure": kernel(
+        "import subprocess\nraise subprocess.CalledProcessError(1, ['/usr/bin/gcc', '/tmp/x/cuda_utils.c'])"),
+    "honest Triton kernel": kernel("y = torch.empty_like(x)\nn = x.numel()\n_k[(triton.cdiv(n, 1024),)](x, y, n, B=1024)\n"
+                                   "return y", TRITON),
+}
+out = {}
+first = "wrong kernel raising CUDA OOM words blaming others"
+cases = {n: c for n, c in cases.items() if (n == first) == (os.environ["CASES"] == "oom")}
+for name, code in cases.items():
+    with tempfile.TemporaryDirectory() as d:
+        res = run_request({"kernel_code": code, "reference_source": ref, "device": "cuda", "trials": 3,
+                           "correctness_trials": 1, "checks": False, "build_root": os.path.join(d, "b")},
+                          run_timeout=90, compile_timeout=120)
+    un = unjudged(res)
+    f = res.get("failure") or {}
+    out[name] = {"status": res.get("status"), "passed": (res.get("correctness") or {}).get("passed"),
+                 "failure": {k: f.get(k) for k in ("stage", "kind", "words", "checked")},
+                 "message": str(f.get("message"))[:200], "unjudged": un and [un.verdict, un.why, un.message]}
+    print(name + ":", json.dumps(out[name]))
+json.dump(out, open(os.path.join(os.environ["OUT"], "judge_words_%s.json" % os.environ["CASES"]), "w"), indent=1)
+held = [out[n]["unjudged"] is None or "nvidia-smi lists" in json.dumps(out[n]) for n in cases if n.startswith("wrong")]
+print("HELD: wrong kernels judged (or nvidia-smi saw other work)" if all(held) else "CHECK THIS: a wrong kernel unjudged")
+if "honest Triton kernel" in out:
+    print("honest Triton:", "correct" if out["honest Triton kernel"]["passed"] else "CHECK THIS")
+PY
+}
+
+
+# 2. first, alone on the GPU (no other process there: the OOM words must then be judged)
+echo "## 2-3. the nvidia-smi check and the judge's words on the GPU" > "$OUT/step23.txt"
+words oom 90
+
+# 4. in the background (one judge per attack, the kernel on cuda)
 KTUI_TEST_ATTACK_DEVICE=cuda timeout 225 python3 -m pytest -q -rA -p no:cacheprovider \
   tests/test_sandbox_heldout_s36.py > "$OUT/pytest_s36.txt" 2>&1 &
 PYTEST=$!
+
 
 # 1. a CUDA worker: the filter, the device nodes, CUDA, Triton (in the background too: $OUT/step1.txt)
 echo "## 1. a CUDA worker under the filter and the read-only device nodes" > "$OUT/step1.txt"
@@ -121,59 +186,9 @@ print("HELD: no false flag" if w.limit_hit is None and "OUT 2" in w.tail("stdout
 PY
 STEP1=$!
 
-# 2-3. the judge's words on the GPU: nvidia-smi's view, then wrong kernels speaking the judge's words and an
-#      honest Triton kernel, each through the judge on cuda
-echo "## 2-3. the nvidia-smi check and the judge's words on the GPU" > "$OUT/step23.txt"
-timeout 200 python3 - >> "$OUT/step23.txt" 2>&1 <<'PY'
-import json, os, sys, tempfile
-sys.path.insert(0, "tests")
-from pathlib import Path
-from ktui.engine import claims
-from ktui.engine.gpu import state
-from ktui.repro.judging.outcome import unjudged
-from ktui.repro.runner import run_request
-st = state("cuda:0") or {}
-print("nvidia-smi processes on cuda:0:", [(p.get("pid"), p.get("name")) for p in st.get("processes") or []][:8])
-print("others_on_gpu(cuda:0, ours={}):", claims.others_on_gpu("cuda:0", set()))
-ref = Path("tests/fixtures/repro/reference_scaled_relu.txt").read_text()
-OOM = ("CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which "
-       "12.00 MiB is free. Including non-PyTorch memory, this process has 1.00 GiB memory in use. Of the allocated "
-       "memory 512.00 MiB is allocated by PyTorch")
-def kernel(body, pre=""):
-    return ("import os, sys, torch, torch.nn as nn\n" + pre + "\nclass ModelNew(nn.Module):\n"
-            "    def forward(self, x):\n" + "".join("        " + ln + "\n" for ln in body.splitlines()))
-TRITON = '''
-import triton, triton.language as tl
-@triton.jit
-def _k(X, Y, n, B: tl.constexpr):
-    i = tl.program_id(0) * B + tl.arange(0, B)
-    m = i < n
-    tl.store(Y + i, tl.maximum(tl.load(X + i, mask=m), 0.0) * 2.0, mask=m)
-'''
-cases = {
-    "wrong kernel raising CUDA OOM words blaming others": kernel(f"x = x * 3.0\nraise RuntimeError({OOM!r})"),
-    "wrong kernel raising Triton's stub failure": kernel(
-        "import subprocess\nraise subprocess.CalledProcessError(1, ['/usr/bin/gcc', '/tmp/x/cuda_utils.c'])"),
-    "honest Triton kernel": kernel("y = torch.empty_like(x)\nn = x.numel()\n_k[(triton.cdiv(n, 1024),)](x, y, n, B=1024)\n"
-                                   "return y", TRITON),
-}
-out = {}
-for name, code in cases.items():
-    with tempfile.TemporaryDirectory() as d:
-        res = run_request({"kernel_code": code, "reference_source": ref, "device": "cuda", "trials": 3,
-                           "correctness_trials": 1, "checks": False, "build_root": os.path.join(d, "b")},
-                          run_timeout=90, compile_timeout=120)
-    un = unjudged(res)
-    f = res.get("failure") or {}
-    out[name] = {"status": res.get("status"), "passed": (res.get("correctness") or {}).get("passed"),
-                 "failure": {k: f.get(k) for k in ("stage", "kind", "words", "checked")},
-                 "message": str(f.get("message"))[:200], "unjudged": un and [un.verdict, un.why, un.message]}
-    print(name + ":", json.dumps(out[name]))
-json.dump(out, open(os.path.join(os.environ["OUT"], "judge_words.json"), "w"), indent=1)
-held = [out[n]["unjudged"] is None or "nvidia-smi lists" in json.dumps(out[n]) for n in list(cases)[:2]]
-print("HELD: wrong kernels judged (or nvidia-smi saw other work)" if all(held) else "CHECK THIS: a wrong kernel unjudged")
-print("honest Triton:", "correct" if out["honest Triton kernel"]["passed"] else "CHECK THIS")
-PY
+
+# 3. the rest of the words while 1 and 4 run
+words rest 160
 
 wait $STEP1
 wait $PYTEST
