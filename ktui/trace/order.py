@@ -18,17 +18,13 @@ def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
                  for part in _DIGITS.split(text.lower()) if part)
 
 
-def name_key(name: str) -> tuple[str, str]:
-    """A directory entry's place among its siblings: the order of :func:`natural_key`, as one
-    string (a sort compares two of them in one step, where two tuples of parts took a Python
-    comparison a part: most of the cost of sorting 10,000 names), then the name itself (``Run1``
-    and ``run1``, ``a01`` and ``a1`` are equal by value: their character order decides, so that
-    the order never depends on the order the file system lists them in).
-
-    The string is the name case folded with each number written as NUL, its length and its
-    digits without leading zeros: no name holds a NUL, so a number sorts before any text at the
-    same place (as in ``natural_key``), and numbers by length, then digit by digit, by value."""
-    parts = _DIGITS.split(name.lower())
-    if len(parts) > 1:
-        parts[1::2] = [f"\0{chr(len(d))}{d}" for d in map(str, map(int, parts[1::2]))]
-    return "".join(parts), name
+def name_key(name: str) -> tuple[list[str | int], str]:
+    """A directory entry's place among its siblings: the order of :func:`natural_key` (the same
+    order, in about a tenth of the time: the parts of the name split at its numbers, numbers at
+    the odd places, so that two keys compare a text with a text and a number with a number),
+    then the name itself (``Run1`` and ``run1``, ``a01`` and ``a1`` are equal by value: their
+    character order decides, so that the order never depends on the order the file system
+    lists them in)."""
+    parts: list[str | int] = _DIGITS.split(name.lower())  # type: ignore[assignment]
+    parts[1::2] = map(int, parts[1::2])  # type: ignore[arg-type]
+    return parts, name

@@ -29,13 +29,13 @@ TRACE_EXTS = (".jsonl", ".json", ".traj", ".eval",  # .eval: Inspect's zipped lo
 _SAMPLE_FILE = SAMPLE
 
 
-def _listed(d: str, keys: dict[str, tuple[str, str]]) -> list[os.DirEntry[str]]:
+def _listed(d: str, keys: dict[str, tuple[list[str | int], str]]) -> list[os.DirEntry[str]]:
     """A directory's entries in natural order (``keys``: the names' keys made so far in this walk;
     a name's key made once). OSError where it cannot be listed."""
     with os.scandir(d) as it:
         entries = list(it)
     if len(entries) > 1:
-        def key(e: os.DirEntry[str]) -> tuple[str, str]:
+        def key(e: os.DirEntry[str]) -> tuple[list[str | int], str]:
             k = keys.get(e.name)
             if k is None:
                 k = keys[e.name] = name_key(e.name)
@@ -102,7 +102,7 @@ def iter_traces(root: str | os.PathLike[str], issues: list[ScanIssue], records: 
     def shown_of(path: str) -> str:
         return path[n_prefix:] if path.startswith(prefix) else _display(path, root)
 
-    keys: dict[str, tuple[str, str]] = {}  # names repeat from cell to cell (trace.jsonl, runs.jsonl)
+    keys: dict[str, tuple[list[str | int], str]] = {}  # names repeat from cell to cell (trace.jsonl, runs.jsonl)
     # stack items: ("dir", (path, real path or None)) or ("files", [(TraceFile, (dev, ino))...])
     stack: list[tuple[str, Any]] = [("dir", (root, None))]
     while stack:
