@@ -28,6 +28,15 @@ needs_shared = pytest.mark.skipif(not FIXTURES.is_dir(), reason="needs ../shared
 # with the pool on. A value set by the user (or CI) is kept.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+# No inherited terminal size: ktui's text output is as wide as COLUMNS says, else 100 piped, and the
+# tests that need a width set it themselves. The process environment may hold COLUMNS/LINES that
+# os.environ does not show (set at the C level by a library: a child of `subprocess` still got
+# COLUMNS=80 and `ktui diff --split` wrapped at 80 in two tests of test_read_side.py); unsetenv
+# removes them from what every child inherits.
+for _size_var in ("COLUMNS", "LINES"):
+    os.environ.pop(_size_var, None)
+    os.unsetenv(_size_var)
+
 
 # How long a test lets a kernel's build take before the judge calls it a timeout: a C++ extension
 # that builds in 20 s on a quiet machine took over 120 s on a 2-core CI machine at load 18 (the
