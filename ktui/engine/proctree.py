@@ -352,6 +352,17 @@ def stop_tree(proc):
     return stopped
 
 
+def runnable(pid):
+    """Whether any thread of ``pid`` is running or waiting for a CPU (state R in
+    /proc/PID/task/TID/stat): what a spinning process is on a loaded machine, where it gets little
+    CPU time; a process blocked on a pipe or a sleep is S."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any((f := _stat_fields(f"/proc/{pid}/task/{t}/stat")) and f[0] == "R" for t in tasks)
+
+
 def wait_stopped(pids, timeout=0.5):
     """Until every thread of ``pids`` is in the stopped state (SIGSTOP is delivered
     asynchronously), or ``timeout``."""

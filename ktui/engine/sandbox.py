@@ -71,6 +71,7 @@ from .proctree import (  # noqa: F401
     descendants,
     disk_used,
     kill_tree,
+    runnable,
     stop_tree,
     through_own_namespace,
     tree_memory,

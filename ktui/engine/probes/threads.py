@@ -195,24 +195,39 @@ def threads_worker(wctx, args, fds, out_fds):
 
 IDLE_WINDOW_S = 0.2  # the judge watches the kernel's other processes this long while nothing calls it
 IDLE_CPU_S = 0.05  # more CPU than this in the window: working in the background
+IDLE_SAMPLES = 20  # the threads' states read this many times in the window
+IDLE_RUNNABLE = 0.6  # runnable (R) in this share of them: working, however little CPU the machine gives it
 
 
 def _busy_background(ctx, skip):
     """Processes of the candidate's tree other than the worker itself (and its namespace's
-    unshare) that use the CPU while nothing calls the kernel: a daemon the kernel's code started
-    (at load, double-forked or setsid: still in the tree). Idle helper processes (a compile pool
-    blocked on its pipe) use none. Counted from /proc by the judge. Returns (pids, CPU seconds)."""
-    from .. import sandbox
-
+    unshare) that work while nothing calls the kernel: a daemon the kernel's code started (at
+    load, double-forked or setsid: still in the tree). Idle helper processes (a compile pool
+    blocked on its pipe) use no CPU and are never runnable. Working is more CPU than IDLE_CPU_S in
+    the window, or a thread runnable in most of the window's samples: on a loaded machine a spinning
+    daemon gets a small share of a core (under 0.03 s of the 0.2 s at load 15 on 2 cores) but stays
+    runnable. Counted from /proc by the judge. Returns (pids, CPU seconds)."""
     ours = {ctx.candidate.proc.proc.pid, ctx.candidate.main_pid()}
     others = [p for p in ctx.candidate.proc.tree() if p not in ours and p not in skip]
-    if not others:
-        return [], 0.0
-    c0 = {p: sandbox.cpu_seconds([p]) for p in others}
-    time.sleep(IDLE_WINDOW_S)
+    return working(others) if others else ([], 0.0)
+
+
+def working(pids, window_s=IDLE_WINDOW_S, samples=IDLE_SAMPLES):
+    """Of ``pids``, those working over ``window_s``: more CPU than IDLE_CPU_S together, or
+    runnable in IDLE_RUNNABLE of ``samples`` reads of their threads' states. Returns (pids, CPU s)."""
+    from .. import sandbox
+
+    c0 = {p: sandbox.cpu_seconds([p]) for p in pids}
+    seen = dict.fromkeys(pids, 0)
+    for _ in range(samples):
+        time.sleep(window_s / samples)
+        for p in pids:
+            seen[p] += sandbox.runnable(p)
     used = {p: sandbox.cpu_seconds([p]) - c for p, c in c0.items()}
     total = sum(used.values())
-    return ([p for p, u in used.items() if u > 0], total) if total > IDLE_CPU_S else ([], total)
+    if total > IDLE_CPU_S:
+        return [p for p, u in used.items() if u > 0], total
+    return [p for p, n in seen.items() if n >= IDLE_RUNNABLE * samples], total
 
 
 def _names(d, key):
