@@ -566,6 +566,7 @@ def _ghost(kernel, tmp_path):
 
 
 @needs("torch", "ninja")
+@pytest.mark.timeout(1800)  # three judge runs, each building a C++ extension (over 100 s each at load 15)
 def test_ghost_run_sees_through_a_marker_extension(tmp_path):
     """The ghost run's first pass (every extension function raises) makes a marker kernel fail
     like an honest one; its next passes (they do nothing and return NaN, then their input) tell
