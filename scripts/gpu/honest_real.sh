@@ -16,7 +16,8 @@
 #     OUT=/some/dir bash scripts/gpu/honest_real.sh                       # on the GPU
 #     OUT=/tmp/x DEVICE=cpu SHRINK=8 LIMIT=2 bash scripts/gpu/honest_real.sh   # a dry run on a CPU
 #
-# Writes under $OUT: environment.txt, verify_<group>.json/.log, honest_real.md/.json (per kernel:
+# Writes under $OUT: environment.txt, verify_<group>.json/.log (EVENTS=1: events_<group>.json, the engine's
+# timeline per group), honest_real.md/.json (per kernel:
 # verdict, classes -- static, and *dynamic* ones named by a probe -- reason, as expected or not).
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
@@ -36,7 +37,7 @@ declare -A JOBS=([honest]=2 [honestcu]=10 [spot]=3 [heldout]=2)
 pids=()
 for g in honest honestcu spot heldout; do
     # shellcheck disable=SC2086
-    timeout -s INT -k 30 "$BUDGET" python3 -m ktui verify "$TRACES/$g" $OPTS -j "${JOBS[$g]}" --json \
+    timeout -s INT -k 30 "$BUDGET" python3 -m ktui verify "$TRACES/$g" $OPTS -j "${JOBS[$g]}" --json ${EVENTS:+--events "$OUT/events_$g.json"} \
         > "$OUT/verify_$g.json" 2> "$OUT/verify_$g.log" &
     pids+=($!)
 done
