@@ -3,8 +3,8 @@
 import os
 import time
 
-from . import protocol
-from .buildcache import JIT_CACHE
+from . import protocol, sandbox
+from .buildcache import JIT_CACHE, publish_jit
 from .compare import compare_outputs, held_out_seed, input_precision
 from .errors import StageFailure, now, round_
 from .workers import Held, Timeout, nonfinite_fraction, value_nbytes
@@ -13,6 +13,25 @@ from .workers import Held, Timeout, nonfinite_fraction, value_nbytes
 class CorrectnessStages:
     """The correctness stage (trials, held-out trial, the JIT warm-up) and the judge's comparison
     rule, mixed into :class:`ktui.engine.pipeline.Judge`."""
+
+    def publish_jit_cache(self, cand):
+        """The kernel's Triton cache (roles.op_build: TRITON_CACHE_DIR in its build folder; compiled
+        kernels, their launchers, autotuning timings) copied into its cached build once its first
+        call compiled them, so that its next worker life (a retry, a re-run, ``ktui repro`` after
+        ``ktui verify``) loads them instead of compiling and autotuning again. Called right after
+        the JIT warm-up: the kernel has seen no judged input yet (the warm-up's are drawn from the
+        public init seed), so nothing it could learn from one reaches the cache; the candidate is
+        stopped while the judge copies (publish_jit). Never another kernel's: the cache
+        is keyed by this kernel's source (the build key)."""
+        if not os.path.isdir(os.path.join(self.build_tmp, JIT_CACHE)):
+            return {"stored": False, "why": "nothing compiled"}
+        pids = sandbox.stop_tree(cand.proc.proc)
+        sandbox.wait_stopped(pids)
+        try:
+            stored = publish_jit(self.build_tmp, self.job.build_dir)
+        finally:
+            sandbox.continue_tree(cand.proc.proc, pids)
+        return {k: v for k, v in stored.items() if k != "skipped"}
 
     def _jit_warmup(self, seed):
         """A Triton kernel compiles at its first call: one forward on inputs of their own, before

@@ -346,25 +346,6 @@ class Judge(CorrectnessStages, ClockStages):
                 binfo["cache"]["left_out"] = [str(x)[:120] for x in stored["skipped"][:8]]
         return binfo
 
-    def publish_jit_cache(self, cand):
-        """The kernel's Triton cache (roles.op_build: TRITON_CACHE_DIR in its build folder; compiled
-        kernels, their launchers, autotuning timings) copied into its cached build once its first
-        call compiled them, so that its next worker life (a retry, a re-run, ``ktui repro`` after
-        ``ktui verify``) loads them instead of compiling and autotuning again. Called right after
-        the JIT warm-up: the kernel has seen no judged input yet (the warm-up's are drawn from the
-        public init seed), so nothing it could learn from one reaches the cache; the candidate is
-        stopped while the judge copies (buildcache.publish_jit). Never another kernel's: the cache
-        is keyed by this kernel's source (the build key)."""
-        if not os.path.isdir(os.path.join(self.build_tmp, buildcache.JIT_CACHE)):
-            return {"stored": False, "why": "nothing compiled"}
-        pids = sandbox.stop_tree(cand.proc.proc)
-        sandbox.wait_stopped(pids)
-        try:
-            stored = buildcache.publish_jit(self.build_tmp, self.job.build_dir)
-        finally:
-            sandbox.continue_tree(cand.proc.proc, pids)
-        return {k: v for k, v in stored.items() if k != "skipped"}
-
     def start(self, role, rw=(), w=None):
         w = w or self.spawn(role, rw)
         data, _ = w.call("hello", timeout=WORKER_START_TIMEOUT_S * machine_scale())
