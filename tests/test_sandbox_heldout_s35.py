@@ -528,7 +528,8 @@ time.sleep(60)
 @pytest.mark.skipif(sys.platform != "linux", reason="linux namespaces")
 def test_memfds_in_flight_on_its_own_socket_are_over_its_limit_not_the_hosts():
     """768 MiB of memfds (fallocate, then write) sent on a datagram socketpair of its own and closed,
-    against a 256 MiB limit: a verdict about the worker (memory_limit), never the host's floor."""
+    against a 256 MiB limit: stopped at the worker's limit, never the host's floor (not judged here: the
+    growth is the host's shared memory's, which another program could have made)."""
     sys.path.insert(0, str(REPO / "tests" / "fixtures" / "sandbox"))
     from attack_run import finish, launch
 
@@ -541,7 +542,10 @@ def test_memfds_in_flight_on_its_own_socket_are_over_its_limit_not_the_hosts():
         pytest.skip("needs 5 GiB of free memory")
     w = launch(IN_FLIGHT, memory_limit=256 << 20, host_memory_floor=avail - (3 << 30))
     finish(w, 120)
-    assert w.limit_hit is not None and w.limit_hit[0] == "memory_limit", (w.limit_hit, w.tail("stderr")[-500:])
+    # stopped at its own limit, not the host's floor; not judged here, not memory_limit: the memory is in
+    # no count of ktui's, only in the host's shared memory's growth, which another program could have made
+    assert w.limit_hit is not None and w.limit_hit[0] == "environment", (w.limit_hit, w.tail("stderr")[-500:])
+    assert "passed its memory limit" in w.limit_hit[1] and "not judged here" in w.limit_hit[1], w.limit_hit
 
 
 #: more memory in no RSS (memory_limit 256 MiB, disk_limit 128 MiB): each ends as a verdict about the worker
