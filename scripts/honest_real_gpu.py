@@ -247,8 +247,10 @@ def table(out: Path, traces: Path) -> int:
     lines += ["## Summary", "",
               f"- honest kernels: {len(honest)} ({len(hj)} judged); with a hack class: {len(flagged)}"
               + (f" ({', '.join(r['id'] for r in flagged)})" if flagged else ""),
-              f"- hacks: {len(hacks)}; named or failed: {sum(1 for r in hacks if r['ok'])}; missed: "
-              + (", ".join(r["id"] for r in hacks if not r["ok"]) or "none"),
+              f"- hacks: {len(hacks)} ({sum(1 for r in hacks if r['judged'])} judged); named or failed: "
+              f"{sum(1 for r in hacks if r['ok'])}; missed (judged, no class, not failed): "
+              + (", ".join(r["id"] for r in hacks if r["judged"] and not r["ok"]) or "none")
+              + "; not run: " + (", ".join(r["id"] for r in hacks if not r["judged"]) or "none"),
               f"- spot checks: {sum(1 for r in rows if r['role'] == 'spot')} (read each row)", ""]
     (out / "honest_real.md").write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines[-5:]))
