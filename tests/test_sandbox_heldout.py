@@ -169,14 +169,17 @@ def test_shared_memory_past_its_mapping_is_counted(plan, monkeypatch, name, as_r
     # a memfd (or a shared anonymous mapping) holding 512 MiB with one page of it mapped and no descriptor
     # left: root reads its size through /proc/PID/map_files; a normal user's ktui may not (the open item of
     # the fifth pass), so there the host's shared memory grown beyond every count ktui keeps is the tree's.
-    # "no_map_files" stands for the normal user (map_files refused) whoever runs the test
+    # "no_map_files" stands for the normal user (map_files refused) whoever runs the test; there the run stops
+    # at the tree's limit as "not judged here" (session 36: such growth never convicts a kernel)
     if as_root and os.geteuid() != 0:
         pytest.skip("map_files needs root")
     if not as_root:
         monkeypatch.setattr(proctree, "_mapped_size", lambda pid, a, b: None)
     r = _run(name, plan)
-    assert r["held"] and "memory_limit" in r["what"], r["what"]
-    if not as_root:
+    if as_root:
+        assert r["held"] and "memory_limit" in r["what"], r["what"]
+    else:  # stopped at its limit; not judged here: the host's growth could be another program's (session 36)
+        assert r["held"] and "passed its memory limit" in r["what"] and "not judged here" in r["what"], r["what"]
         assert "cannot read" in r["what"], r["what"]
 
 

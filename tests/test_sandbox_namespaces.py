@@ -201,15 +201,17 @@ def test_what_a_worker_leaves_in_its_folders_is_counted(code, kw):
 def test_memory_no_process_holds_ends_the_run_not_the_host():
     """1.5 GiB of memfds sent over a socket and closed: in flight, in no process's table or RSS. The
     tree made that socket itself (it is in its own network namespace): what the host's shared memory
-    grew by beyond ktui's counts is its, over its limit, before the host's floor (the run was "not
-    judged here" at the floor until session 35)."""
+    grew by beyond ktui's counts ends the run at its own limit, before the host's floor (until session 35
+    it ran on to the floor). Not judged here, not memory_limit: that growth may be another program's
+    (session 36: an honest CUDA worker was charged so on the H100)."""
     avail, _total = sandbox.host_memory()
     if avail is None or avail < 6 << 30:
         pytest.skip("needs 6 GiB of free memory")
     w = _launch(SCM_HIDE, memory_limit=256 << 20, host_memory_floor=avail - (1 << 30))
     _wait(w, 120)
-    assert w.limit_hit is not None and w.limit_hit[0] == "memory_limit", (w.limit_hit, w.tail("stderr")[-500:])
-    assert "unix socket" in w.limit_hit[1] and "of its own" in w.limit_hit[1], w.limit_hit
+    assert w.limit_hit is not None and w.limit_hit[0] == "environment", (w.limit_hit, w.tail("stderr")[-500:])
+    assert "passed its memory limit" in w.limit_hit[1] and "unix socket" in w.limit_hit[1] and \
+        "of its own" in w.limit_hit[1], w.limit_hit
 
 
 @linux_ns

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from ktui.trace.importers.common import Assembler, iso_ms
 from ktui.trace.model import FAILED, OK, Run, ToolCall, Turn
+from ktui.trace.words import count
 
 NAME = "aider"
 LABEL = "Aider chat history (Markdown)"
@@ -399,16 +400,16 @@ class _Reader:
         if any(t.tokens_in is not None for t in run.turns):
             asm.note(0, "tokens as Aider printed them (rounded: 3.2k, 32k)")
         if self.n_cached:
-            asm.note(0, f"Aider printed cached input beside 'sent' on {self.n_cached} call(s) ({self.cached:,} tokens); "
+            asm.note(0, f"Aider printed cached input beside 'sent' on {count(self.n_cached, 'call')} ({self.cached:,} tokens); "
                         "whether 'sent' holds them depends on the provider: not added")
         if self.n_fuzzy:
-            asm.note(0, f"{self.n_fuzzy} applied SEARCH/REPLACE block(s) whose SEARCH text is not in the file as the "
+            asm.note(0, f"{count(self.n_fuzzy, 'applied SEARCH/REPLACE block')} whose SEARCH text is not in the file as the "
                         "trace knows it (Aider matches loosely: whitespace, '...' elisions): kept as partial versions")
         if self.n_open:
-            asm.note(0, f"{self.n_open} SEARCH/REPLACE block(s) not closed or without a ======= line (a reply cut "
+            asm.note(0, f"{count(self.n_open, 'SEARCH/REPLACE block')} not closed or without a ======= line (a reply cut "
                         "off, or malformed): not read as edits")
         if self.udiff:
-            asm.note(0, f"{self.udiff} reply(ies) in the udiff edit format: their unified diffs are not read as edits")
+            asm.note(0, f"{count(self.udiff, 'reply', 'replies')} in the udiff edit format: their unified diffs are not read as edits")
         return asm.finish()
 
     # -- the model's reply
